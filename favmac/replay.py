@@ -1,0 +1,267 @@
+"""replay: the whole online FavMac session over a labelled stream, all targets in one pass.
+
+For every stream position n >= burn_in it records the threshold calibrated on patients
+0..n-1 (or the last ``window`` of them), the set chosen for patient n, and that set's
+realized cost and value — exactly what a loop of ``FavMac.update/predict`` gives.
+
+How it is fast: in a replay every calibration point is known up front, so keys are ranked
+once and a Fenwick tree over ranks (numba, exact int64 weights at a decimal scale) replaces
+the QuantileTree. In expected-cost control the inserted points do not depend on the
+target — only the query level c(n+1) - C_max does — so one pass serves every target.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ._calibration import ExactCosts, calibration_points, violation_rank, violation_scores
+from ._exact import common_scale, exact
+from .result import ReplayResult
+from .universe import candidate_sets, check_universe
+
+__all__ = ["replay", "predict_with_threshold"]
+
+_CHUNK = 20_000  # patients per kernel call, for progress reports
+_INT_LIMIT = 2**62
+
+
+def _validate(probs, labels, targets, delta, burn_in, window):
+    probs = np.asarray(probs, dtype=float)
+    labels = np.asarray(labels)
+    if probs.ndim != 2:
+        raise ValueError(f"probs: expected shape (N, K), got {probs.shape}")
+    if labels.shape != probs.shape:
+        raise ValueError(f"labels: expected shape {probs.shape} like probs, got {labels.shape}")
+    if not np.all(np.isfinite(probs)) or np.any((probs < 0) | (probs > 1)):
+        raise ValueError("probs: every probability must be a finite number in [0, 1]")
+    if not np.all((labels == 0) | (labels == 1)):
+        raise ValueError("labels: every label must be 0 or 1")
+    targets = np.atleast_1d(np.asarray(targets, dtype=float))
+    if targets.ndim != 1 or len(targets) == 0 or not np.all(np.isfinite(targets)):
+        raise ValueError("targets: expected one or more finite target costs")
+    if delta is not None and not 0 < float(delta) < 1:
+        raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
+    if not 0 <= int(burn_in) <= probs.shape[0]:
+        raise ValueError(f"burn_in must be between 0 and the number of patients ({probs.shape[0]}), got {burn_in!r}")
+    if window is not None and int(window) < 1:
+        raise ValueError(f"window must be a positive number of patients, got {window!r}")
+    return probs, labels.astype(bool), targets
+
+
+def _method_name(universe: str) -> str:
+    return f"FavMac ({universe})"
+
+
+def replay(
+    probs,
+    labels,
+    value,
+    cost,
+    targets,
+    *,
+    delta=None,
+    universe: str = "ratio",
+    burn_in: int = 0,
+    window=None,
+    c_max=None,
+    codes=None,
+    patient_ids=None,
+    method: str | None = None,
+    progress=None,
+) -> ReplayResult:
+    """Replay an online FavMac session over a labelled stream for several targets.
+
+    Parameters
+    ----------
+    probs : ndarray (N, K)
+        Base-classifier probabilities, in stream order.
+    labels : ndarray (N, K) of 0/1
+    value, cost : value and cost functions
+    targets : float or sequence of float
+        Target costs c (cost units).
+    delta : float or None
+        None for expected-cost control, else the violation level.
+    universe : {"ratio", "prob", "value", "full"}
+    burn_in : int
+        Patients used for calibration only (no prediction recorded).
+    window : int, optional
+        Rolling window of calibration patients.
+    c_max : float, optional
+        Largest cost (default: sum of cost weights).
+    codes, patient_ids : optional labels carried into the result.
+    method : str, optional
+        Display name (default "FavMac (<universe>)").
+    progress : callable(float), optional
+        Called with the fraction done (0..1) as the replay advances.
+
+    Returns
+    -------
+    ReplayResult
+        thresholds (T, S), selected (T, S, K), cost (T, S), value (T, S) with
+        S = N - burn_in, and final_thresholds (T,) calibrated on all N patients.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from favmac import AdditiveValue, AdditiveCost
+    >>> rng = np.random.RandomState(0)
+    >>> y = rng.rand(200, 5) < 0.3
+    >>> p = np.clip(0.6 * y + 0.4 * rng.rand(200, 5), 0, 1)
+    >>> res = replay(p, y, AdditiveValue(), AdditiveCost(), [0.5, 1.0], burn_in=50)
+    >>> res.cost.shape, bool(res.cost.mean(axis=1)[0] <= 0.5)
+    ((2, 150), True)
+    """
+    probs, labels, targets = _validate(probs, labels, targets, delta, burn_in, window)
+    n_patients, n_codes = probs.shape
+    check_universe(universe, n_codes)
+    burn_in = int(burn_in)
+    window_int = 0 if window is None else int(window)
+    report = progress if progress is not None else (lambda fraction: None)
+
+    report(0.0)
+    cands = candidate_sets(probs, value, cost, universe)
+    costs = ExactCosts(cost, n_codes, c_max)
+    realized = costs.realized(cands, labels)
+    report(0.25)
+
+    if delta is None:
+        all_thresholds = _expected_thresholds(cands, realized, costs, targets, burn_in, window_int, report)
+    else:
+        all_thresholds = _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window_int, report)
+    if all_thresholds is None:
+        warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
+        all_thresholds = _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max)
+    thresholds, final = all_thresholds[:, :-1], all_thresholds[:, -1]
+    report(0.85)
+
+    steps = n_patients - burn_in
+    tail = slice(burn_in, n_patients)
+    sub = _subset(cands, tail)
+    selected = np.zeros((len(targets), steps, n_codes), dtype=bool)
+    for t in range(len(targets)):
+        selected[t] = sub.masks(sub.choose(thresholds[t]))
+    realized_cost = cost(selected, labels[tail][None, :, :])
+    realized_value = value(selected, labels[tail][None, :, :])
+    report(1.0)
+    ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
+    return ReplayResult(
+        method=method or _method_name(universe),
+        targets=targets,
+        delta=None if delta is None else float(delta),
+        burn_in=burn_in,
+        thresholds=thresholds,
+        selected=selected,
+        cost=np.asarray(realized_cost, dtype=float),
+        value=np.asarray(realized_value, dtype=float),
+        codes=None if codes is None else list(codes),
+        patient_ids=ids,
+        settings={"universe": universe, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
+        final_thresholds=final,
+    )
+
+
+def _subset(cands, rows):
+    from .universe import Candidates
+
+    return Candidates(
+        cands.universe,
+        cands.chat[rows],
+        cands.vhat[rows],
+        order=None if cands.order is None else cands.order[rows],
+        subsets=cands.subsets,
+    )
+
+
+def _chunks(start, stop):
+    edges = list(range(start, stop, _CHUNK)) + [stop]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report):
+    """(T, N - burn_in + 1) thresholds; None when int64 would overflow."""
+    from ._kernels import expected_thresholds
+
+    n_patients = cands.n_patients
+    scale = max(costs.scale, common_scale([float(t) for t in targets]))
+    factor = scale // costs.scale
+    keys, increments = calibration_points(cands, realized)
+    positive = increments > 0
+    point_keys = keys[positive]
+    point_weights = increments[positive]
+    total = int(point_weights.sum()) * factor if point_weights.size else 0
+    c_int = [exact(t) * scale for t in targets]
+    c_max_int = costs.c_max * scale
+    if any(q.denominator != 1 for q in c_int + [c_max_int]):  # an explicit c_max finer than the scale
+        return None
+    c_int = [q.numerator for q in c_int]
+    c_max_int = c_max_int.numerator
+    biggest = max(abs(c) for c in c_int) * (n_patients + 2) + abs(c_max_int)
+    if total >= _INT_LIMIT or biggest >= _INT_LIMIT:
+        return None
+    unique_keys, ranks = np.unique(point_keys, return_inverse=True)
+    ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
+    weights = point_weights.astype(np.int64) * factor
+    tree = np.zeros(len(unique_keys) + 1, dtype=np.int64)
+    out = np.empty((len(targets), n_patients - burn_in + 1))
+    c_arr = np.array(c_int, dtype=np.int64)
+    for start, stop in _chunks(0, n_patients + 1):
+        expected_thresholds(ptr, ranks.astype(np.int64), weights, unique_keys, c_arr, np.int64(c_max_int),
+                            burn_in, window, start, stop, tree, out)
+        report(0.25 + 0.6 * stop / (n_patients + 1))
+    return out
+
+
+def _violation_ranks(delta, n_patients):
+    """k(m) = ceil((1 - delta)(m + 1)) for m = 0..N, exactly."""
+    q = 1 - exact(delta)
+    num, den = q.numerator, q.denominator
+    m = np.arange(n_patients + 1, dtype=object if num * (n_patients + 2) >= _INT_LIMIT else np.int64)
+    ranks = -((-num * (m + 1)) // den)
+    return np.asarray(ranks, dtype=np.int64)
+
+
+def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report):
+    from ._kernels import violation_thresholds
+
+    n_patients = cands.n_patients
+    ranks_k = _violation_ranks(delta, n_patients)
+    out = np.empty((len(targets), n_patients - burn_in + 1))
+    for t, target in enumerate(targets):
+        scores = violation_scores(cands, realized, costs.bound(target))
+        unique_scores, score_ranks = np.unique(scores, return_inverse=True)
+        tree = np.zeros(len(unique_scores) + 1, dtype=np.int64)
+        for start, stop in _chunks(0, n_patients + 1):
+            violation_thresholds(score_ranks.astype(np.int64), unique_scores, ranks_k, burn_in, window, start, stop, tree, out[t])
+        report(0.25 + 0.6 * (t + 1) / len(targets))
+    return out
+
+
+def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max):
+    from .controller import FavMac
+
+    out = np.empty((len(targets), probs.shape[0] - burn_in + 1))
+    for t, target in enumerate(targets):
+        fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window)
+        for n in range(probs.shape[0] + 1):
+            if n >= burn_in:
+                fm._bind(probs.shape[1])
+                out[t, n - burn_in] = fm.threshold
+            if n < probs.shape[0]:
+                fm.update(probs[n], labels[n])
+    return out
+
+
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio") -> np.ndarray:
+    """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
+
+    >>> from favmac import AdditiveValue, AdditiveCost
+    >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
+    [[True, False], [False, True]]
+    """
+    probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    cands = candidate_sets(probs, value, cost, universe)
+    if isinstance(threshold, float) and math.isnan(threshold):
+        raise ValueError("threshold is NaN")
+    return cands.masks(cands.choose(threshold))

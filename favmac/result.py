@@ -1,0 +1,92 @@
+"""The common result shape of every online method (FavMac and the baselines).
+
+A replay walks a labelled stream: for every position ``n >= burn_in`` the method is
+calibrated on patients ``0..n-1`` and predicts a set for patient ``n``, whose labels then
+join the calibration data. Results are stored per target (axis 0) and per step (axis 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class ReplayResult:
+    """Per-step outcome of an online method for several targets.
+
+    Attributes
+    ----------
+    method : str
+        Display name, e.g. ``"FavMac (ratio)"`` or ``"ClassWise"``.
+    targets : ndarray, shape (T,)
+        Target costs c, in the cost's own units.
+    delta : float or None
+        Violation level for violation control; None for expected-cost control.
+    burn_in : int
+        Number of calibration-only patients at the head of the stream.
+    thresholds : ndarray, shape (T, S)
+        Threshold used at each step (may be +-inf; NaN for methods without one scalar threshold).
+    selected : ndarray of bool, shape (T, S, K)
+        Chosen set for the patient at stream position ``burn_in + s``.
+    cost, value : ndarray, shape (T, S)
+        Realized cost C(S_hat; y) and value V(S_hat; y) of that set.
+    codes : list of str, optional
+        Code names (length K).
+    patient_ids : ndarray, shape (S,), optional
+        Ids of the predicted patients, in stream order.
+    settings : dict
+        Everything needed to reproduce the run (universe, window, ...).
+    final_thresholds : ndarray, shape (T,), optional
+        Threshold calibrated on the whole stream (all N patients): the one to use for new,
+        unlabelled patients.
+    """
+
+    method: str
+    targets: np.ndarray
+    delta: float | None
+    burn_in: int
+    thresholds: np.ndarray
+    selected: np.ndarray
+    cost: np.ndarray
+    value: np.ndarray
+    codes: list | None = None
+    patient_ids: np.ndarray | None = None
+    settings: dict = field(default_factory=dict)
+    final_thresholds: np.ndarray | None = None
+
+    @property
+    def n_steps(self) -> int:
+        return self.cost.shape[1]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: one row per (target, step).
+
+        Columns: method, target, step, position, patient_id, threshold, n_selected,
+        selected_codes (``;``-joined), cost, value, violation (cost > target).
+        """
+        n_targets, n_steps = self.cost.shape
+        codes = self.codes if self.codes is not None else [str(k) for k in range(self.selected.shape[2])]
+        codes_arr = np.asarray(codes, dtype=object)
+        target_col = np.repeat(self.targets, n_steps)
+        step = np.tile(np.arange(n_steps), n_targets)
+        flat_sel = self.selected.reshape(n_targets * n_steps, -1)
+        selected_codes = [";".join(codes_arr[row]) for row in flat_sel]
+        ids = self.patient_ids if self.patient_ids is not None else np.arange(self.burn_in, self.burn_in + n_steps)
+        frame = pd.DataFrame(
+            {
+                "method": self.method,
+                "target": target_col,
+                "step": step,
+                "position": step + self.burn_in,
+                "patient_id": np.tile(np.asarray(ids, dtype=object), n_targets),
+                "threshold": self.thresholds.reshape(-1),
+                "n_selected": flat_sel.sum(axis=1),
+                "selected_codes": selected_codes,
+                "cost": self.cost.reshape(-1),
+                "value": self.value.reshape(-1),
+            }
+        )
+        frame["violation"] = frame["cost"] > frame["target"]
+        return frame

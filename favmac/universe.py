@@ -1,0 +1,215 @@
+"""Universes U(x): the candidate sets FavMac chooses from, with their proxies.
+
+* ``prob``  — add codes by decreasing p_k (FPCP's order).
+* ``value`` — by decreasing p_k v_k.
+* ``ratio`` — by decreasing r_k = p_k v_k / ((1 - p_k) w_k) (FavMac's default); a zero
+  denominator with a positive numerator ranks first, 0/0 ranks last. For a formula value
+  the sequence is built greedily by the marginal proxy-value / proxy-cost ratio.
+* ``full``  — all 2^K subsets (K <= 14).
+
+Ties are broken by code index. The greedy universes are nested prefixes
+S_0 = {} ⊂ S_1 ⊂ … ⊂ S_K of an order; ``full`` enumerates subsets by binary counting
+(bit k = code k), so candidate 0 is the empty set in every universe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "UNIVERSES",
+    "MAX_FULL_CODES",
+    "check_universe",
+    "greedy_order",
+    "Candidates",
+    "candidate_sets",
+    "all_subsets",
+]
+
+UNIVERSES = ("ratio", "prob", "value", "full")
+MAX_FULL_CODES = 14
+
+
+def check_universe(universe: str, n_codes: int) -> None:
+    """Raise ValueError for an unknown universe or a ``full`` universe over too many codes."""
+    if universe not in UNIVERSES:
+        raise ValueError(f"universe must be one of {', '.join(UNIVERSES)}; got {universe!r}")
+    if universe == "full" and n_codes > MAX_FULL_CODES:
+        raise ValueError(
+            f"the 'full' universe enumerates all 2^K subsets and is limited to K <= {MAX_FULL_CODES} codes; "
+            f"this data has K = {n_codes}. Use 'ratio' (FavMac's default) instead."
+        )
+
+
+def _ratio_keys(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator with the SPEC's conventions: x/0 = +inf for x > 0, 0/0 last."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = numerator / denominator
+    zero_den = denominator == 0
+    ratio = np.where(zero_den & (numerator > 0), np.inf, ratio)
+    return np.where(zero_den & (numerator <= 0), -np.inf, ratio)
+
+
+def greedy_order(probs, value, cost, universe: str = "ratio") -> np.ndarray:
+    """Order in which the nested universe adds codes, per patient.
+
+    Parameters
+    ----------
+    probs : ndarray (N, K)
+    value, cost : value and cost functions (favmac.functions)
+    universe : "ratio", "prob" or "value"
+
+    Returns
+    -------
+    ndarray of int64, shape (N, K): ``order[i, j]`` is the (j+1)-th code added for patient i.
+
+    Examples
+    --------
+    >>> from favmac.functions import AdditiveValue, AdditiveCost
+    >>> greedy_order([[0.5, 0.9, 0.5, 1.0]], AdditiveValue(), AdditiveCost(), "ratio").tolist()
+    [[3, 1, 0, 2]]
+    """
+    probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    n_codes = probs.shape[1]
+    check_universe(universe, n_codes)
+    if universe == "full":
+        raise ValueError("the 'full' universe has no greedy order")
+    if universe == "prob":
+        key = probs
+    elif universe == "value":
+        key = probs * value.weights_for(n_codes)
+    elif value.is_additive:
+        key = _ratio_keys(probs * value.weights_for(n_codes), (1.0 - probs) * cost.weights_for(n_codes))
+    else:
+        return np.stack([_greedy_ratio_general(p, value, cost) for p in probs]) if len(probs) else np.zeros((0, n_codes), np.int64)
+    return np.argsort(-key, axis=1, kind="stable").astype(np.int64)
+
+
+def _greedy_ratio_general(p: np.ndarray, value, cost) -> np.ndarray:
+    """Greedy sequence for a general value: add argmax of marginal Vhat gain / Chat gain."""
+    n_codes = p.shape[0]
+    cost_steps = (1.0 - p) * cost.weights_for(n_codes)
+    chosen = np.zeros(n_codes, dtype=bool)
+    order = np.empty(n_codes, dtype=np.int64)
+    current = float(value.proxy(chosen, p))
+    for step in range(n_codes):
+        remaining = np.flatnonzero(~chosen)
+        trials = np.repeat(chosen[None, :], len(remaining), axis=0)
+        trials[np.arange(len(remaining)), remaining] = True
+        gains = value.proxy(trials, p) - current
+        keys = _ratio_keys(gains, cost_steps[remaining])
+        best = int(np.argmax(keys))  # first maximum = lowest code index among ties
+        code = remaining[best]
+        order[step] = code
+        chosen[code] = True
+        current = float(current + gains[best])
+    return order
+
+
+def all_subsets(n_codes: int) -> np.ndarray:
+    """All 2^K subsets as a (2^K, K) bool matrix, by binary counting (row 0 = empty set)."""
+    rows = np.arange(2**n_codes)[:, None]
+    return ((rows >> np.arange(n_codes)[None, :]) & 1).astype(bool)
+
+
+@dataclass
+class Candidates:
+    """The candidate sets of a batch of patients and their proxies.
+
+    For nested universes ``order`` is (N, K) and candidate j of patient i is the first j
+    codes of ``order[i]`` (M = K + 1 candidates). For ``full``, ``subsets`` (M, K) is shared
+    by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M).
+    """
+
+    universe: str
+    chat: np.ndarray
+    vhat: np.ndarray
+    order: np.ndarray | None = None
+    subsets: np.ndarray | None = None
+
+    @property
+    def nested(self) -> bool:
+        return self.order is not None
+
+    @property
+    def n_patients(self) -> int:
+        return self.chat.shape[0]
+
+    def masks(self, index: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Boolean sets (len(index), K) for candidate ``index[r]`` of patient ``rows[r]``."""
+        index = np.asarray(index, dtype=np.int64)
+        rows = np.arange(len(index)) if rows is None else np.asarray(rows)
+        if self.subsets is not None:
+            return self.subsets[index]
+        order = self.order[rows]
+        ranks = np.empty_like(order)
+        np.put_along_axis(ranks, order, np.arange(order.shape[1])[None, :], axis=1)
+        return ranks < index[:, None]
+
+    def all_masks(self, row: int) -> np.ndarray:
+        """(M, K) candidate sets of one patient."""
+        if self.subsets is not None:
+            return self.subsets
+        n_codes = self.order.shape[1]
+        masks = np.zeros((n_codes + 1, n_codes), dtype=bool)
+        for j, code in enumerate(self.order[row]):
+            masks[j + 1 :, code] = True
+        return masks
+
+    def best_prefix(self) -> np.ndarray:
+        """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (last maximum)."""
+        running = np.maximum.accumulate(self.vhat, axis=1)
+        steps = np.arange(self.vhat.shape[1])[None, :]
+        return np.maximum.accumulate(np.where(self.vhat >= running, steps, 0), axis=1)
+
+    def choose(self, thresholds) -> np.ndarray:
+        """Index of S_hat = argmax{Vhat(S) : Chat(S) < T} per patient (0 = empty set).
+
+        ``thresholds`` is a scalar or (N,) array. Nested universes take the last maximum
+        among the prefixes under the threshold (the largest S_j when Vhat is monotone);
+        ``full`` breaks Vhat ties by smaller Chat, then by enumeration order.
+        """
+        thresholds = np.broadcast_to(np.asarray(thresholds, dtype=float), (self.n_patients,))
+        allowed = self.chat < thresholds[:, None]
+        if self.nested:
+            last = np.maximum(allowed.sum(axis=1) - 1, 0)
+            return self.best_prefix()[np.arange(self.n_patients), last]
+        index = np.zeros(self.n_patients, dtype=np.int64)
+        for i in range(self.n_patients):
+            ok = np.flatnonzero(allowed[i])
+            if len(ok):
+                keys = np.lexsort((ok, self.chat[i, ok], -self.vhat[i, ok]))
+                index[i] = ok[keys[0]]
+        return index
+
+
+def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
+    """Candidate sets of every patient with their cost proxy (Chat) and value proxy (Vhat).
+
+    Chat of a nested prefix is the running sum of (1 - p_k) w_k along the order, so it is
+    non-decreasing in floating point too.
+    """
+    probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    n_patients, n_codes = probs.shape
+    check_universe(universe, n_codes)
+    cost_terms = (1.0 - probs) * cost.weights_for(n_codes)
+    if universe == "full":
+        subsets = all_subsets(n_codes)
+        chat = np.sum(subsets[None, :, :] * cost_terms[:, None, :], axis=2)
+        if value.is_additive:
+            vhat = np.sum(subsets[None, :, :] * (probs * value.weights_for(n_codes))[:, None, :], axis=2)
+        else:
+            vhat = np.stack([value.proxy(subsets, p) for p in probs]) if n_patients else np.zeros((0, len(subsets)))
+        return Candidates(universe, chat, vhat, subsets=subsets)
+    order = greedy_order(probs, value, cost, universe)
+    rows = np.arange(n_patients)[:, None]
+    zeros = np.zeros((n_patients, 1))
+    chat = np.concatenate([zeros, np.cumsum(cost_terms[rows, order], axis=1)], axis=1)
+    if value.is_additive:
+        gains = (probs * value.weights_for(n_codes))[rows, order]
+        vhat = np.concatenate([zeros, np.cumsum(gains, axis=1)], axis=1)
+    else:
+        cands = Candidates(universe, chat, chat, order=order)
+        vhat = np.stack([value.proxy(cands.all_masks(i), probs[i]) for i in range(n_patients)]) if n_patients else zeros
+    return Candidates(universe, chat, vhat, order=order)
