@@ -81,6 +81,11 @@ class AdditiveValue(_Additive):
         probs = np.asarray(probs, dtype=float)
         return (selected * probs) @ self.weights_for(selected.shape[-1])
 
+    def contributions(self, labels):
+        """Per-code terms y_k v_k whose sum over S is V(S; y)."""
+        labels = np.asarray(labels, dtype=bool)
+        return labels * self.weights_for(labels.shape[-1])
+
 
 class AdditiveCost(_Additive):
     """C(S; y) = sum_{k in S} (1 - y_k) w_k. ``weights=None`` counts false positives (C_FP).
@@ -105,6 +110,11 @@ class AdditiveCost(_Additive):
         selected = np.asarray(selected, dtype=bool)
         probs = np.asarray(probs, dtype=float)
         return (selected * (1.0 - probs)) @ self.weights_for(selected.shape[-1])
+
+    def contributions(self, labels):
+        """Per-code terms (1 - y_k) w_k whose sum over S is C(S; y)."""
+        labels = np.asarray(labels, dtype=bool)
+        return ~labels * self.weights_for(labels.shape[-1])
 
     def c_max(self, n_codes: int) -> float:
         """Largest cost any set can have: the (correctly rounded) sum of the weights."""

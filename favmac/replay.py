@@ -140,10 +140,19 @@ def replay(
     tail = slice(burn_in, n_patients)
     sub = _subset(cands, tail)
     selected = np.zeros((len(targets), steps, n_codes), dtype=bool)
+    realized_cost = np.zeros((len(targets), steps))
+    realized_value = np.zeros((len(targets), steps))
+    cost_table = sub.totals(cost.contributions(labels[tail]))
+    value_table = sub.totals(value.contributions(labels[tail])) if value.is_additive else None
+    exact_cost = realized[tail]
+    exceeds = np.zeros((len(targets), steps), dtype=bool)
+    rows = np.arange(steps)
     for t in range(len(targets)):
-        selected[t] = sub.masks(sub.choose(thresholds[t]))
-    realized_cost = cost(selected, labels[tail][None, :, :])
-    realized_value = value(selected, labels[tail][None, :, :])
+        index = sub.choose(thresholds[t])
+        selected[t] = sub.masks(index)
+        realized_cost[t] = cost_table[rows, index]
+        exceeds[t] = exact_cost[rows, index] > costs.bound(targets[t])
+        realized_value[t] = value_table[rows, index] if value_table is not None else value(selected[t], labels[tail])
     report(1.0)
     ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
     return ReplayResult(
@@ -153,12 +162,13 @@ def replay(
         burn_in=burn_in,
         thresholds=thresholds,
         selected=selected,
-        cost=np.asarray(realized_cost, dtype=float),
-        value=np.asarray(realized_value, dtype=float),
+        cost=realized_cost,
+        value=realized_value,
         codes=None if codes is None else list(codes),
         patient_ids=ids,
         settings={"universe": universe, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
         final_thresholds=final,
+        exceeds=exceeds,
     )
 
 

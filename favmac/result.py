@@ -38,6 +38,9 @@ class ReplayResult:
         Ids of the predicted patients, in stream order.
     settings : dict
         Everything needed to reproduce the run (universe, window, ...).
+    exceeds : ndarray of bool, shape (T, S), optional
+        Exact "cost > target" flags (decimal arithmetic; float costs can blur exact ties).
+        ``violations`` falls back to ``cost > target`` when absent.
     final_thresholds : ndarray, shape (T,), optional
         Threshold calibrated on the whole stream (all N patients): the one to use for new,
         unlabelled patients.
@@ -55,6 +58,14 @@ class ReplayResult:
     patient_ids: np.ndarray | None = None
     settings: dict = field(default_factory=dict)
     final_thresholds: np.ndarray | None = None
+    exceeds: np.ndarray | None = None
+
+    @property
+    def violations(self) -> np.ndarray:
+        """(T, S) bool: realized cost above the target."""
+        if self.exceeds is not None:
+            return self.exceeds
+        return self.cost > self.targets[:, None]
 
     @property
     def n_steps(self) -> int:
@@ -88,5 +99,5 @@ class ReplayResult:
                 "value": self.value.reshape(-1),
             }
         )
-        frame["violation"] = frame["cost"] > frame["target"]
+        frame["violation"] = self.violations.reshape(-1)
         return frame

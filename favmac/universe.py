@@ -13,7 +13,7 @@ S_0 = {} ⊂ S_1 ⊂ … ⊂ S_K of an order; ``full`` enumerates subsets by bin
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
+_GAIN_TOLERANCE = 1e-12
 MAX_FULL_CODES = 14
 
 
@@ -98,12 +99,14 @@ def _greedy_ratio_general(p: np.ndarray, value, cost) -> np.ndarray:
         trials = np.repeat(chosen[None, :], len(remaining), axis=0)
         trials[np.arange(len(remaining)), remaining] = True
         gains = value.proxy(trials, p) - current
+        # Summation round-off must not turn a zero gain into a "positive / 0 = +inf" ratio.
+        gains[np.abs(gains) <= _GAIN_TOLERANCE * max(1.0, abs(current))] = 0.0
         keys = _ratio_keys(gains, cost_steps[remaining])
         best = int(np.argmax(keys))  # first maximum = lowest code index among ties
         code = remaining[best]
         order[step] = code
         chosen[code] = True
-        current = float(current + gains[best])
+        current = float(value.proxy(chosen, p))
     return order
 
 
@@ -127,6 +130,7 @@ class Candidates:
     vhat: np.ndarray
     order: np.ndarray | None = None
     subsets: np.ndarray | None = None
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def nested(self) -> bool:
@@ -142,10 +146,22 @@ class Candidates:
         rows = np.arange(len(index)) if rows is None else np.asarray(rows)
         if self.subsets is not None:
             return self.subsets[index]
-        order = self.order[rows]
-        ranks = np.empty_like(order)
-        np.put_along_axis(ranks, order, np.arange(order.shape[1])[None, :], axis=1)
-        return ranks < index[:, None]
+        return self.code_ranks()[rows] < index[:, None]
+
+    def code_ranks(self) -> np.ndarray:
+        """Nested universes: (N, K) position of each code in its patient's order."""
+        if "ranks" not in self._cache:
+            ranks = np.empty_like(self.order)
+            np.put_along_axis(ranks, self.order, np.arange(self.order.shape[1])[None, :], axis=1)
+            self._cache["ranks"] = ranks
+        return self._cache["ranks"]
+
+    def totals(self, contributions: np.ndarray) -> np.ndarray:
+        """(N, M) sums of per-code ``contributions`` (N, K) over every candidate set."""
+        if self.subsets is not None:
+            return contributions @ self.subsets.T.astype(float)
+        steps = np.take_along_axis(contributions, self.order, axis=1)
+        return np.concatenate([np.zeros((len(steps), 1)), np.cumsum(steps, axis=1)], axis=1)
 
     def all_masks(self, row: int) -> np.ndarray:
         """(M, K) candidate sets of one patient."""
@@ -159,9 +175,11 @@ class Candidates:
 
     def best_prefix(self) -> np.ndarray:
         """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (last maximum)."""
-        running = np.maximum.accumulate(self.vhat, axis=1)
-        steps = np.arange(self.vhat.shape[1])[None, :]
-        return np.maximum.accumulate(np.where(self.vhat >= running, steps, 0), axis=1)
+        if "best" not in self._cache:
+            running = np.maximum.accumulate(self.vhat, axis=1)
+            steps = np.arange(self.vhat.shape[1])[None, :]
+            self._cache["best"] = np.maximum.accumulate(np.where(self.vhat >= running, steps, 0), axis=1)
+        return self._cache["best"]
 
     def choose(self, thresholds) -> np.ndarray:
         """Index of S_hat = argmax{Vhat(S) : Chat(S) < T} per patient (0 = empty set).

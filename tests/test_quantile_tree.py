@@ -1,0 +1,139 @@
+"""QuantileTree against an exact brute force over long random insert/delete sequences."""
+import math
+import random
+from fractions import Fraction
+
+import pytest
+
+from favmac import QuantileTree, QuantileTreeError
+from favmac._exact import exact
+
+
+class BruteForce:
+    """A dict of exact weights; every query recomputed from scratch."""
+
+    def __init__(self):
+        self.weights = {}
+
+    def insert(self, key, weight):
+        if exact(weight) > 0:
+            self.weights[key] = self.weights.get(key, Fraction(0)) + exact(weight)
+
+    def delete(self, key, weight):
+        have = self.weights.get(key, Fraction(0))
+        assert have >= exact(weight)
+        if have == exact(weight):
+            self.weights.pop(key, None)
+        else:
+            self.weights[key] = have - exact(weight)
+
+    def cdf(self, v):
+        return sum((w for k, w in self.weights.items() if k <= v), Fraction(0))
+
+    def total(self):
+        return sum(self.weights.values(), Fraction(0))
+
+    def search_greater(self, m):
+        for key in sorted(self.weights):
+            if self.cdf(key) > exact(m):
+                return key
+        return math.inf
+
+    def quantile(self, q):
+        need = exact(q) * self.total()
+        if need <= 0:
+            return -math.inf
+        for key in sorted(self.weights):
+            if self.cdf(key) >= need:
+                return key
+        raise AssertionError
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sequences_match_brute_force(seed):
+    rng = random.Random(seed)
+    tree, brute = QuantileTree(load=4), BruteForce()  # tiny load: many splits and merges
+    keys = [rng.choice([-math.inf, math.inf, 0.0]) if rng.random() < 0.05 else round(rng.uniform(-5, 5), 1) for _ in range(60)]
+    weights = [1, 2, 0.5, 0.1, 0.2, 0.3, 1.7, 0]
+    stored = []
+    for step in range(1500):
+        if stored and rng.random() < 0.4:
+            key, weight = stored.pop(rng.randrange(len(stored)))
+            tree.delete(key, weight)
+            brute.delete(key, weight)
+        else:
+            key, weight = rng.choice(keys), rng.choice(weights)
+            tree.insert(key, weight)
+            brute.insert(key, weight)
+            stored.append((key, weight))
+        if step % 25 == 0:
+            tree._check()
+        probe = rng.choice(keys) + rng.choice([0, 0.05, -0.05])
+        assert tree.cdf_exact(probe) == brute.cdf(probe)
+        assert tree.total_exact == brute.total()
+        m = rng.choice([brute.cdf(probe), brute.cdf(probe) - Fraction(1, 10), 0, -1, brute.total()])
+        assert tree.search_greater(m) == brute.search_greater(m)
+        level = rng.choice([0, 0.1, 0.25, 0.5, 0.9, 1.0, rng.random()])
+        assert tree.quantile(level) == brute.quantile(level)
+    tree._check()
+
+
+def test_empty_tree_answers():
+    tree = QuantileTree()
+    assert tree.total == 0.0 and tree.cdf(1.0) == 0.0 and len(tree) == 0
+    assert tree.search_greater(0) == math.inf
+    assert tree.quantile(0.5) == -math.inf  # inf{v : 0 >= 0} by the definition
+    with pytest.raises(QuantileTreeError, match="nothing is stored"):
+        tree.delete(1.0)
+
+
+def test_bad_delete_changes_nothing():
+    tree = QuantileTree([(1.0, 2), (2.0, 1)])
+    with pytest.raises(QuantileTreeError, match="only 2 is stored"):
+        tree.delete(1.0, 3)
+    with pytest.raises(QuantileTreeError, match="nothing is stored"):
+        tree.delete(1.5, 1)
+    assert list(tree.items()) == [(1.0, 2.0), (2.0, 1.0)]
+    tree._check()
+
+
+def test_rejects_bad_input():
+    tree = QuantileTree()
+    with pytest.raises(QuantileTreeError):
+        tree.insert(1.0, -1)
+    with pytest.raises(QuantileTreeError):
+        tree.insert(float("nan"))
+    with pytest.raises(QuantileTreeError):
+        tree.insert(1.0, float("inf"))
+    with pytest.raises(QuantileTreeError):
+        tree.quantile(1.5)
+
+
+def test_equal_keys_merge_and_strict_search_ties():
+    tree = QuantileTree([(1.0, 1), (1.0, 1), (2.0, 2)])
+    assert len(tree) == 2
+    assert tree.search_greater(2) == 2.0  # cdf(1.0) = 2 is a tie, not "> 2"
+    assert tree.search_greater(Fraction(19, 10)) == 1.0
+
+
+def test_no_drift_after_a_million_operations():
+    """10^6 mixed inserts/deletes of float weights; cdf equals an exact recomputation."""
+    rng = random.Random(123)
+    tree = QuantileTree()
+    live = []
+    for _ in range(1_000_000 // 2):
+        key, weight = rng.random(), rng.choice([0.1, 0.331, 1e-3, 7.25, 1 / 3])
+        tree.insert(key, weight)
+        live.append((key, weight))
+    for i in range(1_000_000 // 2):
+        j = rng.randrange(len(live))
+        live[j], live[-1] = live[-1], live[j]
+        key, weight = live.pop()
+        tree.delete(key, weight)
+        if i % 2 == 0:
+            key, weight = rng.random(), rng.choice([0.1, 0.331, 1e-3, 7.25])
+            tree.insert(key, weight)
+            live.append((key, weight))
+    for v in (0.1, 0.5, 0.9, 1.0):
+        exact_sum = math.fsum(w for k, w in live if k <= v)
+        assert tree.cdf(v) == pytest.approx(exact_sum, rel=1e-9)
