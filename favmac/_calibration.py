@@ -21,8 +21,9 @@ class ExactCosts:
         weights = cost.weights_for(n_codes)
         self.scale = common_scale([float(w) for w in weights] + ([c_max] if c_max is not None else []))
         ints = [scaled_int(float(w), self.scale) for w in weights]
-        big = max(ints, default=0) * max(n_codes, 1) >= 2**62
-        self.weights = np.array(ints, dtype=object if big else np.int64)
+        largest = sum(ints)  # the largest realized cost, as an integer
+        dtype = np.int32 if largest < 2**31 else (np.int64 if largest < 2**62 else object)
+        self.weights = np.array(ints, dtype=dtype)
         self.c_max = exact(c_max) if c_max is not None else Fraction(sum(ints), self.scale)
 
     def realized(self, candidates, labels) -> np.ndarray:

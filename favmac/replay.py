@@ -138,7 +138,7 @@ def replay(
 
     steps = n_patients - burn_in
     tail = slice(burn_in, n_patients)
-    sub = _subset(cands, tail)
+    sub = cands.subset(tail)
     selected = np.zeros((len(targets), steps, n_codes), dtype=bool)
     realized_cost = np.zeros((len(targets), steps))
     realized_value = np.zeros((len(targets), steps))
@@ -172,18 +172,6 @@ def replay(
     )
 
 
-def _subset(cands, rows):
-    from .universe import Candidates
-
-    return Candidates(
-        cands.universe,
-        cands.chat[rows],
-        cands.vhat[rows],
-        order=None if cands.order is None else cands.order[rows],
-        subsets=cands.subsets,
-    )
-
-
 def _chunks(start, stop):
     edges = list(range(start, stop, _CHUNK)) + [stop]
     return list(zip(edges[:-1], edges[1:]))
@@ -200,6 +188,7 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     positive = increments > 0
     point_keys = keys[positive]
     point_weights = increments[positive]
+    del keys, increments
     total = int(point_weights.sum()) * factor if point_weights.size else 0
     c_int = [exact(t) * scale for t in targets]
     c_max_int = costs.c_max * scale
@@ -211,13 +200,16 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     if total >= _INT_LIMIT or biggest >= _INT_LIMIT:
         return None
     unique_keys, ranks = np.unique(point_keys, return_inverse=True)
+    del point_keys
+    ranks = ranks.astype(np.int32)
     ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
     weights = point_weights.astype(np.int64) * factor
+    del point_weights, positive
     tree = np.zeros(len(unique_keys) + 1, dtype=np.int64)
     out = np.empty((len(targets), n_patients - burn_in + 1))
     c_arr = np.array(c_int, dtype=np.int64)
     for start, stop in _chunks(0, n_patients + 1):
-        expected_thresholds(ptr, ranks.astype(np.int64), weights, unique_keys, c_arr, np.int64(c_max_int),
+        expected_thresholds(ptr, ranks, weights, unique_keys, c_arr, np.int64(c_max_int),
                             burn_in, window, start, stop, tree, out)
         report(0.25 + 0.6 * stop / (n_patients + 1))
     return out

@@ -122,15 +122,32 @@ class Candidates:
 
     For nested universes ``order`` is (N, K) and candidate j of patient i is the first j
     codes of ``order[i]`` (M = K + 1 candidates). For ``full``, ``subsets`` (M, K) is shared
-    by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M).
+    by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M); ``vhat`` may be given as a
+    zero-argument function and is then computed on first use. ``monotone`` says Vhat never
+    decreases along a nested sequence (additive value), so S_hat is simply the last prefix
+    under the threshold and Vhat is not needed to choose.
     """
 
     universe: str
     chat: np.ndarray
-    vhat: np.ndarray
+    vhat_source: object
     order: np.ndarray | None = None
     subsets: np.ndarray | None = None
+    monotone: bool = False
     _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def vhat(self) -> np.ndarray:
+        if callable(self.vhat_source):
+            self.vhat_source = self.vhat_source()
+        return self.vhat_source
+
+    def subset(self, rows) -> "Candidates":
+        """The candidates of the patients ``rows`` (a slice or index array)."""
+        source = self.vhat_source
+        vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
+        order = None if self.order is None else self.order[rows]
+        return Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets, monotone=self.monotone)
 
     @property
     def nested(self) -> bool:
@@ -160,8 +177,7 @@ class Candidates:
         """(N, M) sums of per-code ``contributions`` (N, K) over every candidate set."""
         if self.subsets is not None:
             return contributions @ self.subsets.T.astype(float)
-        steps = np.take_along_axis(contributions, self.order, axis=1)
-        return np.concatenate([np.zeros((len(steps), 1)), np.cumsum(steps, axis=1)], axis=1)
+        return _prefix_sums(contributions, self.order)
 
     def all_masks(self, row: int) -> np.ndarray:
         """(M, K) candidate sets of one patient."""
@@ -175,6 +191,8 @@ class Candidates:
 
     def best_prefix(self) -> np.ndarray:
         """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (last maximum)."""
+        if "best" not in self._cache and self.monotone:
+            self._cache["best"] = np.broadcast_to(np.arange(self.chat.shape[1]), self.chat.shape)
         if "best" not in self._cache:
             running = np.maximum.accumulate(self.vhat, axis=1)
             steps = np.arange(self.vhat.shape[1])[None, :]
@@ -220,14 +238,19 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         else:
             vhat = np.stack([value.proxy(subsets, p) for p in probs]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
-    order = greedy_order(probs, value, cost, universe)
-    rows = np.arange(n_patients)[:, None]
-    zeros = np.zeros((n_patients, 1))
-    chat = np.concatenate([zeros, np.cumsum(cost_terms[rows, order], axis=1)], axis=1)
+    order = greedy_order(probs, value, cost, universe).astype(np.int16 if n_codes < 2**15 else np.int64)
+    chat = _prefix_sums(cost_terms, order)
+    del cost_terms
     if value.is_additive:
-        gains = (probs * value.weights_for(n_codes))[rows, order]
-        vhat = np.concatenate([zeros, np.cumsum(gains, axis=1)], axis=1)
-    else:
-        cands = Candidates(universe, chat, chat, order=order)
-        vhat = np.stack([value.proxy(cands.all_masks(i), probs[i]) for i in range(n_patients)]) if n_patients else zeros
+        value_weights = value.weights_for(n_codes)
+        return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order, monotone=True)
+    cands = Candidates(universe, chat, None, order=order)
+    vhat = np.stack([value.proxy(cands.all_masks(i), probs[i]) for i in range(n_patients)]) if n_patients else np.zeros((0, 1))
     return Candidates(universe, chat, vhat, order=order)
+
+
+def _prefix_sums(terms: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """(N, K+1): 0 then the running sums of ``terms`` taken in each patient's ``order``."""
+    out = np.zeros((terms.shape[0], terms.shape[1] + 1))
+    np.cumsum(np.take_along_axis(terms, order, axis=1), axis=1, out=out[:, 1:])
+    return out
