@@ -3,14 +3,25 @@
 Lin, Trivedi, Xiao, Sun, "Fast Online Value-Maximizing Prediction Sets with Conformal
 Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides every edge case.
 """
+from .baselines import BASELINE_CONTROLS, classwise, crc, fpcp, inner_set, rcps
 from .controller import FavMac
 from .functions import AdditiveCost, AdditiveValue, FormulaError, FormulaValue
+from .metrics import compare_methods, protocol_table, summarize
 from .quantile_tree import QuantileTree, QuantileTreeError
 from .replay import predict_with_threshold, replay
 from .result import ReplayResult
 from .universe import MAX_FULL_CODES, UNIVERSES, candidate_sets, greedy_order
 
 __all__ = [
+    "BASELINE_CONTROLS",
+    "classwise",
+    "compare_methods",
+    "crc",
+    "fpcp",
+    "inner_set",
+    "protocol_table",
+    "rcps",
+    "summarize",
     "AdditiveCost",
     "AdditiveValue",
     "FavMac",
