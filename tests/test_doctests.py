@@ -8,7 +8,7 @@ import pytest
 import favmac
 
 MODULES = sorted(
-    name for _, name, _ in pkgutil.walk_packages(favmac.__path__, "favmac.") if not name.startswith("favmac.ui")
+    name for _, name, _ in pkgutil.walk_packages(favmac.__path__, "favmac.") if not name.startswith("favmac.ui") and name != "favmac.__main__"
 )
 
 
