@@ -5,6 +5,20 @@ Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides e
 """
 from .baselines import BASELINE_CONTROLS, classwise, crc, fpcp, inner_set, rcps
 from .controller import FavMac
+from .io import (
+    CMS_MODELS,
+    CMS_SEGMENTS,
+    DataError,
+    Dataset,
+    cms_hcc_weights,
+    load_calibration,
+    load_new_patients,
+    read_labels,
+    read_probabilities,
+    read_weights,
+    read_wide,
+    to_safe_csv,
+)
 from .functions import AdditiveCost, AdditiveValue, FormulaError, FormulaValue
 from .metrics import compare_methods, protocol_table, summarize
 from .quantile_tree import QuantileTree, QuantileTreeError
@@ -13,6 +27,18 @@ from .result import ReplayResult
 from .universe import MAX_FULL_CODES, UNIVERSES, candidate_sets, greedy_order
 
 __all__ = [
+    "CMS_MODELS",
+    "CMS_SEGMENTS",
+    "DataError",
+    "Dataset",
+    "cms_hcc_weights",
+    "load_calibration",
+    "load_new_patients",
+    "read_labels",
+    "read_probabilities",
+    "read_weights",
+    "read_wide",
+    "to_safe_csv",
     "BASELINE_CONTROLS",
     "classwise",
     "compare_methods",

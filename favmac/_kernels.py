@@ -40,11 +40,12 @@ def _fenwick_count_le(tree, bound):
 
 
 @njit(cache=True)
-def expected_thresholds(ptr, ranks, weights, keys, c_int, c_max_int, burn_in, window, start, stop, tree, out):
+def expected_thresholds(ptr, ranks, weights, keys, bounds, burn_in, window, start, stop, tree, out):
     """Expected-cost thresholds for stream positions start..stop-1 (all targets at once).
 
-    out[t, n - burn_in] = smallest key b with F_n(b) > c_t (n_cal + 1) - C_max, where F_n is
-    the weight of the calibration points (patients before n, within the window).
+    out[t, n - burn_in] = smallest key b with F_n(b) > bounds[t, n_cal], where F_n is the
+    weight of the calibration points (patients before n, within the window) and
+    bounds[t, m] = floor((c_t (m + 1) - C_max) * scale).
     """
     n_patients = ptr.shape[0] - 1
     n_keys = keys.shape[0]
@@ -53,8 +54,8 @@ def expected_thresholds(ptr, ranks, weights, keys, c_int, c_max_int, burn_in, wi
             n_cal = n
             if window > 0 and n_cal > window:
                 n_cal = window
-            for t in range(c_int.shape[0]):
-                bound = c_int[t] * (n_cal + 1) - c_max_int
+            for t in range(bounds.shape[0]):
+                bound = bounds[t, n_cal]
                 if bound < 0:
                     out[t, n - burn_in] = -np.inf
                 else:
@@ -67,6 +68,20 @@ def expected_thresholds(ptr, ranks, weights, keys, c_int, c_max_int, burn_in, wi
                 old = n - window
                 for e in range(ptr[old], ptr[old + 1]):
                     _fenwick_add(tree, ranks[e], -weights[e])
+
+
+@njit(cache=True)
+def floor_multiples(whole, remainder, denominator, offset, out):
+    """out[m] = floor(a (m + 1) / b) - offset, for a = whole * b + remainder (0 <= remainder < b)."""
+    q = whole
+    r = remainder
+    for m in range(out.shape[0]):
+        out[m] = q - offset
+        q += whole
+        r += remainder
+        if r >= denominator:
+            r -= denominator
+            q += 1
 
 
 @njit(cache=True)

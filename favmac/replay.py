@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ._calibration import ExactCosts, calibration_points, violation_rank, violation_scores
-from ._exact import common_scale, exact
+from ._exact import exact
 from .result import ReplayResult
 from .universe import candidate_sets, check_universe
 
@@ -177,40 +177,55 @@ def _chunks(start, stop):
     return list(zip(edges[:-1], edges[1:]))
 
 
+def _expected_bounds(targets, costs, n_patients):
+    """(T, N + 1) int64: floor(M * scale) for M = c (m + 1) - C_max and m = 0..N calibration patients.
+
+    F (an integer at the costs' scale) exceeds M exactly when it exceeds this bound, whatever
+    decimals the target has. None when the bounds do not fit in int64.
+    """
+    from ._kernels import floor_multiples
+
+    c_max_int = costs.c_max * costs.scale
+    if c_max_int.denominator != 1:
+        return None
+    c_max_int = c_max_int.numerator
+    bounds = np.empty((len(targets), n_patients + 1), dtype=np.int64)
+    for t, target in enumerate(targets):
+        step = exact(target) * costs.scale
+        a, b = step.numerator, step.denominator
+        if abs(step) * (n_patients + 2) + abs(c_max_int) >= _INT_LIMIT:
+            return None
+        if abs(a) < _INT_LIMIT and b < _INT_LIMIT:
+            floor_multiples(np.int64(a // b), np.int64(a % b), np.int64(b), np.int64(c_max_int), bounds[t])
+        else:
+            bounds[t] = [(a * (m + 1)) // b - c_max_int for m in range(n_patients + 1)]
+    return bounds
+
+
 def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report):
     """(T, N - burn_in + 1) thresholds; None when int64 would overflow."""
     from ._kernels import expected_thresholds
 
     n_patients = cands.n_patients
-    scale = max(costs.scale, common_scale([float(t) for t in targets]))
-    factor = scale // costs.scale
     keys, increments = calibration_points(cands, realized)
     positive = increments > 0
     point_keys = keys[positive]
     point_weights = increments[positive]
     del keys, increments
-    total = int(point_weights.sum()) * factor if point_weights.size else 0
-    c_int = [exact(t) * scale for t in targets]
-    c_max_int = costs.c_max * scale
-    if any(q.denominator != 1 for q in c_int + [c_max_int]):  # an explicit c_max finer than the scale
-        return None
-    c_int = [q.numerator for q in c_int]
-    c_max_int = c_max_int.numerator
-    biggest = max(abs(c) for c in c_int) * (n_patients + 2) + abs(c_max_int)
-    if total >= _INT_LIMIT or biggest >= _INT_LIMIT:
+    total = int(point_weights.sum()) if point_weights.size else 0
+    bounds = _expected_bounds(targets, costs, n_patients)
+    if bounds is None or total >= _INT_LIMIT:
         return None
     unique_keys, ranks = np.unique(point_keys, return_inverse=True)
     del point_keys
     ranks = ranks.astype(np.int32)
     ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
-    weights = point_weights.astype(np.int64) * factor
+    weights = point_weights.astype(np.int64)
     del point_weights, positive
     tree = np.zeros(len(unique_keys) + 1, dtype=np.int64)
     out = np.empty((len(targets), n_patients - burn_in + 1))
-    c_arr = np.array(c_int, dtype=np.int64)
     for start, stop in _chunks(0, n_patients + 1):
-        expected_thresholds(ptr, ranks, weights, unique_keys, c_arr, np.int64(c_max_int),
-                            burn_in, window, start, stop, tree, out)
+        expected_thresholds(ptr, ranks, weights, unique_keys, bounds, burn_in, window, start, stop, tree, out)
         report(0.25 + 0.6 * stop / (n_patients + 1))
     return out
 

@@ -132,3 +132,23 @@ def test_empty_calibration_and_infinities():
     assert fm.predict([0.9, 0.8, 0.1]).tolist() == [True, True, True]  # +inf allows every set
     fm = FavMac(value, cost, 1.0, delta=0.1)
     assert fm.threshold == -math.inf  # k = 1 > N = 0
+
+
+def test_replay_handles_targets_with_many_decimals_exactly():
+    """2% of C_max can print as 0.7000000000000001: still the fast exact path, same thresholds."""
+    import warnings
+
+    rng = np.random.RandomState(0)
+    labels = rng.rand(200, 5) < 0.3
+    probs = rng.rand(200, 5).round(3)
+    w = np.array([0.3, 1.2, 0.7, 0.05, 2.0])
+    targets = [0.7000000000000001, 1 / 3, -0.2, 1.1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the slow-path warning would fail the test
+        res = replay(probs, labels, AdditiveValue(w), AdditiveCost(w), targets, burn_in=10, window=50)
+    for t, c in enumerate(targets):
+        fm = FavMac(AdditiveValue(w), AdditiveCost(w), c, window=50)
+        fm.update(probs[:10], labels[:10])
+        for n in range(10, 200):
+            assert fm.threshold == res.thresholds[t, n - 10]
+            fm.update(probs[n], labels[n])

