@@ -48,6 +48,7 @@ from numba import njit
 from scipy.stats import binom
 
 from ._exact import common_scale, exact, scaled_int
+from ._kernels import _fenwick_add
 from .result import ReplayResult
 
 __all__ = ["classwise", "inner_set", "fpcp", "crc", "rcps", "BASELINE_CONTROLS"]
@@ -220,15 +221,6 @@ def _result(method, targets, delta, burn_in, thresholds, selected, probs, labels
 # ---------------------------------------------------------------------------------------
 # Fenwick tree of counts (1-based array, position i stored at index i + 1)
 # ---------------------------------------------------------------------------------------
-@njit(cache=True)
-def _fenwick_add(tree, pos, amount):
-    i = pos + 1
-    size = tree.shape[0]
-    while i < size:
-        tree[i] += amount
-        i += i & (-i)
-
-
 @njit(cache=True)
 def _fenwick_count_below(tree, pos):
     """Number of inserted items at positions < pos."""
