@@ -1,0 +1,138 @@
+"""Fixtures for the real-browser tests: ``streamlit run`` on a free loopback port + chromium.
+
+* ``app_url`` (session): starts ``python -m streamlit run app.py`` from the repository root
+  on a free 127.0.0.1 port, waits for ``/_stcore/health`` to answer ``ok`` and stops the
+  server (and any children) at the end. The server log is kept under pytest's tmp dir and
+  its tail is shown when the server does not come up.
+* ``browser`` (session): Debian's chromium (``/usr/bin/chromium``) through Playwright's sync
+  API. Never ``playwright install``: when the executable is missing the tests are skipped
+  (``.ci/run`` installs it with apt-get).
+* ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
+  1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
+  ``page.js_errors``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("FAVMAC_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
+VIEWPORT = {"width": 1400, "height": 1000}
+SERVER_START_TIMEOUT = 60.0  # seconds
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _log_tail(path: Path, n: int = 40) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:]) or "(empty log)"
+
+
+def _health(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.read().decode(errors="replace").strip()
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Terminate the server's process group (streamlit and anything it started)."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run the browser tests")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory) -> str:
+    """Base URL (no trailing slash) of a ``streamlit run app.py`` server for this test session."""
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with code {proc.returncode} before answering; log {log_path}:\n{_log_tail(log_path)}")
+            if _health(f"{base}/_stcore/health") == "ok":
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not answer {base}/_stcore/health within {SERVER_START_TIMEOUT:.0f} s; "
+                            f"log {log_path}:\n{_log_tail(log_path)}")
+            time.sleep(0.25)
+        yield base
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="python playwright is not installed")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A page in a fresh context (its own Streamlit session). ``browser`` comes first so a
+    missing chromium skips the test before the server is started."""
+    context = browser.new_context(accept_downloads=True, viewport=VIEWPORT)
+    context.set_default_timeout(60_000)
+    page = context.new_page()
+    page.js_errors = []
+    page.on("pageerror", lambda err: page.js_errors.append(str(err)))
+    try:
+        yield page
+    finally:
+        context.close()
