@@ -1,0 +1,250 @@
+"""Plotly figures for FavMac Studio.
+
+Every figure uses the Okabe-Ito palette (distinguishable with the common colour-vision
+deficiencies), titles its axes with units, and shows a legend whenever there is more than
+one series. Where colour separates categories a second cue (marker symbol, bar pattern or
+dash style) separates them too. Figures take plain frames from ``favmac.ui.services``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from favmac.ui import services
+
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+    "grey": "#999999",
+}
+PALETTE = [OKABE_ITO[k] for k in ("blue", "orange", "bluish_green", "vermillion", "reddish_purple", "sky_blue", "black", "yellow")]
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "triangle-down", "cross"]
+DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash"]
+
+STATUS_STYLE = {
+    services.STATUS_TP: (OKABE_ITO["blue"], ""),
+    services.STATUS_FP: (OKABE_ITO["vermillion"], "x"),
+    services.STATUS_FN: (OKABE_ITO["sky_blue"], "/"),
+    services.STATUS_TN: ("#C8C8C8", "."),
+    services.STATUS_SELECTED: (OKABE_ITO["blue"], ""),
+    services.STATUS_NOT_SELECTED: ("#C8C8C8", "."),
+}
+
+
+def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 360, legend: str = "top") -> go.Figure:
+    """Shared layout. ``legend="top"``: one row between title and plot (for a few series);
+    ``"right"``: a column beside the plot (for many series, so entries never hit the title)."""
+    if legend == "right":
+        legend_layout = {"orientation": "v", "yanchor": "top", "y": 1, "xanchor": "left", "x": 1.02}
+    else:
+        legend_layout = {"orientation": "h", "yanchor": "bottom", "y": 1.01, "xanchor": "left", "x": 0}
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top", "yref": "container"},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 50 if legend == "right" else 80, "b": 60},
+        legend=legend_layout,
+        hovermode="closest",
+        colorway=PALETTE,
+    )
+    fig.update_xaxes(title_text=x_title, automargin=True)
+    fig.update_yaxes(title_text=y_title, automargin=True)
+    return fig
+
+
+# --------------------------------------------------------------------------- data page
+
+
+def prevalence_figure(prevalence: pd.DataFrame, max_codes: int = 40) -> go.Figure:
+    """Grouped bars per code: observed prevalence and mean predicted probability."""
+    frame = prevalence.head(max_codes)
+    fig = go.Figure()
+    hover = "<b>%{x}</b> %{customdata}<br>%{fullData.name}: %{y:.1%}<extra></extra>"
+    fig.add_bar(x=frame["code"], y=frame["prevalence"], name="Observed prevalence", marker_color=OKABE_ITO["blue"], customdata=frame["description"], hovertemplate=hover)
+    fig.add_bar(
+        x=frame["code"],
+        y=frame["mean_prob"],
+        name="Mean predicted probability",
+        marker={"color": OKABE_ITO["orange"], "pattern": {"shape": "/", "fillmode": "overlay", "fgcolor": "#333333", "fgopacity": 0.5}},
+        customdata=frame["description"],
+        hovertemplate=hover,
+    )
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    fig.update_xaxes(tickangle=-60, type="category")
+    return _layout(fig, "Per-code prevalence", "Code (most prevalent first)", "Share of patients (%)", height=380)
+
+
+def reliability_figure(bins: pd.DataFrame) -> go.Figure:
+    """Reliability diagram: observed frequency against mean predicted probability per bin."""
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="Perfect calibration", line={"color": OKABE_ITO["grey"], "dash": "dash"}, hoverinfo="skip")
+    fig.add_scatter(
+        x=bins["mean_prob"],
+        y=bins["observed"],
+        mode="lines+markers",
+        name="Classifier",
+        line={"color": OKABE_ITO["blue"]},
+        marker={"symbol": "circle", "size": 9},
+        customdata=np.stack([bins["bin_low"], bins["bin_high"], bins["count"]], axis=1) if len(bins) else None,
+        hovertemplate="bin %{customdata[0]:.1f}–%{customdata[1]:.1f}<br>mean predicted %{x:.3f}<br>observed %{y:.3f}<br>%{customdata[2]:,} code slots<extra></extra>",
+    )
+    fig.update_xaxes(range=[0, 1], tickformat=".1f")
+    fig.update_yaxes(range=[0, 1], tickformat=".1f")
+    return _layout(fig, "Reliability (calibration) of the classifier", "Mean predicted probability", "Observed frequency of the code", height=380)
+
+
+# --------------------------------------------------------------------------- online session
+
+
+def _finite(y: pd.Series) -> np.ndarray:
+    arr = np.asarray(y, dtype=float)
+    return np.where(np.isfinite(arr), arr, np.nan)
+
+
+def threshold_figure(series: pd.DataFrame, cost_unit: str) -> go.Figure:
+    """Threshold over the stream (±inf thresholds leave gaps and are counted in the legend)."""
+    thr = np.asarray(series["threshold"], dtype=float)
+    fig = go.Figure()
+    fig.add_scatter(
+        x=series["position"],
+        y=_finite(thr),
+        mode="lines",
+        name="Threshold T",
+        line={"color": OKABE_ITO["blue"], "shape": "hv"},
+        hovertemplate="patient #%{x}<br>threshold %{y:.4g}<extra></extra>",
+    )
+    n_inf = int(np.sum(np.isinf(thr)))
+    if n_inf:
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_inf} steps at ±∞ (not drawn)", line={"color": OKABE_ITO["grey"], "dash": "dot"})
+    return _layout(fig, "Threshold over time", "Stream position (patients)", f"Threshold on cost proxy Ĉ ({cost_unit})", height=320)
+
+
+def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
+    """Running mean cost vs the target (expected control) or running violation rate vs delta."""
+    fig = go.Figure()
+    x = series["position"]
+    if control == "expected":
+        fig.add_scatter(x=x, y=series["mean_cost"], mode="lines", name="Running mean cost", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>mean cost %{y:.4g}<extra></extra>")
+        fig.add_hline(y=target, line={"color": OKABE_ITO["black"], "dash": "dash"})
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {target:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
+        fig.update_yaxes(rangemode="tozero")
+        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient ({cost_unit})", height=320)
+    fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
+    fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    return _layout(fig, f"Running share of patients with cost > {target:g}", "Stream position (patients)", "Violation rate (% of patients)", height=320)
+
+
+def value_figure(series: pd.DataFrame, value_unit: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=series["position"], y=series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]}, hovertemplate="patient #%{x}<br>mean value %{y:.4g}<extra></extra>")
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient ({value_unit})", height=320)
+
+
+# --------------------------------------------------------------------------- trade-offs
+
+
+def _method_style(methods) -> dict:
+    return {m: (PALETTE[i % len(PALETTE)], SYMBOLS[i % len(SYMBOLS)], DASHES[i % len(DASHES)]) for i, m in enumerate(methods)}
+
+
+def _hover(cost_unit: str, value_unit: str) -> str:
+    return (
+        "<b>%{fullData.name}</b><br>target c = %{customdata[0]:.4g} " + cost_unit + " (%{customdata[1]:.1f} % of C_max)"
+        "<br>mean value %{customdata[2]:.4g} " + value_unit + "<br>mean cost %{customdata[3]:.4g} " + cost_unit
+        + "<br>violation frequency %{customdata[4]:.1%}<extra></extra>"
+    )
+
+
+def _custom(frame: pd.DataFrame) -> np.ndarray:
+    return frame[["target", "target_pct", "mean_value", "mean_cost", "violation_freq"]].to_numpy(dtype=float)
+
+
+def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go.Figure:
+    """Mean value against mean realized cost, one curve per method across the targets."""
+    fig = go.Figure()
+    style = _method_style(points["method"].unique())
+    for method, frame in points.groupby("method", sort=False):
+        color, symbol, dash = style[method]
+        frame = frame.sort_values("target")
+        fig.add_scatter(
+            x=frame["mean_cost"], y=frame["mean_value"], mode="lines+markers", name=method,
+            line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
+            customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
+        )
+    return _layout(fig, "Value vs realized cost", f"Mean realized cost per patient ({cost_unit})", f"Mean value per patient ({value_unit})", height=430, legend="right")
+
+
+def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit: str, value_unit: str) -> go.Figure:
+    """Expected control: realized mean cost vs target with the y = x guarantee line.
+
+    Violation control: violation frequency vs target with the y = delta line.
+    """
+    fig = go.Figure()
+    style = _method_style(points["method"].unique())
+    lo = float(points["target"].min()) if len(points) else 0.0
+    hi = float(points["target"].max()) if len(points) else 1.0
+    guarantee = {"mode": "lines", "line": {"color": OKABE_ITO["black"], "dash": "dash", "width": 1.5}, "hoverinfo": "skip"}
+    if control == "expected":
+        fig.add_scatter(x=[0, hi * 1.05], y=[0, hi * 1.05], name="Guarantee: y = x", **guarantee)
+        y_col, y_title, title = "mean_cost", f"Mean realized cost per patient ({cost_unit})", "Realized cost vs target"
+    else:
+        fig.add_scatter(x=[lo * 0.95, hi * 1.05], y=[delta, delta], name=f"Guarantee: rate = δ = {delta:g}", **guarantee)
+        y_col, y_title, title = "violation_freq", "Share of patients with cost > target (%)", "Violation frequency vs target"
+    for method, frame in points.groupby("method", sort=False):
+        color, symbol, dash = style[method]
+        frame = frame.sort_values("target")
+        fig.add_scatter(
+            x=frame["target"], y=frame[y_col], mode="lines+markers", name=method,
+            line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
+            customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
+        )
+    # draw the guarantee line over the method curves (it is often right under them), legend unchanged
+    fig.data = fig.data[1:] + fig.data[:1]
+    fig.update_layout(legend={"traceorder": "normal"})
+    fig.data[-1].legendrank = 1
+    if control != "expected":
+        fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    else:
+        fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, title, f"Target c ({cost_unit})", y_title, height=430, legend="right")
+
+
+# --------------------------------------------------------------------------- patients
+
+
+def patient_figure(codes_frame: pd.DataFrame, title: str, cut: int | None = None) -> go.Figure:
+    """Bars of one patient's code probabilities, coloured and patterned by chosen / present.
+
+    ``cut``: number of codes kept from the greedy order; a dashed line marks where the
+    threshold cut it (bars must then be in greedy order).
+    """
+    fig = go.Figure()
+    x_order = list(codes_frame["code"])
+    for status in services.STATUS_ORDER:
+        frame = codes_frame[codes_frame["status"] == status]
+        if frame.empty:
+            continue
+        color, pattern = STATUS_STYLE[status]
+        fig.add_bar(
+            x=frame["code"], y=frame["prob"], name=status,
+            marker={"color": color, "line": {"color": "#333333", "width": 0.6}, "pattern": {"shape": pattern, "fillmode": "overlay", "fgcolor": "#222222", "fgopacity": 0.6}},
+            customdata=np.stack([frame["description"].astype(str), frame["weight"].astype(float)], axis=1),
+            hovertemplate="<b>%{x}</b> %{customdata[0]}<br>probability %{y:.3f}<br>risk weight %{customdata[1]:.3f}<br>" + status + "<extra></extra>",
+        )
+    fig.update_xaxes(categoryorder="array", categoryarray=x_order, tickangle=-60, type="category")
+    fig.update_yaxes(range=[0, 1.08], tickformat=".1f")
+    if cut is not None:
+        fig.add_vline(x=cut - 0.5, line={"color": OKABE_ITO["black"], "dash": "dash", "width": 1.5})
+        fig.add_annotation(x=cut - 0.5, y=1.06, text=f"threshold cut: first {cut} chosen ◀", showarrow=False, xanchor="right", font={"size": 12})
+    fig.update_layout(barmode="overlay", bargap=0.15)
+    return _layout(fig, title, "Code (in the greedy order FavMac adds them)", "Predicted probability", height=400)

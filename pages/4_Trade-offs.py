@@ -1,0 +1,62 @@
+"""Trade-offs: value against realized cost across targets, FavMac and the baselines."""
+import streamlit as st
+
+from favmac.ui import figures, services, state, widgets
+from favmac.ui.bootstrap import page_setup
+
+page_setup("Trade-offs")
+st.title("Trade-offs")
+widgets.require_dataset()
+
+settings = state.settings()
+grid = settings["grid"]
+cmax = state.c_max()
+reasons = services.method_applicability(settings)
+
+with st.form("tradeoff_form"):
+    c1, c2, c3 = st.columns([1, 1, 1])
+    low = c1.number_input("Lowest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["low_pct"]), step=1.0, key="grid_low")
+    high = c2.number_input("Highest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["high_pct"]), step=1.0, key="grid_high")
+    n_targets = c3.number_input("Number of targets", min_value=2, max_value=50, value=int(grid["n_targets"]), step=1, key="grid_n")
+    methods = st.multiselect("Methods", list(services.ALL_METHODS), default=[m for m in grid["methods"] if m in services.ALL_METHODS], key="grid_methods",
+                             help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
+    run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
+if run:
+    state.apply_settings({**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
+    widgets.show_message("settings")
+    settings, grid = state.settings(), state.settings()["grid"]
+
+widgets.show_settings_line()
+integer_cost = services.is_integer_valued(services.cost_weights(settings, state.weights()))
+targets = services.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost)
+if not grid["methods"]:
+    st.warning("Choose at least one method.")
+    st.stop()
+
+out = state.tradeoffs(targets, grid["methods"])
+for method, reason in out["skipped"].items():
+    st.caption(f"{method} not shown: {reason}.")
+points = out["points"]
+if points.empty:
+    st.warning("None of the chosen methods applies to these settings.")
+    st.stop()
+
+cost_unit, value_unit = services.cost_unit(settings), services.value_unit(settings)
+left, right = st.columns(2, gap="large")
+left.plotly_chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart")
+right.plotly_chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart")
+st.caption(
+    f"{len(targets)} targets from {targets[0]:.4g} to {targets[-1]:.4g} {cost_unit} ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {cmax:.4g})"
+    + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
+    + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window)."
+)
+
+st.subheader("Summary (averaged over targets, 0–100 scale)")
+st.caption("Value as % of the largest possible value (every code chosen and present, the paper's scale); value captured = share of "
+           "the value of exactly the true codes; excess cost = realized cost − target, as % of C_max (≤ 0 keeps an expected-cost promise); "
+           "violation frequency = share of patients with cost > target.")
+st.dataframe(out["table"], hide_index=True, key="comparison_table",
+             column_config={c: st.column_config.NumberColumn(format="%.2f") for c in out["table"].columns if c != "Method"})
+with st.expander("Every method × target"):
+    st.dataframe(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
+                                                         "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})

@@ -1,0 +1,72 @@
+"""Patients: one patient's probabilities, the greedy order and where the threshold cut it."""
+import numpy as np
+import streamlit as st
+
+from favmac.controller import FavMac
+from favmac.replay import predict_with_threshold
+from favmac.ui import figures, services, state, widgets
+from favmac.ui.bootstrap import page_setup
+
+page_setup("Patients")
+st.title("Patients")
+widgets.require_dataset()
+
+ds = state.dataset()
+settings = state.settings()
+weights_df = st.session_state["weights"]
+value, cost = state.value_and_cost()
+result = state.online_result()
+new = st.session_state.get("new_patients")
+
+sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
+source = st.radio("Patients from", sources, horizontal=True, key="patient_source")
+if source == "Calibration stream":
+    ids = [str(i) for i in result.patient_ids]
+    pick = st.selectbox(f"Patient id ({len(ids):,} predicted after the burn-in; type to search)", ids, key="patient_select")
+    step = ids.index(pick)
+    position = result.burn_in + step
+    probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]
+    threshold = float(result.thresholds[0, step])
+    selected_row = result.selected[0, step]
+    where = f"stream position {position:,}; threshold learned from the {position:,} patients before it"
+else:
+    ids = [str(i) for i in new.index]
+    pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
+    probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
+    threshold = float(result.final_thresholds[0])
+    selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"])[0]
+    where = f"threshold learned from all {ds.n_patients:,} calibration patients"
+
+summary = services.patient_summary(selected_row, probs_row, labels_row, value, cost)
+tiles = st.columns(5)
+tiles[0].metric("Codes chosen", summary["n_selected"])
+tiles[1].metric("Threshold T", services.format_threshold(threshold), help=where)
+tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
+tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order with Ĉ < T")
+if summary["value"] is not None:
+    tiles[4].metric("Realized value / cost", f"{summary['value']:.3g} / {summary['cost']:.3g}")
+st.caption(f"Patient {pick}: {where}.")
+
+if settings["universe"] == "full":
+    order = np.argsort(-probs_row, kind="stable")
+    explain = None
+else:
+    controller = FavMac(value, cost, settings["target"], delta=settings["delta"] if settings["control"] == "violation" else None, universe=settings["universe"])
+    explain = services.greedy_cut(controller.explain(probs_row, codes=ds.codes), threshold)
+    order = [ds.codes.index(c) for c in explain["code"]]
+codes_frame = services.patient_codes(probs_row, labels_row, selected_row, ds.codes, weights_df, order=order)
+cut = None if explain is None else int(explain["selected"].sum())
+st.plotly_chart(figures.patient_figure(codes_frame, f"Patient {pick}: probability of each code", cut=cut), key="patient_chart")
+
+st.subheader("Greedy order and the threshold cut")
+if explain is None:
+    st.info("The 'full' universe compares all subsets, so there is no greedy order to show; bars are sorted by probability.")
+else:
+    n_in = int(explain["selected"].sum())
+    st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
+               f"the longest prefix whose cumulative cost proxy Ĉ stays below T = {services.format_threshold(threshold)}.")
+    st.dataframe(explain, hide_index=True, key="greedy_table",
+                 column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
+                                "chat": st.column_config.NumberColumn("cumulative Ĉ", format="%.3f"),
+                                "vhat": st.column_config.NumberColumn("cumulative V̂", format="%.3f"),
+                                "selected": st.column_config.CheckboxColumn("chosen")})

@@ -1,0 +1,54 @@
+"""Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
+import streamlit as st
+
+from favmac.ui import services, state, widgets
+from favmac.ui.bootstrap import page_setup
+
+page_setup("Export")
+st.title("Export")
+widgets.require_dataset()
+
+ds = state.dataset()
+settings = state.settings()
+files = state.exports()
+widgets.show_settings_line()
+st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
+# previews put the numbers before the long descriptions; the CSV keeps its documented column order
+PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "expected_value", "cost_proxy", "threshold", "realized_value",
+                                              "realized_cost", "descriptions", "method", "settings"],
+               column_config={"descriptions": st.column_config.TextColumn(width="large"),
+                              "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
+                              "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
+                              "threshold": st.column_config.NumberColumn(format="%.4g")})
+
+st.subheader("Chosen sets on the calibration stream")
+st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
+                   mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
+st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known. First 20 rows:")
+st.dataframe(files["calibration_preview"], **PREVIEW)
+
+st.subheader("Chosen sets for new patients")
+if files["new"] is None:
+    st.info("No new patients loaded; upload them on the Data page.")
+else:
+    st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
+                       mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
+    st.caption(f"{files['n_new']:,} patients from {st.session_state.get('new_patients_name')}; threshold T = "
+               f"{services.format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
+    st.dataframe(files["new_preview"], **PREVIEW)
+
+st.subheader("Settings")
+left, right = st.columns(2, gap="large")
+with left:
+    st.download_button("Download settings (JSON)", services.settings_to_json(settings, st.session_state["weights"], ds.name),
+                       file_name="favmac_settings.json", mime="application/json", key="download_settings",
+                       icon=":material/settings:", on_click="ignore")
+    st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
+with right:
+    def on_settings_upload():
+        file = st.session_state.get("upload_settings")
+        if file is not None:
+            state.apply_settings_json(file.getvalue(), file.name)
+
+    st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
+    widgets.show_message("settings_json")

@@ -1,0 +1,48 @@
+"""Helpers shared by the AppTest suite of FavMac Studio.
+
+A deep link (a browser opening ``/Data`` directly) runs only that page's script in a fresh
+session; ``AppTest.from_file(app.py).switch_page(page)`` before the first ``run()`` does
+exactly that. (``AppTest.from_file(page)`` would instead treat the page as the app's
+entrypoint, where the shared menu's links to ``app.py`` cannot resolve.)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+APP = REPO / "app.py"
+SAMPLES = REPO / "sample_data"
+PAGES = {
+    "home": "app.py",
+    "data": "pages/1_Data.py",
+    "value_cost": "pages/2_Value_and_cost.py",
+    "online": "pages/3_Online_session.py",
+    "tradeoffs": "pages/4_Trade-offs.py",
+    "patients": "pages/5_Patients.py",
+    "export": "pages/6_Export.py",
+}
+TIMEOUT = 120  # the first replay compiles numba kernels
+
+
+def open_page(name: str) -> AppTest:
+    """A fresh session whose first request is a deep link to page ``name`` (already run)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if name != "home":
+        at.switch_page(PAGES[name])
+    return at.run()
+
+
+def go(at: AppTest, name: str) -> AppTest:
+    """Navigate an existing session to page ``name`` (state carries over)."""
+    return at.switch_page(PAGES[name]).run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

@@ -1,0 +1,22 @@
+"""Fixtures for the AppTest suite (helpers live in app_helpers.py)."""
+from __future__ import annotations
+
+import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+import app_helpers  # noqa: F401  (puts the repository on sys.path)
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """Bytes handed to ``st.download_button``, by file name (captured from the media store)."""
+    captured: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, path_or_data, mimetype, kind, filename=None):
+        if filename is not None and isinstance(path_or_data, (bytes, str)):
+            captured[filename] = path_or_data if isinstance(path_or_data, bytes) else path_or_data.encode()
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return captured

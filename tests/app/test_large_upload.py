@@ -1,0 +1,55 @@
+"""100,000 patients x 35 codes: upload, replay, playback and export stay interactive."""
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+import pandas as pd
+from app_helpers import SAMPLES, assert_clean, go, open_page
+
+from favmac import io as fio
+
+N_PATIENTS = 100_000
+
+
+def big_wide_csv() -> bytes:
+    """The HCC sample's patients resampled to 100,000 rows (wide layout, ~30 MB)."""
+    ds = fio.load_calibration(SAMPLES / "hcc_calibration.csv")
+    rows = np.random.RandomState(0).randint(0, ds.n_patients, N_PATIENTS)
+    probs, labels = ds.prob_array()[rows], ds.label_array()[rows]
+    columns = {"patient_id": [f"B{i:06d}" for i in range(N_PATIENTS)]}
+    for k, code in enumerate(ds.codes):
+        columns[f"prob_{code}"] = probs[:, k]
+        columns[f"label_{code}"] = labels[:, k]
+    buffer = io.StringIO()
+    pd.DataFrame(columns).to_csv(buffer, index=False)
+    return buffer.getvalue().encode()
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def test_hundred_thousand_patients():
+    data = big_wide_csv()
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("big.csv", data, "text/csv"))
+    assert timed(at.run) < 20
+    assert_clean(at)
+    assert at.session_state["dataset"].n_patients == N_PATIENTS
+
+    assert timed(lambda: go(at, "online")) < 20  # the replay, once
+    assert_clean(at)
+    n_steps = N_PATIENTS - at.session_state["settings"]["burn_in"]
+    # every playback tick afterwards only redraws (charts are downsampled)
+    assert timed(lambda: at.button(key="to_end").click().run()) < 5
+    assert at.session_state["session"]["position"] == n_steps
+    for chart in at.get("plotly_chart"):
+        assert len(chart.proto.spec) < 400_000  # at most ~2000 points per series
+
+    assert timed(lambda: go(at, "export")) < 20
+    assert_clean(at)
+    assert timed(lambda: go(at, "export")) < 2  # memoised

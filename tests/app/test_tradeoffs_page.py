@@ -1,0 +1,48 @@
+"""Trade-offs page: FavMac and the applicable baselines over a grid of targets."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from app_helpers import assert_clean, go, open_page
+
+
+def test_default_comparison_runs_and_matches_metrics():
+    at = open_page("tradeoffs")
+    assert_clean(at)
+    out = at.session_state["tradeoffs"]
+    points = out["points"]
+    assert len(out["targets"]) == 10
+    assert set(points["method"]) == {"FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC"}
+    assert "RCPS" in out["skipped"]  # expected-cost control
+    assert len(at.get("plotly_chart")) == 2
+    table = at.dataframe[0].value
+    assert list(table["Method"]) == list(dict.fromkeys(points["method"]))
+    # the table's realized cost is the target-averaged mean cost on the 0-100 scale
+    ratio = points[points["method"] == "FavMac (ratio)"]
+    assert table.loc[0, "Realized cost (% of C_max)"] == pytest.approx(ratio["mean_cost"].mean() * 100 / 35)
+
+
+def test_grid_form_changes_targets_and_methods():
+    at = open_page("tradeoffs")
+    at.number_input(key="grid_low").set_value(10.0)
+    at.number_input(key="grid_high").set_value(30.0)
+    at.number_input(key="grid_n").set_value(3)
+    at.multiselect(key="grid_methods").set_value(["FavMac (ratio)", "InnerSet"])
+    at.button(key="run_tradeoffs").click().run()
+    assert_clean(at)
+    out = at.session_state["tradeoffs"]
+    np.testing.assert_allclose(out["targets"], [3.5, 7.1, 10.5])  # 7.0 is moved off the integer
+    assert set(out["points"]["method"]) == {"FavMac (ratio)", "InnerSet"}
+    assert at.session_state["settings"]["grid"]["n_targets"] == 3
+
+
+def test_violation_control_offers_rcps_not_crc():
+    at = open_page("value_cost")
+    at.radio(key="control").set_value("violation")
+    at.button(key="apply_settings").click().run()
+    at.session_state["settings"]["grid"]["methods"] = ["FavMac (ratio)", "RCPS", "CRC", "ClassWise"]
+    go(at, "tradeoffs")
+    assert_clean(at)
+    out = at.session_state["tradeoffs"]
+    assert set(out["points"]["method"]) == {"FavMac (ratio)", "RCPS"}
+    assert set(out["skipped"]) == {"CRC", "ClassWise"}
