@@ -83,22 +83,25 @@ def greedy_order(probs, value, cost, universe: str = "ratio") -> np.ndarray:
     elif value.is_additive:
         key = _ratio_keys(probs * value.weights_for(n_codes), (1.0 - probs) * cost.weights_for(n_codes))
     else:
-        return np.stack([_greedy_ratio_general(p, value, cost) for p in probs]) if len(probs) else np.zeros((0, n_codes), np.int64)
+        return np.stack([_greedy_ratio_general(p, value, cost)[0] for p in probs]) if len(probs) else np.zeros((0, n_codes), np.int64)
     return np.argsort(-key, axis=1, kind="stable").astype(np.int64)
 
 
-def _greedy_ratio_general(p: np.ndarray, value, cost) -> np.ndarray:
-    """Greedy sequence for a general value: add argmax of marginal Vhat gain / Chat gain."""
+def _greedy_ratio_general(p: np.ndarray, value, cost):
+    """Greedy sequence for a general value: add argmax of marginal Vhat gain / Chat gain.
+
+    Returns the order (K,) and Vhat of every prefix (K + 1,).
+    """
     n_codes = p.shape[0]
     cost_steps = (1.0 - p) * cost.weights_for(n_codes)
     chosen = np.zeros(n_codes, dtype=bool)
     order = np.empty(n_codes, dtype=np.int64)
-    current = float(value.proxy(chosen, p))
+    vhat = np.empty(n_codes + 1)
+    current = vhat[0] = float(value.proxy(chosen, p))
     for step in range(n_codes):
         remaining = np.flatnonzero(~chosen)
-        trials = np.repeat(chosen[None, :], len(remaining), axis=0)
-        trials[np.arange(len(remaining)), remaining] = True
-        gains = value.proxy(trials, p) - current
+        trial_values = value.proxy_extensions(chosen, remaining, p)
+        gains = trial_values - current
         # Summation round-off must not turn a zero gain into a "positive / 0 = +inf" ratio.
         gains[np.abs(gains) <= _GAIN_TOLERANCE * max(1.0, abs(current))] = 0.0
         keys = _ratio_keys(gains, cost_steps[remaining])
@@ -106,8 +109,8 @@ def _greedy_ratio_general(p: np.ndarray, value, cost) -> np.ndarray:
         code = remaining[best]
         order[step] = code
         chosen[code] = True
-        current = float(value.proxy(chosen, p))
-    return order
+        current = vhat[step + 1] = float(trial_values[best])
+    return order, vhat
 
 
 def all_subsets(n_codes: int) -> np.ndarray:
@@ -238,6 +241,11 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         else:
             vhat = np.stack([value.proxy(subsets, p) for p in probs]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
+    if universe == "ratio" and not value.is_additive:
+        sequences = [_greedy_ratio_general(p, value, cost) for p in probs]
+        order = np.array([seq[0] for seq in sequences], dtype=np.int64).reshape(n_patients, n_codes)
+        vhat = np.array([seq[1] for seq in sequences]).reshape(n_patients, n_codes + 1)
+        return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order)
     order = greedy_order(probs, value, cost, universe).astype(np.int16 if n_codes < 2**15 else np.int64)
     chat = _prefix_sums(cost_terms, order)
     del cost_terms

@@ -113,3 +113,24 @@ def test_explain_shows_the_cut():
     assert table["code"].tolist() == ["A", "C", "B"]
     assert table["selected"].tolist() == [True, False, False]
     assert table["chat"].is_monotonic_increasing
+
+
+@pytest.mark.parametrize(
+    "formula",
+    [
+        V_GEN,
+        "sum_hits(v) + 2 * max_hits(v) - min_hits(v / 2)",
+        "sqrt(sum_selected(v) + 1) + n_hits * 0.5 + n_selected / 10",
+        "sum_hits(v) * n_hits + prod_hits(1 + v / 10)",
+    ],
+)
+@pytest.mark.parametrize("n_codes", [6, 13])  # exact enumeration and Monte Carlo
+def test_proxy_extensions_equal_the_stacked_proxy(formula, n_codes):
+    rng = np.random.RandomState(n_codes)
+    f = FormulaValue(formula, weights=rng.uniform(0.5, 9, n_codes).round(1), n_samples=300)
+    p = rng.rand(n_codes)
+    base = rng.rand(n_codes) < 0.4
+    candidates = np.flatnonzero(~base)
+    trials = np.repeat(base[None, :], len(candidates), axis=0)
+    trials[np.arange(len(candidates)), candidates] = True
+    assert f.proxy_extensions(base, candidates, p) == pytest.approx(f.proxy(trials, p), rel=1e-9, abs=1e-9)
