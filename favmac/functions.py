@@ -142,6 +142,28 @@ _ELEMENTWISE = {
     "maximum": np.maximum,
 }
 
+def _numeric(op):
+    """A numpy operator that refuses text (simpleeval's own guards assume Python scalars)."""
+
+    def apply(a, b):
+        if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
+            raise FormulaError("text is not allowed in a value formula; use numbers, v and the functions")
+        return op(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+
+    return apply
+
+
+_OPERATORS = {ast.Add: _numeric(np.add), ast.Sub: _numeric(np.subtract), ast.Mult: _numeric(np.multiply),
+              ast.Div: _numeric(np.true_divide), ast.Pow: _numeric(np.power), ast.Mod: _numeric(np.mod),
+              ast.FloorDiv: _numeric(np.floor_divide)}
+
+
+def _formula_evaluator(names, functions):
+    evaluator = SimpleEval(names=names, functions=functions)
+    evaluator.operators.update(_OPERATORS)
+    return evaluator
+
+
 _FORMULA_HELP = (
     "Names: v (per-code value weight), n_hits, n_selected. Functions over the true hits "
     "S∩y: sum_hits(x), prod_hits(x), max_hits(x), min_hits(x); over the chosen set S: "
@@ -222,10 +244,7 @@ class FormulaValue:
             "sum_selected": lambda x: _reduce_hits(np.sum, 0.0)(selected, x),
             **_ELEMENTWISE,
         }
-        evaluator = SimpleEval(names=names, functions=functions)
-        # simpleeval's default power guard rejects array exponents; keep plain pow.
-        evaluator.operators[ast.Pow] = np.power
-        return evaluator
+        return _formula_evaluator(names, functions)
 
     def __call__(self, selected, labels, _weights=None):
         selected = np.asarray(selected, dtype=bool)
@@ -325,8 +344,7 @@ class FormulaValue:
             "pi": math.pi,
             "e": math.e,
         }
-        evaluator = SimpleEval(names=names, functions=functions)
-        evaluator.operators[ast.Pow] = np.power
+        evaluator = _formula_evaluator(names, functions)
         try:
             with np.errstate(all="ignore"):
                 out = evaluator.eval(self.formula, previously_parsed=self._tree)
