@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .universe import MAX_FULL_CODES, UNIVERSES
+from .universe import check_universe as _check_universe
 
 __all__ = [
     "DataError",
@@ -755,7 +755,7 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
 
 
 def check_universe(n_codes: int, universe: str) -> str:
-    """Validate a universe name for K = ``n_codes`` codes; returns the name.
+    """Validate a universe name for K = ``n_codes`` codes as a DataError; returns the name.
 
     ``full`` enumerates all 2^K subsets and is refused for K > 14.
 
@@ -764,16 +764,10 @@ def check_universe(n_codes: int, universe: str) -> str:
     >>> check_universe(35, "ratio")
     'ratio'
     """
-    if universe not in UNIVERSES:
-        raise DataError(
-            f"unknown universe {universe!r}.", fix=f"Choose one of {', '.join(UNIVERSES)} (ratio is FavMac's default).",
-        )
-    if universe == "full" and n_codes > MAX_FULL_CODES:
-        raise DataError(
-            f"the 'full' universe enumerates all 2^K candidate sets and allows at most "
-            f"{MAX_FULL_CODES} codes, but this data has {n_codes} codes (2^{n_codes} sets).",
-            fix=f"Use the 'ratio' universe (FavMac's default), or keep at most {MAX_FULL_CODES} codes.",
-        )
+    try:
+        _check_universe(universe, n_codes)
+    except ValueError as err:
+        raise DataError(str(err)) from None
     return universe
 
 

@@ -33,13 +33,17 @@ MAX_FULL_CODES = 14
 
 
 def check_universe(universe: str, n_codes: int) -> None:
-    """Raise ValueError for an unknown universe or a ``full`` universe over too many codes."""
+    """Raise ValueError for an unknown universe or a ``full`` universe over too many codes.
+
+    The one place this rule lives; favmac.io and the app wrap its message in their own errors.
+    """
     if universe not in UNIVERSES:
-        raise ValueError(f"universe must be one of {', '.join(UNIVERSES)}; got {universe!r}")
+        raise ValueError(f"unknown universe {universe!r}; choose one of {', '.join(UNIVERSES)} (ratio is FavMac's default).")
     if universe == "full" and n_codes > MAX_FULL_CODES:
         raise ValueError(
-            f"the 'full' universe enumerates all 2^K subsets and is limited to K <= {MAX_FULL_CODES} codes; "
-            f"this data has K = {n_codes}. Use 'ratio' (FavMac's default) instead."
+            f"the 'full' universe enumerates all 2^K candidate sets and allows at most {MAX_FULL_CODES} codes, "
+            f"but this data has {n_codes} codes (2^{n_codes} sets). Use the 'ratio' universe (FavMac's default), "
+            f"or keep at most {MAX_FULL_CODES} codes."
         )
 
 

@@ -32,18 +32,17 @@ import numpy as np
 import pandas as pd
 
 from favmac.functions import AdditiveCost, AdditiveValue, FormulaValue
+from favmac.universe import MAX_FULL_CODES, UNIVERSES, check_universe
 
 VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula"}
 COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP"}
 CONTROLS = {"expected": "Expected cost", "violation": "Violation probability"}
-UNIVERSES = ("ratio", "prob", "value", "full")
 UNIVERSE_LABELS = {
     "ratio": "ratio — p·v / ((1−p)·w), FavMac's default",
     "prob": "prob — by probability (FPCP's order)",
     "value": "value — by p·v",
     "full": "full — all 2^K subsets",
 }
-MAX_FULL_CODES = 14
 PAPER_FORMULA = "prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)"
 
 FAVMAC_METHODS = {"FavMac (ratio)": "ratio", "FavMac (value)": "value", "FavMac (prob)": "prob"}
@@ -267,14 +266,10 @@ def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np
     if not 0 < delta < 1:
         raise SettingsError(f"delta must be between 0 and 1 (e.g. 0.1); got {delta}")
     s["delta"] = delta
-    universe = s.get("universe")
-    if universe not in UNIVERSES:
-        raise SettingsError(f"universe must be one of {', '.join(UNIVERSES)}; got {universe!r}")
-    if universe == "full" and n_codes > MAX_FULL_CODES:
-        raise SettingsError(
-            f"the 'full' universe enumerates all 2^K subsets and allows at most {MAX_FULL_CODES} codes; "
-            f"this data has {n_codes}. Choose 'ratio'."
-        )
+    try:
+        check_universe(s.get("universe"), n_codes)
+    except ValueError as err:
+        raise SettingsError(str(err)) from None
     burn_in = _integer(s.get("burn_in"), "burn_in")
     if not 0 <= burn_in < n_patients:
         raise SettingsError(f"burn_in must be between 0 and {n_patients - 1} (the stream has {n_patients} patients); got {burn_in}")

@@ -77,7 +77,7 @@ def init_state() -> None:
     ss.setdefault("messages", {})
     ss.setdefault("results", {})
     ss.setdefault("tradeoffs", None)
-    ss.setdefault("session", {"position": 0, "playing": False, "speed": 50, "key": None})
+    ss.setdefault("session", {"position": 0, "playing": False, "speed": 100, "key": None})
     if "dataset" not in ss:
         try:
             load_sample(services.DEFAULT_SAMPLE)
