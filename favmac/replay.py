@@ -19,11 +19,12 @@ import numpy as np
 from ._calibration import ExactCosts, calibration_points, violation_rank, violation_scores
 from ._exact import exact
 from .result import ReplayResult
-from .universe import candidate_sets, check_universe
+from .universe import Candidates, candidate_sets, check_universe
 
 __all__ = ["replay", "predict_with_threshold"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
+_FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
 _INT_LIMIT = 2**62
 
 
@@ -121,7 +122,7 @@ def replay(
     report = progress if progress is not None else (lambda fraction: None)
 
     report(0.0)
-    cands = candidate_sets(probs, value, cost, universe)
+    cands = _candidates(probs, value, cost, universe, report)
     costs = ExactCosts(cost, n_codes, c_max)
     realized = costs.realized(cands, labels)
     report(0.25)
@@ -169,6 +170,23 @@ def replay(
         settings={"universe": universe, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
         final_thresholds=final,
         exceeds=exceeds,
+    )
+
+
+def _candidates(probs, value, cost, universe, report):
+    """candidate_sets, in chunks with progress reports when the value is a (slow) formula."""
+    if value.is_additive or len(probs) <= _FORMULA_CHUNK:
+        return candidate_sets(probs, value, cost, universe)
+    parts = []
+    for start in range(0, len(probs), _FORMULA_CHUNK):
+        parts.append(candidate_sets(probs[start : start + _FORMULA_CHUNK], value, cost, universe))
+        report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
+    return Candidates(
+        universe,
+        np.concatenate([part.chat for part in parts]),
+        np.concatenate([part.vhat for part in parts]),
+        order=None if parts[0].order is None else np.concatenate([part.order for part in parts]),
+        subsets=parts[0].subsets,
     )
 
 
