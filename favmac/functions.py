@@ -188,7 +188,8 @@ class FormulaValue:
     weights : array-like of float, optional
         Per-code values, available as ``v`` (default all ones).
     n_samples : int
-        Monte Carlo draws for the proxy when K is larger than ``exact_max_codes``.
+        Monte Carlo draws for the proxy when K is larger than ``exact_max_codes`` (256 by
+        default: the proxy only ranks sets, the guarantee does not depend on its accuracy).
     seed : int
         Seed of the Monte Carlo draws (common random numbers: the same uniforms for every
         candidate set of a patient, so the proxy is reproducible and consistent).
@@ -206,7 +207,7 @@ class FormulaValue:
     kind = "value"
     HELP = _FORMULA_HELP
 
-    def __init__(self, formula: str, weights=None, *, n_samples: int = 1000, seed: int = 0, exact_max_codes: int = 10):
+    def __init__(self, formula: str, weights=None, *, n_samples: int = 256, seed: int = 0, exact_max_codes: int = 10):
         if not isinstance(formula, str) or not formula.strip():
             raise FormulaError("The value formula is empty. " + _FORMULA_HELP)
         self.formula = formula.strip()
@@ -215,6 +216,7 @@ class FormulaValue:
         self.seed = int(seed)
         self.exact_max_codes = int(exact_max_codes)
         self._draws: dict = {}
+        self._last_draws = None
         try:
             self._tree = ast.parse(self.formula, mode="eval").body
         except SyntaxError as err:
@@ -283,12 +285,21 @@ class FormulaValue:
         return rng.random_sample((self.n_samples, n_codes)), None
 
     def _draws_for(self, probs: np.ndarray):
-        """(draws (D, K) bool, probability weights (D,)) for one patient's probabilities."""
+        """(draws (D, K) bool, probability weights (D,)) for one patient's probabilities.
+
+        The last patient's draws are kept: the greedy universe asks for them K times in a row.
+        """
+        key = probs.tobytes()
+        if self._last_draws is not None and self._last_draws[0] == key:
+            return self._last_draws[1]
         uniforms, grid = self.label_draws(probs.shape[0])
         if grid is not None:
-            return grid, np.prod(np.where(grid, probs, 1.0 - probs), axis=1)
-        draws = uniforms < probs
-        return draws, np.full(draws.shape[0], 1.0 / draws.shape[0])
+            out = grid, np.prod(np.where(grid, probs, 1.0 - probs), axis=1)
+        else:
+            draws = uniforms < probs
+            out = draws, np.full(draws.shape[0], 1.0 / draws.shape[0])
+        self._last_draws = (key, out)
+        return out
 
     def proxy(self, selected, probs):
         """Vhat(S; x) = E_{y ~ Bernoulli(p)} V(S; y) for one patient's probabilities ``probs`` (K,).
