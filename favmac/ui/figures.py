@@ -62,23 +62,27 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int 
 
 
 def prevalence_figure(prevalence: pd.DataFrame, max_codes: int = 40) -> go.Figure:
-    """Grouped bars per code: observed prevalence and mean predicted probability."""
+    """Horizontal grouped bars per code (most prevalent on top): observed prevalence and mean
+    predicted probability. Horizontal, so every code's label is readable even for 35 codes."""
     frame = prevalence.head(max_codes)
     fig = go.Figure()
-    hover = "<b>%{x}</b> %{customdata}<br>%{fullData.name}: %{y:.1%}<extra></extra>"
-    fig.add_bar(x=frame["code"], y=frame["prevalence"], name="Observed prevalence", marker_color=OKABE_ITO["blue"], customdata=frame["description"], hovertemplate=hover)
+    hover = "<b>%{y}</b> %{customdata}<br>%{fullData.name}: %{x:.1%}<extra></extra>"
+    fig.add_bar(y=frame["code"], x=frame["prevalence"], orientation="h", name="Observed prevalence", marker_color=OKABE_ITO["blue"],
+                customdata=frame["description"], hovertemplate=hover)
     fig.add_bar(
-        x=frame["code"],
-        y=frame["mean_prob"],
+        y=frame["code"],
+        x=frame["mean_prob"],
+        orientation="h",
         name="Mean predicted probability",
         marker={"color": OKABE_ITO["orange"], "pattern": {"shape": "/", "fillmode": "overlay", "fgcolor": "#333333", "fgopacity": 0.5}},
         customdata=frame["description"],
         hovertemplate=hover,
     )
-    fig.update_layout(barmode="group", bargap=0.25)
-    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
-    fig.update_xaxes(tickangle=-60, type="category")
-    return _layout(fig, "Per-code prevalence", "Code (most prevalent first)", "Share of patients (%)", height=380)
+    fig.update_layout(barmode="group", bargap=0.2)
+    fig.update_xaxes(tickformat=".0%", rangemode="tozero")
+    fig.update_yaxes(type="category", autorange="reversed", tickmode="array", tickvals=list(frame["code"]), tickfont={"size": 10})
+    height = max(380, 16 * len(frame) + 140)
+    return _layout(fig, "Per-code prevalence", "Share of patients (%)", "Code (most prevalent first)", height=height)
 
 
 def reliability_figure(bins: pd.DataFrame) -> go.Figure:
@@ -134,7 +138,9 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
         fig.add_scatter(x=x, y=series["mean_cost"], mode="lines", name="Running mean cost", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>mean cost %{y:.4g}<extra></extra>")
         fig.add_hline(y=target, line={"color": OKABE_ITO["black"], "dash": "dash"})
         fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {target:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
-        fig.update_yaxes(rangemode="tozero")
+        # head-room above the target line, so the legend never sits on it
+        top = max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
+        fig.update_yaxes(range=[0, 1.25 * top if top > 0 else 1])
         return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient ({cost_unit})", height=320)
     fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})

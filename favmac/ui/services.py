@@ -554,6 +554,19 @@ def codes_text(mask: np.ndarray, codes) -> str:
     return ";".join(str(c) for c, m in zip(codes, np.asarray(mask, dtype=bool)) if m)
 
 
+def first_informative_step(result, labels: np.ndarray, probs: np.ndarray | None = None) -> int:
+    """The first predicted patient whose chosen set confidently (p >= 0.5) catches a true code,
+    else the first that catches one at all, else 0: a better first look on the Patients page
+    than a patient whose probabilities are all near zero."""
+    caught = result.selected[0] & labels[result.burn_in :].astype(bool)
+    if probs is not None:
+        confident = (caught & (probs[result.burn_in :] >= 0.5)).any(axis=1)
+        if confident.any():
+            return int(np.argmax(confident))
+    hits = caught.any(axis=1)
+    return int(np.argmax(hits)) if hits.any() else 0
+
+
 def recent_patients(result, labels: np.ndarray, position: int, n: int = 10, target_index: int = 0) -> pd.DataFrame:
     """The last ``n`` patients predicted up to step ``position`` (exclusive), newest first.
 

@@ -404,3 +404,27 @@ def test_estimate_replay_seconds_scales_with_stream_length():
     s = {**services.default_settings(200, 3), "burn_in": 50}
     seconds = services.estimate_replay_seconds(probs, labels, np.ones(3), s, n_sample=10)
     assert 0 < seconds < 60
+
+
+def test_first_informative_step_points_at_a_caught_code():
+    import numpy as np
+    from favmac import ReplayResult
+
+    selected = np.zeros((1, 3, 2), bool)
+    selected[0, 2, 1] = True
+    labels = np.array([[0, 0], [1, 1], [0, 0], [0, 1]], bool)  # burn-in 1: steps are rows 1..3
+    result = ReplayResult("m", np.array([1.0]), None, 1, np.zeros((1, 3)), selected, np.zeros((1, 3)), np.zeros((1, 3)))
+    assert services.first_informative_step(result, labels) == 2
+    assert services.first_informative_step(result, np.zeros((4, 2), bool)) == 0
+
+
+def test_first_informative_step_prefers_a_confident_catch():
+    import numpy as np
+    from favmac import ReplayResult
+
+    selected = np.ones((1, 3, 1), bool)
+    labels = np.ones((3, 1), bool)
+    probs = np.array([[0.1], [0.7], [0.9]])
+    result = ReplayResult("m", np.array([1.0]), None, 0, np.zeros((1, 3)), selected, np.zeros((1, 3)), np.zeros((1, 3)))
+    assert services.first_informative_step(result, labels, probs) == 1
+    assert services.first_informative_step(result, labels) == 0
