@@ -102,8 +102,8 @@ class ReplayResult:
         return frame
 
 
-def join_codes(selected: np.ndarray, codes) -> np.ndarray:
-    """``;``-joined code names of each row of a boolean (R, K) matrix.
+def join_codes(selected: np.ndarray, codes, sep: str = ";") -> np.ndarray:
+    """``sep``-joined code names (or any per-code text) of each row of a boolean (R, K) matrix.
 
     Rows are grouped by their set first, so the Python join runs once per distinct set
     rather than once per row.
@@ -118,5 +118,5 @@ def join_codes(selected: np.ndarray, codes) -> np.ndarray:
     packed = np.packbits(selected, axis=1)
     rows = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
     unique_rows, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    joined = np.array([";".join(codes_arr[selected[i]]) for i in first], dtype=object)
+    joined = np.array([sep.join(codes_arr[selected[i]]) for i in first], dtype=object)
     return joined[inverse.ravel()]

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from favmac.functions import AdditiveCost, AdditiveValue, FormulaValue
+from favmac.result import join_codes
 from favmac.universe import MAX_FULL_CODES, UNIVERSES, check_universe
 
 VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula"}
@@ -812,8 +813,8 @@ def chosen_sets_frame(patient_ids, probs, selected, thresholds, codes, descs, va
     frame = pd.DataFrame(
         {
             "patient_id": [str(i) for i in patient_ids],
-            "codes": [codes_text(row, codes) for row in selected],
-            "descriptions": ["; ".join(d for d, m in zip(desc_arr, row) if m) for row in selected],
+            "codes": join_codes(selected, [str(c) for c in codes]),
+            "descriptions": join_codes(selected, desc_arr, sep="; "),
             "expected_value": vhat,
             "cost_proxy": chat,
             "threshold": np.broadcast_to(np.asarray(thresholds, dtype=float), (selected.shape[0],)),
