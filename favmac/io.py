@@ -564,24 +564,16 @@ def read_wide(source, name=None) -> Dataset:
             file=file, row=1, column=other[0],
             fix="In a wide file every column after patient_id is named prob_<code> or label_<code>.",
         )
-    missing_label = [c for c in prob_codes if c not in set(label_codes)]
-    if missing_label:
-        raise DataError(
-            f"there is no matching label_{missing_label[0]} column"
-            + (f" (also missing: {_join_few(['label_' + c for c in missing_label[1:]])})" if len(missing_label) > 1 else "")
-            + ".",
-            file=file, row=1, column=f"prob_{missing_label[0]}",
-            fix="A wide file needs both prob_<code> and label_<code> for every code.",
-        )
-    missing_prob = [c for c in label_codes if c not in set(prob_codes)]
-    if missing_prob:
-        raise DataError(
-            f"there is no matching prob_{missing_prob[0]} column"
-            + (f" (also missing: {_join_few(['prob_' + c for c in missing_prob[1:]])})" if len(missing_prob) > 1 else "")
-            + ".",
-            file=file, row=1, column=f"label_{missing_prob[0]}",
-            fix="A wide file needs both prob_<code> and label_<code> for every code.",
-        )
+    for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"), (label_codes, prob_codes, "label_", "prob_")):
+        missing = [c for c in have if c not in set(want)]
+        if missing:
+            raise DataError(
+                f"there is no matching {want_prefix}{missing[0]} column"
+                + (f" (also missing: {_join_few([want_prefix + c for c in missing[1:]])})" if len(missing) > 1 else "")
+                + ".",
+                file=file, row=1, column=f"{have_prefix}{missing[0]}",
+                fix="A wide file needs both prob_<code> and label_<code> for every code.",
+            )
     empty = [c for c in prob_codes if not c]
     if empty:
         raise DataError("a column is named just 'prob_' with no code.", file=file, row=1, column="prob_",
