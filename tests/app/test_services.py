@@ -33,12 +33,13 @@ def toy_result():
 # --------------------------------------------------------------------------- settings
 
 
-def test_default_settings_are_valid_and_target_is_ten_percent():
+def test_default_settings_are_valid_and_target_is_three_percent():
     s = services.default_settings(4000, 35)
     assert services.validate_settings(s, 35, 4000) == s
-    assert s["target"] == 3.5 and s["burn_in"] == 1000
+    assert s["target"] == 1.05 and s["burn_in"] == 1000
     digits = services.default_settings(300, 10)
-    assert digits["target"] == pytest.approx(1.1)  # 10 % of 10 FP, off the integer
+    assert digits["target"] == pytest.approx(0.3)  # 3 % of 10 FP
+    assert services.default_target(10, True, pct=10.0) == pytest.approx(1.1)  # whole numbers move 0.1 off
     assert digits["burn_in"] == 100
 
 
@@ -81,7 +82,7 @@ def test_window_zero_or_empty_means_none():
 def test_adapt_settings_to_new_data():
     s = {**services.default_settings(4000, 12), "universe": "full", "burn_in": 1000, "target": 50.0}
     adapted, notes = services.adapt_settings(s, 300, 35, np.ones(35))
-    assert adapted["universe"] == "ratio" and adapted["burn_in"] == 100 and adapted["target"] == 3.5
+    assert adapted["universe"] == "ratio" and adapted["burn_in"] == 100 and adapted["target"] == 1.05
     assert len(notes) == 3
 
 
