@@ -107,22 +107,20 @@ class FavMac:
         scale = self._costs.scale
         if self.delta is None:
             keys, increments = calibration_points(cands, realized)
-            for row_keys, row_inc in zip(keys, increments):
-                points = [(float(k), Fraction(int(w), scale)) for k, w in zip(row_keys, row_inc) if w > 0]
-                for key, weight in points:
-                    self._tree.insert(key, weight)
-                self._remember(points)
+            for row_keys, row_inc in zip(keys.tolist(), increments.tolist()):
+                self._tree.insert_many(row_keys, row_inc, scale)
+                self._remember((row_keys, row_inc, scale))
         else:
             scores = violation_scores(cands, realized, self._costs.bound(self.target))
-            for score in scores:
-                self._tree.insert(float(score), 1)
-                self._remember([(float(score), 1)])
+            for score in scores.tolist():
+                self._tree.insert(score, 1)
+                self._remember(([score], [1], 1))
 
     def _remember(self, points) -> None:
+        """Keep a patient's points (keys, numerators, denominator) for the rolling window."""
         self._history.append(points)
         if self.window is not None and len(self._history) > self.window:
-            for key, weight in self._history.popleft():
-                self._tree.delete(key, weight)
+            self._tree.delete_many(*self._history.popleft())
 
     # -------------------------------------------------------------- threshold
     @property

@@ -137,3 +137,30 @@ def test_no_drift_after_a_million_operations():
     for v in (0.1, 0.5, 0.9, 1.0):
         exact_sum = math.fsum(w for k, w in live if k <= v)
         assert tree.cdf(v) == pytest.approx(exact_sum, rel=1e-9)
+
+
+def test_insert_many_and_delete_many_match_single_operations():
+    rng = random.Random(9)
+    tree, brute = QuantileTree(load=4), BruteForce()
+    batches = []
+    for step in range(300):
+        if batches and rng.random() < 0.3:
+            keys, nums, den = batches.pop(rng.randrange(len(batches)))
+            tree.delete_many(keys, nums, den)
+            for key, num in zip(keys, nums):
+                if num:
+                    brute.delete(key, Fraction(num, den))
+        else:
+            den = rng.choice([1, 10, 1000])
+            keys = [round(rng.uniform(0, 3), 1) for _ in range(rng.randint(1, 6))]
+            nums = [rng.randint(0, 2500) for _ in keys]
+            tree.insert_many(keys, nums, den)
+            for key, num in zip(keys, nums):
+                brute.insert(key, Fraction(num, den))
+            batches.append((keys, nums, den))
+        probe = rng.uniform(-0.5, 3.5)
+        assert tree.cdf_exact(probe) == brute.cdf(probe)
+        assert tree.total_exact == brute.total()
+    tree._check()
+    with pytest.raises(QuantileTreeError):
+        tree.insert_many([1.0], [-1])
