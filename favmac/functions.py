@@ -16,7 +16,7 @@ import ast
 import math
 
 import numpy as np
-from simpleeval import EvalWithCompoundTypes, SimpleEval, FeatureNotAvailable  # noqa: F401
+from simpleeval import SimpleEval
 
 __all__ = ["AdditiveValue", "AdditiveCost", "FormulaValue", "FormulaError", "code_weights"]
 

@@ -26,7 +26,6 @@ Examples
 """
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from fractions import Fraction
 from itertools import accumulate

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ._calibration import ExactCosts, calibration_points, violation_rank, violation_scores
+from ._calibration import ExactCosts, calibration_points, violation_scores
 from ._exact import exact
 from .result import ReplayResult
 from .universe import Candidates, candidate_sets, check_universe

@@ -7,7 +7,6 @@ that order to the implementation).
 """
 from __future__ import annotations
 
-import itertools
 import math
 from fractions import Fraction
 

@@ -1,5 +1,4 @@
 """The paper's MNIST table, from the authors' predictions (skipped when the file is absent)."""
-import numpy as np
 import pytest
 
 import importlib.util

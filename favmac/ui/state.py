@@ -205,26 +205,28 @@ def apply_new_patients_upload(file) -> bool:
     return True
 
 
-def apply_weights_upload(file) -> bool:
+def _apply_weights(load, source: str, success: str) -> bool:
+    """Use the weights ``load()`` returns; on a DataError keep the current ones and say why."""
     try:
-        weights = parse_weights(file.getvalue(), file.name, tuple(st.session_state["dataset"].codes))
+        weights = load()
     except fio.DataError as err:
         set_message("weights", "error", str(err))
         return False
-    _set_weights(weights, f"upload {file.name}")
-    set_message("weights", "success", f"Loaded weights for {len(weights)} codes from {file.name}.")
+    _set_weights(weights, source)
+    set_message("weights", "success", success.format(n=len(weights)))
     return True
+
+
+def apply_weights_upload(file) -> bool:
+    codes = tuple(st.session_state["dataset"].codes)
+    return _apply_weights(lambda: parse_weights(file.getvalue(), file.name, codes), f"upload {file.name}",
+                          f"Loaded weights for {{n}} codes from {file.name}.")
 
 
 def apply_cms_weights(model: str, segment: str) -> bool:
-    try:
-        weights = cms_weights(model, segment, tuple(st.session_state["dataset"].codes))
-    except fio.DataError as err:
-        set_message("weights", "error", str(err))
-        return False
-    _set_weights(weights, f"CMS-HCC {model} {segment}")
-    set_message("weights", "success", f"Using CMS-HCC {model} risk factors, segment {segment}.")
-    return True
+    codes = tuple(st.session_state["dataset"].codes)
+    return _apply_weights(lambda: cms_weights(model, segment, codes), f"CMS-HCC {model} {segment}",
+                          f"Using CMS-HCC {model} risk factors, segment {segment}.")
 
 
 def apply_edited_weights(edited) -> bool:
