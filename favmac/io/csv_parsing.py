@@ -191,7 +191,8 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
         if kind == "a Parquet file":
             fix = ("Give Parquet files to load_calibration / load_new_patients (which read them), "
                    "or " + SAVE_AS_CSV[0].lower() + SAVE_AS_CSV[1:])
-        raise DataError(f"this is not a text CSV file (it looks like {kind}).", file=file, fix=fix)
+        looks = "it looks binary" if kind == "binary data" else f"it looks like {kind}"
+        raise DataError(f"this is not a text CSV file ({looks}).", file=file, fix=fix)
     text = decode_text(data)
     if not text.strip():
         raise DataError(

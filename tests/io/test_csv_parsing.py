@@ -4,10 +4,12 @@ from __future__ import annotations
 import io
 import pickle
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from favmac.io import DataError, load_calibration, read_labels, read_probabilities
+from favmac.io.csv_parsing import binary_kind, parse_csv
 from io_helpers import LABELS, PROBS, Upload, error
 
 
@@ -179,3 +181,57 @@ def test_data_error_attributes_and_pickle():
     assert isinstance(err, ValueError)
     again = pickle.loads(pickle.dumps(err))
     assert (again.file, again.row, again.column, str(again)) == ("f.csv", 3, "A", str(err))
+
+
+# ----------------------------------------------------------------------------- binary and header-only files
+
+
+BINARY_FILES = {
+    "png": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00", "a PNG image"),
+    "xlsx": (b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00b\xee\x9dh^\x01", "an Excel workbook (.xlsx)"),
+    "pdf": (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", "a PDF document"),
+    # Tabs in the first "line" and no NUL byte: once diagnosed as "separated by tabs".
+    "tabs": (b"\x01\x02\t\x03\x04\t\x05\x06\n\x07\x08\t\x0e\x0f\n", "it looks binary"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BINARY_FILES))
+def test_binary_file_is_not_a_text_csv(kind):
+    raw, looks = BINARY_FILES[kind]
+    err = error(read_probabilities, raw, name=f"upload.{kind}")
+    assert "upload." + kind in str(err)
+    assert "not a text CSV file" in str(err) and looks in str(err)
+    assert "separated by" not in str(err) and "CSV UTF-8" in err.fix
+
+
+def test_random_bytes_are_not_a_text_csv():
+    raw = np.random.default_rng(20230723).integers(0, 256, size=4096, dtype=np.uint8).tobytes()
+    err = error(load_calibration, Upload("noise.csv", raw))
+    assert "not a text CSV file (it looks binary)" in str(err) and "noise.csv" in str(err)
+
+
+def test_parquet_where_only_csv_is_read():
+    buffer = io.BytesIO()
+    pd.DataFrame({"patient_id": ["a"], "A": [0.5]}).to_parquet(buffer)
+    err = error(parse_csv, buffer.getvalue(), name="p.parquet")
+    assert "not a text CSV file (it looks like a Parquet file)" in str(err)
+    assert "load_calibration" in err.fix
+
+
+def test_text_with_accents_and_a_stray_control_byte_is_still_text():
+    raw = "patient_id,A\nJos\u00e9,0.5\n".encode("cp1252") + b"Zo\x0b\x1a,0.25\n"
+    assert binary_kind(raw) is None
+    assert read_probabilities(raw, name="p.csv").shape == (2, 1)
+
+
+def test_utf16_csv_with_byte_order_mark_is_decoded():
+    frame = read_probabilities("patient_id,A\n007,0.5\n".encode("utf-16"), name="u16.csv")
+    assert list(frame.index) == ["007"] and frame.loc["007", "A"] == 0.5
+
+
+@pytest.mark.parametrize("raw", [b"patient_id,A,B", b"patient_id,A,B\r\n\r\n", b"patient_id,A\n,\n , \n"])
+def test_header_only_says_no_rows(raw):
+    for reader in (read_probabilities, load_calibration):
+        err = error(reader, Upload("head.csv", raw))
+        assert "head.csv" in str(err) and "has a header row but no data rows" in str(err)
+        assert "Add one row per patient" in err.fix
