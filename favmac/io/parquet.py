@@ -57,16 +57,18 @@ def parse_parquet(data: bytes, file: str, text_columns=(ID_COLUMN,)):
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(io.BytesIO(data))
-        frame = table.to_pandas(ignore_metadata=True)
+        parquet_file = pq.ParquetFile(io.BytesIO(data))
+        # pandas stores an unnamed, non-default index as __index_level_<n>__: not data.
+        stored = [c for c in parquet_file.schema_arrow.names if not _PANDAS_INDEX.fullmatch(c)]
+        names = header_names(stored, file)  # refuses duplicate names before pyarrow trips on them
+        frame = parquet_file.read(columns=stored).to_pandas(ignore_metadata=True)
+    except DataError:
+        raise
     except (pa.ArrowException, OSError, ValueError, TypeError) as err:
         raise DataError(
             f"the file cannot be read as Parquet ({err}).", file=file,
             fix="Check that the file is complete (not truncated) and really Parquet, or " + SAVE_AS_CSV[0].lower() + SAVE_AS_CSV[1:],
         ) from None
-    # pandas stores an unnamed, non-default index as __index_level_<n>__: not data.
-    frame = frame.loc[:, [not _PANDAS_INDEX.fullmatch(str(c)) for c in frame.columns]]
-    names = header_names(list(frame.columns), file)
     frame.columns = names
     for column in text_columns:
         if column in names:
