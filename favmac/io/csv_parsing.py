@@ -95,7 +95,7 @@ def read_bytes(source, file: str) -> bytes:
         except FileNotFoundError:
             raise DataError("the file does not exist.", file=os.fspath(source), fix="Check the path.") from None
         except IsADirectoryError:
-            raise DataError("this is a folder, not a file.", file=os.fspath(source), fix="Give the path of a CSV file.") from None
+            raise DataError("this is a folder, not a file.", file=os.fspath(source), fix="Give the path of a CSV or Parquet file.") from None
     if hasattr(source, "getvalue"):
         data = source.getvalue()
     elif hasattr(source, "read"):
