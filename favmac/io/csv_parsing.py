@@ -187,7 +187,8 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
     data = read_bytes(source, file)
     kind = binary_kind(data)
     if kind is not None:
-        fix = SAVE_AS_CSV
+        fix = ("Choose the data file itself (CSV or Parquet); a spreadsheet must be saved as comma-separated "
+               "CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)').")
         if kind == "a Parquet file":
             fix = ("Give Parquet files to load_calibration / load_new_patients (which read them), "
                    "or " + SAVE_AS_CSV[0].lower() + SAVE_AS_CSV[1:])
