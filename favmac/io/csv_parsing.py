@@ -1,0 +1,444 @@
+"""Turning the bytes of a CSV into a checked table: decoding, header, ids and numeric cells.
+
+Tolerated silently: a UTF-8 (or UTF-16) byte-order mark, Windows or old-Mac line endings,
+spaces around header names and ids, blank lines, empty trailing columns. Refused with a
+:class:`~favmac.io.errors.DataError` naming the file, row and column: binary files (images,
+spreadsheets, archives, Parquet where only CSV is read), other delimiters than commas, a
+header without rows, duplicate or unnamed columns, ragged rows, missing or repeated ids and
+cells that are not finite numbers in the allowed range.
+
+The id and numeric-cell checks (:func:`patient_ids`, :func:`numeric_block`) work on any
+parsed frame, so the Parquet reader applies exactly the same rules and wording.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .errors import LIST_LIMIT, DataError, also_count, join_few, plural
+
+__all__ = [
+    "ID_COLUMN",
+    "SAVE_AS_CSV",
+    "source_name",
+    "read_bytes",
+    "binary_kind",
+    "decode_text",
+    "parse_csv",
+    "header_names",
+    "finish_frame",
+    "patient_ids",
+    "check_code_names",
+    "numeric_block",
+]
+
+ID_COLUMN = "patient_id"
+
+SAVE_AS_CSV = "Save it as comma-separated CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')."
+
+_DELIMITER_NAMES = {";": "semicolons (;)", "\t": "tabs", "|": "vertical bars (|)"}
+
+# Leading bytes of binary formats people upload by mistake, and what to call them.
+_MAGIC = (
+    (b"PAR1", "a Parquet file"),
+    (b"PK\x03\x04", "a ZIP archive or an Excel workbook (.xlsx)"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel workbook (.xls)"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"\x1f\x8b", "a gzip-compressed file"),
+)
+_BINARY_SAMPLE = 65536
+# Control bytes that never occur in text (tab, newline, vertical tab, form feed, carriage
+# return and the old DOS end-of-file mark 0x1A are allowed).
+_CONTROL_BYTES = bytes([b for b in range(32) if b not in (9, 10, 11, 12, 13, 26)]) + b"\x7f"
+
+
+def source_name(source, name=None) -> str:
+    """The display name of a source: ``name`` if given, else the path's or upload's file name.
+
+    Examples
+    --------
+    >>> source_name("/data/probs.csv"), source_name(b"", "x.csv"), source_name(b"")
+    ('probs.csv', 'x.csv', 'uploaded file')
+    """
+    if name:
+        return str(name)
+    if isinstance(source, (str, os.PathLike)):
+        return os.path.basename(os.fspath(source)) or os.fspath(source)
+    file_name = getattr(source, "name", None)
+    if isinstance(file_name, str) and file_name:
+        return os.path.basename(file_name)
+    return "uploaded file"
+
+
+def read_bytes(source, file: str) -> bytes:
+    """The raw bytes of a path, bytes object or file-like (Streamlit UploadedFile included).
+
+    Raises
+    ------
+    DataError
+        If a path does not exist or is a folder.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source)
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            with open(source, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            raise DataError("the file does not exist.", file=os.fspath(source), fix="Check the path.") from None
+        except IsADirectoryError:
+            raise DataError("this is a folder, not a file.", file=os.fspath(source), fix="Give the path of a CSV or Parquet file.") from None
+    if hasattr(source, "getvalue"):
+        data = source.getvalue()
+    elif hasattr(source, "read"):
+        if hasattr(source, "seek"):
+            source.seek(0)
+        data = source.read()
+    else:
+        raise TypeError(f"cannot read {file}: expected a path, bytes or a file-like object, got {type(source).__name__}")
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return bytes(data)
+
+
+def binary_kind(data: bytes) -> str | None:
+    """What a non-text file looks like ("a PNG image", "binary data"), or None for text.
+
+    A file is binary when it starts with a known format's signature, or its first 64 KB
+    hold a NUL byte or more than 0.1 % control characters. UTF-16 text (with its
+    byte-order mark) counts as text.
+
+    Examples
+    --------
+    >>> binary_kind(b"patient_id,A\\n1,0.5\\n") is None
+    True
+    >>> binary_kind(b"\\x89PNG\\r\\n\\x1a\\n")
+    'a PNG image'
+    >>> binary_kind(bytes(range(256)))
+    'binary data'
+    """
+    for magic, kind in _MAGIC:
+        if data.startswith(magic):
+            return kind
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None
+    sample = data[:_BINARY_SAMPLE]
+    if b"\x00" in sample:
+        return "binary data"
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    if controls > max(2, len(sample) // 1000):
+        return "binary data"
+    return None
+
+
+def decode_text(data: bytes) -> str:
+    """Text of a CSV's bytes with line endings made ``\\n`` and the byte-order mark removed.
+
+    UTF-8 (with or without BOM) and BOM-marked UTF-16 are decoded as such; anything else
+    as Windows-1252, which is what Excel on Windows writes for "CSV".
+
+    Examples
+    --------
+    >>> decode_text(b"\\xef\\xbb\\xbfa,b\\r\\n1,2\\r")
+    'a,b\\n1,2\\n'
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            # Excel on Windows saves "CSV" in the ANSI code page; ids and codes are ASCII in practice.
+            text = data.decode("cp1252", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
+    """Parse a CSV into ``(frame, rows, file)``.
+
+    ``frame`` holds the stripped header names as columns, ``text_columns`` (if present) as
+    text, other columns as pandas inferred them; ``rows`` gives each frame row's
+    spreadsheet row number; ``file`` is the display name. Fully empty rows and empty
+    unnamed columns are dropped.
+
+    Raises
+    ------
+    DataError
+        For a binary or empty file, a header-only file, another delimiter than commas,
+        duplicate or unnamed-but-filled columns and rows with more cells than the header.
+
+    Examples
+    --------
+    >>> frame, rows, file = parse_csv(b"patient_id,A\\n007,0.5\\n\\n008,1\\n", name="p.csv")
+    >>> frame["patient_id"].tolist(), rows.tolist(), file
+    (['007', '008'], [2, 4], 'p.csv')
+    """
+    file = source_name(source, name)
+    data = read_bytes(source, file)
+    kind = binary_kind(data)
+    if kind is not None:
+        fix = ("Choose the data file itself (CSV or Parquet); a spreadsheet must be saved as comma-separated "
+               "CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)').")
+        if kind == "a Parquet file":
+            fix = ("Give Parquet files to load_calibration / load_new_patients (which read them), "
+                   "or " + SAVE_AS_CSV[0].lower() + SAVE_AS_CSV[1:])
+        looks = "it looks binary" if kind == "binary data" else f"it looks like {kind}"
+        raise DataError(f"this is not a text CSV file ({looks}).", file=file, fix=fix)
+    text = decode_text(data)
+    if not text.strip():
+        raise DataError(
+            "the file is empty.",
+            file=file,
+            fix="Expected a CSV with a header row (patient_id, then one column per code) and one row per patient.",
+        )
+    first_line = text.split("\n", 1)[0]
+    if not first_line.strip():
+        raise DataError(
+            "the first row is empty.", file=file, row=1,
+            fix="The header (patient_id, then the code names) must be on row 1.",
+        )
+    counts = {d: first_line.count(d) for d in (",", ";", "\t", "|")}
+    found = max(counts, key=counts.get)
+    if found != "," and counts[found] > counts[","]:
+        raise DataError(
+            f"the columns are separated by {_DELIMITER_NAMES[found]}, not commas.",
+            file=file, row=1, fix=SAVE_AS_CSV,
+        )
+    names = header_names(next(csv.reader([first_line])), file)
+    frame = _read_frame(text, names, [c for c in text_columns if c in names], file)
+    return (*finish_frame(frame, file), file)
+
+
+def header_names(header, file: str) -> list[str]:
+    """Stripped column names, refusing duplicates; unnamed columns get placeholder names.
+
+    Placeholders start with ``"\\x00unnamed"``; :func:`finish_frame` drops them when empty.
+    """
+    header = [str(h).strip() for h in header]
+    seen: dict[str, int] = {}
+    for position, column in enumerate(header, start=1):
+        if column and column in seen:
+            raise DataError(
+                f"the column name {column!r} appears more than once (columns {seen[column]} and {position}).",
+                file=file, row=1, fix="Each column needs a unique name; each code exactly one column.",
+            )
+        seen.setdefault(column, position)
+    # Unnamed columns must be empty (Excel's trailing commas).
+    return [h if h else f"\x00unnamed{i}" for i, h in enumerate(header, start=1)]
+
+
+def finish_frame(frame: pd.DataFrame, file: str, no_rows: str = "the file has a header row but no data rows."):
+    """Drop fully empty rows and empty unnamed columns; return ``(frame, rows)``.
+
+    ``rows`` are spreadsheet row numbers (the first data row is 2) of the kept rows.
+
+    Raises
+    ------
+    DataError
+        If an unnamed column holds values, or no row is left (message ``no_rows``).
+    """
+    rows = np.arange(2, frame.shape[0] + 2)
+    blank_rows = frame.isna().all(axis=1).to_numpy() if frame.shape[1] else np.ones(frame.shape[0], bool)
+    if blank_rows.any():
+        frame = frame.loc[~blank_rows]
+        rows = rows[~blank_rows]
+    for i, column in enumerate(list(frame.columns), start=1):
+        if str(column).startswith("\x00unnamed"):
+            filled = frame[column].notna().to_numpy()
+            if filled.any():
+                raise DataError(
+                    "this column has values but no name in the header.",
+                    file=file, row=int(rows[np.argmax(filled)]), column=f"{i}",
+                    fix="Put the code name in row 1 of that column, or delete the column.",
+                )
+            frame = frame.drop(columns=column)
+    if frame.shape[0] == 0:
+        raise DataError(no_rows, file=file, fix="Add one row per patient below the header.")
+    return frame.reset_index(drop=True), rows
+
+
+def _read_frame(text: str, names: list[str], text_columns: list[str], file: str) -> pd.DataFrame:
+    dtype = {c: str for c in text_columns} or None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(
+                io.StringIO(text), header=0, names=names, dtype=dtype, index_col=False,
+                skip_blank_lines=False, skipinitialspace=True, low_memory=False,
+            )
+        except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError) as err:
+            _raise_ragged_row(text, len(names), file, err)
+    raise AssertionError("unreachable")
+
+
+def _raise_ragged_row(text, n_columns, file, err):
+    """Explain a tokenizing failure: find the first row with more cells than the header."""
+    for number, cells in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if len(cells) > n_columns:
+            raise DataError(
+                f"this row has {len(cells)} cells but the header has {n_columns} columns.",
+                file=file, row=number,
+                fix="Check for commas inside values (decimals must use a dot, e.g. 0.25) or a missing header name.",
+            ) from None
+    raise DataError(f"the file cannot be read as CSV ({err}).", file=file, fix=SAVE_AS_CSV) from None
+
+
+def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
+    """The validated, stripped patient ids (text) of a parsed frame.
+
+    Raises
+    ------
+    DataError
+        If the ``patient_id`` column is missing, an id is blank or an id repeats.
+    """
+    if ID_COLUMN not in frame.columns:
+        similar = [c for c in frame.columns if c.lower().replace(" ", "_") in ("patient_id", "patientid", "id", "patient")]
+        hint = f" Rename the column {similar[0]!r} to patient_id." if similar else (
+            " The first column should be named patient_id and hold each patient's id."
+        )
+        raise DataError(
+            f"there is no {ID_COLUMN!r} column (found: {join_few(frame.columns)}).",
+            file=file, row=1, fix=hint.strip(),
+        )
+    ids = frame[ID_COLUMN].str.strip()
+    missing = (ids.isna() | (ids == "")).to_numpy()
+    if missing.any():
+        bad_rows = rows[missing]
+        which = f"row {bad_rows[0]} has" if len(bad_rows) == 1 else (
+            f"{len(bad_rows)} rows have"
+        )
+        listed = "" if len(bad_rows) == 1 else f" (rows {join_few(bad_rows, quote=False)})"
+        raise DataError(
+            f"{which} no patient id{listed}.",
+            file=file, row=int(bad_rows[0]), column=ID_COLUMN,
+            fix="Fill in an id for every patient or delete those rows.",
+        )
+    index = pd.Index(ids.to_numpy(dtype=object), name=ID_COLUMN, dtype=object)
+    duplicated = index.duplicated(keep=False)
+    if duplicated.any():
+        dup_ids = pd.unique(index[duplicated])
+        where = {}
+        for pid, row in zip(index[duplicated], rows[duplicated]):
+            where.setdefault(pid, []).append(str(row))
+        details = "; ".join(f"{pid!r} (rows {', '.join(where[pid][:LIST_LIMIT])})" for pid in dup_ids[:LIST_LIMIT])
+        more = f"; and {len(dup_ids) - LIST_LIMIT} more" if len(dup_ids) > LIST_LIMIT else ""
+        raise DataError(
+            f"{plural(len(dup_ids), 'patient id')} {'appears' if len(dup_ids) == 1 else 'appear'} "
+            f"more than once: {details}{more}.",
+            file=file, row=int(rows[duplicated][0]), column=ID_COLUMN,
+            fix="Each patient must have exactly one row.",
+        )
+    return index
+
+
+def check_code_names(codes, file: str) -> None:
+    """Refuse code names containing ';' (FavMac joins codes with it in its output)."""
+    for code in codes:
+        if ";" in code:
+            raise DataError(
+                f"the code name {code!r} contains ';', which FavMac uses to join codes in its output.",
+                file=file, row=1, column=code, fix="Rename the code without ';'.",
+            )
+
+
+def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
+    """The (N, len(columns)) float64 values of ``columns``, or a DataError at the first bad cell.
+
+    ``kind`` is "probability" (in [0, 1]), "label" (0 or 1) or "weight" (>= 0); it selects
+    the range check and the wording. Text that is not a number, empty cells, NaN and
+    infinities are refused in every kind.
+    """
+    rule = {
+        "probability": "Probabilities must be numbers between 0 and 1, written with a dot as decimal separator.",
+        "label": "Labels must be 1 (the patient has the code) or 0 (does not).",
+        "weight": "Weights must be numbers >= 0, written with a dot as decimal separator.",
+    }[kind]
+    # Columns pandas could not parse as numbers hold text somewhere: find the first such cell.
+    non_numeric = [
+        c for c in columns
+        if not (pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
+    ]
+    if non_numeric:
+        frame = frame[list(columns)].copy()
+        bad = np.zeros((frame.shape[0], len(non_numeric)), dtype=bool)
+        texts = {}
+        for j, column in enumerate(non_numeric):
+            col = frame[column]
+            texts[column] = col
+            if pd.api.types.is_bool_dtype(col):
+                bad[:, j] = True
+                continue
+            stripped = col.astype("str").str.strip().where(col.notna())
+            numbers = pd.to_numeric(stripped.replace("", np.nan), errors="coerce")
+            bad[:, j] = (numbers.isna() & stripped.notna() & (stripped != "")).to_numpy()
+            frame[column] = numbers.astype(np.float64)
+        if bad.any():
+            i, j, count = _first_true(bad)
+            cell = texts[non_numeric[j]].iloc[i]
+            fix = rule
+            if kind == "label" and str(cell).strip().lower() in ("true", "false", "yes", "no"):
+                fix = "Write labels as 1 (has the code) and 0 (does not) instead of TRUE/FALSE or yes/no."
+            raise DataError(
+                f"{str(cell)!r} is not a number{also_count(count)}.",
+                file=file, row=int(rows[i]), column=non_numeric[j], fix=fix,
+            )
+    values = frame[list(columns)].to_numpy(dtype=np.float64)
+    nan = np.isnan(values)
+    if nan.any():
+        i, j, count = _first_true(nan)
+        raise DataError(
+            f"the cell is empty (or NaN){also_count(count)}.",
+            file=file, row=int(rows[i]), column=columns[j],
+            fix=f"Every cell needs a value. {rule}",
+        )
+    inf = np.isinf(values)
+    if inf.any():
+        i, j, count = _first_true(inf)
+        raise DataError(
+            f"the value is infinite ({values[i, j]}){also_count(count)}.",
+            file=file, row=int(rows[i]), column=columns[j], fix=rule,
+        )
+    if kind == "probability":
+        bad = (values < 0.0) | (values > 1.0)
+        if bad.any():
+            i, j, count = _first_true(bad)
+            raise DataError(
+                f"probability {values[i, j]:g} is outside [0, 1]{also_count(count)}.",
+                file=file, row=int(rows[i]), column=columns[j],
+                fix=f"{rule} If the file holds percentages, divide by 100; if it holds logits or scores, "
+                "convert them to probabilities first.",
+            )
+    elif kind == "label":
+        bad = (values != 0.0) & (values != 1.0)
+        if bad.any():
+            i, j, count = _first_true(bad)
+            raise DataError(
+                f"label {values[i, j]:g} is not 0 or 1{also_count(count)}.",
+                file=file, row=int(rows[i]), column=columns[j], fix=rule,
+            )
+    elif kind == "weight":
+        bad = values < 0.0
+        if bad.any():
+            i, j, count = _first_true(bad)
+            raise DataError(
+                f"weight {values[i, j]:g} is negative{also_count(count)}.",
+                file=file, row=int(rows[i]), column=columns[j], fix=rule,
+            )
+    return values
+
+
+def _first_true(mask: np.ndarray):
+    """(row index, column index, total count) of the first True cell in reading order."""
+    flat = int(np.argmax(mask.reshape(-1)))
+    i, j = divmod(flat, mask.shape[1])
+    return i, j, int(mask.sum())

@@ -1,0 +1,425 @@
+"""The input files FavMac works on, read into validated tables.
+
+Layouts (``../shared/SPEC.md``, "Input files"), each as CSV or Parquet:
+
+* **probabilities** — ``patient_id`` then one column per code (the header is the code),
+  values in [0, 1];
+* **labels** — the same layout, values 0/1; matched to the probabilities by id, not row;
+* **wide** — one file with ``patient_id`` then ``prob_<code>`` and ``label_<code>`` per code;
+* **weights** — columns ``code``, ``weight`` (>= 0) and an optional ``description``.
+
+Every malformed input raises :class:`~favmac.io.errors.DataError`, whose message names the
+file, the row (counted as a spreadsheet shows it: the header is row 1) or column, the
+problem and the fix. Codes may come in a different column order between files.
+
+All readers are pure functions of the bytes they are given, so callers may cache them on
+the file contents. Checks are vectorized: 100,000 patients x 35 codes load in about a second.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..universe import check_universe as _check_universe_name
+from .csv_parsing import (
+    ID_COLUMN,
+    check_code_names,
+    numeric_block,
+    parse_csv,
+    patient_ids,
+    read_bytes,
+    source_name,
+)
+from .errors import DataError, join_few, plural
+from .parquet import is_parquet, parse_parquet
+
+__all__ = [
+    "Dataset",
+    "check_universe",
+    "load_calibration",
+    "load_new_patients",
+    "parse_table",
+    "read_labels",
+    "read_probabilities",
+    "read_table",
+    "read_weights",
+    "read_wide",
+]
+
+
+@dataclass
+class Dataset:
+    """Probabilities and (optionally) labels of the same patients and codes.
+
+    ``probs`` is indexed by ``patient_id`` (text) with one float64 column per code;
+    ``labels`` has the same index and columns (int8 0/1) or is None.
+    """
+
+    probs: pd.DataFrame
+    labels: pd.DataFrame | None = None
+    name: str = "data"
+
+    @property
+    def codes(self) -> list[str]:
+        return [str(c) for c in self.probs.columns]
+
+    @property
+    def patient_ids(self) -> np.ndarray:
+        return self.probs.index.to_numpy(dtype=object)
+
+    @property
+    def n_patients(self) -> int:
+        return self.probs.shape[0]
+
+    @property
+    def n_codes(self) -> int:
+        return self.probs.shape[1]
+
+    @property
+    def has_labels(self) -> bool:
+        return self.labels is not None
+
+    def prob_array(self) -> np.ndarray:
+        """Probabilities as an (N, K) float64 array, rows in file order."""
+        return self.probs.to_numpy(dtype=np.float64)
+
+    def label_array(self) -> np.ndarray | None:
+        """Labels as an (N, K) int8 array aligned with :meth:`prob_array` (None if unlabelled)."""
+        return None if self.labels is None else self.labels.to_numpy(dtype=np.int8)
+
+    def __repr__(self):
+        labelled = "labelled" if self.has_labels else "unlabelled"
+        return f"Dataset({self.name!r}: {self.n_patients} patients x {self.n_codes} codes, {labelled})"
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def parse_table(source, name=None, text_columns=(ID_COLUMN,)):
+    """Parse a CSV or Parquet source into ``(frame, rows, file)``.
+
+    Parquet is chosen by the ``PAR1`` signature or a ``.parquet``/``.pq`` name, CSV
+    otherwise; see :func:`~favmac.io.csv_parsing.parse_csv` for the triple.
+    """
+    file = source_name(source, name)
+    data = read_bytes(source, file)
+    if is_parquet(data, file):
+        return (*parse_parquet(data, file, text_columns), file)
+    return parse_csv(data, file, text_columns)
+
+
+def read_table(source, name=None) -> pd.DataFrame:
+    """A CSV or Parquet file as a DataFrame, ``patient_id`` (if present) as text, no other checks.
+
+    Blank rows and empty unnamed columns are dropped; structural faults (binary data,
+    no rows, duplicate column names, ragged rows) raise :class:`DataError`.
+
+    Examples
+    --------
+    >>> read_table(b"patient_id,A\\n007,0.5\\n").to_dict("list")
+    {'patient_id': ['007'], 'A': [0.5]}
+    """
+    return parse_table(source, name)[0]
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def _codes_of(frame, file, layout):
+    codes = [c for c in frame.columns if c != ID_COLUMN]
+    if not codes:
+        raise DataError(
+            f"there are no code columns besides {ID_COLUMN}.", file=file, row=1,
+            fix=f"A {layout} file has patient_id followed by one column per code (e.g. HCC18).",
+        )
+    check_code_names(codes, file)
+    return codes
+
+
+def _wide_columns(columns):
+    """(prob_codes, label_codes, other_columns) of a possibly wide header."""
+    prob = [c[5:] for c in columns if c.startswith("prob_")]
+    label = [c[6:] for c in columns if c.startswith("label_")]
+    other = [c for c in columns if c != ID_COLUMN and not c.startswith(("prob_", "label_"))]
+    return prob, label, other
+
+
+def _looks_wide(columns) -> bool:
+    prob, label, other = _wide_columns(columns)
+    return bool(prob) and bool(label) and not other
+
+
+def _layout_frame(frame, rows, file, kind) -> pd.DataFrame:
+    ids = patient_ids(frame, rows, file)
+    if kind == "label" and _looks_wide(frame.columns):
+        raise DataError(
+            "this is a wide file (prob_<code> and label_<code> columns), not a labels file.",
+            file=file, row=1, fix="Upload it alone as the calibration file, without a separate labels file.",
+        )
+    codes = _codes_of(frame, file, "probabilities" if kind == "probability" else "labels")
+    values = numeric_block(frame, codes, rows, file, kind)
+    dtype = np.float64 if kind == "probability" else np.int8
+    return pd.DataFrame(values.astype(dtype, copy=False), index=ids, columns=pd.Index(codes, dtype=object))
+
+
+def read_probabilities(source, name=None) -> pd.DataFrame:
+    """Read a probabilities file: ``patient_id`` then one column per code, values in [0, 1].
+
+    Parameters
+    ----------
+    source : path, bytes or file-like
+        The CSV or Parquet file (a Streamlit ``UploadedFile`` works too).
+    name : str, optional
+        File name used in error messages (default: the source's own name).
+
+    Returns
+    -------
+    DataFrame
+        Index ``patient_id`` (text), one float64 column per code in file order.
+
+    Raises
+    ------
+    DataError
+        On any malformed input; the message names the file, row/column and the fix.
+
+    Examples
+    --------
+    >>> read_probabilities(b"patient_id,HCC18,HCC19\\n007,0.25,0.5\\n").loc["007", "HCC19"]
+    np.float64(0.5)
+    """
+    frame, rows, file = parse_table(source, name)
+    if _looks_wide(frame.columns):
+        raise DataError(
+            "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
+            file=file, row=1,
+            fix="Upload it as a single calibration file, or keep only patient_id and the probability columns.",
+        )
+    return _layout_frame(frame, rows, file, "probability")
+
+
+def read_labels(source, name=None) -> pd.DataFrame:
+    """Read a labels file (CSV or Parquet): the probabilities layout with 0/1 values. Returns int8 columns."""
+    frame, rows, file = parse_table(source, name)
+    return _layout_frame(frame, rows, file, "label")
+
+
+def read_wide(source, name=None) -> Dataset:
+    """Read a wide calibration file: ``patient_id``, then ``prob_<code>`` and ``label_<code>`` per code.
+
+    CSV or Parquet. The column order is free; codes follow the order of the ``prob_`` columns.
+    """
+    frame, rows, file = parse_table(source, name)
+    ids = patient_ids(frame, rows, file)
+    prob_codes, label_codes, other = _wide_columns(frame.columns)
+    if other:
+        if not prob_codes and not label_codes:
+            raise DataError(
+                "this file has no prob_<code> / label_<code> columns, so it holds no labels.",
+                file=file, row=1,
+                fix="A calibration file is either one wide file (patient_id, prob_<code>, label_<code>) "
+                "or a probabilities file plus a separate labels file.",
+            )
+        raise DataError(
+            f"the column {other[0]!r} is neither patient_id nor prob_<code> / label_<code>"
+            + (f" ({len(other)} such columns: {join_few(other)})" if len(other) > 1 else "") + ".",
+            file=file, row=1, column=other[0],
+            fix="In a wide file every column after patient_id is named prob_<code> or label_<code>.",
+        )
+    for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"), (label_codes, prob_codes, "label_", "prob_")):
+        missing = [c for c in have if c not in set(want)]
+        if missing:
+            raise DataError(
+                f"there is no matching {want_prefix}{missing[0]} column"
+                + (f" (also missing: {join_few([want_prefix + c for c in missing[1:]])})" if len(missing) > 1 else "")
+                + ".",
+                file=file, row=1, column=f"{have_prefix}{missing[0]}",
+                fix="A wide file needs both prob_<code> and label_<code> for every code.",
+            )
+    empty = [c for c in prob_codes if not c]
+    if empty:
+        raise DataError("a column is named just 'prob_' with no code.", file=file, row=1, column="prob_",
+                        fix="Name the columns prob_<code> and label_<code>, e.g. prob_HCC18.")
+    check_code_names(prob_codes, file)
+    probs = numeric_block(frame, ["prob_" + c for c in prob_codes], rows, file, "probability")
+    labels = numeric_block(frame, ["label_" + c for c in prob_codes], rows, file, "label")
+    columns = pd.Index(prob_codes, dtype=object)
+    return Dataset(
+        probs=pd.DataFrame(probs, index=ids, columns=columns),
+        labels=pd.DataFrame(labels.astype(np.int8), index=ids, columns=columns.copy()),
+        name=name or _stem(file),
+    )
+
+
+def _stem(file: str) -> str:
+    return os.path.splitext(file)[0] or file
+
+
+def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
+    extra = [c for c in codes_b if c not in set(codes_a)]
+    missing = [c for c in codes_a if c not in set(codes_b)]
+    if not extra and not missing:
+        return
+    parts = []
+    if missing:
+        parts.append(f"{plural(len(missing), 'code')} in {file_a} {'is' if len(missing) == 1 else 'are'} "
+                     f"missing from {file_b}: {join_few(missing, quote=False, limit=10)}")
+    if extra:
+        parts.append(f"{file_b} has {plural(len(extra), 'unknown code')} not in {file_a}: "
+                     f"{join_few(extra, quote=False, limit=10)}")
+    raise DataError(
+        "; ".join(parts) + ".", file=file_b, row=1,
+        column=(missing or extra)[0], fix=fix,
+    )
+
+
+def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
+    """Load labelled calibration data from one wide file or a probabilities + labels pair.
+
+    Parameters
+    ----------
+    probs_source : path, bytes or file-like
+        The wide file (when ``labels_source`` is None) or the probabilities file; CSV or Parquet.
+    labels_source : path, bytes or file-like, optional
+        The labels file; patients are matched by ``patient_id`` (row order does not matter)
+        and codes by column name (column order does not matter).
+    name : str, optional
+        Dataset name (default: the probabilities file's name without extension).
+
+    Returns
+    -------
+    Dataset
+        Rows in the probabilities file's order; labels aligned to it.
+    """
+    if labels_source is None:
+        dataset = read_wide(probs_source)
+        if name:
+            dataset.name = str(name)
+        return dataset
+    probs = read_probabilities(probs_source)
+    labels = read_labels(labels_source)
+    p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
+    if p_file == l_file:
+        p_file, l_file = f"{p_file} (probabilities)", f"{l_file} (labels)"
+    _compare_codes(
+        list(probs.columns), p_file, list(labels.columns), l_file,
+        fix="Both files need the same code columns (in any order).",
+    )
+    only_probs = probs.index.difference(labels.index, sort=False)
+    only_labels = labels.index.difference(probs.index, sort=False)
+    if len(only_probs) or len(only_labels):
+        parts = []
+        if len(only_probs):
+            parts.append(f"{plural(len(only_probs), 'patient id')} in {p_file} "
+                         f"{'is' if len(only_probs) == 1 else 'are'} not in {l_file} (e.g. {join_few(only_probs)})")
+        if len(only_labels):
+            parts.append(f"{plural(len(only_labels), 'patient id')} in {l_file} "
+                         f"{'is' if len(only_labels) == 1 else 'are'} not in {p_file} (e.g. {join_few(only_labels)})")
+        raise DataError(
+            "; ".join(parts) + ".", file=l_file, column=ID_COLUMN,
+            fix="Both files must list exactly the same patients (in any order).",
+        )
+    aligned = labels.reindex(index=probs.index, columns=probs.columns)
+    return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)))
+
+
+def load_new_patients(source, codes, name=None) -> pd.DataFrame:
+    """Read unlabelled patients (probabilities layout, CSV or Parquet) and order the columns as ``codes``.
+
+    A wide file is accepted too: its ``prob_<code>`` columns are used and the labels ignored.
+
+    Returns
+    -------
+    DataFrame
+        Index ``patient_id``, float64 columns exactly ``codes`` in that order.
+    """
+    frame, rows, file = parse_table(source, name)
+    if _looks_wide(frame.columns):
+        keep = [ID_COLUMN] + [c for c in frame.columns if c.startswith("prob_")]
+        frame = frame[keep].rename(columns=lambda c: c[5:] if c.startswith("prob_") else c)
+    probs = _layout_frame(frame, rows, file, "probability")
+    codes = [str(c) for c in codes]
+    _compare_codes(
+        codes, "the calibration data", list(probs.columns), file,
+        fix="New patients need exactly the calibration file's codes (in any order).",
+    )
+    return probs[codes]
+
+
+def read_weights(source, codes=None, name=None) -> pd.DataFrame:
+    """Read per-code weights: columns ``code``, ``weight`` (>= 0) and optional ``description``.
+
+    Parameters
+    ----------
+    source : path, bytes or file-like
+        CSV or Parquet.
+    codes : list of str, optional
+        The data's codes. Every one needs a weight; rows for other codes are ignored.
+        The result follows this order. None keeps every row in file order.
+
+    Returns
+    -------
+    DataFrame
+        Index ``code`` (text); columns ``weight`` (float64) and ``description`` (text, "" if absent).
+    """
+    frame, rows, file = parse_table(source, name, text_columns=("code", "description"))
+    missing_cols = [c for c in ("code", "weight") if c not in frame.columns]
+    if missing_cols:
+        raise DataError(
+            f"there is no {join_few(missing_cols)} column (found: {join_few(frame.columns)}).",
+            file=file, row=1, fix="A weights file has the columns code, weight and optionally description.",
+        )
+    code_col = frame["code"].str.strip()
+    blank = (code_col.isna() | (code_col == "")).to_numpy()
+    if blank.any():
+        raise DataError(
+            f"{plural(int(blank.sum()), 'row')} {'has' if blank.sum() == 1 else 'have'} a weight but no code.",
+            file=file, row=int(rows[np.argmax(blank)]), column="code", fix="Fill in the code or delete the row.",
+        )
+    code_index = pd.Index(code_col.to_numpy(dtype=object), name="code", dtype=object)
+    dup = code_index.duplicated(keep=False)
+    if dup.any():
+        dup_codes = pd.unique(code_index[dup])
+        raise DataError(
+            f"{plural(len(dup_codes), 'code')} {'appears' if len(dup_codes) == 1 else 'appear'} more than once: "
+            f"{join_few(dup_codes)}.",
+            file=file, row=int(rows[dup][0]), column="code", fix="Give each code exactly one weight row.",
+        )
+    if codes is not None:
+        codes = [str(c) for c in codes]
+        missing = [c for c in codes if c not in set(code_index)]
+        if missing:
+            raise DataError(
+                f"{plural(len(missing), 'code')} in the data {'has' if len(missing) == 1 else 'have'} no weight: "
+                f"{join_few(missing, quote=False, limit=10)}.",
+                file=file, column="code", fix="Add a row (code, weight) for each of them.",
+            )
+        position = code_index.get_indexer(codes)
+        frame = frame.iloc[position]
+        rows = rows[position]
+        code_index = code_index[position]
+    weights = numeric_block(frame.reset_index(drop=True), ["weight"], rows, file, "weight")[:, 0]
+    if "description" in frame.columns:
+        description = frame["description"].fillna("").str.strip().to_numpy(dtype=object)
+    else:
+        description = np.full(len(code_index), "", dtype=object)
+    return pd.DataFrame({"weight": weights, "description": description}, index=code_index)
+
+
+def check_universe(n_codes: int, universe: str) -> str:
+    """Validate a universe name for K = ``n_codes`` codes as a DataError; returns the name.
+
+    ``full`` enumerates all 2^K subsets and is refused for K > 14.
+
+    Examples
+    --------
+    >>> check_universe(35, "ratio")
+    'ratio'
+    """
+    try:
+        _check_universe_name(universe, n_codes)
+    except ValueError as err:
+        raise DataError(str(err)) from None
+    return universe
