@@ -177,6 +177,11 @@ def instance(seed, max_n=24, max_k=4):
 SEEDS = range(40)
 
 
+def control(method):
+    """RCPS needs a violation level; the others run under expected-cost control."""
+    return {"delta": 0.1} if method is rcps else {}
+
+
 def same(a, b):
     return np.array_equal(np.asarray(a, float), np.asarray(b, float), equal_nan=True)
 
@@ -303,10 +308,10 @@ def test_empty_calibration_predicts_nothing():
     labels = np.array([[1, 0], [0, 1]])
     value, cost = AdditiveValue(), AdditiveCost()
     for method in (classwise, inner_set, crc, rcps):
-        res = method(probs, labels, value, cost, [1.0], burn_in=0)
+        res = method(probs, labels, value, cost, [1.0], burn_in=0, **control(method))
         assert not res.selected[0, 0].any(), method.__name__
     assert inner_set(probs, labels, value, cost, [1.0]).thresholds[0, 0] == math.inf
-    assert rcps(probs, labels, value, cost, [1.0]).thresholds[0, 0] == math.inf
+    assert rcps(probs, labels, value, cost, [1.0], delta=0.1).thresholds[0, 0] == math.inf
     # a target at C_max allows everything, even with no calibration data
     assert classwise(probs, labels, value, cost, [2.0]).selected[0, 0].all()
     assert inner_set(probs, labels, value, cost, [2.0]).thresholds[0, 0] == -math.inf
@@ -318,7 +323,7 @@ def test_zero_weights_predict_everything():
     labels = np.zeros((3, 2), int)
     cost = AdditiveCost([0.0, 0.0])
     for method in (classwise, inner_set, crc, rcps):
-        res = method(probs, labels, AdditiveValue(), cost, [0.0])
+        res = method(probs, labels, AdditiveValue(), cost, [0.0], **control(method))
         assert res.selected.all(), method.__name__
         assert np.all(res.cost == 0)
 
@@ -326,7 +331,8 @@ def test_zero_weights_predict_everything():
 def test_burn_in_all_gives_no_steps():
     probs, labels, weights, targets, _ = instance(1)
     for method in (classwise, inner_set, crc, rcps):
-        res = method(probs, labels, AdditiveValue(), AdditiveCost(weights), targets, burn_in=len(probs))
+        res = method(probs, labels, AdditiveValue(), AdditiveCost(weights), targets, burn_in=len(probs),
+                     **control(method))
         assert res.selected.shape == (len(targets), 0, probs.shape[1])
         assert res.cost.shape == res.value.shape == res.thresholds.shape == (len(targets), 0)
 
@@ -355,8 +361,9 @@ def test_controls_are_enforced():
         classwise(probs, labels, value, cost, targets, delta=0.1)
     with pytest.raises(ValueError, match="expected cost only"):
         crc(probs, labels, value, cost, targets, delta=0.1)
-    res = rcps(probs, labels, value, cost, targets)
-    assert res.delta == 0.1 and res.settings["delta_defaulted"]
+    with pytest.raises(ValueError, match="delta: RCPS"):
+        rcps(probs, labels, value, cost, targets)
+    assert rcps(probs, labels, value, cost, targets, delta=0.1).delta == 0.1
     with pytest.raises(ValueError, match="additive cost"):
         inner_set(probs, labels, value, FormulaValue("n_hits"), targets)
     with pytest.raises(ValueError, match="shape"):

@@ -1,0 +1,178 @@
+"""RCPS with the Hoeffding–Bentkus bound (Bates et al. 2021): P(risk > c) <= delta."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy.stats import binom
+
+from ..thresholds import exact
+from .common import build_result, grid_costs, prepare, refuse_control
+from .grid import grid_run, resolve_grid
+
+__all__ = ["rcps", "hb_p_value"]
+
+
+def _kl_bernoulli(r, alpha):
+    """h1(r, alpha) = KL(Bernoulli(r) || Bernoulli(alpha)), with 0 log 0 = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(r > 0, r * np.log(r / alpha), 0.0)
+        second = np.where(r < 1, (1 - r) * np.log((1 - r) / (1 - alpha)), 0.0)
+    return first + second
+
+
+def hb_p_value(total_risk, n, alpha):
+    """Hoeffding–Bentkus p-value of H0: risk > alpha (Bates et al. 2021; Angelopoulos et al. 2021).
+
+    ``total_risk`` is the summed normalized risk (in [0, n]) of n calibration patients:
+    ``min(e * P(Bin(n, alpha) <= ceil(total_risk)), exp(-n h1(min(Rhat, alpha), alpha)))``.
+    Slow reference used in tests; :func:`rcps` uses the equivalent precomputed bounds.
+    """
+    if n == 0:
+        return 1.0
+    rhat = total_risk / n
+    bentkus = np.e * binom.cdf(math.ceil(total_risk), n, alpha)
+    hoeffding = float(np.exp(-n * _kl_bernoulli(np.array(min(rhat, alpha)), alpha)))
+    return float(min(bentkus, hoeffding))
+
+
+@njit(cache=True)
+def _hoeffding_gap(r, alpha, level):
+    """h1(r, alpha) - level, and its derivative in r, for 0 <= r < alpha < 1."""
+    first = r * np.log(r / alpha) if r > 0 else 0.0
+    gap = first + (1 - r) * np.log((1 - r) / (1 - alpha)) - level
+    slope = np.log(r * (1 - alpha) / (alpha * (1 - r))) if r > 0 else -np.inf
+    return gap, slope
+
+
+@njit(cache=True)
+def _rcps_bound_kernel(n_max, alpha, delta):
+    """Largest summed normalized risk S accepted by the HB test, for n = 0..n_max.
+
+    Accept iff ``ceil(S) <= k*`` (Bentkus: k* = largest k with e·F(k; n, alpha) <= delta)
+    or ``S / n <= r_H`` (Hoeffding: h1(r_H, alpha) = log(1/delta) / n), i.e. iff
+    ``S <= max(k*, n r_H)``; -inf when neither part accepts anything (then only the empty
+    set qualifies). k*(n) is non-decreasing and grows by at most 1 per step, so one pass
+    with the binomial pmf/cdf recurrences (n -> n + 1) finds it in O(1) per n. r_H(n)
+    is found only when it beats k*: safeguarded Newton from k*/n (h1 is convex and
+    decreasing on [0, alpha], so Newton from the left never overshoots).
+    """
+    out = np.full(n_max + 1, -np.inf)
+    log_inv_delta = np.log(1.0 / delta)
+    e = np.e
+    k = -1
+    cdf = 0.0
+    pmf = 0.0
+    for n in range(1, n_max + 1):
+        # Bentkus part: F(k; n) and pmf(k; n) from n - 1, then try k + 1.
+        if k < 0:
+            first = np.exp(n * np.log1p(-alpha))
+            if e * first <= delta:
+                k = 0
+                cdf = first
+                pmf = first
+        else:
+            cdf = cdf - alpha * pmf
+            pmf = pmf * (1 - alpha) * n / (n - k)
+            up_pmf = pmf * (n - k) / (k + 1) * alpha / (1 - alpha)
+            up_cdf = cdf + up_pmf
+            if k + 1 <= n and e * up_cdf <= delta:
+                k += 1
+                cdf = up_cdf
+                pmf = up_pmf
+        best = float(k) if k >= 0 else -np.inf
+        # Hoeffding part: it can only matter if it accepts a larger S than k*, i.e. if
+        # h1(max(k*, 0)/n) >= level; then the root lies in [max(k*, 0)/n, alpha).
+        level = log_inv_delta / n
+        start = max(best, 0.0) / n
+        if start < alpha:
+            gap, _ = _hoeffding_gap(start, alpha, level)
+            if gap >= 0:
+                lo = start
+                hi = alpha
+                x = lo
+                for _ in range(200):
+                    gap, slope = _hoeffding_gap(x, alpha, level)
+                    if gap >= 0:
+                        lo = x
+                    else:
+                        hi = x
+                    nxt = x - gap / slope if np.isfinite(slope) and slope < 0 else 0.5 * (lo + hi)
+                    if not (lo < nxt < hi):
+                        nxt = 0.5 * (lo + hi)
+                    if nxt == x or hi - lo <= 1e-16 * hi:
+                        break
+                    x = nxt
+                best = max(best, n * lo)
+        out[n] = best
+    return out
+
+
+def _rcps_bounds(n_max, alpha, delta):
+    """Accepted summed normalized risk for calibration sizes 0..n_max (see the kernel)."""
+    if alpha >= 1:
+        return np.full(n_max + 1, np.inf)
+    if alpha <= 0:
+        return np.full(n_max + 1, -np.inf)
+    return _rcps_bound_kernel(int(n_max), float(alpha), float(delta))
+
+
+def rcps(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None, codes=None,
+         patient_ids=None, progress=None, grid_size=201, grid=None):
+    """RCPS with the Hoeffding–Bentkus bound (Bates et al. 2021): P(risk > c) <= delta.
+
+    The risk is the cost divided by C_max (in [0, 1]); ``alpha = c / C_max``. Among the grid
+    thresholds (``S_lambda = {k : p_k >= lambda}``) choose the smallest lambda whose HB
+    upper confidence bound at level delta is <= alpha, i.e. whose HB p-value
+    ``min(e·P(Bin(n, alpha) <= ceil(n Rhat)), exp(-n h1(min(Rhat, alpha), alpha)))`` is
+    <= delta (see :func:`hb_p_value`); the empty set if none. RCPS bounds the *population*
+    risk, not the per-patient cost, so its violation rate P(C > c) is expected to exceed
+    delta.
+
+    Parameters
+    ----------
+    probs, labels, value, cost, targets, burn_in, codes, patient_ids, progress
+        As :func:`favmac.baselines.classwise`.
+    delta : float in (0, 1)
+        Required: the level of the bound (ValueError when None).
+    window : int, optional
+        Rolling window of calibration patients.
+    c_max : float, optional
+        C_max normalizing the risk (default: the sum of the cost weights).
+    grid_size, grid
+        The candidate thresholds, as in :func:`favmac.baselines.crc`.
+
+    Returns
+    -------
+    ReplayResult
+        ``thresholds``/``final_thresholds`` are lambda (rule: ``p_k >= lambda``).
+
+    Notes
+    -----
+    Costs are summed as integers at the weights' decimal scale, so the Bentkus part
+    (``ceil(n Rhat) <= k*``) is decided exactly; ``c >= C_max`` accepts every lambda.
+    """
+    if delta is None:
+        raise ValueError("delta: RCPS controls violations and needs a level in (0, 1), e.g. delta=0.1 "
+                         "(use crc or classwise for expected-cost control)")
+    refuse_control("RCPS", delta, ("violation",))
+    stream = prepare(probs, labels, cost, targets, delta=delta, burn_in=burn_in, window=window, c_max=c_max,
+                     codes=codes, patient_ids=patient_ids, progress=progress)
+    grid = resolve_grid(stream.probs, grid_size, grid)
+    n_patients = stream.n_patients
+    weights, c_max_units, _, _ = grid_costs(stream.costs, n_patients)
+    bounds = np.empty((stream.targets.size, n_patients + 1))
+    for t, target in enumerate(stream.targets):
+        if stream.costs.c_max == 0:
+            bounds[t] = np.inf if target >= 0 else -np.inf
+            continue
+        # summed (scaled) cost R = C_max * summed normalized risk S; k* C_max is exact
+        alpha = float(exact(target) / stream.costs.c_max)
+        bounds[t] = _rcps_bounds(n_patients, alpha, stream.delta) * c_max_units
+    stream.progress(0.1)
+    thresholds, selected, final = grid_run(stream.probs, stream.labels, weights, grid, bounds, stream.burn_in,
+                                           stream.window_int)
+    settings = {"delta": stream.delta, "grid_size": int(grid.size), "rule": "predict code k iff p_k >= threshold",
+                "grid": grid.tolist()}
+    return build_result("RCPS", stream, thresholds, selected, value, cost, settings, final)
