@@ -126,3 +126,29 @@ def test_bad_inputs_name_the_argument():
         fm.update([0.1, 0.2, 0.3], [0, 2, 1])
     with pytest.raises(ValueError, match="probs: every probability"):
         fm.update([0.1, 1.2, 0.3], [0, 1, 1])
+
+
+def test_oracle_imports_nothing_from_favmac():
+    """The oracle is the independent slow reference: it must not share code with the package."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).parent / "oracle.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0] if node.level == 0 else ".")
+    assert imported <= {"__future__", "math", "fractions", "itertools", "numpy", "functools"}, imported
+
+
+def test_tests_never_seed_from_hash():
+    """hash() is salted per process: a seed derived from it cannot reproduce a failure."""
+    import re
+    from pathlib import Path
+
+    here = Path(__file__).resolve()
+    pattern = re.compile(r"\bhash\(")
+    offenders = [str(p) for p in here.parent.rglob("*.py") if p.resolve() != here and pattern.search(p.read_text())]
+    assert offenders == [], offenders

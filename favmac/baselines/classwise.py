@@ -9,61 +9,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from numba import njit
-
-from .. import fenwick
-from ..replay_kernels import rank_edge
 from ..thresholds import exact, quantile_rank
 from .common import build_result, prepare, refuse_control
 
 __all__ = ["classwise"]
-
-
-@njit(cache=True)
-def _classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
-    """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
-
-    ``columns`` (K, N): scores p_k(x_i); ``negative`` (K, N): y_ik = 0;
-    ``ranks_needed[t, m]``: rank j of the quantile among m negatives plus +inf.
-    p > (j-th smallest negative score)  <=>  #{negative scores < p} >= j.
-    """
-    n_codes, n_patients = columns.shape
-    n_targets = ranks_needed.shape[0]
-    n_steps = n_patients - burn_in
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
-    final = np.empty((n_targets, n_codes))
-    tree = np.zeros(n_patients + 1, dtype=np.int32)
-    rank = np.empty(n_patients, dtype=np.int64)
-    below = np.empty(n_patients, dtype=np.int64)  # #{i : p_ik < p_nk}: start of p_nk's run of ties
-    for k in range(n_codes):
-        column = columns[k]
-        order = np.argsort(column)  # any order of ties works: below[] marks runs
-        sorted_column = column[order]
-        run_start = 0
-        for r in range(n_patients):
-            if r > 0 and sorted_column[r] != sorted_column[r - 1]:
-                run_start = r
-            rank[order[r]] = r
-            below[order[r]] = run_start
-        tree[:] = 0
-        m = 0
-        for n in range(n_patients):
-            if n >= burn_in:
-                q = fenwick.prefix_total(tree, below[n])
-                s = n - burn_in
-                for t in range(n_targets):
-                    selected[t, s, k] = q >= ranks_needed[t, m]
-            if negative[k, n]:
-                fenwick.add(tree, rank[n], 1)
-                m += 1
-            if window > 0 and n - window >= 0 and negative[k, n - window]:
-                fenwick.add(tree, rank[n - window], -1)
-                m -= 1
-        for t in range(n_targets):
-            j = ranks_needed[t, m]
-            edge = rank_edge(m + 1 - j, m)  # the j-th smallest is the (m + 1 - j)-th largest
-            final[t, k] = edge if not np.isnan(edge) else sorted_column[fenwick.kth(tree, j, top)]
-    return selected, final
 
 
 def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None,
@@ -119,7 +68,10 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     for t, target in enumerate(stream.targets):
         beta = Fraction(0) if stream.costs.c_max == 0 else 1 - exact(target) / stream.costs.c_max
         ranks_needed[t] = quantile_rank(beta, sizes)
-    selected, code_thresholds = _classwise_kernel(
+    from .. import fenwick
+    from .kernels import classwise_kernel
+
+    selected, code_thresholds = classwise_kernel(
         np.ascontiguousarray(stream.probs.T), np.ascontiguousarray(~stream.labels.T), ranks_needed,
         stream.burn_in, stream.window_int, fenwick.top_bit(n_patients))
     n_targets, n_steps = stream.targets.size, n_patients - stream.burn_in

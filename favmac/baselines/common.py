@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from ..result import ReplayResult
 from ..thresholds import ExactCosts
@@ -99,27 +98,15 @@ def grid_costs(costs: ExactCosts, n_patients: int):
     return costs.float_weights, float(costs.c_max), 1, False
 
 
-@njit(cache=True)
-def _masked_sums(selected, per_code):
-    """out[t, s] = sum_k selected[t, s, k] * per_code[s, k] (additive value or cost of each set)."""
-    n_targets, n_steps, n_codes = selected.shape
-    out = np.zeros((n_targets, n_steps))
-    for t in range(n_targets):
-        for s in range(n_steps):
-            total = 0.0
-            for k in range(n_codes):
-                total += selected[t, s, k] * per_code[s, k]  # branch-free: sets are unpredictable
-            out[t, s] = total
-    return out
-
-
 def _realized(function, selected, labels, hit):
     """Realized value (hit=True) or cost (hit=False) of every chosen set, shape (T, S)."""
     n_targets, n_steps, n_codes = selected.shape
     if getattr(function, "is_additive", False) and hasattr(function, "weights_for"):
         weights = np.asarray(function.weights_for(n_codes), dtype=float)
         per_code = np.where(labels == hit, weights[None, :], 0.0)
-        return _masked_sums(selected, np.ascontiguousarray(per_code))
+        from .kernels import masked_sums
+
+        return masked_sums(selected, np.ascontiguousarray(per_code))
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
 
 

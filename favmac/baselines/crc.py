@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..thresholds import ExactCosts, expected_bounds
+from ..thresholds import expected_bounds
 from .common import build_result, grid_costs, prepare, refuse_control
 from .grid import grid_run, resolve_grid
 

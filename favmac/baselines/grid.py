@@ -10,7 +10,6 @@ are never larger, i.e. slightly conservative. MAPIE itself uses a fixed grid of 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 __all__ = ["lambda_grid", "grid_run"]
 
@@ -43,71 +42,9 @@ def resolve_grid(probs, grid_size, grid) -> np.ndarray:
     return lambda_grid(probs, grid_size) if grid is None else np.unique(np.asarray(grid, dtype=float))
 
 
-@njit(cache=True)
-def _add_patient(running, patient, n_above, weights_row, sign):
-    n_grid = running.shape[0] - 1
-    for k in range(n_above.shape[0]):
-        patient[n_above[k]] += weights_row[k]
-    acc = 0.0
-    for j in range(n_grid - 1, -1, -1):
-        acc += patient[j + 1]
-        running[j] += sign * acc
-    patient[:] = 0.0
-
-
-@njit(cache=True)
-def _grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
-    """Smallest grid index j with R[j] <= bound, R[j] = summed cost of S_{grid[j]} in the window.
-
-    ``n_above[k]`` = number of grid points <= p_k, so k is in S_{grid[j]} iff n_above > j.
-    Index G (one past the grid) is lambda = +inf, the empty set, with R[G] = 0.
-    ``bounds[t, m]`` is the largest accepted R with m calibration patients.
-    """
-    n_patients, n_codes = probs.shape
-    n_grid = grid.shape[0]
-    n_targets = bounds.shape[0]
-    n_steps = n_patients - burn_in
-    running = np.zeros(n_grid + 1)
-    patient = np.zeros(n_grid + 1)
-    n_above = np.zeros(n_codes, dtype=np.int64)
-    thresholds = np.empty((n_targets, n_steps))
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
-    final = np.empty(n_targets)
-    for n in range(n_patients + 1):
-        if n < n_patients:
-            n_above[:] = np.searchsorted(grid, probs[n], side="right")
-        if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
-            for t in range(n_targets):
-                bound = bounds[t, n_cal]
-                lo = 0
-                hi = n_grid
-                while lo < hi:  # running is non-increasing in j
-                    mid = (lo + hi) // 2
-                    if running[mid] <= bound:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                lam = grid[lo] if lo < n_grid else np.inf
-                if n == n_patients:
-                    final[t] = lam
-                else:
-                    s = n - burn_in
-                    thresholds[t, s] = lam
-                    for k in range(n_codes):
-                        selected[t, s, k] = n_above[k] > lo
-        if n < n_patients:
-            _add_patient(running, patient, n_above, negative_weight[n], 1.0)
-            if window > 0 and n - window >= 0:
-                old = n - window
-                _add_patient(running, patient, np.searchsorted(grid, probs[old], side="right"),
-                             negative_weight[old], -1.0)
-    return thresholds, selected, final
-
-
 def grid_run(probs, labels, weights, grid, bounds, burn_in, window):
     """Run the grid kernel: (thresholds (T, S), selected (T, S, K), final (T,))."""
     negative_weight = np.where(labels, 0.0, np.asarray(weights, dtype=float)[None, :])
-    return _grid_kernel(probs, negative_weight, bounds, burn_in, window, np.ascontiguousarray(grid, dtype=float))
+    from .kernels import grid_kernel
+
+    return grid_kernel(probs, negative_weight, bounds, burn_in, window, np.ascontiguousarray(grid, dtype=float))

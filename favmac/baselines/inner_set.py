@@ -8,47 +8,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from numba import njit
-
-from .. import fenwick
-from ..replay_kernels import rank_edge
 from ..thresholds import exact, quantile_rank
 from .common import build_result, prepare
 
 __all__ = ["inner_set", "inner_set_scores"]
-
-
-@njit(cache=True)
-def _inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, top):
-    n_patients, n_codes = probs.shape
-    n_targets = ranks_needed.shape[0]
-    n_steps = n_patients - burn_in
-    tree = np.zeros(n_patients + 1, dtype=np.int32)
-    thresholds = np.empty((n_targets, n_steps))
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
-    final = np.empty(n_targets)
-    for n in range(n_patients + 1):
-        if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
-            for t in range(n_targets):
-                j = ranks_needed[t, n_cal]
-                tau = rank_edge(n_cal + 1 - j, n_cal)  # the j-th smallest is the (n_cal + 1 - j)-th largest
-                if np.isnan(tau):
-                    tau = sorted_scores[fenwick.kth(tree, j, top)]
-                if n == n_patients:
-                    final[t] = tau
-                else:
-                    s = n - burn_in
-                    thresholds[t, s] = tau
-                    for k in range(n_codes):
-                        selected[t, s, k] = probs[n, k] > tau
-        if n < n_patients:
-            fenwick.add(tree, rank[n], 1)
-            if window > 0 and n - window >= 0:
-                fenwick.add(tree, rank[n - window], -1)
-    return thresholds, selected, final
 
 
 def inner_set_scores(probs, labels) -> np.ndarray:
@@ -114,7 +77,10 @@ def inner_set(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     order = np.argsort(scores, kind="stable")
     rank = np.empty(n_patients, dtype=np.int64)
     rank[order] = np.arange(n_patients)
-    thresholds, selected, final = _inner_set_kernel(stream.probs, rank, scores[order], ranks_needed,
+    from .. import fenwick
+    from .kernels import inner_set_kernel
+
+    thresholds, selected, final = inner_set_kernel(stream.probs, rank, scores[order], ranks_needed,
                                                     stream.burn_in, stream.window_int, fenwick.top_bit(n_patients))
     settings = {"rule": "predict code k iff p_k > threshold"}
     return build_result("InnerSet", stream, thresholds, selected, value, cost, settings, final)

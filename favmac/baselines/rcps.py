@@ -4,8 +4,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
-from scipy.stats import binom
 
 from ..thresholds import exact
 from .common import build_result, grid_costs, prepare, refuse_control
@@ -29,6 +27,8 @@ def hb_p_value(total_risk, n, alpha):
     ``min(e * P(Bin(n, alpha) <= ceil(total_risk)), exp(-n h1(min(Rhat, alpha), alpha)))``.
     Slow reference used in tests; :func:`rcps` uses the equivalent precomputed bounds.
     """
+    from scipy.stats import binom
+
     if n == 0:
         return 1.0
     rhat = total_risk / n
@@ -37,85 +37,15 @@ def hb_p_value(total_risk, n, alpha):
     return float(min(bentkus, hoeffding))
 
 
-@njit(cache=True)
-def _hoeffding_gap(r, alpha, level):
-    """h1(r, alpha) - level, and its derivative in r, for 0 <= r < alpha < 1."""
-    first = r * np.log(r / alpha) if r > 0 else 0.0
-    gap = first + (1 - r) * np.log((1 - r) / (1 - alpha)) - level
-    slope = np.log(r * (1 - alpha) / (alpha * (1 - r))) if r > 0 else -np.inf
-    return gap, slope
-
-
-@njit(cache=True)
-def _rcps_bound_kernel(n_max, alpha, delta):
-    """Largest summed normalized risk S accepted by the HB test, for n = 0..n_max.
-
-    Accept iff ``ceil(S) <= k*`` (Bentkus: k* = largest k with e·F(k; n, alpha) <= delta)
-    or ``S / n <= r_H`` (Hoeffding: h1(r_H, alpha) = log(1/delta) / n), i.e. iff
-    ``S <= max(k*, n r_H)``; -inf when neither part accepts anything (then only the empty
-    set qualifies). k*(n) is non-decreasing and grows by at most 1 per step, so one pass
-    with the binomial pmf/cdf recurrences (n -> n + 1) finds it in O(1) per n. r_H(n)
-    is found only when it beats k*: safeguarded Newton from k*/n (h1 is convex and
-    decreasing on [0, alpha], so Newton from the left never overshoots).
-    """
-    out = np.full(n_max + 1, -np.inf)
-    log_inv_delta = np.log(1.0 / delta)
-    e = np.e
-    k = -1
-    cdf = 0.0
-    pmf = 0.0
-    for n in range(1, n_max + 1):
-        # Bentkus part: F(k; n) and pmf(k; n) from n - 1, then try k + 1.
-        if k < 0:
-            first = np.exp(n * np.log1p(-alpha))
-            if e * first <= delta:
-                k = 0
-                cdf = first
-                pmf = first
-        else:
-            cdf = cdf - alpha * pmf
-            pmf = pmf * (1 - alpha) * n / (n - k)
-            up_pmf = pmf * (n - k) / (k + 1) * alpha / (1 - alpha)
-            up_cdf = cdf + up_pmf
-            if k + 1 <= n and e * up_cdf <= delta:
-                k += 1
-                cdf = up_cdf
-                pmf = up_pmf
-        best = float(k) if k >= 0 else -np.inf
-        # Hoeffding part: it can only matter if it accepts a larger S than k*, i.e. if
-        # h1(max(k*, 0)/n) >= level; then the root lies in [max(k*, 0)/n, alpha).
-        level = log_inv_delta / n
-        start = max(best, 0.0) / n
-        if start < alpha:
-            gap, _ = _hoeffding_gap(start, alpha, level)
-            if gap >= 0:
-                lo = start
-                hi = alpha
-                x = lo
-                for _ in range(200):
-                    gap, slope = _hoeffding_gap(x, alpha, level)
-                    if gap >= 0:
-                        lo = x
-                    else:
-                        hi = x
-                    nxt = x - gap / slope if np.isfinite(slope) and slope < 0 else 0.5 * (lo + hi)
-                    if not (lo < nxt < hi):
-                        nxt = 0.5 * (lo + hi)
-                    if nxt == x or hi - lo <= 1e-16 * hi:
-                        break
-                    x = nxt
-                best = max(best, n * lo)
-        out[n] = best
-    return out
-
-
 def _rcps_bounds(n_max, alpha, delta):
     """Accepted summed normalized risk for calibration sizes 0..n_max (see the kernel)."""
     if alpha >= 1:
         return np.full(n_max + 1, np.inf)
     if alpha <= 0:
         return np.full(n_max + 1, -np.inf)
-    return _rcps_bound_kernel(int(n_max), float(alpha), float(delta))
+    from .kernels import rcps_bound_kernel
+
+    return rcps_bound_kernel(int(n_max), float(alpha), float(delta))
 
 
 def rcps(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None, codes=None,
