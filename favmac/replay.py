@@ -184,8 +184,6 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     if not costs.exact_sums(n_patients):
         return None
     bounds = expected_bounds(targets, costs, n_patients)
-    if bounds is None:
-        return None
     unique_keys, ranks = np.unique(point_keys, return_inverse=True)
     del point_keys
     ranks = ranks.astype(np.int32)

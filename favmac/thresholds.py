@@ -34,7 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
-    "SAFE_INTEGER",
+    "INT64_LIMIT",
     "ExactCosts",
     "calibration_points",
     "common_scale",
@@ -51,9 +51,11 @@ __all__ = [
     "violation_scores",
 ]
 
-#: Sums of scaled integer costs are exact in int64 *and* float64 below this (2^53).
-SAFE_INTEGER = 2**53
-_INT64_SAFE = 2**62
+#: The one overflow rule: exact integer arithmetic stays in int64 while every quantity is
+#: below 2^62 (headroom for sums of two such numbers); above it, Python integers or a slower
+#: exact path take over.
+INT64_LIMIT = 2**62
+_INT64_SAFE = INT64_LIMIT
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,9 +194,9 @@ class ExactCosts:
     Notes
     -----
     One overflow rule: :meth:`exact_sums` says whether the running sums over ``n`` patients
-    (at most ``C_max * scale * (n + 1)``) stay below :data:`SAFE_INTEGER` = 2^53, where both
-    int64 and float64 arithmetic are exact. Above it the replay engine falls back to its
-    exact Python loop and the grid baselines (CRC, RCPS) sum plain float weights.
+    (at most ``C_max * scale * (n + 1)``) stay below :data:`INT64_LIMIT` = 2^62, so int64
+    arithmetic is exact. Above it the replay engine falls back to its exact Python loop and
+    the grid baselines (CRC, RCPS) sum plain float weights (ties then follow float rounding).
 
     Examples
     --------
@@ -222,9 +224,9 @@ class ExactCosts:
         return cls(cost.weights_for(n_codes), c_max)
 
     def exact_sums(self, n_patients: int) -> bool:
-        """True when sums of costs over ``n_patients + 1`` patients are exact in int64 and float64."""
+        """True when sums of costs over ``n_patients + 1`` patients fit int64 (below :data:`INT64_LIMIT`)."""
         largest = max(self.c_max_scaled, int(sum(int(w) for w in self.weights)))
-        return largest * (int(n_patients) + 1) < SAFE_INTEGER
+        return largest * (int(n_patients) + 1) < INT64_LIMIT
 
     def bound(self, target) -> int:
         """floor(target * scale): an integer cost exceeds ``target`` iff it exceeds this."""
@@ -279,7 +281,9 @@ def expected_bounds(targets, costs: ExactCosts, n_patients: int):
     """(T, N + 1) int64: floor(M * scale) with M = c (m + 1) - C_max for m = 0..N calibration patients.
 
     An integer F at the costs' scale exceeds M exactly when it exceeds this bound, whatever
-    decimals the target has. Returns None when the bounds do not fit in int64.
+    decimals the target has. Bounds are clipped to +-:data:`INT64_LIMIT`: every F they are
+    compared with is a sum of costs below that limit (:meth:`ExactCosts.exact_sums`), so
+    clipping changes no decision.
 
     >>> expected_bounds([1.5], ExactCosts([1, 1]), 3).tolist()
     [[-1, 1, 2, 4]]
@@ -289,10 +293,8 @@ def expected_bounds(targets, costs: ExactCosts, n_patients: int):
     for t, target in enumerate(targets):
         row = floor_linear(exact(target) * costs.scale, exact(target) * costs.scale - costs.c_max_scaled, sizes)
         if row.dtype == object:
-            if any(abs(int(v)) >= _INT64_SAFE for v in row):
-                return None
-            row = row.astype(np.int64)
-        out[t] = row
+            row = np.array([max(min(int(v), INT64_LIMIT), -INT64_LIMIT) for v in row], dtype=np.int64)
+        out[t] = np.clip(row, -INT64_LIMIT, INT64_LIMIT)
     return out
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from favmac.thresholds import (
-    SAFE_INTEGER,
+    INT64_LIMIT,
     ExactCosts,
     common_scale,
     exact,
@@ -115,9 +115,10 @@ def test_exact_costs_scale_and_c_max_override():
 
 def test_exact_costs_one_overflow_rule():
     costs = ExactCosts([1.0, 2.0])
-    limit = SAFE_INTEGER // 3  # C_max * scale = 3
+    limit = INT64_LIMIT // 3  # C_max * scale = 3
     assert costs.exact_sums(limit - 2) and not costs.exact_sums(limit)
-    assert not ExactCosts([0.1234567890123, 1e3]).exact_sums(10**4)
+    assert not ExactCosts([0.12345678901234567, 1e3]).exact_sums(10**4)
+    assert ExactCosts([0.123456789, 100]).exact_sums(10**6)  # 9 decimals, a million patients: fast path
 
 
 def test_exceeds_is_exact_at_float_ties():
@@ -137,3 +138,12 @@ def test_exact_and_scaled_int():
         exact(float("nan"))
     with pytest.raises(ValueError, match="multiple of 1/10"):
         scaled_int(0.25, 10)
+
+
+def test_expected_bounds_clip_beyond_int64():
+    costs = ExactCosts([0.12345678901234567, 1.0])  # scale 10^17
+    bounds = expected_bounds([1e6, -1e6], costs, 100)
+    assert bounds.dtype == np.int64
+    assert bounds[0, -1] == INT64_LIMIT and bounds[1, -1] == -INT64_LIMIT
+    m = 0  # small enough to be exact
+    assert bounds[0, m] == min(math.floor((q(1e6) * (m + 1) - costs.c_max) * costs.scale), INT64_LIMIT)

@@ -90,11 +90,11 @@ def calibration_sizes(n_patients: int, window: int | None) -> np.ndarray:
 def grid_costs(costs: ExactCosts, n_patients: int):
     """Weights and C_max in the units the float grid kernels sum.
 
-    Scaled integers (exact: ties decided exactly) when :meth:`ExactCosts.exact_sums` holds,
-    else the plain float weights. Returns ``(weights, c_max_units, scale, exact)``.
+    Scaled int64 integers (exact: ties decided exactly) when :meth:`ExactCosts.exact_sums`
+    holds, else the plain float weights. Returns ``(weights, c_max_units, scale, exact)``.
     """
     if costs.exact_sums(n_patients):
-        return costs.weights.astype(float), costs.c_max_scaled, costs.scale, True
+        return costs.weights.astype(np.int64), costs.c_max_scaled, costs.scale, True
     return costs.float_weights, float(costs.c_max), 1, False
 
 

@@ -54,12 +54,10 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     if exact_sums:
         bounds = expected_bounds(stream.targets, stream.costs, n_patients)
     else:
-        bounds = None
-    if bounds is None:
         sizes = np.arange(n_patients + 1)
         bounds = np.array([float(t) * (sizes + 1) - c_max_units for t in stream.targets])
     stream.progress(0.1)
-    thresholds, selected, final = grid_run(stream.probs, stream.labels, weights, grid, bounds.astype(float),
+    thresholds, selected, final = grid_run(stream.probs, stream.labels, weights, grid, bounds,
                                            stream.burn_in, stream.window_int)
     settings = {"grid_size": int(grid.size), "rule": "predict code k iff p_k >= threshold", "grid": grid.tolist()}
     return build_result("CRC", stream, thresholds, selected, value, cost, settings, final)

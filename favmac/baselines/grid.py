@@ -44,7 +44,8 @@ def resolve_grid(probs, grid_size, grid) -> np.ndarray:
 
 def grid_run(probs, labels, weights, grid, bounds, burn_in, window):
     """Run the grid kernel: (thresholds (T, S), selected (T, S, K), final (T,))."""
-    negative_weight = np.where(labels, 0.0, np.asarray(weights, dtype=float)[None, :])
+    weights = np.asarray(weights)
+    negative_weight = np.where(labels, weights.dtype.type(0), weights[None, :]).astype(weights.dtype)
     from .kernels import grid_kernel
 
     return grid_kernel(probs, negative_weight, bounds, burn_in, window, np.ascontiguousarray(grid, dtype=float))

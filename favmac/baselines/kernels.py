@@ -111,11 +111,11 @@ def add_patient(running, patient, n_above, weights_row, sign):
     n_grid = running.shape[0] - 1
     for k in range(n_above.shape[0]):
         patient[n_above[k]] += weights_row[k]
-    acc = 0.0
+    acc = patient[n_grid] - patient[n_grid]  # a zero of the weights' type (int64 or float)
     for j in range(n_grid - 1, -1, -1):
         acc += patient[j + 1]
         running[j] += sign * acc
-    patient[:] = 0.0
+    patient[:] = 0
 
 
 @njit(cache=True)
@@ -124,14 +124,15 @@ def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
 
     ``n_above[k]`` = number of grid points <= p_k, so k is in S_{grid[j]} iff n_above > j.
     Index G (one past the grid) is lambda = +inf, the empty set, with R[G] = 0.
-    ``bounds[t, m]`` is the largest accepted R with m calibration patients.
+    ``bounds[t, m]`` is the largest accepted R with m calibration patients. Weights and
+    bounds are both int64 (scaled costs: exact) or both float (the fallback above 2^62).
     """
     n_patients, n_codes = probs.shape
     n_grid = grid.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
-    running = np.zeros(n_grid + 1)
-    patient = np.zeros(n_grid + 1)
+    running = np.zeros(n_grid + 1, dtype=negative_weight.dtype)
+    patient = np.zeros(n_grid + 1, dtype=negative_weight.dtype)
     n_above = np.zeros(n_codes, dtype=np.int64)
     thresholds = np.empty((n_targets, n_steps))
     selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..thresholds import exact
+from ..thresholds import INT64_LIMIT, exact
 from .common import build_result, grid_costs, prepare, refuse_control
 from .grid import grid_run, resolve_grid
 
@@ -46,6 +46,23 @@ def _rcps_bounds(n_max, alpha, delta):
     from .kernels import rcps_bound_kernel
 
     return rcps_bound_kernel(int(n_max), float(alpha), float(delta))
+
+
+def _scaled_bounds(accepted, c_max_scaled: int) -> np.ndarray:
+    """Largest accepted summed cost R = C_max S, as int64 at the costs' scale.
+
+    An integer S (the Bentkus part, k*) gives k* C_max exactly; a fractional S (the
+    Hoeffding part) gives floor(S C_max) (R is an integer, so R <= S C_max iff R <= floor).
+    -inf accepts nothing, +inf everything.
+    """
+    out = np.empty(accepted.shape, dtype=np.int64)
+    finite = np.isfinite(accepted)
+    whole = finite & (accepted == np.floor(accepted))
+    out[whole] = accepted[whole].astype(np.int64) * np.int64(c_max_scaled)
+    part = finite & ~whole
+    out[part] = np.floor(accepted[part] * c_max_scaled).astype(np.int64)
+    out[~finite] = np.where(accepted[~finite] > 0, INT64_LIMIT, -INT64_LIMIT)
+    return out
 
 
 def rcps(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None, codes=None,
@@ -91,15 +108,18 @@ def rcps(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=N
                      codes=codes, patient_ids=patient_ids, progress=progress)
     grid = resolve_grid(stream.probs, grid_size, grid)
     n_patients = stream.n_patients
-    weights, c_max_units, _, _ = grid_costs(stream.costs, n_patients)
+    weights, c_max_units, _, exact_sums = grid_costs(stream.costs, n_patients)
     bounds = np.empty((stream.targets.size, n_patients + 1))
     for t, target in enumerate(stream.targets):
         if stream.costs.c_max == 0:
             bounds[t] = np.inf if target >= 0 else -np.inf
             continue
-        # summed (scaled) cost R = C_max * summed normalized risk S; k* C_max is exact
         alpha = float(exact(target) / stream.costs.c_max)
-        bounds[t] = _rcps_bounds(n_patients, alpha, stream.delta) * c_max_units
+        bounds[t] = _rcps_bounds(n_patients, alpha, stream.delta)
+    if exact_sums:
+        bounds = _scaled_bounds(bounds, c_max_units)
+    else:
+        bounds = bounds * c_max_units
     stream.progress(0.1)
     thresholds, selected, final = grid_run(stream.probs, stream.labels, weights, grid, bounds, stream.burn_in,
                                            stream.window_int)
