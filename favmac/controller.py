@@ -8,25 +8,14 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from ._calibration import ExactCosts, calibration_points, violation_rank, violation_scores
-from ._exact import exact
 from .quantile_tree import QuantileTree
+from .thresholds import ExactCosts, calibration_points, expected_margin, rank_edge, violation_rank, violation_scores
 from .universe import candidate_sets, check_universe
+from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 __all__ = ["FavMac"]
 
 _INF = math.inf
-
-
-def _as_batch(array, name: str, n_codes: int | None, dtype=float) -> np.ndarray:
-    arr = np.asarray(array, dtype=dtype)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2:
-        raise ValueError(f"{name}: expected shape (K,) or (N, K), got {np.shape(array)}")
-    if n_codes is not None and arr.shape[1] != n_codes:
-        raise ValueError(f"{name}: expected {n_codes} codes per patient, got {arr.shape[1]}")
-    return arr
 
 
 class FavMac:
@@ -48,42 +37,58 @@ class FavMac:
         Largest possible cost (default: the sum of the cost weights).
     window : int, optional
         Keep only the last ``window`` patients (rolling window for distribution shift).
+    n_codes : int, optional
+        Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
+        when the threshold is needed before any patient is seen (it fixes C_max).
 
     Examples
     --------
     >>> import numpy as np
     >>> from favmac import AdditiveValue, AdditiveCost
-    >>> fm = FavMac(AdditiveValue(), AdditiveCost(), target=1.5)
-    >>> fm.update(np.array([[0.9, 0.2, 0.6]]), np.array([[1, 0, 0]]))
-    >>> fm.threshold, fm.predict([0.95, 0.1, 0.5]).tolist()
-    (0.5, [True, False, False])
+    >>> fm = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
+    >>> fm.threshold  # no calibration yet: (0 + C_max) / 1 = 3 > 1.5
+    -inf
+    >>> fm.update(np.array([[0.9, 0.2, 0.6]]), np.array([[1, 0, 0]])).threshold
+    0.5
+    >>> fm.predict([0.95, 0.1, 0.5]).tolist()
+    [True, False, False]
     """
 
-    def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None):
+    def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
+                 n_codes=None):
         self.value = value
         self.cost = cost
-        self.target = float(target)
-        self.delta = None if delta is None else float(delta)
-        if self.delta is not None and not 0 < self.delta < 1:
-            raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
-        if not math.isfinite(self.target):
-            raise ValueError(f"target must be finite, got {target!r}")
+        self.target = check_target(target)
+        self.delta = check_delta(delta)
         self.universe = universe
         self.c_max = c_max
-        if window is not None and int(window) < 1:
-            raise ValueError(f"window must be a positive number of patients, got {window!r}")
-        self.window = None if window is None else int(window)
+        self.window = check_window(window)
+        self._n_codes_arg = n_codes
+        if n_codes is not None and (int(n_codes) != n_codes or n_codes < 1):
+            raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
+        self.reset()
+
+    # -------------------------------------------------------------- bookkeeping
+    def reset(self) -> "FavMac":
+        """Forget every calibration patient (settings and a given ``n_codes`` stay). Returns self."""
         self._n_codes: int | None = None
         self._tree = QuantileTree()
         self._history: deque = deque()
         self._costs: ExactCosts | None = None
+        if self._n_codes_arg is not None:
+            self._know_codes(int(self._n_codes_arg))
+        return self
 
-    # -------------------------------------------------------------- bookkeeping
-    def _bind(self, n_codes: int) -> None:
+    def _know_codes(self, n_codes: int) -> None:
         if self._n_codes is None:
             check_universe(self.universe, n_codes)
             self._n_codes = n_codes
-            self._costs = ExactCosts(self.cost, n_codes, self.c_max)
+            self._costs = ExactCosts.of(self.cost, n_codes, self.c_max)
+
+    @property
+    def n_codes(self) -> int | None:
+        """Number of codes K (None until given or seen in the first update/predict)."""
+        return self._n_codes
 
     @property
     def n_calibration(self) -> int:
@@ -92,18 +97,17 @@ class FavMac:
 
     @property
     def c_max_exact(self) -> Fraction | None:
+        """C_max as an exact fraction (None while K is unknown)."""
         return None if self._costs is None else self._costs.c_max
 
     # -------------------------------------------------------------- learning
-    def update(self, p, y) -> None:
-        """Add labelled patient(s): p, y of shape (K,) or (N, K)."""
-        probs = _as_batch(p, "p", self._n_codes)
-        labels = _as_batch(y, "y", probs.shape[1])
-        if not np.all((labels == 0) | (labels == 1)):
-            raise ValueError("y: labels must be 0 or 1")
-        self._bind(probs.shape[1])
+    def update(self, probs, labels) -> "FavMac":
+        """Add labelled patient(s): probs, labels of shape (K,) or (N, K). Returns self."""
+        probs = check_probs(probs, self._n_codes, batch=True)
+        labels = check_labels(labels, probs.shape)
+        self._know_codes(probs.shape[1])
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
-        realized = self._costs.realized(cands, labels.astype(bool))
+        realized = self._costs.realized(cands, labels)
         scale = self._costs.scale
         if self.delta is None:
             keys, increments = calibration_points(cands, realized)
@@ -115,6 +119,7 @@ class FavMac:
             for score in scores.tolist():
                 self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
+        return self
 
     def _remember(self, points) -> None:
         """Keep a patient's points (keys, numerators, denominator) for the rolling window."""
@@ -129,38 +134,37 @@ class FavMac:
         n = self.n_calibration
         if self.delta is None:
             if self._costs is None and self.c_max is None:
-                return -_INF  # K (hence C_max) is unknown until the first update/predict
-            c_max = self._costs.c_max if self._costs is not None else exact(self.c_max)
-            margin = exact(self.target) * (n + 1) - c_max
+                return -_INF  # K (hence C_max) is unknown: give n_codes, or update/predict first
+            c_max = self._costs.c_max if self._costs is not None else self.c_max
+            margin = expected_margin(self.target, c_max, n)
             if margin < 0:
                 return -_INF
             return self._tree.search_greater(margin)
         k = violation_rank(self.delta, n)
-        if k > n:
-            return -_INF
-        if k <= 0:
-            return _INF
+        edge = rank_edge(k, n)
+        if not math.isnan(edge):
+            return edge
         return self._tree.search_greater(n - k)  # the k-th largest T_i
 
     # -------------------------------------------------------------- prediction
-    def predict(self, p) -> np.ndarray:
+    def predict(self, probs) -> np.ndarray:
         """Boolean mask(s) of the chosen set: (K,) for one patient, (N, K) for a batch."""
-        single = np.asarray(p).ndim == 1
-        probs = _as_batch(p, "p", self._n_codes)
-        self._bind(probs.shape[1])
+        single = np.asarray(probs).ndim == 1
+        probs = check_probs(probs, self._n_codes, batch=True)
+        self._know_codes(probs.shape[1])
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         masks = cands.masks(cands.choose(self.threshold))
         return masks[0] if single else masks
 
-    def explain(self, p, codes=None) -> pd.DataFrame:
+    def explain(self, probs, codes=None) -> pd.DataFrame:
         """The greedy order for one patient and where the threshold cuts it.
 
         One row per step: rank, code, prob, value_weight, cost_weight, chat (cumulative cost
         proxy after adding the code), vhat (cumulative value proxy), selected.
         """
-        probs = _as_batch(p, "p", self._n_codes)
+        probs = check_probs(probs, self._n_codes, batch=True)
         if probs.shape[0] != 1:
-            raise ValueError("explain takes one patient's probabilities")
+            raise ValueError(f"probs: explain takes one patient's probabilities, shape (K,), got {probs.shape}")
         n_codes = probs.shape[1]
         if self.universe == "full":
             raise ValueError("explain shows a greedy order; the 'full' universe has none")

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .result import ReplayResult
 
@@ -42,6 +41,8 @@ def summarize(result: ReplayResult) -> pd.DataFrame:
     >>> float(row.mean_cost), float(row.excess_cost), float(row.violation_freq)
     (1.0, 0.0, 0.25)
     """
+    from scipy import stats  # imported on use: scipy.stats is slow to import
+
     cost = np.asarray(result.cost, dtype=float)
     value = np.asarray(result.value, dtype=float)
     exceeded = result.violations  # exact flags when the method recorded them

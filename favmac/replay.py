@@ -16,39 +16,15 @@ import warnings
 
 import numpy as np
 
-from ._calibration import ExactCosts, calibration_points, violation_scores
-from ._exact import exact
 from .result import ReplayResult
+from .thresholds import ExactCosts, calibration_points, expected_bounds, violation_ranks, violation_scores
 from .universe import Candidates, candidate_sets, check_universe
+from .validation import check_stream
 
 __all__ = ["replay", "predict_with_threshold"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
-_INT_LIMIT = 2**62
-
-
-def _validate(probs, labels, targets, delta, burn_in, window):
-    probs = np.asarray(probs, dtype=float)
-    labels = np.asarray(labels)
-    if probs.ndim != 2:
-        raise ValueError(f"probs: expected shape (N, K), got {probs.shape}")
-    if labels.shape != probs.shape:
-        raise ValueError(f"labels: expected shape {probs.shape} like probs, got {labels.shape}")
-    if not np.all(np.isfinite(probs)) or np.any((probs < 0) | (probs > 1)):
-        raise ValueError("probs: every probability must be a finite number in [0, 1]")
-    if not np.all((labels == 0) | (labels == 1)):
-        raise ValueError("labels: every label must be 0 or 1")
-    targets = np.atleast_1d(np.asarray(targets, dtype=float))
-    if targets.ndim != 1 or len(targets) == 0 or not np.all(np.isfinite(targets)):
-        raise ValueError("targets: expected one or more finite target costs")
-    if delta is not None and not 0 < float(delta) < 1:
-        raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
-    if not 0 <= int(burn_in) <= probs.shape[0]:
-        raise ValueError(f"burn_in must be between 0 and the number of patients ({probs.shape[0]}), got {burn_in!r}")
-    if window is not None and int(window) < 1:
-        raise ValueError(f"window must be a positive number of patients, got {window!r}")
-    return probs, labels.astype(bool), targets
 
 
 def _method_name(universe: str) -> str:
@@ -114,16 +90,16 @@ def replay(
     >>> res.cost.shape, bool(res.cost.mean(axis=1)[0] <= 0.5)
     ((2, 150), True)
     """
-    probs, labels, targets = _validate(probs, labels, targets, delta, burn_in, window)
+    probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
+        probs, labels, targets, delta, burn_in, window, codes, patient_ids)
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
-    burn_in = int(burn_in)
     window_int = 0 if window is None else int(window)
     report = progress if progress is not None else (lambda fraction: None)
 
     report(0.0)
     cands = _candidates(probs, value, cost, universe, report)
-    costs = ExactCosts(cost, n_codes, c_max)
+    costs = ExactCosts.of(cost, n_codes, c_max)
     realized = costs.realized(cands, labels)
     report(0.25)
 
@@ -159,13 +135,13 @@ def replay(
     return ReplayResult(
         method=method or _method_name(universe),
         targets=targets,
-        delta=None if delta is None else float(delta),
+        delta=delta,
         burn_in=burn_in,
         thresholds=thresholds,
         selected=selected,
         cost=realized_cost,
         value=realized_value,
-        codes=None if codes is None else list(codes),
+        codes=codes,
         patient_ids=ids,
         settings={"universe": universe, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
         final_thresholds=final,
@@ -195,34 +171,9 @@ def _chunks(start, stop):
     return list(zip(edges[:-1], edges[1:]))
 
 
-def _expected_bounds(targets, costs, n_patients):
-    """(T, N + 1) int64: floor(M * scale) for M = c (m + 1) - C_max and m = 0..N calibration patients.
-
-    F (an integer at the costs' scale) exceeds M exactly when it exceeds this bound, whatever
-    decimals the target has. None when the bounds do not fit in int64.
-    """
-    from ._kernels import floor_multiples
-
-    c_max_int = costs.c_max * costs.scale
-    if c_max_int.denominator != 1:
-        return None
-    c_max_int = c_max_int.numerator
-    bounds = np.empty((len(targets), n_patients + 1), dtype=np.int64)
-    for t, target in enumerate(targets):
-        step = exact(target) * costs.scale
-        a, b = step.numerator, step.denominator
-        if abs(step) * (n_patients + 2) + abs(c_max_int) >= _INT_LIMIT:
-            return None
-        if abs(a) < _INT_LIMIT and b < _INT_LIMIT:
-            floor_multiples(np.int64(a // b), np.int64(a % b), np.int64(b), np.int64(c_max_int), bounds[t])
-        else:
-            bounds[t] = [(a * (m + 1)) // b - c_max_int for m in range(n_patients + 1)]
-    return bounds
-
-
 def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report):
     """(T, N - burn_in + 1) thresholds; None when int64 would overflow."""
-    from ._kernels import expected_thresholds
+    from .replay_kernels import expected_thresholds
 
     n_patients = cands.n_patients
     keys, increments = calibration_points(cands, realized)
@@ -230,10 +181,9 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     point_keys = keys[positive]
     point_weights = increments[positive]
     del keys, increments
-    total = int(point_weights.sum()) if point_weights.size else 0
-    bounds = _expected_bounds(targets, costs, n_patients)
-    if bounds is None or total >= _INT_LIMIT:
+    if not costs.exact_sums(n_patients):
         return None
+    bounds = expected_bounds(targets, costs, n_patients)
     unique_keys, ranks = np.unique(point_keys, return_inverse=True)
     del point_keys
     ranks = ranks.astype(np.int32)
@@ -248,20 +198,11 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     return out
 
 
-def _violation_ranks(delta, n_patients):
-    """k(m) = ceil((1 - delta)(m + 1)) for m = 0..N, exactly."""
-    q = 1 - exact(delta)
-    num, den = q.numerator, q.denominator
-    m = np.arange(n_patients + 1, dtype=object if num * (n_patients + 2) >= _INT_LIMIT else np.int64)
-    ranks = -((-num * (m + 1)) // den)
-    return np.asarray(ranks, dtype=np.int64)
-
-
 def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report):
-    from ._kernels import violation_thresholds
+    from .replay_kernels import violation_thresholds
 
     n_patients = cands.n_patients
-    ranks_k = _violation_ranks(delta, n_patients)
+    ranks_k = violation_ranks(delta, n_patients)
     out = np.empty((len(targets), n_patients - burn_in + 1))
     for t, target in enumerate(targets):
         scores = violation_scores(cands, realized, costs.bound(target))
@@ -278,10 +219,10 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
 
     out = np.empty((len(targets), probs.shape[0] - burn_in + 1))
     for t, target in enumerate(targets):
-        fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window)
+        fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window,
+                    n_codes=probs.shape[1])
         for n in range(probs.shape[0] + 1):
             if n >= burn_in:
-                fm._bind(probs.shape[1])
                 out[t, n - burn_in] = fm.threshold
             if n < probs.shape[0]:
                 fm.update(probs[n], labels[n])

@@ -39,8 +39,10 @@ class ReplayResult:
     settings : dict
         Everything needed to reproduce the run (universe, window, ...).
     exceeds : ndarray of bool, shape (T, S), optional
-        Exact "cost > target" flags (decimal arithmetic; float costs can blur exact ties).
-        ``violations`` falls back to ``cost > target`` when absent.
+        Exact "cost > target" flags (decimal arithmetic, :meth:`favmac.thresholds.ExactCosts.exceeds`;
+        float costs can blur exact ties). Every method of the package (``replay`` and all
+        baselines) fills it; read it through :attr:`violations`, never as ``cost > target``.
+        Only a hand-built result may leave it out (``violations`` then compares floats).
     final_thresholds : ndarray, shape (T,), optional
         Threshold calibrated on the whole stream (all N patients): the one to use for new,
         unlabelled patients.
@@ -62,7 +64,7 @@ class ReplayResult:
 
     @property
     def violations(self) -> np.ndarray:
-        """(T, S) bool: realized cost above the target."""
+        """(T, S) bool: realized cost above the target (the exact ``exceeds`` flags)."""
         if self.exceeds is not None:
             return self.exceeds
         return self.cost > self.targets[:, None]
@@ -75,7 +77,7 @@ class ReplayResult:
         """Tidy table: one row per (target, step).
 
         Columns: method, target, step, position, patient_id, threshold, n_selected,
-        selected_codes (``;``-joined), cost, value, violation (cost > target).
+        selected_codes (``;``-joined), cost, value, violation (:attr:`violations`, exact).
         """
         n_targets, n_steps = self.cost.shape
         codes = self.codes if self.codes is not None else [str(k) for k in range(self.selected.shape[2])]

@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from favmac import AdditiveCost, AdditiveValue, FavMac, replay  # noqa: E402
-from favmac._calibration import ExactCosts, calibration_points  # noqa: E402
+from favmac.thresholds import ExactCosts, calibration_points  # noqa: E402
 from favmac.universe import candidate_sets  # noqa: E402
 
 N_CODES = 35
@@ -40,7 +40,7 @@ def stream(n_patients: int, seed: int = 0):
 def naive_thresholds(probs, labels, value, cost, target, steps):
     """Per step: collect all calibration points, sort with numpy, scan the cumulative sum."""
     cands = candidate_sets(probs, value, cost, "ratio")
-    costs = ExactCosts(cost, probs.shape[1])
+    costs = ExactCosts.of(cost, probs.shape[1])
     keys, inc = calibration_points(cands, costs.realized(cands, labels))
     out = []
     for n in range(steps):

@@ -1,42 +1,26 @@
 """Compiled inner loops of the replay engine (numba).
 
-Both kernels keep a Fenwick tree over the ranks of all keys the stream will ever insert
-(known up front in a replay), holding exact int64 weights, and walk the stream in order:
-query the thresholds for position n, then insert patient n (and, with a rolling window,
-delete patient n - window). They resume from ``start`` so the caller can run them in
-chunks and report progress.
+Both kernels keep a Fenwick tree (:mod:`favmac.fenwick`) over the ranks of all keys the
+stream will ever insert (known up front in a replay), holding exact int64 weights, and
+walk the stream in order: query the thresholds for position n, then insert patient n (and,
+with a rolling window, delete patient n - window). They resume from ``start`` so the caller
+can run them in chunks and report progress. The rank edge rule is
+:func:`favmac.thresholds.rank_edge`, compiled here.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
 
+from . import thresholds
+from .fenwick import add, count_le
 
-@njit(cache=True)
-def _fenwick_add(tree, index, delta):
-    i = index + 1
-    size = tree.shape[0]
-    while i < size:
-        tree[i] += delta
-        i += i & -i
+__all__ = ["expected_thresholds", "violation_thresholds", "rank_edge"]
 
-
-@njit(cache=True)
-def _fenwick_count_le(tree, bound):
-    """Largest count c of leading ranks whose total weight is <= bound."""
-    size = tree.shape[0] - 1
-    step = 1
-    while step * 2 <= size:
-        step *= 2
-    pos = 0
-    acc = 0
-    while step > 0:
-        nxt = pos + step
-        if nxt <= size and acc + tree[nxt] <= bound:
-            pos = nxt
-            acc += tree[nxt]
-        step //= 2
-    return pos
+#: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
+rank_edge = njit(cache=True)(thresholds.rank_edge)
 
 
 @njit(cache=True)
@@ -59,29 +43,15 @@ def expected_thresholds(ptr, ranks, weights, keys, bounds, burn_in, window, star
                 if bound < 0:
                     out[t, n - burn_in] = -np.inf
                 else:
-                    pos = _fenwick_count_le(tree, bound)
+                    pos = count_le(tree, bound)
                     out[t, n - burn_in] = np.inf if pos >= n_keys else keys[pos]
         if n < n_patients:
             for e in range(ptr[n], ptr[n + 1]):
-                _fenwick_add(tree, ranks[e], weights[e])
+                add(tree, ranks[e], weights[e])
             if window > 0 and n - window >= 0:
                 old = n - window
                 for e in range(ptr[old], ptr[old + 1]):
-                    _fenwick_add(tree, ranks[e], -weights[e])
-
-
-@njit(cache=True)
-def floor_multiples(whole, remainder, denominator, offset, out):
-    """out[m] = floor(a (m + 1) / b) - offset, for a = whole * b + remainder (0 <= remainder < b)."""
-    q = whole
-    r = remainder
-    for m in range(out.shape[0]):
-        out[m] = q - offset
-        q += whole
-        r += remainder
-        if r >= denominator:
-            r -= denominator
-            q += 1
+                    add(tree, ranks[e], -weights[e])
 
 
 @njit(cache=True)
@@ -97,15 +67,13 @@ def violation_thresholds(score_ranks, scores, ranks_k, burn_in, window, start, s
             if window > 0 and n_cal > window:
                 n_cal = window
             k = ranks_k[n_cal]
-            if k > n_cal:
-                out[n - burn_in] = -np.inf
-            elif k <= 0:
-                out[n - burn_in] = np.inf
+            edge = rank_edge(k, n_cal)
+            if not math.isnan(edge):
+                out[n - burn_in] = edge
             else:
                 # k-th largest = smallest score whose count of scores <= it reaches n_cal - k + 1
-                pos = _fenwick_count_le(tree, n_cal - k)
-                out[n - burn_in] = scores[pos]
+                out[n - burn_in] = scores[count_le(tree, n_cal - k)]
         if n < n_patients:
-            _fenwick_add(tree, score_ranks[n], 1)
+            add(tree, score_ranks[n], 1)
             if window > 0 and n - window >= 0:
-                _fenwick_add(tree, score_ranks[n - window], -1)
+                add(tree, score_ranks[n - window], -1)

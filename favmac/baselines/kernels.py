@@ -1,0 +1,243 @@
+"""Compiled loops of the baselines (numba), imported on first use so ``import favmac`` stays fast.
+
+The Fenwick trees come from :mod:`favmac.fenwick`; the rank edge rule is
+:func:`favmac.thresholds.rank_edge`, compiled once in :mod:`favmac.replay_kernels`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import fenwick
+from ..replay_kernels import rank_edge
+
+
+@njit(cache=True)
+def masked_sums(selected, per_code):
+    """out[t, s] = sum_k selected[t, s, k] * per_code[s, k] (additive value or cost of each set)."""
+    n_targets, n_steps, n_codes = selected.shape
+    out = np.zeros((n_targets, n_steps))
+    for t in range(n_targets):
+        for s in range(n_steps):
+            total = 0.0
+            for k in range(n_codes):
+                total += selected[t, s, k] * per_code[s, k]  # branch-free: sets are unpredictable
+            out[t, s] = total
+    return out
+
+
+@njit(cache=True)
+def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
+    """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
+
+    ``columns`` (K, N): scores p_k(x_i); ``negative`` (K, N): y_ik = 0;
+    ``ranks_needed[t, m]``: rank j of the quantile among m negatives plus +inf.
+    p > (j-th smallest negative score)  <=>  #{negative scores < p} >= j.
+    """
+    n_codes, n_patients = columns.shape
+    n_targets = ranks_needed.shape[0]
+    n_steps = n_patients - burn_in
+    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
+    final = np.empty((n_targets, n_codes))
+    tree = np.zeros(n_patients + 1, dtype=np.int32)
+    rank = np.empty(n_patients, dtype=np.int64)
+    below = np.empty(n_patients, dtype=np.int64)  # #{i : p_ik < p_nk}: start of p_nk's run of ties
+    for k in range(n_codes):
+        column = columns[k]
+        order = np.argsort(column)  # any order of ties works: below[] marks runs
+        sorted_column = column[order]
+        run_start = 0
+        for r in range(n_patients):
+            if r > 0 and sorted_column[r] != sorted_column[r - 1]:
+                run_start = r
+            rank[order[r]] = r
+            below[order[r]] = run_start
+        tree[:] = 0
+        m = 0
+        for n in range(n_patients):
+            if n >= burn_in:
+                q = fenwick.prefix_total(tree, below[n])
+                s = n - burn_in
+                for t in range(n_targets):
+                    selected[t, s, k] = q >= ranks_needed[t, m]
+            if negative[k, n]:
+                fenwick.add(tree, rank[n], 1)
+                m += 1
+            if window > 0 and n - window >= 0 and negative[k, n - window]:
+                fenwick.add(tree, rank[n - window], -1)
+                m -= 1
+        for t in range(n_targets):
+            j = ranks_needed[t, m]
+            edge = rank_edge(m + 1 - j, m)  # the j-th smallest is the (m + 1 - j)-th largest
+            final[t, k] = edge if not np.isnan(edge) else sorted_column[fenwick.kth(tree, j, top)]
+    return selected, final
+
+
+@njit(cache=True)
+def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, top):
+    n_patients, n_codes = probs.shape
+    n_targets = ranks_needed.shape[0]
+    n_steps = n_patients - burn_in
+    tree = np.zeros(n_patients + 1, dtype=np.int32)
+    thresholds = np.empty((n_targets, n_steps))
+    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
+    final = np.empty(n_targets)
+    for n in range(n_patients + 1):
+        if n >= burn_in:
+            n_cal = n
+            if window > 0 and n_cal > window:
+                n_cal = window
+            for t in range(n_targets):
+                j = ranks_needed[t, n_cal]
+                tau = rank_edge(n_cal + 1 - j, n_cal)  # the j-th smallest is the (n_cal + 1 - j)-th largest
+                if np.isnan(tau):
+                    tau = sorted_scores[fenwick.kth(tree, j, top)]
+                if n == n_patients:
+                    final[t] = tau
+                else:
+                    s = n - burn_in
+                    thresholds[t, s] = tau
+                    for k in range(n_codes):
+                        selected[t, s, k] = probs[n, k] > tau
+        if n < n_patients:
+            fenwick.add(tree, rank[n], 1)
+            if window > 0 and n - window >= 0:
+                fenwick.add(tree, rank[n - window], -1)
+    return thresholds, selected, final
+
+
+@njit(cache=True)
+def add_patient(running, patient, n_above, weights_row, sign):
+    n_grid = running.shape[0] - 1
+    for k in range(n_above.shape[0]):
+        patient[n_above[k]] += weights_row[k]
+    acc = patient[n_grid] - patient[n_grid]  # a zero of the weights' type (int64 or float)
+    for j in range(n_grid - 1, -1, -1):
+        acc += patient[j + 1]
+        running[j] += sign * acc
+    patient[:] = 0
+
+
+@njit(cache=True)
+def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
+    """Smallest grid index j with R[j] <= bound, R[j] = summed cost of S_{grid[j]} in the window.
+
+    ``n_above[k]`` = number of grid points <= p_k, so k is in S_{grid[j]} iff n_above > j.
+    Index G (one past the grid) is lambda = +inf, the empty set, with R[G] = 0.
+    ``bounds[t, m]`` is the largest accepted R with m calibration patients. Weights and
+    bounds are both int64 (scaled costs: exact) or both float (the fallback above 2^62).
+    """
+    n_patients, n_codes = probs.shape
+    n_grid = grid.shape[0]
+    n_targets = bounds.shape[0]
+    n_steps = n_patients - burn_in
+    running = np.zeros(n_grid + 1, dtype=negative_weight.dtype)
+    patient = np.zeros(n_grid + 1, dtype=negative_weight.dtype)
+    n_above = np.zeros(n_codes, dtype=np.int64)
+    thresholds = np.empty((n_targets, n_steps))
+    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
+    final = np.empty(n_targets)
+    for n in range(n_patients + 1):
+        if n < n_patients:
+            n_above[:] = np.searchsorted(grid, probs[n], side="right")
+        if n >= burn_in:
+            n_cal = n
+            if window > 0 and n_cal > window:
+                n_cal = window
+            for t in range(n_targets):
+                bound = bounds[t, n_cal]
+                lo = 0
+                hi = n_grid
+                while lo < hi:  # running is non-increasing in j
+                    mid = (lo + hi) // 2
+                    if running[mid] <= bound:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                lam = grid[lo] if lo < n_grid else np.inf
+                if n == n_patients:
+                    final[t] = lam
+                else:
+                    s = n - burn_in
+                    thresholds[t, s] = lam
+                    for k in range(n_codes):
+                        selected[t, s, k] = n_above[k] > lo
+        if n < n_patients:
+            add_patient(running, patient, n_above, negative_weight[n], 1.0)
+            if window > 0 and n - window >= 0:
+                old = n - window
+                add_patient(running, patient, np.searchsorted(grid, probs[old], side="right"),
+                             negative_weight[old], -1.0)
+    return thresholds, selected, final
+
+
+@njit(cache=True)
+def hoeffding_gap(r, alpha, level):
+    """h1(r, alpha) - level, and its derivative in r, for 0 <= r < alpha < 1."""
+    first = r * np.log(r / alpha) if r > 0 else 0.0
+    gap = first + (1 - r) * np.log((1 - r) / (1 - alpha)) - level
+    slope = np.log(r * (1 - alpha) / (alpha * (1 - r))) if r > 0 else -np.inf
+    return gap, slope
+
+
+@njit(cache=True)
+def rcps_bound_kernel(n_max, alpha, delta):
+    """Largest summed normalized risk S accepted by the HB test, for n = 0..n_max.
+
+    Accept iff ``ceil(S) <= k*`` (Bentkus: k* = largest k with e·F(k; n, alpha) <= delta)
+    or ``S / n <= r_H`` (Hoeffding: h1(r_H, alpha) = log(1/delta) / n), i.e. iff
+    ``S <= max(k*, n r_H)``; -inf when neither part accepts anything (then only the empty
+    set qualifies). k*(n) is non-decreasing and grows by at most 1 per step, so one pass
+    with the binomial pmf/cdf recurrences (n -> n + 1) finds it in O(1) per n. r_H(n)
+    is found only when it beats k*: safeguarded Newton from k*/n (h1 is convex and
+    decreasing on [0, alpha], so Newton from the left never overshoots).
+    """
+    out = np.full(n_max + 1, -np.inf)
+    log_inv_delta = np.log(1.0 / delta)
+    e = np.e
+    k = -1
+    cdf = 0.0
+    pmf = 0.0
+    for n in range(1, n_max + 1):
+        # Bentkus part: F(k; n) and pmf(k; n) from n - 1, then try k + 1.
+        if k < 0:
+            first = np.exp(n * np.log1p(-alpha))
+            if e * first <= delta:
+                k = 0
+                cdf = first
+                pmf = first
+        else:
+            cdf = cdf - alpha * pmf
+            pmf = pmf * (1 - alpha) * n / (n - k)
+            up_pmf = pmf * (n - k) / (k + 1) * alpha / (1 - alpha)
+            up_cdf = cdf + up_pmf
+            if k + 1 <= n and e * up_cdf <= delta:
+                k += 1
+                cdf = up_cdf
+                pmf = up_pmf
+        best = float(k) if k >= 0 else -np.inf
+        # Hoeffding part: it can only matter if it accepts a larger S than k*, i.e. if
+        # h1(max(k*, 0)/n) >= level; then the root lies in [max(k*, 0)/n, alpha).
+        level = log_inv_delta / n
+        start = max(best, 0.0) / n
+        if start < alpha:
+            gap, _ = hoeffding_gap(start, alpha, level)
+            if gap >= 0:
+                lo = start
+                hi = alpha
+                x = lo
+                for _ in range(200):
+                    gap, slope = hoeffding_gap(x, alpha, level)
+                    if gap >= 0:
+                        lo = x
+                    else:
+                        hi = x
+                    nxt = x - gap / slope if np.isfinite(slope) and slope < 0 else 0.5 * (lo + hi)
+                    if not (lo < nxt < hi):
+                        nxt = 0.5 * (lo + hi)
+                    if nxt == x or hi - lo <= 1e-16 * hi:
+                        break
+                    x = nxt
+                best = max(best, n * lo)
+        out[n] = best
+    return out

@@ -1,0 +1,173 @@
+"""Checks of array inputs, shared by FavMac, the replay engine and the baselines.
+
+One wording for one fault: every message names the argument and the expected shape or
+range ("probs: expected shape (N, K), got (3,)"). Each check returns the cleaned value.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "check_burn_in",
+    "check_codes",
+    "check_delta",
+    "check_groups",
+    "check_labels",
+    "check_patient_ids",
+    "check_probs",
+    "check_stream",
+    "check_targets",
+    "check_window",
+]
+
+
+def check_probs(probs, n_codes: int | None = None, *, name: str = "probs", batch: bool = False) -> np.ndarray:
+    """Probabilities as a float (N, K) array: finite, in [0, 1].
+
+    ``batch=True`` also accepts one patient's (K,) vector (returned as (1, K)).
+    ``n_codes`` fixes K when known.
+
+    >>> check_probs([[0.1, 1.0]]).shape
+    (1, 2)
+    >>> check_probs([0.5, 2.0], batch=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: probs: every probability must be a finite number in [0, 1]
+    """
+    arr = np.asarray(probs, dtype=float)
+    if batch and arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        shape = "(K,) or (N, K)" if batch else "(N, K)"
+        raise ValueError(f"{name}: expected shape {shape}, got {np.shape(probs)}")
+    if n_codes is not None and arr.shape[1] != n_codes:
+        raise ValueError(f"{name}: expected {n_codes} codes per patient, got {arr.shape[1]}")
+    if not np.all(np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
+        raise ValueError(f"{name}: every probability must be a finite number in [0, 1]")
+    return arr
+
+
+def check_labels(labels, shape, *, name: str = "labels", like: str = "probs") -> np.ndarray:
+    """Labels as a bool array of ``shape`` (the probabilities' shape); every entry 0 or 1.
+
+    A single patient's (K,) vector is accepted when ``shape`` has one row.
+
+    >>> check_labels([[1, 0]], (1, 2)).tolist()
+    [[True, False]]
+    """
+    arr = np.asarray(labels)
+    if arr.ndim == 1 and len(shape) == 2 and shape[0] == 1:
+        arr = arr[None, :]
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)} like {like}, got {np.shape(labels)}")
+    if not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name}: every label must be 0 or 1")
+    return arr.astype(bool)
+
+
+def check_targets(targets) -> np.ndarray:
+    """Target costs as a non-empty 1-D float array of finite numbers.
+
+    >>> check_targets(2).tolist()
+    [2.0]
+    """
+    arr = np.atleast_1d(np.asarray(targets, dtype=float))
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ValueError(f"targets: expected one or more finite target costs (cost units), got {targets!r}")
+    return arr
+
+
+def check_target(target) -> float:
+    """One finite target cost."""
+    value = float(target)
+    if not np.isfinite(value):
+        raise ValueError(f"target: expected a finite target cost (cost units), got {target!r}")
+    return value
+
+
+def check_delta(delta) -> float | None:
+    """None (expected-cost control) or a violation level strictly between 0 and 1.
+
+    >>> check_delta(1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta: expected None (expected-cost control) or a number in (0, 1), got 1.5
+    """
+    if delta is None:
+        return None
+    value = float(delta)
+    if not 0 < value < 1:
+        raise ValueError(f"delta: expected None (expected-cost control) or a number in (0, 1), got {delta!r}")
+    return value
+
+
+def check_burn_in(burn_in, n_patients: int) -> int:
+    """Calibration-only patients: an integer in [0, n_patients]."""
+    value = int(burn_in)
+    if value != burn_in or not 0 <= value <= n_patients:
+        raise ValueError(f"burn_in: expected an integer between 0 and the number of patients ({n_patients}), got {burn_in!r}")
+    return value
+
+
+def check_window(window) -> int | None:
+    """Rolling window: None (all patients) or a positive number of patients."""
+    if window is None:
+        return None
+    value = int(window)
+    if value != window or value < 1:
+        raise ValueError(f"window: expected None or a positive number of patients (>= 1), got {window!r}")
+    return value
+
+
+def check_codes(codes, n_codes: int) -> list | None:
+    """Code names: None or one name per column."""
+    if codes is None:
+        return None
+    codes = list(codes)
+    if len(codes) != n_codes:
+        raise ValueError(f"codes: expected one name per code ({n_codes}), got {len(codes)} names")
+    return codes
+
+
+def check_patient_ids(patient_ids, n_patients: int) -> np.ndarray | None:
+    """Patient ids: None or one id per patient."""
+    if patient_ids is None:
+        return None
+    arr = np.asarray(patient_ids)
+    if arr.shape != (n_patients,):
+        raise ValueError(f"patient_ids: expected one id per patient, shape ({n_patients},), got {arr.shape}")
+    return arr
+
+
+def check_groups(groups, n_patients: int) -> np.ndarray | None:
+    """Segment labels: None or one group label per patient."""
+    if groups is None:
+        return None
+    arr = np.asarray(groups)
+    if arr.shape != (n_patients,):
+        raise ValueError(f"groups: expected one group label per patient, shape ({n_patients},), got {arr.shape}")
+    return arr
+
+
+def check_stream(probs, labels, targets, delta=None, burn_in=0, window=None, codes=None, patient_ids=None):
+    """All inputs of a replay (FavMac's or a baseline's) at once.
+
+    Returns ``probs, labels, targets, delta, burn_in, window, codes, patient_ids`` cleaned.
+
+    >>> out = check_stream([[0.2, 0.9]], [[0, 1]], 1.0)
+    >>> out[1].tolist(), out[2].tolist(), out[4]
+    ([[False, True]], [1.0], 0)
+    """
+    probs = check_probs(probs)
+    labels = check_labels(labels, probs.shape)
+    n_patients, n_codes = probs.shape
+    return (
+        probs,
+        labels,
+        check_targets(targets),
+        check_delta(delta),
+        check_burn_in(burn_in, n_patients),
+        check_window(window),
+        check_codes(codes, n_codes),
+        check_patient_ids(patient_ids, n_patients),
+    )

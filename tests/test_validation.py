@@ -1,0 +1,56 @@
+"""favmac.validation: one wording per fault, naming the argument and the expected range."""
+import numpy as np
+import pytest
+
+from favmac.validation import (
+    check_burn_in,
+    check_codes,
+    check_delta,
+    check_groups,
+    check_labels,
+    check_patient_ids,
+    check_probs,
+    check_stream,
+    check_targets,
+    check_window,
+)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: check_probs([0.1, 0.2]), r"probs: expected shape \(N, K\), got \(2,\)"),
+        (lambda: check_probs([[0.1, np.nan]]), r"probs: every probability must be a finite number in \[0, 1\]"),
+        (lambda: check_probs([[0.1, -0.1]]), r"in \[0, 1\]"),
+        (lambda: check_probs([[0.1, 0.2]], 3), "probs: expected 3 codes per patient, got 2"),
+        (lambda: check_probs(np.zeros((2, 2, 2)), batch=True), r"expected shape \(K,\) or \(N, K\)"),
+        (lambda: check_labels([[0, 1]], (2, 2)), r"labels: expected shape \(2, 2\) like probs, got \(1, 2\)"),
+        (lambda: check_labels([[0, 3]], (1, 2)), "labels: every label must be 0 or 1"),
+        (lambda: check_targets([]), "targets: expected one or more finite target costs"),
+        (lambda: check_targets([1.0, np.inf]), "targets: expected one or more finite"),
+        (lambda: check_delta(0), r"delta: expected None \(expected-cost control\) or a number in \(0, 1\), got 0"),
+        (lambda: check_delta(1.0), r"in \(0, 1\)"),
+        (lambda: check_burn_in(-1, 5), r"burn_in: expected an integer between 0 and the number of patients \(5\)"),
+        (lambda: check_burn_in(6, 5), "burn_in"),
+        (lambda: check_burn_in(1.5, 5), "burn_in"),
+        (lambda: check_window(0), r"window: expected None or a positive number of patients \(>= 1\), got 0"),
+        (lambda: check_codes(["a"], 2), r"codes: expected one name per code \(2\), got 1 names"),
+        (lambda: check_patient_ids([1, 2], 3), r"patient_ids: expected one id per patient, shape \(3,\)"),
+        (lambda: check_groups(["a"], 2), r"groups: expected one group label per patient, shape \(2,\)"),
+    ],
+)
+def test_messages_name_argument_and_range(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_clean_values_come_back():
+    assert check_probs([0.5, 1.0], batch=True).shape == (1, 2)
+    assert check_labels([1, 0], (1, 2)).dtype == bool
+    assert check_targets(1).tolist() == [1.0]
+    assert check_delta(None) is None and check_delta(0.1) == 0.1
+    assert check_burn_in(np.int64(3), 5) == 3 and check_window(None) is None and check_window(4) == 4
+    probs, labels, targets, delta, burn_in, window, codes, ids = check_stream(
+        [[0.1, 0.9], [0.4, 0.2]], [[0, 1], [1, 0]], [1, 2], 0.2, 1, 3, ["A", "B"], ["p1", "p2"])
+    assert labels.tolist() == [[False, True], [True, False]]
+    assert (targets.tolist(), delta, burn_in, window, codes, ids.tolist()) == ([1.0, 2.0], 0.2, 1, 3, ["A", "B"], ["p1", "p2"])
