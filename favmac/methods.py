@@ -132,12 +132,14 @@ def method_labels(n_codes: int | None = None) -> list[str]:
     return labels
 
 
-def applicability(name: str, control: str) -> str | None:
-    """None if method ``name`` supports ``control``, else the reason it does not."""
+def applicability(name: str, control: str, n_codes: int | None = None) -> str | None:
+    """None if method ``name`` supports ``control`` (and K = ``n_codes`` codes), else the reason it does not."""
     method = get_method(name)
-    if control in method.controls:
-        return None
-    return f"{method.label} supports {' and '.join(CONTROLS[c].lower() for c in method.controls)} control only"
+    if control not in method.controls:
+        return f"{method.label} supports {' and '.join(CONTROLS[c].lower() for c in method.controls)} control only"
+    if method.universe == "full" and n_codes is not None and n_codes > MAX_FULL_CODES:
+        return f"{method.label} enumerates all 2^K sets and allows at most {MAX_FULL_CODES} codes (this data has {n_codes})"
+    return None
 
 
 def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,

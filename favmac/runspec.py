@@ -210,7 +210,8 @@ class RunSpec:
     # ------------------------------------------------------------------ validation
 
     def validate(self, n_codes: int | None = None, n_patients: int | None = None) -> "RunSpec":
-        """Check every field; return the spec or raise SettingsError naming the field and the allowed range.
+        """Check every field; return the spec with plain types (float targets, int burn-in, ...)
+        or raise SettingsError naming the field and the allowed range.
 
         ``n_codes`` / ``n_patients`` (when known) add the data-dependent checks: weight count,
         targets <= C_max, the universe, burn-in below N. A formula value is compiled (its
@@ -237,7 +238,7 @@ class RunSpec:
                 raise SettingsError("value_kind", "weighted_tp needs per-code weights")
             if self.cost_kind == "weighted_fp":
                 raise SettingsError("cost_kind", "weighted_fp needs per-code weights")
-        self._validate_targets(n_codes)
+        targets = self._validate_targets(n_codes)
         delta = as_number(self.delta, "delta")
         if not 0 < delta < 1:
             raise SettingsError("delta", f"must be between 0 and 1 (exclusive), e.g. 0.1; got {delta:g}")
@@ -253,17 +254,20 @@ class RunSpec:
             upper = "N - 1" if n_patients is None else f"{n_patients - 1}"
             raise SettingsError("burn_in", f"must be between 0 and {upper}; a burn-in of {burn_in} leaves no patient "
                                 f"to predict" + ("" if n_patients is None else f" ({n_patients} patients in the stream)"))
-        if self.window is not None and as_integer(self.window, "window") < 1:
+        window = None if self.window is None else as_integer(self.window, "window")
+        if window is not None and window < 1:
             raise SettingsError("window", f"must be a positive number of patients, or None for no window; got {self.window}")
         if self.score not in SCORES:
             raise SettingsError("score", f"must be one of {', '.join(SCORES)}; got {_show(self.score)}")
         if self.segment is not None and not (isinstance(self.segment, str) and self.segment.strip() and len(self.segment) <= 200):
             raise SettingsError("segment", f"must be None or a column name (1 to 200 characters); got {_show(self.segment)}")
-        if self.adaptive_rate is not None and not as_number(self.adaptive_rate, "adaptive_rate") > 0:
+        rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")
+        if rate is not None and not rate > 0:
             raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
-        if self.value_kind == "formula":
-            self.build()  # compiles the formula: a FormulaError says what is wrong
-        return self
+        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate)
+        if spec.value_kind == "formula":
+            spec.build()  # compiles the formula: a FormulaError says what is wrong
+        return spec
 
     def _validate_targets(self, n_codes):
         single = isinstance(self.targets, tuple) and len(self.targets) == 1
@@ -281,6 +285,7 @@ class RunSpec:
             if not target > 0 or (c_max is not None and target > c_max):
                 field = "target" if single else f"targets[{i}]"
                 raise SettingsError(field, f"must be > 0 and <= C_max, in {allowed} cost units; got {target:g}")
+        return targets
 
     # ------------------------------------------------------------------ value and cost
 
