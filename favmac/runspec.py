@@ -382,7 +382,7 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
         raise SettingsError("version", f"{_show(doc.get('version'))} is not supported; this version reads version {SETTINGS_VERSION}")
     given = doc.get("settings")
     if not isinstance(given, dict):
-        raise SettingsError("settings", "must be an object of fields")
+        raise SettingsError("settings file", "has no \"settings\" object of fields")
     notes = []
     unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS and k not in extras)
     if unknown:
