@@ -15,8 +15,8 @@ files = state.exports()
 widgets.show_settings_line()
 st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
 # previews put the numbers before the long descriptions; the CSV keeps its documented column order
-PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "expected_value", "cost_proxy", "threshold", "realized_value",
-                                              "realized_cost", "descriptions", "method", "settings"],
+PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
+                                              "realized_value", "realized_cost", "descriptions", "method", "target", "delta", "universe"],
                column_config={"descriptions": st.column_config.TextColumn(width="large"),
                               "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
                               "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
