@@ -1,25 +1,12 @@
 """Small hand-made inputs shared by the UI unit tests (no Streamlit)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from favmac.result import ReplayResult
+from toy_results import toy_result  # noqa: F401  (tests/ is on sys.path)
 
 CODES = ["A", "B", "C"]
 
 
 def weights_frame(values=(1.0, 2.0, 3.0)):
     return pd.DataFrame({"weight": list(values), "description": ["alpha", "beta", "=gamma"]}, index=pd.Index(CODES, name="code"))
-
-
-def toy_result():
-    # 2 targets x 4 steps x 3 codes, burn-in 2
-    selected = np.zeros((2, 4, 3), dtype=bool)
-    selected[0, :, 0] = True
-    selected[1, 1:, :2] = True
-    cost = np.array([[0.0, 1.0, 1.0, 0.0], [2.0, 0.0, 1.0, 3.0]])
-    value = np.array([[1.0, 0.0, 1.0, 2.0], [1.0, 1.0, 0.0, 0.0]])
-    thresholds = np.array([[np.inf, 1.0, 0.5, 0.5], [-np.inf, 2.0, 2.0, 1.5]])
-    return ReplayResult("FavMac (ratio)", np.array([0.5, 1.5]), None, 2, thresholds, selected, cost, value,
-                        codes=CODES, patient_ids=np.array(["p2", "p3", "p4", "p5"], dtype=object), final_thresholds=np.array([0.4, 1.4]))
