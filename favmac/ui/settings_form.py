@@ -33,7 +33,7 @@ from favmac.universe import MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "VALUE_KINDS", "UNIVERSE_LABELS", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
-    "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
@@ -240,5 +240,3 @@ def formula_preview(formula: str, weights: np.ndarray, probs_row, labels_row, co
     v = float(fv(everything, np.asarray(labels_row, dtype=bool)))
     return f"With every code chosen for the first patient (true codes: {', '.join(hits) or 'none'}), V = {v:.4g}."
 
-
-__all__ += ["SettingsError", "FORMULA_EXAMPLE", "from_spec", "SPEC_KEYS"]
