@@ -146,10 +146,32 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
                c_max=None, burn_in: int | None = None):
     """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
 
-    ``burn_in`` overrides ``spec.burn_in`` (``predict`` calibrates on the whole file with
-    ``burn_in = N``). Options a method's function does not take yet (``window``, ``c_max``,
-    a non-default ``score``/``segment``/``adaptive_rate``) raise ValueError naming the option;
-    a function without ``progress`` reports 0 and 1 around the run.
+    Parameters
+    ----------
+    spec : RunSpec
+        The run (validate it against the data first).
+    method : str
+        A key of :data:`METHODS` (``"favmac"``, ``"inner_set"``, ...) or a label (``"FavMac (value)"``).
+    probs : ndarray (N, K)
+    labels : ndarray (N, K) of 0/1
+    codes, patient_ids : optional
+        Code names (K) and patient ids (N), kept in the result.
+    progress : callable, optional
+        Called with the fraction done; a function without ``progress`` gets 0 and 1 around the run.
+    c_max : float, optional
+        Passed on when given (engines that take it).
+    burn_in : int, optional
+        Overrides ``spec.burn_in`` (``predict`` calibrates on the whole file with ``burn_in = N``).
+
+    Returns
+    -------
+    ReplayResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, or an option the method's function does not take yet
+        (``window``, ``c_max``, a non-default ``score``/``segment``/``adaptive_rate``), named.
     """
     chosen = get_method(method)
     value, cost = spec.build()
