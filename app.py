@@ -1,45 +1,12 @@
-"""FavMac Studio — home page. Start with: streamlit run app.py"""
+"""FavMac Studio — the router. Start with: streamlit run app.py
+
+Every URL (``/``, ``/Data``, ``/Online_session``, ...) runs this file, which hands over to the
+page's script; each page calls ``favmac.ui.bootstrap.page_setup`` first, so a deep link works
+on a fresh session. The sidebar menu is drawn by ``page_setup`` (the built-in one is hidden).
+"""
 import streamlit as st
 
-from favmac.ui import services, state, widgets
-from favmac.ui.bootstrap import page_setup
+from favmac.ui.navigation import PAGES
 
-page_setup("Home")
-
-st.title("FavMac Studio")
-st.markdown(
-    "FavMac Studio suggests which diagnosis codes (HCCs) to flag for each patient, from the "
-    "probabilities your classifier gives. It picks the set of codes worth the most (true codes "
-    "found, weighted by risk if you like) while keeping the cost of false flags under a target "
-    "you choose. It learns its threshold online, patient by patient, as coding audits confirm "
-    "which codes were really present."
-)
-
-st.subheader("The guarantee, in plain words")
-st.markdown(
-    "- **Expected cost control:** on average, the flagged codes that turn out wrong cost at most "
-    "**c** per patient — for example at most 1.1 false flags per patient.\n"
-    "- **Violation control:** at most a share **δ** of patients (say 10 %) get false flags "
-    "costing more than **c**.\n\n"
-    "Both hold whenever the patients arrive in an order that could as well have been shuffled "
-    "(exchangeable data), whatever the classifier — a poorly calibrated classifier costs value, "
-    "not the guarantee."
-)
-
-st.subheader("Loaded now")
-if st.session_state["messages"].get("calibration", ("",))[0] == "error":
-    widgets.show_message("calibration")
-if state.has_dataset():
-    ds = st.session_state["dataset"]
-    new = st.session_state.get("new_patients")
-    st.markdown(f"**{ds.name}**")
-    cols = st.columns(3)
-    cols[0].metric("Calibration patients", f"{ds.n_patients:,}")
-    cols[1].metric("Codes", ds.n_codes)
-    cols[2].metric("New patients", "none" if new is None else f"{len(new):,}")
-    rows = services.settings_summary(state.settings(), state.c_max())
-    st.caption(" · ".join(f"{label}: {text}" for label, text in rows))
-
-st.subheader("Steps")
-for path, label, icon in widgets.PAGES[1:]:
-    st.page_link(path, label=f"**{label}** — {widgets.PAGE_HELP[label]}", icon=icon)
+pages = [st.Page(p.path, title=p.title, icon=p.icon, url_path=p.url_path or None, default=not p.url_path) for p in PAGES]
+st.navigation(pages, position="hidden").run()

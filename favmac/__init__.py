@@ -21,6 +21,9 @@ from .io import (
 )
 from .functions import AdditiveCost, AdditiveValue, FormulaError, FormulaValue
 from .metrics import compare_methods, protocol_table, summarize
+from .export import chosen_sets, new_patient_sets, stream_sets
+from .methods import METHODS, get_method, run_method
+from .runspec import RunSpec, SettingsError
 from .quantile_tree import QuantileTree, QuantileTreeError
 from .replay import predict_with_threshold, replay
 from .result import ReplayResult
@@ -62,4 +65,12 @@ __all__ = [
     "greedy_order",
     "predict_with_threshold",
     "replay",
+    "chosen_sets",
+    "new_patient_sets",
+    "stream_sets",
+    "METHODS",
+    "get_method",
+    "run_method",
+    "RunSpec",
+    "SettingsError",
 ]

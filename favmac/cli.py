@@ -1,4 +1,4 @@
-"""Command line: ``python -m favmac predict|replay``.
+"""Command line: ``favmac predict|replay`` (also ``python -m favmac``).
 
 ``predict`` calibrates FavMac on a labelled file and writes the chosen code set of every
 new (unlabelled) patient; ``replay`` walks a labelled file as an online stream and writes
@@ -24,24 +24,29 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .functions import AdditiveCost, AdditiveValue, FormulaError, FormulaValue
+from .export import new_patient_sets
+from .functions import FormulaError, FormulaValue
 from .io import (
     CMS_MODELS,
     CMS_SEGMENTS,
     DataError,
-    check_universe,
     cms_hcc_weights,
     load_calibration,
     load_new_patients,
     read_weights,
     to_safe_csv,
 )
-from .universe import UNIVERSES, candidate_sets
+from .methods import get_method, method_keys, run_method
+from .runspec import RunSpec, SettingsError
+from .universe import UNIVERSES
 
 __all__ = ["main", "build_parser"]
 
 EXIT_BAD_INPUT = 2
-METHODS = ("favmac", "fpcp", "classwise", "inner_set", "crc", "rcps")
+
+# The option that sets each RunSpec field, so a SettingsError names what the user typed.
+OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe",
+                   "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -82,8 +87,13 @@ def _add_output(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m favmac",
-        description="FavMac: value-maximizing code sets with conformal cost control.",
+        prog="favmac",
+        description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
+        "  predict  calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
+        "  replay   walks a labelled file as an online stream (FavMac or a baseline) and writes per-step results\n"
+        "           plus a summary table.\n\n"
+        "Run 'favmac <command> --help' for the options of each.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay}")
 
@@ -109,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     targets.add_argument("--target-percents", metavar="P1,P2,...", help="comma-separated targets, percent of C_max")
     replay.add_argument("--burn-in", type=int, default=0, metavar="N", help="calibration-only patients (default 0)")
     replay.add_argument("--window", type=int, metavar="W", help="calibrate on the last W patients only (FavMac)")
-    replay.add_argument("--method", default="favmac", choices=METHODS,
-                        help="favmac (default; uses --universe) or a baseline for comparison")
+    replay.add_argument("--method", default="favmac", choices=method_keys(),
+                        help="favmac (default; uses --universe), favmac_<universe>, or a baseline for comparison")
     replay.add_argument("--shuffle", type=int, metavar="SEED",
                         help="replay in the order numpy.random.RandomState(SEED).permutation(N) "
                         "(the paper's protocol); default: file order")
@@ -159,32 +169,34 @@ def _load_weights(args, codes):
     return None
 
 
-def _value_and_cost(args, codes):
-    """The value and cost functions the options ask for."""
-    weights_table = _load_weights(args, codes)
+def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None) -> RunSpec:
+    """The run the options describe (validated against the data); targets given in percent of C_max
+    are converted once C_max is known."""
+    weights_table = _load_weights(args, data.codes)
     weights = None if weights_table is None else weights_table["weight"].to_numpy(dtype=float)
-    needs_weights = [flag for flag, used in (("--value weighted_tp", args.value == "weighted_tp"),
-                                             ("--cost weighted_fp", args.cost == "weighted_fp")) if used]
-    if needs_weights and weights is None:
-        raise DataError(
-            f"{' and '.join(needs_weights)} needs per-code weights.",
-            fix="Add --weights FILE (columns code, weight) or --cms-model V28 --cms-segment CNA.",
-        )
-    value_spec = args.value.strip()
-    if value_spec == "tp":
-        value = AdditiveValue()
-    elif value_spec == "weighted_tp":
-        value = AdditiveValue(weights)
-    else:
-        value = FormulaValue(value_spec, weights=weights)
-    cost = AdditiveCost(weights if args.cost == "weighted_fp" else None)
-    return value, cost
-
-
-def _check_delta(delta):
-    if delta is not None and not (math.isfinite(delta) and 0 < delta < 1):
-        raise DataError(f"--delta must be between 0 and 1 (exclusive), got {delta:g}.",
-                        fix="For example --delta 0.1 allows cost above the target for at most 10% of patients.")
+    value = args.value.strip()
+    spec = RunSpec(
+        value_kind=value if value in ("tp", "weighted_tp") else "formula",
+        formula="" if value in ("tp", "weighted_tp") else value,
+        cost_kind=args.cost,
+        weights=None if weights is None else tuple(weights),
+        control="expected" if args.delta is None else "violation",
+        targets=(1.0,),
+        delta=0.1 if args.delta is None else args.delta,
+        universe=args.universe,
+        burn_in=burn_in,
+        window=window,
+    )
+    try:
+        # every field but the targets first: C_max (for percent targets) needs valid weights
+        unknown_weights = spec.cost_kind == "weighted_fp" and spec.weights is None
+        placeholder = 1.0 if unknown_weights else (spec.c_max(data.n_codes) or 1.0)
+        spec.replace(targets=(placeholder,)).validate(data.n_codes, data.n_patients)
+        spec = spec.replace(targets=tuple(_resolve_targets(targets, percent, spec.c_max(data.n_codes), flag)))
+        return spec.validate(data.n_codes, data.n_patients)
+    except SettingsError as err:
+        option = flag if err.field.startswith("target") else OPTION_OF_FIELD.get(err.field, err.field)
+        raise DataError(f"{option} {err.problem}.") from None
 
 
 def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]:
@@ -231,49 +243,24 @@ def _fmt(x) -> str:
 
 
 def run_predict(args) -> int:
-    from .replay import replay
-
-    _check_delta(args.delta)
     data = load_calibration(args.calibration, args.labels)
-    check_universe(data.n_codes, args.universe)
-    new = load_new_patients(args.new, data.codes)
-    value, cost = _value_and_cost(args, data.codes)
-    c_max = cost.c_max(data.n_codes)
     if args.target is not None:
-        target = _resolve_targets([repr(args.target)], False, c_max, "--target")[0]
+        spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
-        target = _resolve_targets([repr(args.target_percent)], True, c_max, "--target-percent")[0]
+        spec = _spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
+    new = load_new_patients(args.new, data.codes)
+    target, c_max = spec.target, spec.c_max(data.n_codes)
 
-    # replay with burn_in = N records no steps; its final threshold is calibrated on all N patients.
+    # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
-        result = replay(
-            data.prob_array(), data.label_array(), value, cost, [target], delta=args.delta,
-            universe=args.universe, burn_in=data.n_patients, progress=progress,
-        )
+        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
+                            progress=progress)
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
-    probs = new.to_numpy(dtype=float)
-    cands = candidate_sets(probs, value, cost, args.universe)
-    chosen = cands.choose(threshold)
-    selected = cands.masks(chosen)
-    rows = np.arange(len(chosen))
-    codes = np.asarray(data.codes, dtype=object)
-    frame = pd.DataFrame(
-        {
-            "patient_id": new.index.to_numpy(dtype=object),
-            "codes": [";".join(codes[mask]) for mask in selected],
-            "n_codes": selected.sum(axis=1),
-            "expected_value": np.round(cands.vhat[rows, chosen], 6),
-            "cost_proxy": np.round(cands.chat[rows, chosen], 6),
-            "threshold": threshold,
-            "method": result.method,
-            "target": target,
-            "delta": np.nan if args.delta is None else args.delta,
-            "universe": args.universe,
-        }
-    )
+    value, cost = spec.build()
+    frame = new_patient_sets(new, result, value, cost, universe=spec.universe)
     _write(frame, args.out)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
@@ -287,44 +274,21 @@ def run_predict(args) -> int:
     return 0
 
 
-def _run_method(args, probs, labels, value, cost, targets, codes, ids, progress):
-    from . import baselines
-    from .replay import replay
-
-    if args.method == "favmac":
-        return replay(
-            probs, labels, value, cost, targets, delta=args.delta, universe=args.universe,
-            burn_in=args.burn_in, window=args.window, codes=codes, patient_ids=ids, progress=progress,
-        )
-    if args.window is not None:
-        raise DataError("--window applies to --method favmac only.", fix="Drop --window or use --method favmac.")
-    run = getattr(baselines, args.method)
-    progress(0.0)
-    result = run(probs, labels, value, cost, targets, delta=args.delta, burn_in=args.burn_in,
-                 codes=codes, patient_ids=ids)
-    progress(1.0)
-    return result
-
-
 def run_replay(args) -> int:
     from .metrics import summarize
 
-    _check_delta(args.delta)
     data = load_calibration(args.calibration, args.labels)
-    check_universe(data.n_codes, args.universe)
-    value, cost = _value_and_cost(args, data.codes)
-    c_max = cost.c_max(data.n_codes)
     if args.targets is not None:
-        targets = _resolve_targets(args.targets.split(","), False, c_max, "--targets")
+        spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets",
+                     burn_in=args.burn_in, window=args.window)
     else:
-        targets = _resolve_targets(args.target_percents.split(","), True, c_max, "--target-percents")
-    if not 0 <= args.burn_in < data.n_patients:
-        raise DataError(
-            f"--burn-in {args.burn_in} leaves no patient to predict ({data.n_patients} patients in the file).",
-            fix=f"Use a burn-in between 0 and {data.n_patients - 1}.",
-        )
-    if args.window is not None and args.window < 1:
-        raise DataError(f"--window must be a positive number of patients, got {args.window}.")
+        spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents",
+                     burn_in=args.burn_in, window=args.window)
+    c_max = spec.c_max(data.n_codes)
+    method = get_method(args.method)
+    if spec.window is not None and not method.accepts("window"):
+        raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",
+                        fix="Drop --window or use --method favmac.")
 
     probs, labels, ids = data.prob_array(), data.label_array(), data.patient_ids
     if args.shuffle is not None:
@@ -332,7 +296,7 @@ def run_replay(args) -> int:
         probs, labels, ids = probs[order], labels[order], ids[order]
     progress = _progress(args, "replay")
     try:
-        result = _run_method(args, probs, labels, value, cost, targets, data.codes, ids, progress)
+        result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress)
     finally:
         progress.close()
     _write(result.to_frame(), args.out)

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac import io as fio
-from favmac.ui import figures, services, state, widgets
+from favmac.ui import data_views, figures, samples, state, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 
 page_setup("Data")
@@ -41,9 +41,9 @@ sample_col, upload_col = st.columns([1, 2], gap="large")
 with sample_col:
     st.markdown("**Bundled sample**")
     loaded = st.session_state.get("dataset_key") or ""
-    samples = list(services.SAMPLES)
-    current = next((i for i, k in enumerate(samples) if loaded.startswith(f"sample:{k}:")), 0)
-    sample = st.selectbox("Sample dataset", samples, index=current, format_func=lambda k: services.SAMPLES[k].label, key="sample_choice")
+    sample_keys = list(samples.SAMPLES)
+    current = next((i for i, k in enumerate(sample_keys) if loaded.startswith(f"sample:{k}:")), 0)
+    sample = st.selectbox("Sample dataset", sample_keys, index=current, format_func=lambda k: samples.SAMPLES[k].label, key="sample_choice")
     if st.button("Load sample", key="load_sample", icon=":material/dataset:"):
         state.load_sample(sample)
 with upload_col:
@@ -105,8 +105,8 @@ st.caption(f"{ds.name}: {ds.n_patients:,} patients × {ds.n_codes} codes. First 
 tab_p, tab_l = st.tabs(["Probabilities", "Labels"])
 tab_p.dataframe(ds.probs.head(100), height=260)
 tab_l.dataframe(ds.labels.head(100), height=260)
-descs = services.descriptions(st.session_state["weights"], ds.codes)
+descs = weights_view.descriptions(st.session_state["weights"], ds.codes)
 c1, c2 = st.columns(2, gap="large")
-c1.plotly_chart(figures.prevalence_figure(services.prevalence_table(probs, labels, ds.codes, descs)), key="prevalence_chart")
-c2.plotly_chart(figures.reliability_figure(services.reliability_bins(probs, labels)), key="reliability_chart")
+c1.plotly_chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs)), key="prevalence_chart")
+c2.plotly_chart(figures.reliability_figure(data_views.reliability_bins(probs, labels)), key="reliability_chart")
 c2.caption("Pooled over all codes, 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

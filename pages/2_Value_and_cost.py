@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import services, state, widgets
+from favmac.ui import playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
 
 page_setup("Value & cost")
@@ -12,39 +12,39 @@ widgets.require_dataset()
 ds = state.dataset()
 current = state.settings()
 weights = state.weights()
-cmax_fp = services.c_max({"cost_kind": "fp"}, weights)
-cmax_w = services.c_max({"cost_kind": "weighted_fp"}, weights)
+spec = state.spec()
+cmax_fp, cmax_w = spec.replace(cost_kind="fp").c_max(ds.n_codes), spec.replace(cost_kind="weighted_fp").c_max(ds.n_codes)
 
 with st.form("settings_form"):
     left, right = st.columns(2, gap="large")
     with left:
         st.subheader("Value of a chosen set")
-        value_kind = st.radio("Value", list(services.VALUE_KINDS), format_func=services.VALUE_KINDS.get,
-                              index=list(services.VALUE_KINDS).index(current["value_kind"]), key="value_kind",
+        value_kind = st.radio("Value", list(form.VALUE_KINDS), format_func=form.VALUE_KINDS.get,
+                              index=list(form.VALUE_KINDS).index(current["value_kind"]), key="value_kind",
                               help="TP count: number of true codes found. Risk-weighted TP: sum of the risk weights of the true codes found. "
                                    "Custom: any formula over the true hits.")
         formula = st.text_area("Custom value formula (used when 'Custom formula' is chosen)", value=current["formula"], key="formula", height=80)
         with st.expander("How to write a formula"):
             st.markdown(FormulaValue.HELP)
-            st.markdown(services.FORMULA_EXAMPLE)
+            st.markdown(form.FORMULA_EXAMPLE)
         st.subheader("Cost of a chosen set")
-        cost_kind = st.radio("Cost", list(services.COST_KINDS), format_func=services.COST_KINDS.get,
-                             index=list(services.COST_KINDS).index(current["cost_kind"]), key="cost_kind",
+        cost_kind = st.radio("Cost", list(form.COST_KINDS), format_func=form.COST_KINDS.get,
+                             index=list(form.COST_KINDS).index(current["cost_kind"]), key="cost_kind",
                              help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights.")
         st.caption(f"Largest possible cost C_max: {cmax_fp:g} false positives (FP count) or {cmax_w:.4g} risk-weight units (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.")
     with right:
         st.subheader("Guarantee")
-        control = st.radio("Control", list(services.CONTROLS), format_func=services.CONTROLS.get,
-                           index=list(services.CONTROLS).index(current["control"]), key="control",
+        control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
+                           index=list(form.CONTROLS).index(current["control"]), key="control",
                            help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
         target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format="%.3f", key="target",
                                  help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
         delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
-        options = services.universe_options(ds.n_codes)
+        options = form.universe_options(ds.n_codes)
         universe = st.selectbox("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
-                                format_func=services.UNIVERSE_LABELS.get, key="universe",
-                                help=f"'full' enumerates all subsets and is offered only when there are at most {services.MAX_FULL_CODES} codes.")
+                                format_func=form.UNIVERSE_LABELS.get, key="universe",
+                                help=f"'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
         burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in")
         use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
         window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
@@ -63,18 +63,18 @@ st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Dat
 saved = state.settings()
 cmax = state.c_max()
 st.info(
-    f"Target c = **{saved['target']:g} {services.cost_unit(saved)}** = **{services.target_percent(saved['target'], cmax):.1f} %** of "
+    f"Target c = **{saved['target']:g} {form.cost_unit(saved)}** = **{form.target_percent(saved['target'], cmax):.1f} %** of "
     f"C_max = {cmax:.4g} on the paper's 0–100 scale."
     + (f" At most δ = {saved['delta']:g} of patients may exceed it." if saved["control"] == "violation" else " This bounds the mean cost per patient.")
 )
 if saved["value_kind"] == "formula":
     try:
-        st.caption(services.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes))
+        st.caption(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes))
     except FormulaError as err:
         st.error(str(err))
     if submitted and st.session_state["messages"].get("settings", ("",))[0] == "success":
         with st.spinner("Timing the formula on a few patients…"):
-            seconds = services.estimate_replay_seconds(ds.prob_array(), ds.label_array(), weights, saved)
+            seconds = playback.estimate_replay_seconds(ds.prob_array(), ds.label_array(), state.spec())
         if seconds > 10:
             st.warning(f"A custom formula needs a Monte Carlo estimate of V̂ for every candidate set: replaying all {ds.n_patients:,} patients "
                        f"with the '{saved['universe']}' universe will take about {seconds / 60:.1f} minutes. "

@@ -1,24 +1,26 @@
 """Trade-offs: value against realized cost across targets, FavMac and the baselines."""
 import streamlit as st
 
-from favmac.ui import figures, services, state, widgets
+from favmac.methods import method_labels
+from favmac.ui import figures, settings_form as form, state, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 
 page_setup("Trade-offs")
 st.title("Trade-offs")
 widgets.require_dataset()
 
+ds = state.dataset()
 settings = state.settings()
 grid = settings["grid"]
 cmax = state.c_max()
-reasons = services.method_applicability(settings)
 
 with st.form("tradeoff_form"):
     c1, c2, c3 = st.columns([1, 1, 1])
     low = c1.number_input("Lowest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["low_pct"]), step=1.0, key="grid_low")
     high = c2.number_input("Highest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["high_pct"]), step=1.0, key="grid_high")
     n_targets = c3.number_input("Number of targets", min_value=2, max_value=50, value=int(grid["n_targets"]), step=1, key="grid_n")
-    methods = st.multiselect("Methods", list(services.ALL_METHODS), default=[m for m in grid["methods"] if m in services.ALL_METHODS], key="grid_methods",
+    choices = method_labels(ds.n_codes)
+    methods = st.multiselect("Methods", choices, default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                              help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:
@@ -27,8 +29,8 @@ if run:
     settings, grid = state.settings(), state.settings()["grid"]
 
 widgets.show_settings_line()
-integer_cost = services.is_integer_valued(services.cost_weights(settings, state.weights()))
-targets = services.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost)
+integer_cost = form.is_integer_valued(state.spec().cost_weights(ds.n_codes))
+targets = tradeoffs.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost)
 if not grid["methods"]:
     st.warning("Choose at least one method.")
     st.stop()
@@ -41,7 +43,7 @@ if points.empty:
     st.warning("None of the chosen methods applies to these settings.")
     st.stop()
 
-cost_unit, value_unit = services.cost_unit(settings), services.value_unit(settings)
+cost_unit, value_unit = form.cost_unit(settings), form.value_unit(settings)
 left, right = st.columns(2, gap="large")
 left.plotly_chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart")
 right.plotly_chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart")

@@ -4,7 +4,8 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import figures, services, state, widgets
+from favmac.ui import figures, patients, state, widgets
+from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 
 page_setup("Patients")
@@ -23,7 +24,7 @@ source = st.radio("Patients from", sources, horizontal=True, key="patient_source
 if source == "Calibration stream":
     ids = [str(i) for i in result.patient_ids]
     pick = st.selectbox(f"Patient id ({len(ids):,} predicted after the burn-in; type to search)", ids, key="patient_select",
-                        index=services.first_informative_step(result, ds.label_array(), ds.prob_array()))
+                        index=patients.first_informative_step(result, ds.label_array(), ds.prob_array()))
     step = ids.index(pick)
     position = result.burn_in + step
     probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]
@@ -38,10 +39,10 @@ else:
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"])[0]
     where = f"threshold learned from all {ds.n_patients:,} calibration patients"
 
-summary = services.patient_summary(selected_row, probs_row, labels_row, value, cost)
+summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
-tiles[1].metric("Threshold T", services.format_threshold(threshold), help=where)
+tiles[1].metric("Threshold T", format_threshold(threshold), help=where)
 tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
 tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order with Ĉ < T")
 if summary["value"] is not None:
@@ -52,10 +53,11 @@ if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")
     explain = None
 else:
-    controller = FavMac(value, cost, settings["target"], delta=settings["delta"] if settings["control"] == "violation" else None, universe=settings["universe"])
-    explain = services.greedy_cut(controller.explain(probs_row, codes=ds.codes), threshold)
+    spec = state.spec()
+    controller = FavMac(value, cost, spec.target, delta=spec.control_delta, universe=spec.universe)
+    explain = patients.greedy_cut(controller.explain(probs_row, codes=ds.codes), threshold)
     order = [ds.codes.index(c) for c in explain["code"]]
-codes_frame = services.patient_codes(probs_row, labels_row, selected_row, ds.codes, weights_df, order=order)
+codes_frame = patients.patient_codes(probs_row, labels_row, selected_row, ds.codes, weights_df, order=order)
 cut = None if explain is None else int(explain["selected"].sum())
 st.plotly_chart(figures.patient_figure(codes_frame, f"Patient {pick}: probability of each code", cut=cut), key="patient_chart")
 
@@ -65,7 +67,7 @@ if explain is None:
 else:
     n_in = int(explain["selected"].sum())
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
-               f"the longest prefix whose cumulative cost proxy Ĉ stays below T = {services.format_threshold(threshold)}.")
+               f"the longest prefix whose cumulative cost proxy Ĉ stays below T = {format_threshold(threshold)}.")
     st.dataframe(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn("cumulative Ĉ", format="%.3f"),

@@ -1,7 +1,8 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import services, state, widgets
+from favmac.ui import settings_form, state, widgets
+from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 
 page_setup("Export")
@@ -14,8 +15,8 @@ files = state.exports()
 widgets.show_settings_line()
 st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
 # previews put the numbers before the long descriptions; the CSV keeps its documented column order
-PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "expected_value", "cost_proxy", "threshold", "realized_value",
-                                              "realized_cost", "descriptions", "method", "settings"],
+PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
+                                              "realized_value", "realized_cost", "descriptions", "method", "target", "delta", "universe"],
                column_config={"descriptions": st.column_config.TextColumn(width="large"),
                               "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
                               "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
@@ -34,13 +35,13 @@ else:
     st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
                        mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
     st.caption(f"{files['n_new']:,} patients from {st.session_state.get('new_patients_name')}; threshold T = "
-               f"{services.format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
+               f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
     st.dataframe(files["new_preview"], **PREVIEW)
 
 st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
-    st.download_button("Download settings (JSON)", services.settings_to_json(settings, st.session_state["weights"], ds.name),
+    st.download_button("Download settings (JSON)", settings_form.settings_to_json(settings, st.session_state["weights"], ds.name),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")

@@ -219,3 +219,31 @@ def test_bad_input_subprocess_exit_2(tmp_path):
 def test_usage_errors_exit_2(run):
     proc = run("predict")
     assert proc.returncode == 2 and "required" in proc.stderr
+
+
+def test_help_names_the_program_and_explains_each_command(run):
+    proc = run("--help")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("usage: favmac ")
+    assert "predict  calibrates FavMac on a labelled file" in proc.stdout
+    assert "replay   walks a labelled file as an online stream" in proc.stdout
+
+
+def test_replay_method_choices_come_from_the_registry(tmp_path, run):
+    from favmac.methods import method_keys
+
+    proc = run("replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1.1", "--method", "magic",
+               "--out", tmp_path / "o.csv")
+    assert proc.returncode == 2
+    assert all(key in proc.stderr for key in method_keys())
+    out = tmp_path / "o.csv"
+    proc = run("replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1.1", "--burn-in", "2900",
+               "--method", "favmac_value", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert set(read(out)["method"]) == {"FavMac (value)"}
+
+
+def test_target_outside_zero_to_c_max_names_the_option(tmp_path, run):
+    proc = run("replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1,11", "--out", tmp_path / "o.csv")
+    assert proc.returncode == 2
+    assert "error: --targets must be > 0 and <= C_max, in (0, C_max = 10] cost units; got 11." in proc.stderr

@@ -1,10 +1,22 @@
 """FavMac Studio: the Streamlit glue around the ``favmac`` library.
 
-* ``services`` — pure functions behind the pages (no Streamlit; unit-tested directly).
-* ``figures``  — plotly figure builders (Okabe-Ito palette, axis titles with units).
-* ``state``    — the documented ``st.session_state`` keys and the actions that change them.
-* ``widgets``  — small ``show_*`` functions that draw recurring pieces of the pages.
-* ``bootstrap``— ``page_setup(title)``, the first call of every page.
+No Streamlit (plain functions, unit-tested directly):
+
+* ``samples``       — the bundled sample datasets, uploaded-bytes wrapper, content fingerprints.
+* ``weights_view``  — the risk-weights table (checks, descriptions, unit weights).
+* ``settings_form`` — the settings form's dict and its bridge to ``favmac.runspec.RunSpec``.
+* ``data_views``    — prevalence and reliability tables of the Data page.
+* ``playback``      — the Online session: its replay, running series and playback state machine.
+* ``tradeoffs``     — the Trade-offs comparison over the method registry (``favmac.methods``).
+* ``patients``      — one patient's codes, the greedy cut and the chosen set's numbers.
+* ``navigation``    — the page table (file, title, icon, URL path) used by ``app.py`` and the menu.
+* ``figures``       — plotly figure builders (Okabe-Ito palette, axis titles with units).
+
+Streamlit:
+
+* ``state``     — the documented ``st.session_state`` keys and the actions that change them.
+* ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages.
+* ``bootstrap`` — ``page_setup(title)``, the first call of every page.
 
 The library core (``favmac/*.py``) never imports this package.
 """

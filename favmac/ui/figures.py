@@ -3,7 +3,7 @@
 Every figure uses the Okabe-Ito palette (distinguishable with the common colour-vision
 deficiencies), titles its axes with units, and shows a legend whenever there is more than
 one series. Where colour separates categories a second cue (marker symbol, bar pattern or
-dash style) separates them too. Figures take plain frames from ``favmac.ui.services``.
+dash style) separates them too. Figures take plain frames from the ``favmac.ui`` modules.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from favmac.ui import services
+from favmac.ui import patients
 
 OKABE_ITO = {
     "black": "#000000",
@@ -29,12 +29,12 @@ SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "triangle-
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash"]
 
 STATUS_STYLE = {
-    services.STATUS_TP: (OKABE_ITO["blue"], ""),
-    services.STATUS_FP: (OKABE_ITO["vermillion"], "x"),
-    services.STATUS_FN: (OKABE_ITO["sky_blue"], "/"),
-    services.STATUS_TN: ("#C8C8C8", "."),
-    services.STATUS_SELECTED: (OKABE_ITO["blue"], ""),
-    services.STATUS_NOT_SELECTED: ("#C8C8C8", "."),
+    patients.STATUS_TP: (OKABE_ITO["blue"], ""),
+    patients.STATUS_FP: (OKABE_ITO["vermillion"], "x"),
+    patients.STATUS_FN: (OKABE_ITO["sky_blue"], "/"),
+    patients.STATUS_TN: ("#C8C8C8", "."),
+    patients.STATUS_SELECTED: (OKABE_ITO["blue"], ""),
+    patients.STATUS_NOT_SELECTED: ("#C8C8C8", "."),
 }
 
 
@@ -236,7 +236,7 @@ def patient_figure(codes_frame: pd.DataFrame, title: str, cut: int | None = None
     """
     fig = go.Figure()
     x_order = list(codes_frame["code"])
-    for status in services.STATUS_ORDER:
+    for status in patients.STATUS_ORDER:
         frame = codes_frame[codes_frame["status"] == status]
         if frame.empty:
             continue

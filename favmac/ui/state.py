@@ -15,9 +15,12 @@ new_patients_name str | None — file the new patients came from
 weights           DataFrame (index code; columns weight, description) — risk weights in use,
                   including edits made in the weights table
 weights_source    str — where the weights came from ("sample file", "CMS-HCC V28 CNA", ...)
-settings          dict — value/cost/control/target/... (see ``favmac.ui.services``)
-session           dict — online playback: ``position`` (patients shown), ``playing`` (bool),
-                  ``speed`` (patients per second), ``key`` (run the position belongs to)
+settings          dict — the settings form's working copy: value/cost/control/target/... and the
+                  trade-off grid (see ``favmac.ui.settings_form``); everything that uses it
+                  goes through ``spec()``, a ``favmac.runspec.RunSpec`` with the weights
+session           ``favmac.ui.playback.Playback`` — online playback: ``position`` (patients
+                  shown), ``playing``, ``speed`` (patients per second), ``key`` (run the
+                  position belongs to), ``last_tick``
 messages          dict[area, (level, text)] — last message per area ("calibration",
                   "new_patients", "weights", "settings", "settings_json"); level is
                   "error", "warning" or "success"
@@ -35,9 +38,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from favmac import export
 from favmac import io as fio
 from favmac.functions import FormulaError
-from favmac.ui import services
+from favmac.runspec import RunSpec, SettingsError
+from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 
 RESULTS_KEPT = 4
 
@@ -48,19 +53,19 @@ RESULTS_KEPT = 4
 @st.cache_data(show_spinner="Reading the calibration data…", max_entries=8)
 def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None, labels_name: str | None = None) -> fio.Dataset:
     """Dataset from uploaded bytes (one wide file, or probabilities + labels)."""
-    labels_source = None if labels is None else services.NamedBytes(labels, labels_name or "labels.csv")
+    labels_source = None if labels is None else samples.NamedBytes(labels, labels_name or "labels.csv")
     name = probs_name if labels is None else f"{probs_name} + {labels_name}"
-    return fio.load_calibration(services.NamedBytes(probs, probs_name), labels_source, name=name)
+    return fio.load_calibration(samples.NamedBytes(probs, probs_name), labels_source, name=name)
 
 
 @st.cache_data(show_spinner="Reading the new patients…", max_entries=8)
 def parse_new_patients(data: bytes, name: str, codes: tuple[str, ...]):
-    return fio.load_new_patients(services.NamedBytes(data, name), list(codes), name=name)
+    return fio.load_new_patients(samples.NamedBytes(data, name), list(codes), name=name)
 
 
 @st.cache_data(show_spinner="Reading the weights…", max_entries=8)
 def parse_weights(data: bytes, name: str, codes: tuple[str, ...]):
-    return fio.read_weights(services.NamedBytes(data, name), list(codes), name=name)
+    return fio.read_weights(samples.NamedBytes(data, name), list(codes), name=name)
 
 
 @st.cache_data(show_spinner="Looking up CMS-HCC weights…", max_entries=32)
@@ -77,10 +82,11 @@ def init_state() -> None:
     ss.setdefault("messages", {})
     ss.setdefault("results", {})
     ss.setdefault("tradeoffs", None)
-    ss.setdefault("session", {"position": 0, "playing": False, "speed": 100, "key": None})
+    if not isinstance(ss.get("session"), playback.Playback):
+        ss["session"] = playback.Playback()
     if "dataset" not in ss:
         try:
-            load_sample(services.DEFAULT_SAMPLE)
+            load_sample(samples.DEFAULT_SAMPLE)
         except (fio.DataError, OSError) as err:
             set_message("calibration", "error", f"Could not load the bundled sample: {err}")
 
@@ -102,24 +108,24 @@ def has_dataset() -> bool:
 
 def load_sample(sample: str) -> None:
     """Load a bundled sample (calibration stream, new patients and weights)."""
-    spec = services.SAMPLES[sample]
-    folder = services.sample_dir()
-    calibration = (folder / spec.calibration).read_bytes()
-    dataset = parse_calibration(calibration, spec.calibration)
-    dataset.name = spec.label
+    sample_files = samples.SAMPLES[sample]
+    folder = samples.sample_dir()
+    calibration = (folder / sample_files.calibration).read_bytes()
+    dataset = parse_calibration(calibration, sample_files.calibration)
+    dataset.name = sample_files.label
     codes = tuple(dataset.codes)
-    new_path, weights_path = folder / spec.new_patients, folder / spec.weights
-    new_patients = parse_new_patients(new_path.read_bytes(), spec.new_patients, codes) if new_path.exists() else None
-    weights = parse_weights(weights_path.read_bytes(), spec.weights, codes) if weights_path.exists() else None
+    new_path, weights_path = folder / sample_files.new_patients, folder / sample_files.weights
+    new_patients = parse_new_patients(new_path.read_bytes(), sample_files.new_patients, codes) if new_path.exists() else None
+    weights = parse_weights(weights_path.read_bytes(), sample_files.weights, codes) if weights_path.exists() else None
     set_dataset(
         dataset,
-        f"sample:{sample}:{services.content_key(calibration)}",
+        f"sample:{sample}:{samples.content_key(calibration)}",
         new_patients=new_patients,
-        new_patients_name=spec.new_patients if new_patients is not None else None,
+        new_patients_name=sample_files.new_patients if new_patients is not None else None,
         weights=weights,
-        weights_source=f"sample file {spec.weights}" if weights is not None else None,
+        weights_source=f"sample file {sample_files.weights}" if weights is not None else None,
     )
-    set_message("calibration", "success", f"Loaded the bundled sample: {spec.label}.")
+    set_message("calibration", "success", f"Loaded the bundled sample: {sample_files.label}.")
 
 
 def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None, weights=None, weights_source=None) -> list[str]:
@@ -129,7 +135,7 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
     codes = dataset.codes
     old_cmax = c_max() if ss.get("dataset") is not None and "settings" in ss else None
     if weights is None:
-        weights, note = services.weights_for_codes(ss.get("weights"), codes)
+        weights, note = weights_view.weights_for_codes(ss.get("weights"), codes)
         if note:
             notes.append(note)
             weights_source = "all ones (no weights for these codes)"
@@ -145,11 +151,11 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
     ss["new_patients"] = new_patients
     ss["new_patients_name"] = new_patients_name
     _set_weights(weights, weights_source)
-    w = services.weight_array(weights, codes)
+    w = weights_view.weight_array(weights, codes)
     if "settings" not in ss:
-        ss["settings"] = services.default_settings(dataset.n_patients, dataset.n_codes, w)
+        ss["settings"] = settings_form.default_settings(dataset.n_patients, dataset.n_codes, w)
     else:
-        ss["settings"], adapted = services.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax)
+        ss["settings"], adapted = settings_form.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax)
         notes += adapted
     reset_session()
     if notes:
@@ -166,7 +172,12 @@ def _set_weights(weights, source: str | None) -> None:
 
 
 def reset_session() -> None:
-    st.session_state["session"] = {**st.session_state.get("session", {}), "position": 0, "playing": False, "key": None}
+    pb = st.session_state.get("session")
+    if isinstance(pb, playback.Playback):
+        playback.reset(pb)
+        pb.key = None
+    else:
+        st.session_state["session"] = playback.Playback()
     st.session_state["tradeoffs"] = None
 
 
@@ -188,7 +199,7 @@ def apply_calibration_upload(probs_file, labels_file=None) -> bool:
         kept = f" The data already loaded ({current.name}) is unchanged." if current is not None else ""
         set_message("calibration", "error", f"{err}{kept}")
         return False
-    set_dataset(dataset, f"upload:{services.content_key(probs, labels)}")
+    set_dataset(dataset, f"upload:{samples.content_key(probs, labels)}")
     set_message("calibration", "success", f"Loaded {dataset.name}: {dataset.n_patients:,} patients × {dataset.n_codes} codes.")
     return True
 
@@ -236,8 +247,8 @@ def apply_edited_weights(edited) -> bool:
     if edited is None or edited.equals(current):
         return True
     try:
-        services.weight_array(edited, list(current.index))
-    except services.SettingsError as err:
+        weights_view.weight_array(edited, list(current.index))
+    except SettingsError as err:
         set_message("weights", "error", str(err))
         return False
     ss["weights"] = edited.copy()
@@ -253,8 +264,8 @@ def apply_settings(new_settings: dict) -> bool:
     ss = st.session_state
     dataset = ss["dataset"]
     try:
-        cleaned = services.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights())
-    except (services.SettingsError, FormulaError) as err:
+        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights())
+    except (SettingsError, FormulaError) as err:
         set_message("settings", "error", str(err))
         return False
     ss["settings"] = cleaned
@@ -266,8 +277,8 @@ def apply_settings_json(raw: bytes, file_name: str) -> bool:
     ss = st.session_state
     dataset = ss["dataset"]
     try:
-        settings, new_weights, notes = services.settings_from_json(raw, ss["settings"], dataset.codes, dataset.n_patients)
-    except (services.SettingsError, FormulaError) as err:
+        settings, new_weights, notes = settings_form.settings_from_json(raw, ss["settings"], dataset.codes, dataset.n_patients, weights())
+    except (SettingsError, FormulaError) as err:
         set_message("settings_json", "error", f"{file_name}: {err}")
         return False
     if new_weights is not None:
@@ -293,21 +304,24 @@ def settings() -> dict:
 
 def weights():
     """Risk weights of the dataset's codes, in data order (floats)."""
-    return services.weight_array(st.session_state["weights"], st.session_state["dataset"].codes)
+    return weights_view.weight_array(st.session_state["weights"], st.session_state["dataset"].codes)
+
+
+def spec() -> RunSpec:
+    """The current run: the settings form's values with the weights in use."""
+    return settings_form.to_spec(settings(), weights())
 
 
 def value_and_cost():
-    s = settings()
-    w = weights()
-    return services.build_value(s, w), services.build_cost(s, w)
+    return spec().build()
 
 
 def c_max() -> float:
-    return services.c_max(settings(), weights())
+    return spec().c_max(st.session_state["dataset"].n_codes)
 
 
 def online_key() -> str:
-    return services.run_key(st.session_state["dataset_key"], weights(), settings(), "online")
+    return settings_form.run_key(st.session_state["dataset_key"], spec(), "online")
 
 
 def _progress_callback(bar, label: str):
@@ -334,7 +348,7 @@ def online_result():
     bar = st.progress(0.0, text=label)
     try:
         with st.spinner(label):
-            result = services.run_online(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, weights(), settings(), progress=_progress_callback(bar, label))
+            result = playback.run_online(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, spec(), progress=_progress_callback(bar, label))
     finally:
         bar.empty()
     results[key] = result
@@ -346,18 +360,18 @@ def online_result():
 def tradeoffs(targets, methods):
     """Trade-off summaries for ``targets`` and ``methods`` (kept until data or settings change)."""
     ss = st.session_state
-    key = services.run_key(ss["dataset_key"], weights(), settings(), ["tradeoffs", list(map(float, targets)), list(methods)])
+    key = settings_form.run_key(ss["dataset_key"], spec(), ["tradeoffs", list(map(float, targets)), list(methods)])
     cached = ss.get("tradeoffs")
     if cached is not None and cached["key"] == key:
         return cached
     ds = dataset()
-    reasons = services.method_applicability(settings())
-    n_methods = sum(reasons.get(m) is None for m in methods)
+    reasons = tradeoff_runs.method_applicability(spec().control, methods, ds.n_codes)
+    n_methods = sum(reasons[m] is None for m in methods)
     label = f"Comparing {n_methods} methods on {ds.n_patients:,} patients × {len(targets)} targets…"
     bar = st.progress(0.0, text=label)
     try:
         with st.spinner(label):
-            out = services.run_tradeoffs(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, weights(), settings(), targets, methods, progress=_progress_callback(bar, label))
+            out = tradeoff_runs.run_tradeoffs(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, spec(), targets, methods, progress=_progress_callback(bar, label))
     finally:
         bar.empty()
     out["key"] = key
@@ -373,21 +387,21 @@ def exports() -> dict:
     """
     ss = st.session_state
     new = ss.get("new_patients")
-    descs = services.descriptions(ss["weights"], ss["dataset"].codes)
+    descs = weights_view.descriptions(ss["weights"], ss["dataset"].codes)
     new_key = "" if new is None else str(int(pd.util.hash_pandas_object(new).sum()))
-    key = services.content_key(online_key(), "|".join(descs), new_key)
+    key = samples.content_key(online_key(), "|".join(descs), new_key)
     cached = ss.get("exports")
     if cached is not None and cached["key"] == key:
         return cached
-    ds, s = dataset(), settings()
-    value, cost = value_and_cost()
+    ds, run = dataset(), spec()
+    value, cost = run.build()
     result = online_result()
     with st.spinner("Preparing the export files…"):
-        calibration = services.calibration_export(result, ds.prob_array(), ds.label_array(), descs, value, cost, s)
+        calibration = export.stream_sets(result, ds.prob_array(), ds.label_array(), value, cost, universe=run.universe, descriptions=descs)
         out = {"key": key, "calibration": fio.to_safe_csv(calibration), "calibration_preview": calibration.head(20),
                "n_calibration": len(calibration), "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
         if new is not None:
-            new_sets = services.new_patients_export(new, result, descs, value, cost, s)
+            new_sets = export.new_patient_sets(new, result, value, cost, universe=run.universe, descriptions=descs)
             out.update(new=fio.to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
     ss["exports"] = out
     return out

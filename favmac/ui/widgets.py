@@ -3,36 +3,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from favmac.ui import services, state
-
-PAGES = (
-    ("app.py", "Home", ":material/home:"),
-    ("pages/1_Data.py", "Data", ":material/table_view:"),
-    ("pages/2_Value_and_cost.py", "Value & cost", ":material/tune:"),
-    ("pages/3_Online_session.py", "Online session", ":material/play_circle:"),
-    ("pages/4_Trade-offs.py", "Trade-offs", ":material/insights:"),
-    ("pages/5_Patients.py", "Patients", ":material/person_search:"),
-    ("pages/6_Export.py", "Export", ":material/download:"),
-)
-
-PAGE_HELP = {
-    "Data": "Pick a bundled sample or upload your calibration stream, new patients and risk weights.",
-    "Value & cost": "Say what a good set is worth and what a false flag costs; set the target.",
-    "Online session": "Replay the stream patient by patient and watch the cost stay under the target.",
-    "Trade-offs": "Compare FavMac with the baselines across a range of targets.",
-    "Patients": "Inspect one patient's probabilities, the greedy order and where the threshold cut it.",
-    "Export": "Download the chosen sets and the settings; restore settings from a file.",
-}
+from favmac.runspec import SettingsError
+from favmac.ui import settings_form, state
+from favmac.ui.navigation import DATA, PAGES
 
 _LEVELS = {"error": st.error, "warning": st.warning, "success": st.success, "info": st.info}
 
 
 def show_menu() -> None:
-    """Sidebar navigation (replaces Streamlit's automatic page list, which would say 'app')."""
+    """Sidebar menu (app.py hides st.navigation's own list so every page shows this one)."""
     with st.sidebar:
         st.markdown("### FavMac Studio")
-        for path, label, icon in PAGES:
-            st.page_link(path, label=label, icon=icon)
+        for entry in PAGES:
+            st.page_link(entry.path, label=entry.title, icon=entry.icon)
 
 
 def show_sidebar_summary() -> None:
@@ -53,8 +36,8 @@ def show_sidebar_summary() -> None:
         )
         st.markdown("**Settings**")
         try:
-            rows = services.settings_summary(ss["settings"], state.c_max())
-        except services.SettingsError as err:
+            rows = settings_form.settings_summary(ss["settings"], state.c_max())
+        except SettingsError as err:
             st.caption(f"Settings need attention: {err}")
             return
         st.caption("  \n".join(f"{label}: {text}" for label, text in rows))
@@ -73,11 +56,11 @@ def require_dataset() -> None:
     if not state.has_dataset():
         show_message("calibration")
         st.warning("No calibration data is loaded. Load a sample or upload your files on the Data page.")
-        st.page_link("pages/1_Data.py", label="Go to Data", icon=":material/table_view:")
+        st.page_link(DATA.path, label="Go to Data", icon=DATA.icon)
         st.stop()
 
 
 def show_settings_line() -> None:
     """One caption line with the settings that produced the page's numbers."""
-    rows = services.settings_summary(state.settings(), state.c_max())
+    rows = settings_form.settings_summary(state.settings(), state.c_max())
     st.caption(" · ".join(f"{label}: {text}" for label, text in rows))

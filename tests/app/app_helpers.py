@@ -19,7 +19,7 @@ if str(REPO) not in sys.path:
 APP = REPO / "app.py"
 SAMPLES = REPO / "sample_data"
 PAGES = {
-    "home": "app.py",
+    "home": "pages/0_Home.py",
     "data": "pages/1_Data.py",
     "value_cost": "pages/2_Value_and_cost.py",
     "online": "pages/3_Online_session.py",

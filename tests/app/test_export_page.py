@@ -38,7 +38,8 @@ def test_calibration_and_new_patient_exports_equal_the_library(downloads):
     ds, value, cost, result = library_run(2.6, 800)
 
     sets = read_csv(downloads["favmac_calibration_sets.csv"])
-    assert list(sets.columns[:6]) == ["patient_id", "codes", "descriptions", "expected_value", "cost_proxy", "threshold"]
+    assert list(sets.columns) == ["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method",
+                                  "target", "delta", "universe", "descriptions", "realized_value", "realized_cost"]
     assert sets["patient_id"].tolist() == [str(i) for i in ds.patient_ids[800:]]
     selected = result.selected[0]
     assert sets["codes"].tolist() == [";".join(np.asarray(ds.codes)[row]) for row in selected]
@@ -48,11 +49,12 @@ def test_calibration_and_new_patient_exports_equal_the_library(downloads):
     np.testing.assert_allclose(sets["cost_proxy"], cost.proxy(selected, probs), rtol=1e-12)
     np.testing.assert_allclose(sets["realized_cost"], result.cost[0])
     assert set(sets["method"]) == {"FavMac (ratio)"}
-    assert "target=2.6" in sets["settings"].iloc[0]
+    assert set(sets["target"]) == {2.6} and set(sets["universe"]) == {"ratio"} and sets["delta"].eq("").all()
 
     new = fio.load_new_patients(SAMPLES / "hcc_new_patients.csv", ds.codes)
     new_sel = predict_with_threshold(new.to_numpy(float), value, cost, result.final_thresholds[0], universe="ratio")
     new_sets = read_csv(downloads["favmac_new_patient_sets.csv"])
+    assert list(new_sets.columns) == list(sets.columns[:-2])  # the same table, without realized value and cost
     assert new_sets["patient_id"].tolist() == [str(i) for i in new.index]
     assert new_sets["codes"].tolist() == [";".join(np.asarray(ds.codes)[row]) for row in new_sel]
     np.testing.assert_allclose(new_sets["threshold"], result.final_thresholds[0])

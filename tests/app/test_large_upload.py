@@ -46,7 +46,7 @@ def test_hundred_thousand_patients():
     n_steps = N_PATIENTS - at.session_state["settings"]["burn_in"]
     # every playback tick afterwards only redraws (charts are downsampled)
     assert timed(lambda: at.button(key="to_end").click().run()) < 5
-    assert at.session_state["session"]["position"] == n_steps
+    assert at.session_state["session"].position == n_steps
     for chart in at.get("plotly_chart"):
         assert len(chart.proto.spec) < 400_000  # at most ~2000 points per series
 

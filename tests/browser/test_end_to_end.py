@@ -379,8 +379,10 @@ def test_export_downloads_match_the_stream(page, app_url):
     sets = pd.read_csv(StringIO(raw), dtype=str, keep_default_na=False)
 
     assert len(sets) == n_patients - burn_in, f"{len(sets)} rows, expected {n_patients} - {burn_in}"
-    for column in ("patient_id", "codes", "descriptions", "expected_value", "cost_proxy", "threshold", "method", "settings"):
+    for column in ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target", "delta",
+                   "universe", "descriptions"):
         assert column in sets.columns, f"missing column {column}; got {list(sets.columns)}"
+    assert np.allclose(pd.to_numeric(sets["target"]), target), "every row records the run's target"
     assert list(sets["patient_id"]) == list(sample["patient_id"].iloc[burn_in:]), "rows must follow the stream after the burn-in"
     chosen = [c for cell in sets["codes"] if cell for c in cell.split(";")]
     assert chosen and set(chosen) <= set(codes), "the codes column lists codes of the data"
@@ -401,8 +403,8 @@ def test_export_downloads_match_the_stream(page, app_url):
     assert info.value.suggested_filename == "favmac_new_patient_sets.csv"
     new_sets = pd.read_csv(StringIO(read_download(info.value).decode("utf-8")), dtype=str, keep_default_na=False)
     assert list(new_sets["patient_id"]) == list(new_ids)
-    for column in ("patient_id", "codes", "descriptions", "expected_value", "cost_proxy", "threshold", "method", "settings"):
-        assert column in new_sets.columns, f"missing column {column} in the new-patient export; got {list(new_sets.columns)}"
+    assert list(new_sets.columns) == [c for c in sets.columns if not c.startswith("realized_")], \
+        "both exports are the same table (new patients have no realized value or cost)"
     assert new_sets["threshold"].nunique() == 1, "new patients all use the threshold calibrated on the whole stream"
     assert formula_like_cells(new_sets) == []
 

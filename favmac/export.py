@@ -1,0 +1,137 @@
+"""The chosen-sets export: one table format for the calibration stream and for new patients.
+
+The command line's ``predict`` and the app's Export page both write this table. Columns, in
+order: ``patient_id, codes`` (``;``-joined), ``n_codes, expected_value`` (V-hat),
+``cost_proxy`` (C-hat), ``threshold, method, target, delta`` (empty under expected-cost
+control), ``universe``; then ``descriptions`` (``; ``-joined) when code descriptions are
+given and ``realized_value, realized_cost`` when labels are given. Numbers keep 12
+significant digits, which removes float noise such as 0.5306092000000001.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .result import join_codes
+from .replay import predict_with_threshold
+
+__all__ = ["EXPORT_COLUMNS", "chosen_sets", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
+
+EXPORT_COLUMNS = ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target",
+                  "delta", "universe")
+SIGNIFICANT_DIGITS = 12
+
+
+def round_noise(values) -> np.ndarray:
+    """``values`` as floats rounded to 12 significant digits (inf and NaN unchanged).
+
+    >>> round_noise([0.5306092000000001, 1 / 3, float("inf")]).tolist()
+    [0.5306092, 0.333333333333, inf]
+    """
+    out = np.array(values, dtype=float, copy=True).reshape(-1)
+    finite = np.isfinite(out)
+    out[finite] = [float(f"{x:.{SIGNIFICANT_DIGITS}g}") for x in out[finite]]
+    return out.reshape(np.shape(values))
+
+
+def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
+    """V-hat and C-hat of each patient's chosen set; ``selected`` and ``probs`` are (N, K).
+
+    Additive proxies are one matrix product; a formula value's Monte Carlo proxy is per patient.
+    """
+    selected = np.asarray(selected, dtype=bool)
+    probs = np.asarray(probs, dtype=float)
+    chat = np.asarray(cost.proxy(selected, probs), dtype=float)
+    if getattr(value, "is_additive", False):
+        vhat = np.asarray(value.proxy(selected, probs), dtype=float)
+    else:
+        vhat = np.array([float(value.proxy(s, p)) for s, p in zip(selected, probs)], dtype=float)
+    return vhat, chat
+
+
+def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost, method: str, target: float,
+                delta: float | None, universe: str, descriptions=None, labels=None) -> pd.DataFrame:
+    """The export table: one row per patient with the chosen codes, their proxies and the run.
+
+    Parameters
+    ----------
+    patient_ids : sequence, length N
+    probs : ndarray (N, K)
+        The probabilities the sets were chosen from.
+    selected : ndarray of bool (N, K)
+        The chosen sets.
+    thresholds : float or ndarray (N,)
+        Threshold used for each patient.
+    codes : sequence of str, length K
+    value, cost : value and cost functions
+    method, target, delta, universe
+        The run, written in every row (``delta`` None = expected-cost control, written empty).
+    descriptions : sequence of str, length K, optional
+        Per-code descriptions: adds a ``descriptions`` column.
+    labels : ndarray (N, K), optional
+        True codes: adds ``realized_value`` and ``realized_cost``.
+
+    Returns
+    -------
+    DataFrame with the columns listed in the module docstring.
+    """
+    selected = np.asarray(selected, dtype=bool)
+    n_patients = selected.shape[0]
+    vhat, chat = proxies(value, cost, selected, probs)
+    frame = pd.DataFrame(
+        {
+            "patient_id": [str(i) for i in patient_ids],
+            "codes": join_codes(selected, [str(c) for c in codes]),
+            "n_codes": selected.sum(axis=1),
+            "expected_value": round_noise(vhat),
+            "cost_proxy": round_noise(chat),
+            "threshold": round_noise(np.broadcast_to(np.asarray(thresholds, dtype=float), (n_patients,))),
+            "method": method,
+            "target": round_noise([target])[0],
+            "delta": np.nan if delta is None else float(delta),
+            "universe": universe,
+        }
+    )
+    if descriptions is not None:
+        frame["descriptions"] = join_codes(selected, list(descriptions), sep="; ")
+    if labels is not None:
+        labels = np.asarray(labels, dtype=bool)
+        frame["realized_value"] = round_noise(np.asarray(value(selected, labels), dtype=float))
+        frame["realized_cost"] = round_noise(np.asarray(cost(selected, labels), dtype=float))
+    return frame
+
+
+def _universe(result, universe):
+    return universe if universe is not None else result.settings.get("universe", "")
+
+
+def stream_sets(result, probs, labels, value, cost, *, universe: str | None = None, target_index: int = 0,
+                descriptions=None) -> pd.DataFrame:
+    """Chosen sets of a replayed labelled stream (the patients after the burn-in), with realized value and cost.
+
+    ``probs`` / ``labels`` are the whole (N, K) stream the result was replayed on.
+    """
+    start = result.burn_in
+    ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
+    codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
+    return chosen_sets(
+        ids, np.asarray(probs)[start:], result.selected[target_index], result.thresholds[target_index],
+        codes=codes, value=value, cost=cost, method=result.method, target=float(result.targets[target_index]),
+        delta=result.delta, universe=_universe(result, universe), descriptions=descriptions,
+        labels=np.asarray(labels)[start:],
+    )
+
+
+def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: str | None = None,
+                     target_index: int = 0, descriptions=None) -> pd.DataFrame:
+    """Chosen sets for unlabelled patients (index = patient ids, columns = codes) under the
+    threshold calibrated on the whole stream (``result.final_thresholds``)."""
+    universe = _universe(result, universe)
+    probs = new_probs.to_numpy(dtype=float)
+    threshold = float(result.final_thresholds[target_index])
+    selected = predict_with_threshold(probs, value, cost, threshold, universe=universe)
+    return chosen_sets(
+        new_probs.index, probs, selected, threshold, codes=[str(c) for c in new_probs.columns], value=value,
+        cost=cost, method=result.method, target=float(result.targets[target_index]), delta=result.delta,
+        universe=universe, descriptions=descriptions,
+    )

@@ -1,0 +1,200 @@
+"""The one registry of online methods: FavMac (per universe) and the baselines.
+
+Every place that lists, labels or runs methods — the command line's ``--method``, the app's
+Trade-offs page, the export's ``method`` column — reads :data:`METHODS`. A record says the
+method's key, its display label, the function that runs it, the controls it supports and its
+parameters (the FavMac universe and score). Adding a variant is one record, e.g.
+``_favmac("favmac_price", "FavMac (price)", "ratio", score="price")``.
+
+>>> get_method("FavMac (value)").universe
+'value'
+>>> get_method("classwise").controls
+('expected',)
+>>> applicability("rcps", "expected")
+'RCPS supports violation probability control only'
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import baselines
+from .baselines import BASELINE_CONTROLS
+from .replay import replay
+from .runspec import CONTROLS, RunSpec
+from .universe import MAX_FULL_CODES
+
+__all__ = ["METHODS", "Method", "applicability", "get_method", "method_keys", "method_labels", "run_method"]
+
+BOTH_CONTROLS = ("expected", "violation")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One registered method.
+
+    Attributes
+    ----------
+    key : str
+        Command-line name, e.g. ``"favmac"`` or ``"inner_set"``.
+    label : str
+        Display name, e.g. ``"FavMac (ratio)"``; the ``method`` column of results and exports.
+    function : callable
+        ``f(probs, labels, value, cost, targets, *, delta, burn_in, codes, patient_ids, ...)``
+        returning a ``ReplayResult`` (``favmac.replay.replay`` or a baseline).
+    controls : tuple of str
+        Supported controls ("expected", "violation").
+    universe : str or None
+        FavMac's candidate sets; None = the run's own universe (the command line's ``favmac``).
+    score : str
+        FavMac's conformal score ("cost"; "price" once the engine has it).
+    """
+
+    key: str
+    label: str
+    function: Callable
+    controls: tuple = BOTH_CONTROLS
+    universe: str | None = None
+    score: str = "cost"
+
+    @property
+    def is_favmac(self) -> bool:
+        return self.function is replay
+
+    def display_label(self, spec: RunSpec) -> str:
+        """The label of a run of this method under ``spec`` (FavMac names its universe)."""
+        if self.is_favmac and self.universe is None:
+            return f"FavMac ({spec.universe})"
+        return self.label
+
+    def accepts(self, parameter: str) -> bool:
+        """Whether ``function`` takes keyword ``parameter`` (e.g. ``window``, ``progress``)."""
+        return parameter in inspect.signature(self.function).parameters
+
+
+def _favmac(key: str, label: str, universe: str | None, score: str = "cost") -> Method:
+    return Method(key, label, replay, BOTH_CONTROLS, universe=universe, score=score)
+
+
+def _baseline(key: str, label: str) -> Method:
+    return Method(key, label, getattr(baselines, key), tuple(BASELINE_CONTROLS[key]))
+
+
+#: key -> Method, in display order.
+METHODS: dict[str, Method] = {
+    m.key: m
+    for m in (
+        _favmac("favmac", "FavMac", None),  # the command line's default: uses --universe
+        _favmac("favmac_ratio", "FavMac (ratio)", "ratio"),
+        _favmac("favmac_value", "FavMac (value)", "value"),
+        _favmac("favmac_prob", "FavMac (prob)", "prob"),
+        _favmac("favmac_full", "FavMac (full)", "full"),
+        _baseline("classwise", "ClassWise"),
+        _baseline("inner_set", "InnerSet"),
+        _baseline("fpcp", "FPCP"),
+        _baseline("crc", "CRC"),
+        _baseline("rcps", "RCPS"),
+    )
+}
+
+
+def get_method(name: str) -> Method:
+    """The method with key or label ``name``; ValueError listing the choices otherwise."""
+    if isinstance(name, Method):
+        return name
+    for method in METHODS.values():
+        if name in (method.key, method.label):
+            return method
+    raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)} "
+                     f"(or a label: {', '.join(method_labels())})")
+
+
+def method_keys() -> list[str]:
+    """Every method key (the command line's ``--method`` choices)."""
+    return list(METHODS)
+
+
+def method_labels(n_codes: int | None = None) -> list[str]:
+    """Labels of the methods a comparison offers: FavMac per fixed universe and the baselines.
+
+    The "full" universe appears only when ``n_codes`` allows it (at most 14 codes).
+    """
+    labels = []
+    for method in METHODS.values():
+        if method.is_favmac and method.universe is None:
+            continue
+        if method.universe == "full" and (n_codes is None or n_codes > MAX_FULL_CODES):
+            continue
+        labels.append(method.label)
+    return labels
+
+
+def applicability(name: str, control: str, n_codes: int | None = None) -> str | None:
+    """None if method ``name`` supports ``control`` (and K = ``n_codes`` codes), else the reason it does not."""
+    method = get_method(name)
+    if control not in method.controls:
+        return f"{method.label} supports {' and '.join(CONTROLS[c].lower() for c in method.controls)} control only"
+    if method.universe == "full" and n_codes is not None and n_codes > MAX_FULL_CODES:
+        return f"{method.label} enumerates all 2^K sets and allows at most {MAX_FULL_CODES} codes (this data has {n_codes})"
+    return None
+
+
+def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,
+               c_max=None, burn_in: int | None = None):
+    """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run (validate it against the data first).
+    method : str
+        A key of :data:`METHODS` (``"favmac"``, ``"inner_set"``, ...) or a label (``"FavMac (value)"``).
+    probs : ndarray (N, K)
+    labels : ndarray (N, K) of 0/1
+    codes, patient_ids : optional
+        Code names (K) and patient ids (N), kept in the result.
+    progress : callable, optional
+        Called with the fraction done; a function without ``progress`` gets 0 and 1 around the run.
+    c_max : float, optional
+        Passed on when given (engines that take it).
+    burn_in : int, optional
+        Overrides ``spec.burn_in`` (``predict`` calibrates on the whole file with ``burn_in = N``).
+
+    Returns
+    -------
+    ReplayResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, or an option the method's function does not take yet
+        (``window``, ``c_max``, a non-default ``score``/``segment``/``adaptive_rate``), named.
+    """
+    chosen = get_method(method)
+    value, cost = spec.build()
+    burn_in = spec.burn_in if burn_in is None else burn_in
+    kwargs = dict(delta=spec.control_delta, burn_in=burn_in, codes=None if codes is None else list(codes),
+                  patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object))
+    score = chosen.score if chosen.score != "cost" else spec.score
+    optional = {"window": spec.window, "c_max": c_max, "score": None if score == "cost" else score,
+                "segment": spec.segment, "adaptive_rate": spec.adaptive_rate}
+    for name, given in optional.items():
+        if given is None:
+            continue
+        if not chosen.accepts(name):
+            raise ValueError(f"{name} is not supported by {chosen.display_label(spec)}; leave it unset for this method")
+        kwargs[name] = given
+    if chosen.is_favmac:
+        kwargs.update(universe=chosen.universe or spec.universe,
+                      method=None if chosen.universe is None else chosen.label)
+    if progress is not None and chosen.accepts("progress"):
+        return chosen.function(probs, labels, value, cost, list(spec.targets), progress=progress, **kwargs)
+    if progress is not None:
+        progress(0.0)
+    result = chosen.function(probs, labels, value, cost, list(spec.targets), **kwargs)
+    if progress is not None:
+        progress(1.0)
+    return result

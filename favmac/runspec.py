@@ -1,0 +1,437 @@
+"""``RunSpec``: one description of a FavMac run, shared by the command line and the app.
+
+A run spec says which value and cost to use (and their per-code weights), which control
+(expected cost or violation probability), the targets, delta, universe, burn-in and window,
+plus options later engines honour (``score``, ``segment``, ``adaptive_rate``). It is a frozen
+dataclass: build one, ``validate()`` it against the data, ``build()`` the value and cost
+objects. Its JSON form (``to_json`` / ``from_json``) is *the* settings file of the project;
+nothing else parses settings.
+
+>>> spec = RunSpec(value_kind="weighted_tp", weights=(1.0, 2.0, 3.0), targets=(1.1,))
+>>> spec.validate(n_codes=3, n_patients=100).c_max(3)
+3.0
+>>> value, cost = spec.build()
+>>> float(value([True, True, False], [True, False, False]))
+1.0
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .universe import UNIVERSES, check_universe
+
+__all__ = [
+    "CONTROLS",
+    "COST_KINDS",
+    "SCORES",
+    "SETTINGS_FORMAT",
+    "SETTINGS_VERSION",
+    "VALUE_KINDS",
+    "RunSpec",
+    "SettingsError",
+    "SettingsFile",
+    "as_integer",
+    "as_number",
+    "read_settings_json",
+]
+
+VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula"}
+COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP"}
+CONTROLS = {"expected": "Expected cost", "violation": "Violation probability"}
+SCORES = ("cost", "price")
+
+SETTINGS_FORMAT = "favmac-studio-settings"
+SETTINGS_VERSION = 1
+
+# Sizes beyond which a settings value is refused rather than processed (a settings file is
+# user input: a huge list or string must not tie up the app).
+MAX_JSON_BYTES = 2_000_000
+MAX_CODES = 100_000
+MAX_TARGETS = 10_000
+MAX_TEXT = 10_000
+MAX_COUNT = 10**12  # patients (burn-in, window)
+
+# Settings-file field names of the spec's fields (the app's format version 1 names).
+_JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
+                "burn_in", "window", "score", "segment", "adaptive_rate")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used. ``field`` names the setting; the message says the allowed range.
+
+    >>> str(SettingsError("delta", "must be between 0 and 1 (exclusive); got 2"))
+    'delta must be between 0 and 1 (exclusive); got 2'
+    """
+
+    def __init__(self, field: str, problem: str):
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field} {problem}")
+
+
+def as_number(x, field: str) -> float:
+    """``x`` as a finite float, or a SettingsError naming ``field``.
+
+    >>> as_number("2.5", "target")
+    2.5
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float, str, np.integer, np.floating)):
+        raise SettingsError(field, f"must be a number; got {_show(x)}")
+    try:
+        out = float(x)
+    except (TypeError, ValueError, OverflowError):
+        raise SettingsError(field, f"must be a number; got {_show(x)}") from None
+    if not math.isfinite(out):
+        raise SettingsError(field, f"must be finite; got {_show(x)}")
+    return out
+
+
+def as_integer(x, field: str) -> int:
+    """``x`` as an int (a whole float is accepted), or a SettingsError naming ``field``.
+
+    >>> as_integer(3.0, "burn_in")
+    3
+    """
+    out = as_number(x, field)
+    if not out.is_integer():
+        raise SettingsError(field, f"must be a whole number; got {_show(x)}")
+    if abs(out) > MAX_COUNT:
+        raise SettingsError(field, f"must be at most {MAX_COUNT:,} in size; got {_show(x)}")
+    return int(out)
+
+
+def _show(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _as_tuple(values, field: str, limit: int) -> tuple[float, ...]:
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
+        raise SettingsError(field, f"must be a list of numbers; got {_show(values)}")
+    if len(values) > limit:
+        raise SettingsError(field, f"may hold at most {limit:,} numbers; got {len(values):,}")
+    return tuple(as_number(v, f"{field}[{i}]") for i, v in enumerate(values))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that decides a run, independent of the data.
+
+    Attributes
+    ----------
+    value_kind : {"tp", "weighted_tp", "formula"}
+        True-positive count, risk-weighted true positives, or a value formula.
+    formula : str
+        Value formula text (used when ``value_kind == "formula"``).
+    cost_kind : {"fp", "weighted_fp"}
+        False-positive count or risk-weighted false positives.
+    weights : tuple of float or None
+        Per-code weights (data order); needed by the weighted kinds, optional for a formula.
+    control : {"expected", "violation"}
+        Expected-cost control (mean cost <= c) or violation control (P(cost > c) <= delta).
+    targets : tuple of float
+        Target costs c, in the cost's units; each in (0, C_max].
+    delta : float
+        Violation level in (0, 1), used when ``control == "violation"``.
+    universe : {"ratio", "prob", "value", "full"}
+        Candidate sets ("full" only for at most 14 codes).
+    burn_in : int
+        Calibration-only patients at the head of the stream, in [0, N - 1].
+    window : int or None
+        Calibrate on the last ``window`` patients only (None: all of them).
+    score : {"cost", "price"}
+        Conformal score (engines honour "price" once it exists).
+    segment : str or None
+        Column whose groups are controlled separately (engines honour it later).
+    adaptive_rate : float or None
+        Step size of an adaptive target (> 0; engines honour it later).
+    """
+
+    value_kind: str = "tp"
+    formula: str = ""
+    cost_kind: str = "fp"
+    weights: tuple | None = None
+    control: str = "expected"
+    targets: tuple = (1.0,)
+    delta: float = 0.1
+    universe: str = "ratio"
+    burn_in: int = 0
+    window: int | None = None
+    score: str = "cost"
+    segment: str | None = None
+    adaptive_rate: float | None = None
+
+    def __post_init__(self):
+        # Arrays and lists become tuples so a spec is immutable and hashable; anything that
+        # does not convert is left as given for validate() to name.
+        for name in ("weights", "targets"):
+            raw = getattr(self, name)
+            if raw is None or isinstance(raw, tuple) or isinstance(raw, (str, bytes, dict)):
+                continue
+            try:
+                object.__setattr__(self, name, tuple(float(v) for v in np.asarray(raw, dtype=float).ravel()))
+            except (TypeError, ValueError, OverflowError):
+                pass
+        if isinstance(self.targets, (int, float)) and not isinstance(self.targets, bool):
+            object.__setattr__(self, "targets", (float(self.targets),))
+
+    # ------------------------------------------------------------------ derived values
+
+    @property
+    def target(self) -> float:
+        """The first target (the app runs one)."""
+        return self.targets[0]
+
+    @property
+    def control_delta(self) -> float | None:
+        """``delta`` under violation control, None under expected-cost control (the engines' convention)."""
+        return self.delta if self.control == "violation" else None
+
+    def cost_weights(self, n_codes: int) -> np.ndarray:
+        """Per-code cost weights w_k (ones for an FP count)."""
+        if self.cost_kind == "fp":
+            return np.ones(n_codes)
+        return np.asarray(self.weights, dtype=float)
+
+    def c_max(self, n_codes: int) -> float:
+        """Largest cost any set can have, C_max (the correctly rounded sum of the cost weights)."""
+        return math.fsum(self.cost_weights(n_codes))
+
+    def replace(self, **changes) -> "RunSpec":
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ validation
+
+    def validate(self, n_codes: int | None = None, n_patients: int | None = None) -> "RunSpec":
+        """Check every field; return the spec with plain types (float targets, int burn-in, ...)
+        or raise SettingsError naming the field and the allowed range.
+
+        ``n_codes`` / ``n_patients`` (when known) add the data-dependent checks: weight count,
+        targets <= C_max, the universe, burn-in below N. A formula value is compiled (its
+        error is a ``favmac.FormulaError``).
+        """
+        for field, allowed in (("value_kind", VALUE_KINDS), ("cost_kind", COST_KINDS), ("control", CONTROLS)):
+            got = getattr(self, field)
+            if not isinstance(got, str) or got not in allowed:
+                raise SettingsError(field, f"must be one of {', '.join(allowed)}; got {_show(got)}")
+        if not isinstance(self.formula, str) or len(self.formula) > MAX_TEXT:
+            raise SettingsError("formula", f"must be text of at most {MAX_TEXT:,} characters")
+        if self.value_kind == "formula" and not self.formula.strip():
+            raise SettingsError("formula", "is empty; write a value formula such as sum_hits(v)")
+        weights = None
+        if self.weights is not None:
+            weights = _as_tuple(self.weights, "weights", MAX_CODES)
+            bad = [i for i, w in enumerate(weights) if w < 0]
+            if bad:
+                raise SettingsError("weights", f"must be >= 0; check position(s) {', '.join(map(str, bad[:5]))}")
+            if n_codes is not None and len(weights) != n_codes:
+                raise SettingsError("weights", f"must hold one weight per code ({n_codes}); got {len(weights)}")
+        if weights is None:
+            if self.value_kind == "weighted_tp":
+                raise SettingsError("value_kind", "weighted_tp needs per-code weights")
+            if self.cost_kind == "weighted_fp":
+                raise SettingsError("cost_kind", "weighted_fp needs per-code weights")
+        targets = self._validate_targets(n_codes)
+        delta = as_number(self.delta, "delta")
+        if not 0 < delta < 1:
+            raise SettingsError("delta", f"must be between 0 and 1 (exclusive), e.g. 0.1; got {delta:g}")
+        if not isinstance(self.universe, str) or self.universe not in UNIVERSES:
+            raise SettingsError("universe", f"must be one of {', '.join(UNIVERSES)}; got {_show(self.universe)}")
+        if n_codes is not None:
+            try:
+                check_universe(self.universe, n_codes)
+            except ValueError as err:
+                raise SettingsError("universe", f"{self.universe!r}: {err}") from None
+        burn_in = as_integer(self.burn_in, "burn_in")
+        if burn_in < 0 or (n_patients is not None and burn_in >= n_patients):
+            upper = "N - 1" if n_patients is None else f"{n_patients - 1}"
+            raise SettingsError("burn_in", f"must be between 0 and {upper}; a burn-in of {burn_in} leaves no patient "
+                                f"to predict" + ("" if n_patients is None else f" ({n_patients} patients in the stream)"))
+        window = None if self.window is None else as_integer(self.window, "window")
+        if window is not None and window < 1:
+            raise SettingsError("window", f"must be a positive number of patients, or None for no window; got {self.window}")
+        if self.score not in SCORES:
+            raise SettingsError("score", f"must be one of {', '.join(SCORES)}; got {_show(self.score)}")
+        if self.segment is not None and not (isinstance(self.segment, str) and self.segment.strip() and len(self.segment) <= 200):
+            raise SettingsError("segment", f"must be None or a column name (1 to 200 characters); got {_show(self.segment)}")
+        rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")
+        if rate is not None and not rate > 0:
+            raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
+        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate)
+        if spec.value_kind == "formula":
+            spec.build()  # compiles the formula: a FormulaError says what is wrong
+        return spec
+
+    def _validate_targets(self, n_codes):
+        single = isinstance(self.targets, tuple) and len(self.targets) == 1
+        if single:
+            targets = (as_number(self.targets[0], "target"),)
+        else:
+            targets = _as_tuple(self.targets, "targets", MAX_TARGETS)
+        if not targets:
+            raise SettingsError("targets", "must hold at least one target cost")
+        c_max = None
+        if n_codes is not None and (self.cost_kind == "fp" or self.weights is not None):
+            c_max = self.c_max(n_codes)
+        allowed = "(0, C_max]" if c_max is None else f"(0, C_max = {c_max:g}]"
+        for i, target in enumerate(targets):
+            if not target > 0 or (c_max is not None and target > c_max):
+                field = "target" if single else f"targets[{i}]"
+                raise SettingsError(field, f"must be > 0 and <= C_max, in {allowed} cost units; got {target:g}")
+        return targets
+
+    # ------------------------------------------------------------------ value and cost
+
+    def build(self):
+        """The ``(value, cost)`` objects the spec describes (AdditiveValue / FormulaValue, AdditiveCost)."""
+        weights = None if self.weights is None else np.asarray(self.weights, dtype=float)
+        if self.value_kind == "tp":
+            value = AdditiveValue(None)
+        elif self.value_kind == "weighted_tp":
+            value = AdditiveValue(weights)
+        else:
+            value = FormulaValue(self.formula, weights=weights)
+        cost = AdditiveCost(weights if self.cost_kind == "weighted_fp" else None)
+        return value, cost
+
+    # ------------------------------------------------------------------ settings file
+
+    def to_dict(self) -> dict:
+        """The fields as plain JSON values (``target`` for one target, else ``targets``)."""
+        out = {
+            "value_kind": self.value_kind,
+            "formula": self.formula,
+            "cost_kind": self.cost_kind,
+            "control": self.control,
+            "delta": float(self.delta),
+            "universe": self.universe,
+            "burn_in": int(self.burn_in),
+            "window": None if self.window is None else int(self.window),
+            "score": self.score,
+            "segment": self.segment,
+            "adaptive_rate": None if self.adaptive_rate is None else float(self.adaptive_rate),
+        }
+        if len(self.targets) == 1:
+            out["target"] = float(self.targets[0])
+        else:
+            out["targets"] = [float(t) for t in self.targets]
+        return out
+
+    def to_json(self, codes=None, *, dataset: str | None = None, extras: dict | None = None) -> bytes:
+        """The settings file (format version 1): the fields, app-only ``extras`` (e.g. the trade-off
+        grid) and the weights keyed by code name (``codes``; positions when None)."""
+        settings = self.to_dict()
+        settings.update(extras or {})
+        doc = {"format": SETTINGS_FORMAT, "version": SETTINGS_VERSION, "dataset": dataset, "settings": settings}
+        if self.weights is not None:
+            names = [str(c) for c in codes] if codes is not None else [str(i) for i in range(len(self.weights))]
+            doc["weights"] = {name: float(w) for name, w in zip(names, self.weights)}
+        return json.dumps(doc, indent=2).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes, *, codes=None, n_patients: int | None = None, base: "RunSpec | None" = None) -> "RunSpec":
+        """Read a settings file; see :func:`read_settings_json` (this returns only the spec)."""
+        return read_settings_json(raw, codes=codes, n_patients=n_patients, base=base).spec
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    """What a settings file holds: the validated spec, the app-only extras, notes for the user."""
+
+    spec: RunSpec
+    extras: dict
+    notes: tuple
+    weights_restored: bool
+
+
+def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None, base: RunSpec | None = None,
+                       extras: tuple = ("grid",)) -> SettingsFile:
+    """Parse and validate a settings file written by :meth:`RunSpec.to_json`; never crashes.
+
+    Fields missing from the file keep ``base``'s values; unknown fields are ignored with a
+    note; weights that do not cover ``codes`` keep ``base``'s weights (with a note). Keys
+    named in ``extras`` are returned as they are (each must be a JSON object). Anything
+    malformed — not UTF-8 JSON, wrong types, huge or non-finite numbers, deep nesting — is
+    a SettingsError naming the field.
+    """
+    base = RunSpec() if base is None else base
+    if not isinstance(raw, (bytes, bytearray)):
+        raise SettingsError("settings file", "must be bytes")
+    if len(raw) > MAX_JSON_BYTES:
+        raise SettingsError("settings file", f"is {len(raw):,} bytes; a settings file is at most {MAX_JSON_BYTES:,} bytes")
+    try:
+        doc = json.loads(bytes(raw).decode("utf-8-sig"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError:
+        raise SettingsError("settings file", "is not UTF-8 text; upload the .json file FavMac Studio downloaded") from None
+    except json.JSONDecodeError as err:
+        raise SettingsError("settings file", f"is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    except RecursionError:
+        raise SettingsError("settings file", "is nested too deeply to be a settings file") from None
+    except ValueError as err:  # huge integer literals, NaN/Infinity
+        raise SettingsError("settings file", f"holds a number that is not allowed ({err})") from None
+    if not isinstance(doc, dict) or doc.get("format") != SETTINGS_FORMAT:
+        raise SettingsError("settings file", f"is not a FavMac Studio settings file (expected \"format\": \"{SETTINGS_FORMAT}\")")
+    if doc.get("version") != SETTINGS_VERSION or isinstance(doc.get("version"), bool):
+        raise SettingsError("version", f"{_show(doc.get('version'))} is not supported; this version reads version {SETTINGS_VERSION}")
+    given = doc.get("settings")
+    if not isinstance(given, dict):
+        raise SettingsError("settings file", "has no \"settings\" object of fields")
+    notes = []
+    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS and k not in extras)
+    if unknown:
+        notes.append(f"Ignored unknown field(s): {', '.join(unknown[:10])}.")
+    changes = {}
+    for key in _JSON_FIELDS:
+        if key not in given:
+            continue
+        value = given[key]
+        if key == "target":
+            changes["targets"] = (as_number(value, "target"),)
+        elif key == "targets":
+            changes["targets"] = _as_tuple(value, "targets", MAX_TARGETS)
+        elif key in ("burn_in", "window"):
+            changes[key] = None if key == "window" and value in (None, "", 0) else as_integer(value, key)
+        elif key in ("delta", "adaptive_rate"):
+            changes[key] = None if key == "adaptive_rate" and value is None else as_number(value, key)
+        elif key == "segment":
+            changes[key] = value if value is None or isinstance(value, str) else _bad_type(key, value)
+        else:
+            changes[key] = value if isinstance(value, str) else _bad_type(key, value)
+    weights_restored = False
+    raw_weights = doc.get("weights")
+    if raw_weights is not None:
+        if not isinstance(raw_weights, dict):
+            raise SettingsError("weights", "must map each code to its weight")
+        if len(raw_weights) > MAX_CODES:
+            raise SettingsError("weights", f"may hold at most {MAX_CODES:,} codes")
+        names = list(raw_weights) if codes is None else [str(c) for c in codes]
+        missing = [c for c in names if c not in raw_weights]
+        if missing:
+            notes.append(f"Weights in the file do not cover code(s) {', '.join(missing[:5])}; kept the current weights.")
+        else:
+            changes["weights"] = tuple(as_number(raw_weights[c], f"weights.{c}") for c in names)
+            weights_restored = True
+    out_extras = {}
+    for key in extras:
+        if key in given:
+            if not isinstance(given[key], dict):
+                raise SettingsError(key, "must be an object")
+            out_extras[key] = given[key]
+    spec = base.replace(**changes)
+    spec.validate(n_codes=None if codes is None else len(codes), n_patients=n_patients)
+    return SettingsFile(spec, out_extras, tuple(notes), weights_restored)
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _bad_type(field, value):
+    raise SettingsError(field, f"must be text; got {_show(value)}")

@@ -1,0 +1,36 @@
+"""The app's pages, in menu order: file, title, icon, URL path and a one-line purpose.
+
+``app.py`` builds ``st.navigation`` from this table and the sidebar menu
+(``favmac.ui.widgets.show_menu``) links to the same entries, so the list lives in one place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    path: str
+    title: str
+    icon: str
+    url_path: str
+    help: str = ""
+
+
+PAGES = (
+    PageEntry("pages/0_Home.py", "Home", ":material/home:", ""),
+    PageEntry("pages/1_Data.py", "Data", ":material/table_view:", "Data",
+              "Pick a bundled sample or upload your calibration stream, new patients and risk weights."),
+    PageEntry("pages/2_Value_and_cost.py", "Value & cost", ":material/tune:", "Value_and_cost",
+              "Say what a good set is worth and what a false flag costs; set the target."),
+    PageEntry("pages/3_Online_session.py", "Online session", ":material/play_circle:", "Online_session",
+              "Replay the stream patient by patient and watch the cost stay under the target."),
+    PageEntry("pages/4_Trade-offs.py", "Trade-offs", ":material/insights:", "Trade-offs",
+              "Compare FavMac with the baselines across a range of targets."),
+    PageEntry("pages/5_Patients.py", "Patients", ":material/person_search:", "Patients",
+              "Inspect one patient's probabilities, the greedy order and where the threshold cut it."),
+    PageEntry("pages/6_Export.py", "Export", ":material/download:", "Export",
+              "Download the chosen sets and the settings; restore settings from a file."),
+)
+HOME = PAGES[0]
+DATA = PAGES[1]

@@ -1,0 +1,242 @@
+"""The settings form's working copy and its bridge to :class:`favmac.runspec.RunSpec`.
+
+The Value & cost and Trade-offs forms edit a plain ``settings`` dict (one per session):
+
+=============  ==============================================================
+value_kind     "tp" (TP count), "weighted_tp" (risk-weighted TP), "formula"
+formula        value formula text (used when value_kind == "formula")
+cost_kind      "fp" (FP count) or "weighted_fp" (risk-weighted FP)
+control        "expected" (mean cost <= target) or "violation" (P(cost > target) <= delta)
+target         target cost c, in the cost's own units
+delta          violation level (used when control == "violation")
+universe       "ratio", "prob", "value" or "full" (full only when K <= 14)
+burn_in        patients used for calibration only at the head of the stream
+window         rolling calibration window in patients, or None for all patients
+grid           trade-off grid: {"low_pct", "high_pct", "n_targets", "methods"}
+=============  ==============================================================
+
+Everything that *uses* the settings goes through :func:`to_spec`: validation, the value and
+cost objects, C_max, the settings JSON. The dict is only what the form shows.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from favmac.functions import FormulaValue
+from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, read_settings_json
+from favmac.ui.samples import content_key
+from favmac.ui.tradeoffs import default_grid, validate_grid
+from favmac.universe import MAX_FULL_CODES, UNIVERSES
+
+__all__ = [
+    "CONTROLS", "COST_KINDS", "VALUE_KINDS", "UNIVERSE_LABELS", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
+    "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
+]
+
+UNIVERSE_LABELS = {
+    "ratio": "ratio — p·v / ((1−p)·w), FavMac's default",
+    "prob": "prob — by probability (FPCP's order)",
+    "value": "value — by p·v",
+    "full": "full — all 2^K subsets",
+}
+PAPER_FORMULA = "prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)"
+SPEC_KEYS = ("value_kind", "formula", "cost_kind", "control", "target", "delta", "universe", "burn_in", "window")
+
+# A new session's target: 3 % of C_max, about one false flag per patient on the 35-code HCC
+# sample (10 %, the paper's smallest target, allows 3.5 and flags mostly wrong codes there).
+DEFAULT_TARGET_PCT = 3.0
+
+
+def to_spec(settings: dict, weights) -> RunSpec:
+    """The run the form describes, with the app's risk weights (not yet validated)."""
+    window = settings.get("window")
+    return RunSpec(
+        value_kind=settings.get("value_kind"),
+        formula=settings.get("formula") or "",
+        cost_kind=settings.get("cost_kind"),
+        weights=None if weights is None else tuple(np.asarray(weights, dtype=float)),
+        control=settings.get("control"),
+        targets=(settings.get("target"),),
+        delta=settings.get("delta", 0.1),
+        universe=settings.get("universe"),
+        burn_in=settings.get("burn_in"),
+        window=None if window in (None, "", 0) else window,
+        score=settings.get("score", "cost"),
+        segment=settings.get("segment"),
+        adaptive_rate=settings.get("adaptive_rate"),
+    )
+
+
+def from_spec(spec: RunSpec, grid: dict) -> dict:
+    """The form's dict for ``spec`` (and a trade-off grid)."""
+    out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
+    out["target"] = float(spec.target)
+    out["grid"] = dict(grid)
+    for key, default in (("score", "cost"), ("segment", None), ("adaptive_rate", None)):
+        if getattr(spec, key) != default:
+            out[key] = getattr(spec, key)
+    return out
+
+
+def is_integer_valued(arr) -> bool:
+    arr = np.asarray(arr, dtype=float)
+    return bool(np.all(arr == np.round(arr)))
+
+
+def cost_unit(settings: dict) -> str:
+    """Unit of the chosen cost, for axis titles and captions."""
+    return "false positives" if settings["cost_kind"] == "fp" else "risk-weight units"
+
+
+def value_unit(settings: dict) -> str:
+    return {"tp": "true positives", "weighted_tp": "risk-weight units", "formula": "formula units"}[settings["value_kind"]]
+
+
+def default_target(cmax: float, integer_cost: bool, pct: float = DEFAULT_TARGET_PCT) -> float:
+    """``pct`` % of C_max, moved 0.1 off an integer for integer costs (the paper's c = k + 0.1)."""
+    target = round(cmax * pct / 100.0, 2)
+    if integer_cost and float(target).is_integer():
+        target += 0.1
+    return max(target, 0.01)
+
+
+def default_burn_in(n_patients: int) -> int:
+    """A third of the stream, at most the paper's 1000 patients."""
+    return int(min(1000, max(1, n_patients // 3)))
+
+
+def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None = None) -> dict:
+    """Settings a new session starts with: risk-weighted TP value, FP-count cost, DEFAULT_TARGET_PCT % target."""
+    settings = {
+        "value_kind": "weighted_tp",
+        "formula": PAPER_FORMULA,
+        "cost_kind": "fp",
+        "control": "expected",
+        "target": 1.0,
+        "delta": 0.1,
+        "universe": "ratio",
+        "burn_in": default_burn_in(n_patients),
+        "window": None,
+        "grid": default_grid(),
+    }
+    w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
+    settings["target"] = default_target(to_spec(settings, w).c_max(n_codes), True)
+    return settings
+
+
+def universe_options(n_codes: int) -> list[str]:
+    """Universes the data allows (``full`` only for K <= 14)."""
+    return [u for u in UNIVERSES if u != "full" or n_codes <= MAX_FULL_CODES]
+
+
+def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np.ndarray | None = None) -> dict:
+    """Check every field (through RunSpec.validate); return a cleaned copy or raise SettingsError.
+
+    A formula value is compiled here, so a formula error surfaces on submit.
+    """
+    w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
+    spec = to_spec(settings, w).validate(n_codes=n_codes, n_patients=n_patients)
+    return from_spec(spec, validate_grid(settings.get("grid") or {}))
+
+
+def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.ndarray, old_cmax: float | None = None) -> tuple[dict, list[str]]:
+    """Fit settings to newly loaded data; returns the new settings and notes for the user.
+
+    When C_max changes (``old_cmax`` given) the target keeps its percentage of C_max.
+    """
+    s = dict(settings)
+    notes = []
+    if s["universe"] == "full" and n_codes > MAX_FULL_CODES:
+        s["universe"] = "ratio"
+        notes.append(f"Universe set to 'ratio': 'full' allows at most {MAX_FULL_CODES} codes.")
+    if not 0 <= s["burn_in"] < n_patients:
+        s["burn_in"] = default_burn_in(n_patients)
+        notes.append(f"Burn-in set to {s['burn_in']} patients to fit the new stream.")
+    spec = to_spec(s, weights)
+    cmax = spec.c_max(n_codes)
+    integer_cost = is_integer_valued(spec.cost_weights(n_codes))
+    if old_cmax and old_cmax > 0 and not math.isclose(old_cmax, cmax):
+        pct = target_percent(s["target"], old_cmax)
+        s["target"] = default_target(cmax, integer_cost, pct=pct)
+        notes.append(f"Target set to {s['target']:g}, {pct:.1f} % of the new C_max = {cmax:g} as before.")
+    if not 0 < s["target"] < cmax:
+        s["target"] = default_target(cmax, integer_cost)
+        notes.append(f"Target set to {s['target']:g} (about {DEFAULT_TARGET_PCT:g} % of C_max = {cmax:g}).")
+    return s, notes
+
+
+def target_percent(target: float, cmax: float) -> float:
+    return 100.0 * target / cmax if cmax > 0 else float("nan")
+
+
+def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
+    """(label, text) rows describing the settings, for the sidebar and captions."""
+    rows = [
+        ("Value", VALUE_KINDS[settings["value_kind"]] + (f": {settings['formula']}" if settings["value_kind"] == "formula" else "")),
+        ("Cost", COST_KINDS[settings["cost_kind"]]),
+        ("Control", CONTROLS[settings["control"]]),
+        ("Target c", f"{settings['target']:g} {cost_unit(settings)} ({target_percent(settings['target'], cmax):.1f} % of C_max = {cmax:g})"),
+    ]
+    if settings["control"] == "violation":
+        rows.append(("Delta", f"{settings['delta']:g}"))
+    rows += [
+        ("Universe", settings["universe"]),
+        ("Burn-in", f"{settings['burn_in']} patients"),
+        ("Window", "all patients" if settings["window"] is None else f"last {settings['window']} patients"),
+    ]
+    return rows
+
+
+def run_key(data_key: str, spec: RunSpec, extra=None) -> str:
+    """Fingerprint of a computation's inputs: the data and the run spec (weights included)."""
+    fields = spec.to_dict()
+    if spec.value_kind != "formula":
+        fields.pop("formula")
+    blob = json.dumps([data_key, list(spec.weights or ()), fields, extra], sort_keys=True, default=str)
+    return content_key(blob)
+
+
+def settings_to_json(settings: dict, weights_table, dataset_name: str) -> bytes:
+    """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``)."""
+    spec = to_spec(settings, weights_table["weight"].to_numpy(dtype=float))
+    return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras={"grid": settings["grid"]})
+
+
+def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None) -> tuple[dict, dict | None, list[str]]:
+    """Read a settings JSON (``favmac.runspec.read_settings_json``) over the current settings.
+
+    Returns ``(settings, weights, notes)``: validated settings (fields missing from the file
+    keep their current values), a {code: weight} dict when the file's weights cover the
+    loaded codes (else None, with a note), and notes for the user. Raises SettingsError.
+    """
+    base_weights = np.ones(len(codes)) if weights is None else np.asarray(weights, dtype=float)
+    parsed = read_settings_json(raw, codes=codes, n_patients=n_patients, base=to_spec(current, base_weights))
+    grid = validate_grid({**current.get("grid", {}), **parsed.extras.get("grid", {})})
+    restored = dict(zip(codes, parsed.spec.weights)) if parsed.weights_restored else None
+    return from_spec(parsed.spec, grid), restored, list(parsed.notes)
+
+
+FORMULA_EXAMPLE = (
+    "**Worked example** (the paper's digits value, codes 1–9 and 0 counted as 10, `v` = the digit): "
+    "`prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)`. If the chosen set is {2, 7, 9} and the image "
+    "truly shows 2 and 7, the hits are 2 and 7: prod = (7/10)·(12/10) = 0.84 and sum = (2−5)² + (7−5)² = 13, "
+    "so V = 13.84. The proxy V̂ averages V over labels drawn from the predicted probabilities."
+)
+
+
+def formula_preview(formula: str, weights: np.ndarray, probs_row, labels_row, codes) -> str:
+    """Evaluate ``formula`` for one patient with every code chosen; text for the form.
+
+    Raises FormulaError with the reason when the formula is invalid.
+    """
+    fv = FormulaValue(formula, weights=np.asarray(weights, dtype=float))
+    everything = np.ones(len(codes), dtype=bool)
+    hits = [str(c) for c, y in zip(codes, np.asarray(labels_row, dtype=bool)) if y]
+    v = float(fv(everything, np.asarray(labels_row, dtype=bool)))
+    return f"With every code chosen for the first patient (true codes: {', '.join(hits) or 'none'}), V = {v:.4g}."
+

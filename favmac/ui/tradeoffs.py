@@ -1,0 +1,149 @@
+"""The Trade-offs page's computation: every chosen method over a grid of targets (no Streamlit).
+
+Methods come from the one registry, ``favmac.methods``; this module only picks targets, runs
+the applicable methods through ``favmac.methods.run_method`` and shapes the summaries.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from favmac.methods import applicability, method_labels, run_method
+from favmac.runspec import RunSpec, SettingsError, as_integer, as_number
+
+DEFAULT_METHODS = ("FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC", "RCPS")
+
+
+def default_grid() -> dict:
+    """The trade-off grid a new session starts with: 10 targets from 5 % to 50 % of C_max."""
+    return {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10, "methods": list(DEFAULT_METHODS)}
+
+
+def validate_grid(grid: dict) -> dict:
+    """The grid with defaults filled in, checked; SettingsError names the field and the range."""
+    g = default_grid()
+    g.update({k: v for k, v in dict(grid).items() if k in g})
+    low, high = as_number(g["low_pct"], "grid.low_pct"), as_number(g["high_pct"], "grid.high_pct")
+    if not 0 < low < high <= 100:
+        raise SettingsError("grid", f"targets must satisfy 0 < lowest < highest <= 100 % of C_max; got {low:g} and {high:g}")
+    n = as_integer(g["n_targets"], "grid.n_targets")
+    if not 2 <= n <= 50:
+        raise SettingsError("grid.n_targets", f"(number of trade-off targets) must be between 2 and 50; got {n}")
+    if not isinstance(g["methods"], (list, tuple)):
+        raise SettingsError("grid.methods", "must be a list of method names")
+    known = method_labels(n_codes=1)  # every label; whether one suits the data is decided when it runs
+    unknown = [m for m in g["methods"] if m not in known]
+    if unknown:
+        raise SettingsError("grid.methods", f"has unknown method(s) {', '.join(map(str, unknown[:5]))}; choose from {', '.join(known)}")
+    return {"low_pct": low, "high_pct": high, "n_targets": n, "methods": list(g["methods"])}
+
+
+def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: int, integer_cost: bool) -> np.ndarray:
+    """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units.
+
+    For integer costs a target that lands on an integer is moved up by 0.1, as the paper does,
+    to stay clear of exact ties.
+    """
+    targets = np.round(np.linspace(low_pct, high_pct, int(n_targets)) / 100.0 * cmax, 6)
+    if integer_cost:
+        targets = np.where(targets == np.round(targets), targets + 0.1, targets)
+    return np.unique(targets)
+
+
+def method_applicability(control: str, methods=None, n_codes: int | None = None) -> dict[str, str | None]:
+    """For each method label: None if it applies to ``control`` (and K = ``n_codes``), else the reason."""
+    labels = method_labels(n_codes=1) if methods is None else list(methods)
+    return {label: applicability(label, control, n_codes) for label in labels}
+
+
+def value_max(value, n_codes: int) -> float:
+    """Largest value any set can have (all codes chosen and present); scales value to 0–100."""
+    everything = np.ones(n_codes, dtype=bool)
+    return float(value(everything, everything))
+
+
+def value_scale(value, n_codes: int) -> float:
+    vmax = value_max(value, n_codes)
+    return 100.0 / vmax if vmax > 0 else 1.0
+
+
+def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None) -> dict:
+    """Replay every applicable method over ``targets`` and summarise.
+
+    Every method uses all earlier patients (no rolling window), so all see the same data.
+    Returns {"points": one row per (method, target) (see ``tradeoff_points``), "table":
+    ``favmac.metrics.compare_methods`` on the 0–100 scales, "skipped": {method: reason},
+    "targets": the targets}. Raw results are not kept (they can be large).
+    """
+    from favmac.metrics import compare_methods, summarize
+
+    reasons = method_applicability(spec.control, methods, len(codes))
+    runnable = [m for m in methods if reasons[m] is None]
+    skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None)
+    value, _ = spec.build()
+    n_codes = len(codes)
+    cmax = spec.c_max(n_codes)
+    vscale = value_scale(value, n_codes)
+    summaries, results = {}, []
+    for i, method in enumerate(runnable):
+        def part(fraction, i=i):
+            if progress is not None:
+                progress((i + float(fraction)) / len(runnable))
+
+        result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=part)
+        part(1.0)
+        summaries[method] = summarize(result)
+        results.append(result)
+    table = compare_methods(results, value_scale=vscale, cost_scale=100.0 / cmax if cmax > 0 else None) if results else None
+    predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
+    oracle = float(np.mean(value(predicted, predicted))) if len(predicted) else float("nan")
+    return {
+        "points": tradeoff_points(summaries, cmax, vscale),
+        "table": comparison_display(table, oracle * vscale),
+        "skipped": skipped,
+        "targets": np.asarray(targets, dtype=float),
+    }
+
+
+COMPARISON_COLUMNS = {
+    "method": "Method",
+    "mean_value": "Value (0–100)",
+    "captured": "Value captured (% of true codes' value)",
+    "mean_cost": "Realized cost (% of C_max)",
+    "excess_cost": "Excess cost (% of C_max)",
+    "violation_freq": "Violation frequency (%)",
+}
+
+
+def comparison_display(table: pd.DataFrame | None, oracle_value: float = float("nan")) -> pd.DataFrame:
+    """``compare_methods`` output as the page shows it: one run per method, so no std columns.
+
+    ``oracle_value`` is the mean value of choosing exactly the true codes, on the same scale
+    as ``table["mean_value"]``; the captured share is mean value / oracle value. Violation
+    frequency is turned from a share into a percentage.
+    """
+    if table is None or table.empty:
+        return pd.DataFrame(columns=list(COMPARISON_COLUMNS.values()))
+    out = table.copy()
+    out["captured"] = 100.0 * out["mean_value"] / oracle_value if oracle_value > 0 else np.nan
+    out = out[list(COMPARISON_COLUMNS)]
+    out["violation_freq"] = 100.0 * out["violation_freq"]
+    return out.rename(columns=COMPARISON_COLUMNS).reset_index(drop=True)
+
+
+def tradeoff_points(summaries: dict[str, pd.DataFrame], cmax: float, vscale: float) -> pd.DataFrame:
+    """Stack per-method ``favmac.metrics.summarize`` tables into one plotting table.
+
+    Adds: method, target_pct (target as % of C_max), value_pct (mean value on the 0–100 scale).
+    """
+    frames = []
+    for method, summary in summaries.items():
+        frame = summary.copy()
+        frame["method"] = method
+        frame["target_pct"] = 100.0 * frame["target"] / cmax if cmax > 0 else np.nan
+        frame["value_pct"] = frame["mean_value"] * vscale
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["method", "target", "mean_value", "mean_cost", "excess_cost", "violation_freq", "target_pct", "value_pct"])
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,45 @@
+"""Home: what FavMac Studio does, the guarantee in plain words, what is loaded, the steps."""
+import streamlit as st
+
+from favmac.ui import state, widgets
+from favmac.ui.navigation import PAGES
+from favmac.ui.bootstrap import page_setup
+
+page_setup("Home")
+
+st.title("FavMac Studio")
+st.markdown(
+    "FavMac Studio suggests which diagnosis codes (HCCs) to flag for each patient, from the "
+    "probabilities your classifier gives. It picks the set of codes worth the most (true codes "
+    "found, weighted by risk if you like) while keeping the cost of false flags under a target "
+    "you choose. It learns its threshold online, patient by patient, as coding audits confirm "
+    "which codes were really present."
+)
+
+st.subheader("The guarantee, in plain words")
+st.markdown(
+    "- **Expected cost control:** on average, the flagged codes that turn out wrong cost at most "
+    "**c** per patient — for example at most 1.1 false flags per patient.\n"
+    "- **Violation control:** at most a share **δ** of patients (say 10 %) get false flags "
+    "costing more than **c**.\n\n"
+    "Both hold whenever the patients arrive in an order that could as well have been shuffled "
+    "(exchangeable data), whatever the classifier — a poorly calibrated classifier costs value, "
+    "not the guarantee."
+)
+
+st.subheader("Loaded now")
+if st.session_state["messages"].get("calibration", ("",))[0] == "error":
+    widgets.show_message("calibration")
+if state.has_dataset():
+    ds = st.session_state["dataset"]
+    new = st.session_state.get("new_patients")
+    st.markdown(f"**{ds.name}**")
+    cols = st.columns(3)
+    cols[0].metric("Calibration patients", f"{ds.n_patients:,}")
+    cols[1].metric("Codes", ds.n_codes)
+    cols[2].metric("New patients", "none" if new is None else f"{len(new):,}")
+    widgets.show_settings_line()
+
+st.subheader("Steps")
+for entry in PAGES[1:]:
+    st.page_link(entry.path, label=f"**{entry.title}** — {entry.help}", icon=entry.icon)

@@ -1,0 +1,12 @@
+"""Small hand-made inputs shared by the UI unit tests (no Streamlit)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from toy_results import toy_result  # noqa: F401  (tests/ is on sys.path)
+
+CODES = ["A", "B", "C"]
+
+
+def weights_frame(values=(1.0, 2.0, 3.0)):
+    return pd.DataFrame({"weight": list(values), "description": ["alpha", "beta", "=gamma"]}, index=pd.Index(CODES, name="code"))

@@ -1,0 +1,87 @@
+"""favmac.methods: the one registry — labels, controls, dispatch equal to calling the engines directly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from favmac import baselines
+from favmac.baselines import BASELINE_CONTROLS
+from favmac.methods import METHODS, applicability, get_method, method_keys, method_labels, run_method
+from favmac.replay import replay
+from favmac.runspec import RunSpec
+
+
+def stream(seed=3, n=90, k=4):
+    rng = np.random.RandomState(seed)
+    probs = rng.uniform(size=(n, k))
+    labels = (rng.uniform(size=(n, k)) < probs).astype(int)
+    return probs, labels
+
+
+def test_registry_lists_favmac_universes_and_every_baseline():
+    assert method_keys() == ["favmac", "favmac_ratio", "favmac_value", "favmac_prob", "favmac_full",
+                             "classwise", "inner_set", "fpcp", "crc", "rcps"]
+    assert method_labels(35) == ["FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "FPCP", "CRC", "RCPS"]
+    assert "FavMac (full)" in method_labels(14)
+    for key, controls in BASELINE_CONTROLS.items():
+        assert METHODS[key].controls == tuple(controls) and METHODS[key].function is getattr(baselines, key)
+
+
+def test_get_method_by_key_or_label():
+    assert get_method("inner_set") is get_method("InnerSet")
+    assert get_method("FavMac (prob)").universe == "prob"
+    with pytest.raises(ValueError, match="unknown method 'magic'"):
+        get_method("magic")
+
+
+def test_applicability_reasons():
+    assert applicability("CRC", "expected") is None
+    assert applicability("CRC", "violation") == "CRC supports expected cost control only"
+    assert applicability("rcps", "expected") == "RCPS supports violation probability control only"
+    assert applicability("FavMac (full)", "expected", n_codes=35).startswith("FavMac (full) enumerates")
+    assert applicability("FavMac (full)", "violation", n_codes=10) is None
+
+
+@pytest.mark.parametrize("universe", ["ratio", "value", "prob"])
+def test_favmac_dispatch_equals_replay(universe):
+    probs, labels = stream()
+    spec = RunSpec(value_kind="weighted_tp", weights=(1.0, 2.0, 3.0, 4.0), targets=(0.6, 1.1), burn_in=30, window=40,
+                   control="violation", delta=0.2, universe="ratio")
+    value, cost = spec.build()
+    direct = replay(probs, labels, value, cost, [0.6, 1.1], delta=0.2, universe=universe, burn_in=30, window=40)
+    via = run_method(spec, f"FavMac ({universe})", probs, labels)
+    np.testing.assert_array_equal(via.selected, direct.selected)
+    np.testing.assert_array_equal(via.thresholds, direct.thresholds)
+    assert via.method == f"FavMac ({universe})"
+    generic = run_method(spec.replace(universe=universe), "favmac", probs, labels)  # the CLI's favmac: the spec's universe
+    np.testing.assert_array_equal(generic.selected, direct.selected)
+    assert generic.method == f"FavMac ({universe})"
+
+
+@pytest.mark.parametrize("key", ["classwise", "inner_set", "fpcp", "crc"])
+def test_baseline_dispatch_equals_the_function(key):
+    probs, labels = stream(seed=5)
+    spec = RunSpec(targets=(0.6,), burn_in=30)
+    value, cost = spec.build()
+    direct = getattr(baselines, key)(probs, labels, value, cost, [0.6], delta=None, burn_in=30)
+    seen = []
+    via = run_method(spec, key, probs, labels, codes=list("wxyz"), progress=seen.append)
+    np.testing.assert_array_equal(via.selected, direct.selected)
+    assert via.method == direct.method == METHODS[key].label
+    assert via.codes == list("wxyz")
+    assert seen and seen[-1] == 1.0
+
+
+def test_burn_in_override_and_unsupported_options():
+    probs, labels = stream()
+    spec = RunSpec(targets=(0.6,), burn_in=10)
+    result = run_method(spec, "favmac", probs, labels, burn_in=len(probs))  # predict: calibrate on all, no steps
+    value, cost = spec.build()
+    direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs))
+    assert result.n_steps == 0 and result.final_thresholds.tolist() == direct.final_thresholds.tolist()
+    if not METHODS["crc"].accepts("window"):
+        with pytest.raises(ValueError, match="window is not supported by CRC"):
+            run_method(spec.replace(window=5), "crc", probs, labels)
+    if not METHODS["favmac"].accepts("score"):
+        with pytest.raises(ValueError, match="score is not supported"):
+            run_method(spec.replace(score="price"), "favmac", probs, labels)

@@ -1,0 +1,167 @@
+"""favmac.runspec: one description of a run — validation, build, and the settings JSON."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from favmac.functions import AdditiveCost, AdditiveValue, FormulaError, FormulaValue
+from favmac.runspec import SETTINGS_FORMAT, RunSpec, SettingsError, read_settings_json
+
+W = (1.0, 2.0, 3.0)
+
+
+def doc(settings, weights=None, **top):
+    out = {"format": SETTINGS_FORMAT, "version": 1, "settings": settings, **top}
+    if weights is not None:
+        out["weights"] = weights
+    return json.dumps(out).encode()
+
+
+def test_defaults_are_valid_and_plain():
+    spec = RunSpec().validate(n_codes=3, n_patients=10)
+    assert spec == RunSpec()
+    assert spec.control_delta is None and spec.target == 1.0
+    assert RunSpec(control="violation", delta=0.2).control_delta == 0.2
+
+
+def test_validate_returns_plain_types():
+    spec = RunSpec(targets=np.array([1.5, 2.0]), burn_in=np.int64(3), window=5.0, delta="0.2", weights=np.array(W),
+                   cost_kind="weighted_fp").validate(3, 10)
+    assert spec.targets == (1.5, 2.0) and type(spec.burn_in) is int and spec.window == 5 and spec.delta == 0.2
+    assert spec.weights == W
+    hash(spec)  # frozen and hashable
+
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ({"value_kind": "dollars"}, "value_kind", "must be one of tp, weighted_tp, formula"),
+        ({"cost_kind": 3}, "cost_kind", "must be one of fp, weighted_fp"),
+        ({"control": "sometimes"}, "control", "must be one of expected, violation"),
+        ({"value_kind": "weighted_tp", "weights": None}, "value_kind", "weighted_tp needs per-code weights"),
+        ({"cost_kind": "weighted_fp", "weights": None}, "cost_kind", "weighted_fp needs per-code weights"),
+        ({"weights": (1.0, -1.0, 2.0)}, "weights", ">= 0"),
+        ({"weights": (1.0, 2.0)}, "weights", "one weight per code (3)"),
+        ({"weights": (1.0, float("nan"), 2.0)}, "weights[1]", "finite"),
+        ({"targets": (0.0,)}, "target", "must be > 0 and <= C_max, in (0, C_max = 3]"),
+        ({"targets": (3.5,)}, "target", "(0, C_max = 3]"),
+        ({"targets": (1.0, -2.0)}, "targets[1]", "> 0"),
+        ({"targets": ()}, "targets", "at least one"),
+        ({"targets": ("abc",)}, "target", "must be a number"),
+        ({"delta": 1.0}, "delta", "between 0 and 1 (exclusive)"),
+        ({"delta": True}, "delta", "must be a number"),
+        ({"universe": "everything"}, "universe", "must be one of ratio"),
+        ({"burn_in": 10}, "burn_in", "between 0 and 9"),
+        ({"burn_in": -1}, "burn_in", "between 0 and 9"),
+        ({"burn_in": 2.5}, "burn_in", "whole number"),
+        ({"window": 0}, "window", "positive number of patients"),
+        ({"score": "value"}, "score", "cost, price"),
+        ({"segment": "  "}, "segment", "column name"),
+        ({"adaptive_rate": 0.0}, "adaptive_rate", "> 0"),
+        ({"value_kind": "formula", "formula": ""}, "formula", "empty"),
+    ],
+)
+def test_validate_names_the_field_and_the_range(change, field, words):
+    spec = RunSpec(weights=W, **{k: v for k, v in change.items() if k != "weights"})
+    if "weights" in change:
+        spec = spec.replace(weights=change["weights"])
+    with pytest.raises(SettingsError) as info:
+        spec.validate(n_codes=3, n_patients=10)
+    assert info.value.field == field
+    assert words in str(info.value) and str(info.value).startswith(field)
+
+
+def test_full_universe_only_for_few_codes():
+    RunSpec(universe="full").validate(n_codes=14)
+    with pytest.raises(SettingsError, match="at most 14 codes"):
+        RunSpec(universe="full").validate(n_codes=15)
+
+
+def test_new_options_accept_their_ranges():
+    spec = RunSpec(score="price", segment="region", adaptive_rate=0.05).validate(3, 10)
+    assert (spec.score, spec.segment, spec.adaptive_rate) == ("price", "region", 0.05)
+
+
+def test_formula_is_compiled_by_validate():
+    with pytest.raises(FormulaError):
+        RunSpec(value_kind="formula", formula="sum_hits(v) +").validate(3)
+    assert RunSpec(value_kind="formula", formula="sum_hits(v)").validate(3).formula == "sum_hits(v)"
+
+
+def test_build_value_and_cost():
+    value, cost = RunSpec().build()
+    assert isinstance(value, AdditiveValue) and value.weights is None and isinstance(cost, AdditiveCost) and cost.weights is None
+    value, cost = RunSpec(value_kind="weighted_tp", cost_kind="weighted_fp", weights=W).build()
+    assert value.weights.tolist() == list(W) and cost.weights.tolist() == list(W)
+    selected, labels = np.array([True, True, False]), np.array([True, False, True])
+    assert float(value(selected, labels)) == 1.0 and float(cost(selected, labels)) == 2.0
+    formula, _ = RunSpec(value_kind="formula", formula="sum_hits(v) * 2", weights=W).build()
+    assert isinstance(formula, FormulaValue) and float(formula(selected, labels)) == 2.0
+
+
+def test_c_max_and_cost_weights():
+    assert RunSpec().c_max(35) == 35.0
+    assert RunSpec(cost_kind="weighted_fp", weights=(0.1, 0.2, 0.7)).c_max(3) == 1.0  # correctly rounded sum
+
+
+def test_json_round_trip_with_extras_and_weights():
+    spec = RunSpec(value_kind="formula", formula="sum_hits(v)", cost_kind="weighted_fp", weights=W, control="violation",
+                   targets=(1.7,), delta=0.05, universe="prob", burn_in=4, window=3, score="price", segment="region",
+                   adaptive_rate=0.5)
+    raw = spec.to_json(["A", "B", "C"], dataset="toy", extras={"grid": {"n_targets": 4}})
+    parsed = json.loads(raw)
+    assert parsed["weights"] == {"A": 1.0, "B": 2.0, "C": 3.0} and parsed["settings"]["target"] == 1.7
+    back = read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
+    assert back.spec == spec and back.extras == {"grid": {"n_targets": 4}} and back.notes == () and back.weights_restored
+    assert RunSpec.from_json(raw, codes=["A", "B", "C"]) == spec
+    several = RunSpec(targets=(1.0, 2.0))
+    assert RunSpec.from_json(several.to_json()) == several
+
+
+def test_reads_the_app_version_1_file():
+    # written by FavMac Studio before RunSpec existed: no score/segment/adaptive_rate, a grid
+    raw = doc({"value_kind": "weighted_tp", "formula": "x", "cost_kind": "fp", "control": "expected", "target": 1.1,
+               "delta": 0.1, "universe": "ratio", "burn_in": 5, "window": None,
+               "grid": {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10, "methods": ["CRC"]}},
+              {"A": 1.0, "B": 2.0, "C": 3.0}, dataset="HCC cohort")
+    back = read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
+    assert back.spec == RunSpec(value_kind="weighted_tp", formula="x", weights=W, targets=(1.1,), burn_in=5)
+    assert back.extras["grid"]["methods"] == ["CRC"]
+
+
+def test_missing_fields_keep_the_base_and_notes_explain():
+    base = RunSpec(weights=W, targets=(2.5,), burn_in=3)
+    back = read_settings_json(doc({"target": 2.0, "colour": "red"}, {"A": 1}), codes=["A", "B", "C"], base=base)
+    assert back.spec == base.replace(targets=(2.0,)) and not back.weights_restored
+    assert any("colour" in n for n in back.notes) and any("do not cover" in n for n in back.notes)
+
+
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        (b"\xff\xfe", "not UTF-8"),
+        (b"[1, 2", "not valid JSON"),
+        (b"[]", "not a FavMac Studio settings file"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (doc({"target": 1.0})[:-1] + b', "x": NaN}', "not allowed"),
+        (doc({}).replace(b'"settings": {}', b'"settings": {"burn_in": ' + b"9" * 5000 + b"}"), "not allowed"),
+        (doc({"burn_in": 10**30}), "burn_in must be at most"),
+        (doc({"target": 1.0}).replace(b'"target": 1.0', b'"target": 1e400'), "target must be finite"),
+        (doc({"targets": {"a": 1}}), "targets must be a list of numbers"),
+        (doc({"targets": [1] * 20_000}), "targets may hold at most"),
+        (doc({"value_kind": ["tp"]}), "value_kind must be text"),
+        (doc({"segment": 5}), "segment must be text"),
+        (doc({"grid": [1, 2]}), "grid must be an object"),
+        (doc({}, {"A": "heavy", "B": 1, "C": 1}), "weights.A must be a number"),
+        (doc({}, [1, 2, 3]), "weights must map each code"),
+        (b'{"format": "favmac-studio-settings", "version": 9, "settings": {}}', "version 9 is not supported"),
+        (b'{"format": "favmac-studio-settings", "version": true, "settings": {}}', "version"),
+        (b'{"format": "favmac-studio-settings", "version": 1}', 'no "settings"'),
+        (b"{}" + b" " * 3_000_000, "at most"),
+    ],
+)
+def test_from_json_refuses_malformed_files_without_crashing(raw, words):
+    with pytest.raises(SettingsError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
