@@ -25,6 +25,7 @@ import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
 from .universe import UNIVERSES, check_universe
+from .validation import MAX_WEIGHT
 
 __all__ = [
     "CONTROLS",
@@ -56,6 +57,7 @@ MAX_CODES = 100_000
 MAX_TARGETS = 10_000
 MAX_TEXT = 10_000
 MAX_COUNT = 10**12  # patients (burn-in, window)
+MAX_INT_DIGITS = 20  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
@@ -228,9 +230,10 @@ class RunSpec:
         weights = None
         if self.weights is not None:
             weights = _as_tuple(self.weights, "weights", MAX_CODES)
-            bad = [i for i, w in enumerate(weights) if w < 0]
+            bad = [i for i, w in enumerate(weights) if not 0 <= w <= MAX_WEIGHT]
             if bad:
-                raise SettingsError("weights", f"must be >= 0; check position(s) {', '.join(map(str, bad[:5]))}")
+                raise SettingsError("weights", f"must be between 0 and {MAX_WEIGHT:,.0f}; check position(s) "
+                                    f"{', '.join(map(str, bad[:5]))} (weight {weights[bad[0]]:g})")
             if n_codes is not None and len(weights) != n_codes:
                 raise SettingsError("weights", f"must hold one weight per code ({n_codes}); got {len(weights)}")
         if weights is None:
@@ -367,7 +370,7 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
     if len(raw) > MAX_JSON_BYTES:
         raise SettingsError("settings file", f"is {len(raw):,} bytes; a settings file is at most {MAX_JSON_BYTES:,} bytes")
     try:
-        doc = json.loads(bytes(raw).decode("utf-8-sig"), parse_constant=_refuse_constant)
+        doc = json.loads(bytes(raw).decode("utf-8-sig"), parse_constant=_refuse_constant, parse_int=_parse_int)
     except UnicodeDecodeError:
         raise SettingsError("settings file", "is not UTF-8 text; upload the .json file FavMac Studio downloaded") from None
     except json.JSONDecodeError as err:
@@ -416,7 +419,7 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
         if missing:
             notes.append(f"Weights in the file do not cover code(s) {', '.join(missing[:5])}; kept the current weights.")
         else:
-            changes["weights"] = tuple(as_number(raw_weights[c], f"weights.{c}") for c in names)
+            changes["weights"] = tuple(_as_weight(raw_weights[c], f"weights.{c}") for c in names)
             weights_restored = True
     out_extras = {}
     for key in extras:
@@ -427,6 +430,21 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
     spec = base.replace(**changes)
     spec.validate(n_codes=None if codes is None else len(codes), n_patients=n_patients)
     return SettingsFile(spec, out_extras, tuple(notes), weights_restored)
+
+
+def _parse_int(text: str) -> int:
+    # json's own int() refuses only beyond 4,300 digits, with a message about Python internals
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer with {len(text.lstrip('-')):,} digits; numbers in a settings file have at most "
+                         f"{MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _as_weight(x, field: str) -> float:
+    w = as_number(x, field)
+    if not 0 <= w <= MAX_WEIGHT:
+        raise SettingsError(field, f"must be between 0 and {MAX_WEIGHT:,.0f}; got {w:g}")
+    return w
 
 
 def _refuse_constant(name):

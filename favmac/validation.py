@@ -18,7 +18,14 @@ __all__ = [
     "check_stream",
     "check_targets",
     "check_window",
+    "MAX_WEIGHT",
 ]
+
+# Largest per-code risk weight accepted anywhere (weights files, the app's table, settings files,
+# RunSpec). Weights are relative (CMS-HCC factors are below 10); the bound keeps C_max and the
+# replay's exact integer cost sums (6 decimal places x 100,000 codes) inside int64, and stops one
+# absurd weight (1e300) from making every target meaningless.
+MAX_WEIGHT = 1e6
 
 
 def check_probs(probs, n_codes: int | None = None, *, name: str = "probs", batch: bool = False) -> np.ndarray:

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ..validation import MAX_WEIGHT
 from .errors import LIST_LIMIT, DataError, also_count, join_few, plural
 
 __all__ = [
@@ -361,7 +362,7 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
     rule = {
         "probability": "Probabilities must be numbers between 0 and 1, written with a dot as decimal separator.",
         "label": "Labels must be 1 (the patient has the code) or 0 (does not).",
-        "weight": "Weights must be numbers >= 0, written with a dot as decimal separator.",
+        "weight": f"Weights must be numbers between 0 and {MAX_WEIGHT:,.0f}, written with a dot as decimal separator.",
     }[kind]
     # Columns pandas could not parse as numbers hold text somewhere: find the first such cell.
     non_numeric = [
@@ -432,6 +433,13 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
             i, j, count = _first_true(bad)
             raise DataError(
                 f"weight {values[i, j]:g} is negative{also_count(count)}.",
+                file=file, row=int(rows[i]), column=columns[j], fix=rule,
+            )
+        bad = values > MAX_WEIGHT
+        if bad.any():
+            i, j, count = _first_true(bad)
+            raise DataError(
+                f"weight {values[i, j]:g} is above the largest allowed weight {MAX_WEIGHT:,.0f}{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
     return values

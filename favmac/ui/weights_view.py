@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from favmac.runspec import SettingsError
+from favmac.validation import MAX_WEIGHT
 
 
 def unit_weights(codes) -> pd.DataFrame:
@@ -21,9 +22,9 @@ def weight_array(weights: pd.DataFrame, codes) -> np.ndarray:
         raise SettingsError("weights", f"missing: no risk weight for code(s) {', '.join(map(str, missing[:5]))}; "
                             "upload weights for every code")
     arr = weights.loc[list(codes), "weight"].to_numpy(dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        bad = [c for c, w in zip(codes, arr) if not (math.isfinite(w) and w >= 0)]
-        raise SettingsError("weights", f"must be finite and >= 0; check code(s) {', '.join(map(str, bad[:5]))}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > MAX_WEIGHT):
+        bad = [c for c, w in zip(codes, arr) if not (math.isfinite(w) and 0 <= w <= MAX_WEIGHT)]
+        raise SettingsError("weights", f"must be numbers between 0 and {MAX_WEIGHT:,.0f}; check code(s) {', '.join(map(str, bad[:5]))}")
     return arr
 
 
