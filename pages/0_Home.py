@@ -4,6 +4,7 @@ import streamlit as st
 from favmac.ui import state, widgets
 from favmac.ui.navigation import PAGES
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.text import md
 
 page_setup("Home")
 
@@ -33,7 +34,7 @@ if st.session_state["messages"].get("calibration", ("",))[0] == "error":
 if state.has_dataset():
     ds = st.session_state["dataset"]
     new = st.session_state.get("new_patients")
-    st.markdown(f"**{ds.name}**")
+    st.markdown(f"**{md(ds.name)}**")
     cols = st.columns(3)
     cols[0].metric("Calibration patients", f"{ds.n_patients:,}")
     cols[1].metric("Codes", ds.n_codes)

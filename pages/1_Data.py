@@ -4,6 +4,7 @@ import streamlit as st
 from favmac import io as fio
 from favmac.ui import data_views, figures, samples, state, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.text import md
 
 page_setup("Data")
 st.title("Data")
@@ -70,7 +71,7 @@ st.header("2 · New patients (optional)", divider="gray")
 st.file_uploader("New, unlabelled patients (probabilities layout)", type=["csv"], key="upload_new", on_change=on_new_upload, help=SIZE_HELP)
 widgets.show_message("new_patients")
 new = st.session_state.get("new_patients")
-st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {st.session_state.get('new_patients_name')}; their sets are on the Export page.")
+st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {md(st.session_state.get('new_patients_name'))}; their sets are on the Export page.")
 
 # --------------------------------------------------------------------------- weights
 st.header("3 · Risk weights", divider="gray")
@@ -84,7 +85,7 @@ with w_left:
     if st.button("Use CMS-HCC weights", key="load_cms", icon=":material/health_and_safety:"):
         state.apply_cms_weights(model, segment)
 with w_right:
-    st.markdown(f"**Weights in use** — {st.session_state['weights_source']}. Edit a weight to change it.")
+    st.markdown(f"**Weights in use** — {md(st.session_state['weights_source'])}. Edit a weight to change it.")
     edited = st.data_editor(
         st.session_state["weights"],
         key="weights_editor",
@@ -101,7 +102,7 @@ widgets.show_message("weights")
 
 # --------------------------------------------------------------------------- preview & diagnostics
 st.header("4 · Preview and classifier check", divider="gray")
-st.caption(f"{ds.name}: {ds.n_patients:,} patients × {ds.n_codes} codes. First 100 rows.")
+st.caption(f"{md(ds.name)}: {ds.n_patients:,} patients × {ds.n_codes} codes. First 100 rows.")
 tab_p, tab_l = st.tabs(["Probabilities", "Labels"])
 tab_p.dataframe(ds.probs.head(100), height=260)
 tab_l.dataframe(ds.labels.head(100), height=260)

@@ -4,6 +4,7 @@ import streamlit as st
 from favmac.functions import FormulaError, FormulaValue
 from favmac.ui import playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.text import md
 
 page_setup("Value & cost")
 st.title("Value & cost")
@@ -69,9 +70,9 @@ st.info(
 )
 if saved["value_kind"] == "formula":
     try:
-        st.caption(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes))
+        st.caption(md(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes)))
     except FormulaError as err:
-        st.error(str(err))
+        st.error(md(err))
     if submitted and st.session_state["messages"].get("settings", ("",))[0] == "success":
         with st.spinner("Timing the formula on a few patients…"):
             seconds = playback.estimate_replay_seconds(ds.prob_array(), ds.label_array(), state.spec())

@@ -7,6 +7,7 @@ from favmac.replay import predict_with_threshold
 from favmac.ui import figures, patients, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.text import md
 
 page_setup("Patients")
 st.title("Patients")
@@ -47,7 +48,7 @@ tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
 tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order with Ĉ < T")
 if summary["value"] is not None:
     tiles[4].metric("Realized value / cost", f"{summary['value']:.3g} / {summary['cost']:.3g}")
-st.caption(f"Patient {pick}: {where}.")
+st.caption(f"Patient {md(pick)}: {where}.")
 
 if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")

@@ -4,6 +4,7 @@ import streamlit as st
 from favmac.ui import settings_form, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.text import md
 
 page_setup("Export")
 st.title("Export")
@@ -34,7 +35,7 @@ if files["new"] is None:
 else:
     st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
                        mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
-    st.caption(f"{files['n_new']:,} patients from {st.session_state.get('new_patients_name')}; threshold T = "
+    st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}; threshold T = "
                f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
     st.dataframe(files["new_preview"], **PREVIEW)
 

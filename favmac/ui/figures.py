@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from favmac.ui import patients
+from favmac.ui.text import plain_html
 
 OKABE_ITO = {
     "black": "#000000",
@@ -64,7 +65,8 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int 
 def prevalence_figure(prevalence: pd.DataFrame, max_codes: int = 40) -> go.Figure:
     """Horizontal grouped bars per code (most prevalent on top): observed prevalence and mean
     predicted probability. Horizontal, so every code's label is readable even for 35 codes."""
-    frame = prevalence.head(max_codes)
+    frame = prevalence.head(max_codes).assign(code=lambda f: f["code"].map(plain_html),
+                                              description=lambda f: f["description"].map(plain_html))
     fig = go.Figure()
     hover = "<b>%{y}</b> %{customdata}<br>%{fullData.name}: %{x:.1%}<extra></extra>"
     fig.add_bar(y=frame["code"], x=frame["prevalence"], orientation="h", name="Observed prevalence", marker_color=OKABE_ITO["blue"],
@@ -234,6 +236,8 @@ def patient_figure(codes_frame: pd.DataFrame, title: str, cut: int | None = None
     ``cut``: number of codes kept from the greedy order; a dashed line marks where the
     threshold cut it (bars must then be in greedy order).
     """
+    codes_frame = codes_frame.assign(code=codes_frame["code"].map(plain_html), description=codes_frame["description"].map(plain_html))
+    title = plain_html(title)
     fig = go.Figure()
     x_order = list(codes_frame["code"])
     for status in patients.STATUS_ORDER:

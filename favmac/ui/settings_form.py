@@ -144,19 +144,28 @@ def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np
     return from_spec(spec, validate_grid(settings.get("grid") or {}))
 
 
-def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.ndarray, old_cmax: float | None = None) -> tuple[dict, list[str]]:
+def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.ndarray, old_cmax: float | None = None,
+                   old_n_patients: int | None = None) -> tuple[dict, list[str]]:
     """Fit settings to newly loaded data; returns the new settings and notes for the user.
 
-    When C_max changes (``old_cmax`` given) the target keeps its percentage of C_max.
+    When C_max changes (``old_cmax`` given) the target keeps its percentage of C_max. When the
+    stream's length changes (``old_n_patients`` given) or the burn-in no longer leaves a patient
+    to predict, the burn-in is re-derived with :func:`default_burn_in` (a burn-in of 1,000 made
+    for 3,000 patients would leave only 200 of a 1,200-patient upload to predict).
     """
     s = dict(settings)
     notes = []
     if s["universe"] == "full" and n_codes > MAX_FULL_CODES:
         s["universe"] = "ratio"
         notes.append(f"Universe set to 'ratio': 'full' allows at most {MAX_FULL_CODES} codes.")
-    if not 0 <= s["burn_in"] < n_patients:
+    stream_changed = old_n_patients is not None and old_n_patients != n_patients
+    if (stream_changed or not 0 <= s["burn_in"] < n_patients) and s["burn_in"] != default_burn_in(n_patients):
+        old = s["burn_in"]
         s["burn_in"] = default_burn_in(n_patients)
-        notes.append(f"Burn-in set to {s['burn_in']} patients to fit the new stream.")
+        notes.append(f"Burn-in set to {s['burn_in']:,} patients (was {old:,}): a third of the new {n_patients:,}-patient stream, "
+                     f"at most 1,000, so {n_patients - s['burn_in']:,} patients are predicted.")
+    if s.get("window") is not None and s["window"] >= n_patients:
+        notes.append(f"The rolling window ({s['window']:,} patients) is as long as the new stream, so it keeps every patient.")
     spec = to_spec(s, weights)
     cmax = spec.c_max(n_codes)
     integer_cost = is_integer_valued(spec.cost_weights(n_codes))

@@ -28,6 +28,7 @@ results           dict[run key, ReplayResult] — this session's replays, newest
 tradeoffs         dict | None — last trade-off comparison: key, points, table, skipped
 exports           dict | None — CSV bytes and previews of the last export, with the key of the
                   replay, weights and new patients they were made from
+_sidebar_summary_slot  this run's sidebar-summary placeholder (``widgets.refresh_sidebar_summary``)
 ================  ===========================================================================
 
 Widget keys (``upload_wide``, ``target``, ...) hold only what a widget shows; callbacks and
@@ -95,6 +96,13 @@ def set_message(area: str, level: str, text: str) -> None:
     st.session_state.setdefault("messages", {})[area] = (level, text)
 
 
+def _settings_changed() -> None:
+    """Redraw this run's sidebar summary, which was drawn before the change."""
+    from favmac.ui import widgets  # widgets draws with state's values; imported here to avoid a cycle
+
+    widgets.refresh_sidebar_summary()
+
+
 def clear_message(area: str) -> None:
     st.session_state.setdefault("messages", {}).pop(area, None)
 
@@ -133,19 +141,26 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
     ss = st.session_state
     notes = []
     codes = dataset.codes
-    old_cmax = c_max() if ss.get("dataset") is not None and "settings" in ss else None
+    had_data = ss.get("dataset") is not None and "settings" in ss
+    old_cmax = c_max() if had_data else None
+    old_n = ss["dataset"].n_patients if had_data else None
+    # each note goes to the area whose upload makes it obsolete (a later upload replaces it)
     if weights is None:
         weights, note = weights_view.weights_for_codes(ss.get("weights"), codes)
         if note:
-            notes.append(note)
+            set_message("weights", "warning", note)
             weights_source = "all ones (no weights for these codes)"
         else:
             weights_source = ss.get("weights_source")
+    else:
+        clear_message("weights")
     if new_patients is None and ss.get("new_patients") is not None:
         if list(ss["new_patients"].columns) == codes:
             new_patients, new_patients_name = ss["new_patients"], ss.get("new_patients_name")
         else:
-            notes.append("The new-patients file had other codes and was set aside; upload new patients for these codes.")
+            set_message("new_patients", "warning", "The new-patients file had other codes and was set aside; upload new patients for these codes.")
+    elif new_patients is not None:
+        clear_message("new_patients")
     ss["dataset"] = dataset
     ss["dataset_key"] = key
     ss["new_patients"] = new_patients
@@ -155,11 +170,14 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
     if "settings" not in ss:
         ss["settings"] = settings_form.default_settings(dataset.n_patients, dataset.n_codes, w)
     else:
-        ss["settings"], adapted = settings_form.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax)
+        ss["settings"], adapted = settings_form.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax,
+                                                               old_n_patients=old_n)
         notes += adapted
     reset_session()
     if notes:
-        set_message("settings", "warning", " ".join(notes))
+        set_message("settings", "warning", "Adapted to the new data: " + " ".join(notes))
+    else:
+        clear_message("settings")
     return notes
 
 
@@ -256,6 +274,7 @@ def apply_edited_weights(edited) -> bool:
     ss["weights_source"] = source if source.endswith("(edited)") else f"{source} (edited)"
     ss["tradeoffs"] = None
     clear_message("weights")
+    _settings_changed()
     return True
 
 
@@ -270,6 +289,7 @@ def apply_settings(new_settings: dict) -> bool:
         return False
     ss["settings"] = cleaned
     set_message("settings", "success", "Settings saved.")
+    _settings_changed()
     return True
 
 
@@ -287,6 +307,7 @@ def apply_settings_json(raw: bytes, file_name: str) -> bool:
         _set_weights(table, f"restored from {file_name}")
     ss["settings"] = settings
     reset_session()
+    _settings_changed()
     set_message("settings_json", "success", " ".join([f"Restored the settings from {file_name}.", *notes]))
     return True
 

@@ -6,6 +6,7 @@ import streamlit as st
 from favmac.runspec import SettingsError
 from favmac.ui import settings_form, state
 from favmac.ui.navigation import DATA, PAGES
+from favmac.ui.text import md
 
 _LEVELS = {"error": st.error, "warning": st.warning, "success": st.success, "info": st.info}
 
@@ -18,11 +19,33 @@ def show_menu() -> None:
             st.page_link(entry.path, label=entry.title, icon=entry.icon)
 
 
+SUMMARY_SLOT = "_sidebar_summary_slot"
+
+
 def show_sidebar_summary() -> None:
-    """Current dataset and settings, in the sidebar of every page."""
-    ss = st.session_state
+    """Current dataset and settings, in the sidebar of every page.
+
+    Drawn into a placeholder kept in ``st.session_state[SUMMARY_SLOT]`` so that an action later
+    in the same run (Apply, a restored settings file, an upload) redraws it with
+    :func:`refresh_sidebar_summary` instead of leaving it one run behind.
+    """
     with st.sidebar:
         st.divider()
+        slot = st.empty()
+    st.session_state[SUMMARY_SLOT] = slot
+    _draw_summary(slot)
+
+
+def refresh_sidebar_summary() -> None:
+    """Redraw the sidebar summary of this run (no-op before ``show_sidebar_summary``)."""
+    slot = st.session_state.get(SUMMARY_SLOT)
+    if slot is not None:
+        _draw_summary(slot)
+
+
+def _draw_summary(slot) -> None:
+    ss = st.session_state
+    with slot.container():
         st.markdown("**Dataset**")
         if not state.has_dataset():
             st.caption("No data loaded.")
@@ -30,17 +53,17 @@ def show_sidebar_summary() -> None:
         ds = ss["dataset"]
         new = ss.get("new_patients")
         st.caption(
-            f"{ds.name}  \n{ds.n_patients:,} patients × {ds.n_codes} codes  \n"
+            f"{md(ds.name)}  \n{ds.n_patients:,} patients × {ds.n_codes} codes  \n"
             f"New patients: {'none' if new is None else f'{len(new):,}'}  \n"
-            f"Weights: {ss.get('weights_source', '—')}"
+            f"Weights: {md(ss.get('weights_source', '—'))}"
         )
         st.markdown("**Settings**")
         try:
             rows = settings_form.settings_summary(ss["settings"], state.c_max())
         except SettingsError as err:
-            st.caption(f"Settings need attention: {err}")
+            st.caption(f"Settings need attention: {md(err)}")
             return
-        st.caption("  \n".join(f"{label}: {text}" for label, text in rows))
+        st.caption("  \n".join(f"{label}: {md(text)}" for label, text in rows))
 
 
 def show_message(area: str) -> None:
@@ -48,7 +71,7 @@ def show_message(area: str) -> None:
     message = st.session_state.get("messages", {}).get(area)
     if message:
         level, text = message
-        _LEVELS.get(level, st.info)(text)
+        _LEVELS.get(level, st.info)(md(text))  # messages quote file names and cells: never Markdown
 
 
 def require_dataset() -> None:
@@ -63,4 +86,4 @@ def require_dataset() -> None:
 def show_settings_line() -> None:
     """One caption line with the settings that produced the page's numbers."""
     rows = settings_form.settings_summary(state.settings(), state.c_max())
-    st.caption(" · ".join(f"{label}: {text}" for label, text in rows))
+    st.caption(" · ".join(f"{label}: {md(text)}" for label, text in rows))
