@@ -232,7 +232,7 @@ class RunSpec:
             weights = _as_tuple(self.weights, "weights", MAX_CODES)
             bad = [i for i, w in enumerate(weights) if not 0 <= w <= MAX_WEIGHT]
             if bad:
-                raise SettingsError("weights", f"must be between 0 and {MAX_WEIGHT:,.0f}; check position(s) "
+                raise SettingsError("weights", f"must be >= 0 and <= {MAX_WEIGHT:,.0f}; check position(s) "
                                     f"{', '.join(map(str, bad[:5]))} (weight {weights[bad[0]]:g})")
             if n_codes is not None and len(weights) != n_codes:
                 raise SettingsError("weights", f"must hold one weight per code ({n_codes}); got {len(weights)}")
@@ -443,7 +443,7 @@ def _parse_int(text: str) -> int:
 def _as_weight(x, field: str) -> float:
     w = as_number(x, field)
     if not 0 <= w <= MAX_WEIGHT:
-        raise SettingsError(field, f"must be between 0 and {MAX_WEIGHT:,.0f}; got {w:g}")
+        raise SettingsError(field, f"must be >= 0 and <= {MAX_WEIGHT:,.0f}; got {w:g}")
     return w
 
 

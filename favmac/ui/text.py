@@ -6,8 +6,8 @@ Streamlit renders Markdown in ``st.markdown``, ``st.caption``, ``st.error``/``wa
 ids, code names, file names, descriptions, a cell quoted in an error — passes through
 :func:`md` (for Streamlit) or :func:`plain_html` (for plotly) before it is shown.
 
->>> md("[click me](https://x) __import__")
-'\\\\[click me\\\\]\\\\(https\\\\://x\\\\) \\\\_\\\\_import\\\\_\\\\_'
+>>> print(md("[click me](https://x) __import__"))
+\\[click me\\](https\\://x) \\_\\_import\\_\\_
 >>> plain_html("<a href='x'>hi</a>")
 '&lt;a href=&#x27;x&#x27;&gt;hi&lt;/a&gt;'
 """
@@ -18,9 +18,13 @@ import re
 
 __all__ = ["md", "plain_html"]
 
-# CommonMark lets a backslash escape any ASCII punctuation; these are the ones that start
-# Markdown (links, emphasis, code, headings, lists, tables, LaTeX $, Streamlit's :color[...]).
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=])")
+# CommonMark lets a backslash escape any ASCII punctuation. Escaped everywhere: what starts
+# links, emphasis, code, autolinks, strikethrough, tables and LaTeX. A colon is escaped unless a
+# space follows ("row 7: ..." stays as is), which breaks "https://" autolinks and Streamlit's
+# ":red[...]" / ":material/...:" directives; "www." loses its dot for the same reason.
+_SPECIAL = re.compile(r"([\\`*_\[\]<~$|]|:(?=\S)|(?<=www)\.)", re.IGNORECASE)
+# Only at the very start of the text (newlines are removed): headings, lists, quotes, rules.
+_LEADING = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
 
 
 def md(text) -> str:
@@ -28,7 +32,8 @@ def md(text) -> str:
 
     Newlines become spaces, so a cell can never start a heading, list or table of its own.
     """
-    return _SPECIAL.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+    text = _SPECIAL.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+    return _LEADING.sub(lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit() else "\\" + m.group(2)), text, count=1)
 
 
 def plain_html(text) -> str:

@@ -24,7 +24,7 @@ def weight_array(weights: pd.DataFrame, codes) -> np.ndarray:
     arr = weights.loc[list(codes), "weight"].to_numpy(dtype=float)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > MAX_WEIGHT):
         bad = [c for c, w in zip(codes, arr) if not (math.isfinite(w) and 0 <= w <= MAX_WEIGHT)]
-        raise SettingsError("weights", f"must be numbers between 0 and {MAX_WEIGHT:,.0f}; check code(s) {', '.join(map(str, bad[:5]))}")
+        raise SettingsError("weights", f"must be numbers >= 0 and <= {MAX_WEIGHT:,.0f}; check code(s) {', '.join(map(str, bad[:5]))}")
     return arr
 
 

@@ -27,7 +27,7 @@ HOSTILE = {
     "NaN": (HEAD + b'{"target": NaN}}', "NaN is not a finite number"),
     "Infinity": (HEAD + b'{"delta": -Infinity}}', "-Infinity is not a finite number"),
     "target 1e300": (doc({"target": 1e300}), "target must be > 0 and <= C_max"),
-    "weight 1e300": (doc({"cost_kind": "weighted_fp"}, {"A": 1e300}), "weights.A must be between 0 and 1,000,000"),
+    "weight 1e300": (doc({"cost_kind": "weighted_fp"}, {"A": 1e300}), "weights.A must be >= 0 and <= 1,000,000"),
 }
 
 
@@ -46,7 +46,7 @@ def test_hostile_settings_file_is_refused_and_nothing_changes(name, digits_uploa
     codes = list(at.session_state["dataset"].codes)
     if name == "weight 1e300":  # a file that covers the loaded codes, one weight absurd
         payload = doc({"cost_kind": "weighted_fp"}, {c: (1e300 if i == 0 else 1.0) for i, c in enumerate(codes)})
-        words = f"weights.{codes[0]} must be between 0 and 1,000,000"
+        words = f"weights.{codes[0]} must be >= 0 and <= 1,000,000"
     go(at, "export")
     before = {k: at.session_state[k] for k in ("settings", "dataset_key", "weights_source")}
     weights_before = at.session_state["weights"].copy()
