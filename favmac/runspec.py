@@ -57,7 +57,7 @@ MAX_CODES = 100_000
 MAX_TARGETS = 10_000
 MAX_TEXT = 10_000
 MAX_COUNT = 10**12  # patients (burn-in, window)
-MAX_INT_DIGITS = 20  # digits of an integer literal in a settings file
+MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",

@@ -46,3 +46,10 @@ def go(at: AppTest, name: str) -> AppTest:
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def shown(text: str) -> str:
+    """What the browser shows for Markdown ``text`` that went through ``favmac.ui.text.md``."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", str(text))
