@@ -3,6 +3,7 @@
 Lin, Trivedi, Xiao, Sun, "Fast Online Value-Maximizing Prediction Sets with Conformal
 Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides every edge case.
 """
+from ._version import __version__
 from .baselines import BASELINE_CONTROLS, classwise, crc, fpcp, inner_set, rcps
 from .controller import FavMac
 from .io import (

@@ -1,7 +1,7 @@
 """Home: what FavMac Studio does, the guarantee in plain words, what is loaded, the steps."""
 import streamlit as st
 
-from favmac.ui import state, widgets
+from favmac.ui import settings_form as form, state, widgets
 from favmac.ui.navigation import PAGES
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -9,6 +9,8 @@ from favmac.ui.text import md
 page_setup("Home")
 
 st.title("FavMac Studio")
+st.info("**Start here:** a sample is already loaded — open **Online session** to watch FavMac choose codes patient by "
+        "patient, or go to **Data** to upload your own files.", icon=":material/flag:")
 st.markdown(
     "FavMac Studio suggests which diagnosis codes (HCCs) to flag for each patient, from the "
     "probabilities your classifier gives. It picks the set of codes worth the most (true codes "
@@ -27,6 +29,7 @@ st.markdown(
     "(exchangeable data), whatever the classifier — a poorly calibrated classifier costs value, "
     "not the guarantee."
 )
+st.caption("  \n".join(form.EXPLAIN.values()))
 
 st.subheader("Loaded now")
 if st.session_state["messages"].get("calibration", ("",))[0] == "error":

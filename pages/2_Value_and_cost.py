@@ -4,6 +4,7 @@ import streamlit as st
 from favmac.functions import FormulaError, FormulaValue
 from favmac.ui import playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.formats import input_format
 from favmac.ui.text import md
 
 page_setup("Value & cost")
@@ -33,20 +34,21 @@ with st.form("settings_form"):
                              index=list(form.COST_KINDS).index(current["cost_kind"]), key="cost_kind",
                              help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights.")
         st.caption(f"Largest possible cost C_max: {cmax_fp:g} false positives (FP count) or {cmax_w:.4g} risk-weight units (risk-weighted FP). "
-                   "The per-code risk weights are edited on the Data page.")
+                   "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])
     with right:
         st.subheader("Guarantee")
         control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
                            index=list(form.CONTROLS).index(current["control"]), key="control",
                            help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
-        target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format="%.3f", key="target",
+        target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format=input_format(current["target"]), key="target",
                                  help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
         delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
         options = form.universe_options(ds.n_codes)
         universe = st.selectbox("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
                                 format_func=form.UNIVERSE_LABELS.get, key="universe",
-                                help=f"'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
-        burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in")
+                                help=form.EXPLAIN["universe"] + f" 'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
+        burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in",
+                                  help=form.EXPLAIN["burn_in"])
         use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
         window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
     submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings")

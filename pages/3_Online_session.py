@@ -6,6 +6,7 @@ import streamlit as st
 from favmac.ui import figures, playback, state, widgets
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.formats import column_format
 
 page_setup("Online session")
 st.title("Online session")
@@ -64,10 +65,11 @@ def live_view():
     charts[1].plotly_chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart")
     charts[2].plotly_chart(figures.value_figure(shown, value_unit(settings)), key="value_chart")
     st.markdown("**Most recent patients** (newest first)")
-    st.dataframe(playback.recent_patients(result, ds.label_array(), position), hide_index=True, key="recent_table",
+    recent = playback.recent_patients(result, ds.label_array(), position)
+    st.dataframe(recent, hide_index=True, key="recent_table",
                  column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
                                 "value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
-                                "threshold": st.column_config.NumberColumn(format="%.4g")})
+                                "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"]))})
 
 
 live_view()

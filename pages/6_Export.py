@@ -4,6 +4,7 @@ import streamlit as st
 from favmac.ui import settings_form, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.formats import column_format
 from favmac.ui.text import md
 
 page_setup("Export")
@@ -21,7 +22,7 @@ PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "n_codes", 
                column_config={"descriptions": st.column_config.TextColumn(width="large"),
                               "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
                               "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
-                              "threshold": st.column_config.NumberColumn(format="%.4g")})
+                              "threshold": st.column_config.NumberColumn(format=column_format(files["calibration_preview"]["threshold"]))})
 
 st.subheader("Chosen sets on the calibration stream")
 st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",

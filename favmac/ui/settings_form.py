@@ -32,7 +32,7 @@ from favmac.ui.tradeoffs import default_grid, validate_grid
 from favmac.universe import MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
-    "CONTROLS", "COST_KINDS", "VALUE_KINDS", "UNIVERSE_LABELS", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
+    "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
     "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
@@ -46,6 +46,18 @@ UNIVERSE_LABELS = {
 }
 PAPER_FORMULA = "prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)"
 SPEC_KEYS = ("value_kind", "formula", "cost_kind", "control", "target", "delta", "universe", "burn_in", "window")
+
+# One-line explanations of the words a newcomer meets first (tooltips and the Home page).
+EXPLAIN = {
+    "C_max": "C_max is the largest cost any set can have: the cost of flagging every code when none is present "
+             "(the number of codes for an FP count, the sum of the risk weights for risk-weighted FP).",
+    "universe": "The universe is the family of candidate sets FavMac chooses from: codes are added one by one in the "
+                "universe's order (ratio, probability or value) and it keeps the longest prefix the threshold allows.",
+    "burn_in": "Burn-in: the first patients of the stream only calibrate the threshold; sets are predicted (and scored) "
+               "for the patients after them.",
+    "exchangeable": "Exchangeable: the patients' order carries no information, as if they had been shuffled "
+                    "(no drift over time); the guarantee needs this.",
+}
 
 # A new session's target: 3 % of C_max, about one false flag per patient on the 35-code HCC
 # sample (10 %, the paper's smallest target, allows 3.5 and flags mostly wrong codes there).
