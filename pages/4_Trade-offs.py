@@ -19,7 +19,7 @@ with st.form("tradeoff_form"):
     low = c1.number_input("Lowest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["low_pct"]), step=1.0, key="grid_low")
     high = c2.number_input("Highest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["high_pct"]), step=1.0, key="grid_high")
     n_targets = c3.number_input("Number of targets", min_value=2, max_value=50, value=int(grid["n_targets"]), step=1, key="grid_n")
-    choices = method_labels(ds.n_codes)
+    choices = tradeoffs.applicable_methods(method_labels(ds.n_codes), settings["control"], ds.n_codes)  # options follow applicability
     methods = st.multiselect("Methods", choices, default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                              help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
@@ -31,11 +31,16 @@ if run:
 widgets.show_settings_line()
 integer_cost = form.is_integer_valued(state.spec().cost_weights(ds.n_codes))
 targets = tradeoffs.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost)
-if not grid["methods"]:
+chosen = [m for m in grid["methods"] if m in choices]
+if not chosen:
     st.warning("Choose at least one method.")
     st.stop()
 
-out = state.tradeoffs(targets, grid["methods"])
+out = state.tradeoffs(targets, chosen, start=run)
+if out is None:
+    st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
+            f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")
+    st.stop()
 for method, reason in out["skipped"].items():
     st.caption(f"{method} not shown: {reason}.")
 points = out["points"]

@@ -2,9 +2,9 @@
 import streamlit as st
 
 from favmac.ui import settings_form, state, widgets
-from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
+from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
 
 page_setup("Export")
@@ -13,32 +13,8 @@ widgets.require_dataset()
 
 ds = state.dataset()
 settings = state.settings()
-files = state.exports()
 widgets.show_settings_line()
-st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
-# previews put the numbers before the long descriptions; the CSV keeps its documented column order
-PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
-                                              "realized_value", "realized_cost", "descriptions", "method", "target", "delta", "universe"],
-               column_config={"descriptions": st.column_config.TextColumn(width="large"),
-                              "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
-                              "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
-                              "threshold": st.column_config.NumberColumn(format=column_format(files["calibration_preview"]["threshold"]))})
-
-st.subheader("Chosen sets on the calibration stream")
-st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
-                   mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
-st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known. First 20 rows:")
-st.dataframe(files["calibration_preview"], **PREVIEW)
-
-st.subheader("Chosen sets for new patients")
-if files["new"] is None:
-    st.info("No new patients loaded; upload them on the Data page.")
-else:
-    st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
-                       mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
-    st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}; threshold T = "
-               f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
-    st.dataframe(files["new_preview"], **PREVIEW)
+sets_area = st.container()  # filled last: the settings below never wait for the export files
 
 st.subheader("Settings")
 left, right = st.columns(2, gap="large")
@@ -55,3 +31,38 @@ with right:
 
     st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
     widgets.show_message("settings_json")
+
+with sets_area:
+    st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
+    start = ds.n_patients <= state.AUTO_EXPORT_PATIENTS
+    if not start:
+        start = st.button(f"Prepare the export files ({ds.n_patients:,} patients)", key="prepare_exports", type="primary",
+                          icon=":material/build:")
+    files = state.exports(start=start)
+    if files is None:
+        st.info("The export files are built when you ask for them (large data); you can switch pages while they are prepared.")
+        st.stop()
+    # previews put the numbers before the long descriptions; the CSV keeps its documented column order
+    PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
+                                                  "realized_value", "realized_cost", "method", "target", "delta", "universe", "descriptions"],
+                   column_config={"descriptions": st.column_config.TextColumn(width="large"),
+                                  "method": st.column_config.TextColumn(width="medium"),
+                                  "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
+                                  "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
+                                  "threshold": st.column_config.NumberColumn(format=column_format(files["calibration_preview"]["threshold"]))})
+
+    st.subheader("Chosen sets on the calibration stream")
+    st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
+                       mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
+    st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known. First 20 rows:")
+    st.dataframe(files["calibration_preview"], **PREVIEW)
+
+    st.subheader("Chosen sets for new patients")
+    if files["new"] is None:
+        st.info("No new patients loaded; upload them on the Data page.")
+    else:
+        st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
+                           mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
+        st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}; threshold T = "
+                   f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
+        st.dataframe(files["new_preview"], **PREVIEW)

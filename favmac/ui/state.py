@@ -25,6 +25,9 @@ messages          dict[area, (level, text)] — last message per area ("calibrat
                   "new_patients", "weights", "settings", "settings_json"); level is
                   "error", "warning" or "success"
 results           dict[run key, ReplayResult] — this session's replays, newest last (at most 4)
+jobs              dict[name, favmac.ui.jobs.Job] — computations running in the background
+                  ("online", "tradeoffs", "exports"); kept across page switches, so leaving a
+                  page does not stop or restart its work
 tradeoffs         dict | None — last trade-off comparison: key, points, table, skipped
 exports           dict | None — CSV bytes and previews of the last export, with the key of the
                   replay, weights and new patients they were made from
@@ -43,9 +46,12 @@ from favmac import export
 from favmac import io as fio
 from favmac.functions import FormulaError
 from favmac.runspec import RunSpec, SettingsError
+from favmac.ui import jobs as bg
 from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 
 RESULTS_KEPT = 4
+# Above this many calibration patients the export files are built on click, not on arrival.
+AUTO_EXPORT_PATIENTS = 50_000
 
 
 # --------------------------------------------------------------------------- cached parsing
@@ -345,66 +351,97 @@ def online_key() -> str:
     return settings_form.run_key(st.session_state["dataset_key"], spec(), "online")
 
 
-def _progress_callback(bar, label: str):
-    shown = {"pct": -1}
+def background(name: str, key: str, label: str, fn, *, start: bool = True):
+    """The session's background job ``name`` for ``key``: the running or finished one, else a new
+    one running ``fn(progress)`` (None when ``start`` is False). A job for another key is cancelled."""
+    running = st.session_state.setdefault("jobs", {})
+    job = running.get(name)
+    if job is not None and job.key != key:
+        running.pop(name).cancel()
+        job = None
+    if job is None and start:
+        job = running[name] = bg.Job(key, label, fn).start()
+    return job
 
-    def report(fraction: float) -> None:
-        pct = int(max(0.0, min(1.0, float(fraction))) * 100)
-        if pct != shown["pct"]:  # redraw at most 101 times whatever the caller's rate
-            shown["pct"] = pct
-            bar.progress(pct / 100, text=f"{label} {pct} %")
 
-    return report
+def finish(name: str, job):
+    """``job``'s result once it is done (waiting ``favmac.ui.jobs.FOREGROUND_SECONDS`` at most);
+    otherwise draw its progress, which follows the job and reruns the page when it ends, and stop."""
+    if not job.done:
+        job.wait(bg.FOREGROUND_SECONDS)
+    if job.done:
+        st.session_state.setdefault("jobs", {}).pop(name, None)
+        if job.error is not None:
+            raise job.error
+        return job.result
+    _follow_job(name)
+    st.stop()
+
+
+@st.fragment(run_every=0.5)
+def _follow_job(name: str) -> None:
+    job = st.session_state.get("jobs", {}).get(name)
+    if job is None or job.done:
+        st.rerun()
+    st.progress(job.fraction, text=f"{job.label} {int(job.fraction * 100)} % — you can switch pages meanwhile; the work goes on.")
 
 
 def online_result():
-    """This session's FavMac replay for the current data and settings (memoised per session)."""
+    """This session's FavMac replay for the current data and settings (memoised per session).
+
+    Runs in the background: when it takes longer than a moment the page shows its progress and
+    stops here; leaving and coming back finds the same replay, further along or done.
+    """
     ss = st.session_state
     key = online_key()
     results = ss.setdefault("results", {})
     if key in results:
         return results[key]
-    ds = dataset()
-    label = f"Replaying {ds.n_patients:,} patients…"
-    bar = st.progress(0.0, text=label)
-    try:
-        with st.spinner(label):
-            result = playback.run_online(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, spec(), progress=_progress_callback(bar, label))
-    finally:
-        bar.empty()
+    ds, run = dataset(), spec()
+    probs, labels = ds.prob_array(), ds.label_array()
+    job = background("online", key, f"Replaying {ds.n_patients:,} patients…",
+                     lambda progress: playback.run_online(probs, labels, ds.codes, ds.patient_ids, run, progress=progress))
+    result = finish("online", job)
     results[key] = result
     while len(results) > RESULTS_KEPT:
         results.pop(next(iter(results)))
     return result
 
 
-def tradeoffs(targets, methods):
-    """Trade-off summaries for ``targets`` and ``methods`` (kept until data or settings change)."""
+def tradeoffs(targets, methods, *, start: bool = False):
+    """Trade-off summaries for ``targets`` and ``methods`` (kept until data or settings change).
+
+    Computed on demand: None until ``start`` (the page's Run button) asks for it; then in the
+    background, with progress, kept across page switches.
+    """
     ss = st.session_state
-    key = settings_form.run_key(ss["dataset_key"], spec(), ["tradeoffs", list(map(float, targets)), list(methods)])
+    run = spec()
+    key = settings_form.run_key(ss["dataset_key"], run, ["tradeoffs", list(map(float, targets)), list(methods)])
     cached = ss.get("tradeoffs")
     if cached is not None and cached["key"] == key:
         return cached
     ds = dataset()
-    reasons = tradeoff_runs.method_applicability(spec().control, methods, ds.n_codes)
+    reasons = tradeoff_runs.method_applicability(run.control, methods, ds.n_codes)
     n_methods = sum(reasons[m] is None for m in methods)
     label = f"Comparing {n_methods} methods on {ds.n_patients:,} patients × {len(targets)} targets…"
-    bar = st.progress(0.0, text=label)
-    try:
-        with st.spinner(label):
-            out = tradeoff_runs.run_tradeoffs(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, spec(), targets, methods, progress=_progress_callback(bar, label))
-    finally:
-        bar.empty()
+    probs, labels, targets, methods = ds.prob_array(), ds.label_array(), list(targets), list(methods)
+    job = background("tradeoffs", key, label, start=start,
+                     fn=lambda progress: tradeoff_runs.run_tradeoffs(probs, labels, ds.codes, ds.patient_ids, run, targets, methods,
+                                                                     progress=progress))
+    if job is None:
+        return None
+    out = finish("tradeoffs", job)
     out["key"] = key
     ss["tradeoffs"] = out
     return out
 
 
-def exports() -> dict:
+def exports(*, start: bool = True) -> dict | None:
     """CSV bytes (formula cells neutralized) and 20-row previews of both exports, memoised.
 
     Keys: "calibration", "calibration_preview", "new" and "new_preview" (None without new
-    patients), "threshold" (the final threshold used for new patients), "key".
+    patients), "threshold" (the final threshold used for new patients), "key". Built in the
+    background; None when nothing is built yet and ``start`` is False (large data: on click).
     """
     ss = st.session_state
     new = ss.get("new_patients")
@@ -414,15 +451,24 @@ def exports() -> dict:
     cached = ss.get("exports")
     if cached is not None and cached["key"] == key:
         return cached
+    job = ss.get("jobs", {}).get("exports")
+    if not start and (job is None or job.key != key):
+        return None
     ds, run = dataset(), spec()
-    value, cost = run.build()
     result = online_result()
-    with st.spinner("Preparing the export files…"):
-        calibration = export.stream_sets(result, ds.prob_array(), ds.label_array(), value, cost, universe=run.universe, descriptions=descs)
+    probs, labels = ds.prob_array(), ds.label_array()
+
+    def build(progress):
+        value, cost = run.build()
+        calibration = export.stream_sets(result, probs, labels, value, cost, universe=run.universe, descriptions=descs)
+        progress(0.6 if new is not None else 0.9)
         out = {"key": key, "calibration": fio.to_safe_csv(calibration), "calibration_preview": calibration.head(20),
                "n_calibration": len(calibration), "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
         if new is not None:
             new_sets = export.new_patient_sets(new, result, value, cost, universe=run.universe, descriptions=descs)
             out.update(new=fio.to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
+        return out
+
+    out = finish("exports", background("exports", key, f"Preparing the export files ({ds.n_patients:,} patients)…", build))
     ss["exports"] = out
     return out

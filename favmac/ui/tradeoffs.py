@@ -56,6 +56,11 @@ def method_applicability(control: str, methods=None, n_codes: int | None = None)
     return {label: applicability(label, control, n_codes) for label in labels}
 
 
+def applicable_methods(labels, control: str, n_codes: int) -> list[str]:
+    """The ``labels`` that apply to ``control`` with ``n_codes`` codes, in order (the page's choices)."""
+    return [label for label in labels if applicability(label, control, n_codes) is None]
+
+
 def value_max(value, n_codes: int) -> float:
     """Largest value any set can have (all codes chosen and present); scales value to 0–100."""
     everything = np.ones(n_codes, dtype=bool)

@@ -7,6 +7,15 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 import app_helpers  # noqa: F401  (puts the repository on sys.path)
 
 
+@pytest.fixture(autouse=True)
+def jobs_in_the_foreground(monkeypatch):
+    """AppTest has no timer to follow a background job: pages wait for their jobs here.
+    A test of the background behaviour sets ``favmac.ui.jobs.FOREGROUND_SECONDS`` itself."""
+    from favmac.ui import jobs
+
+    monkeypatch.setattr(jobs, "FOREGROUND_SECONDS", 300.0)
+
+
 @pytest.fixture
 def downloads(monkeypatch):
     """Bytes handed to ``st.download_button``, by file name (captured from the media store)."""

@@ -6,14 +6,21 @@ import pytest
 from app_helpers import assert_clean, go, open_page
 
 
-def test_default_comparison_runs_and_matches_metrics():
+def test_default_comparison_runs_on_demand_and_matches_metrics():
     at = open_page("tradeoffs")
+    assert_clean(at)
+    assert at.session_state["tradeoffs"] is None  # computed on demand, not on the first visit
+    assert any("Run comparison" in i.value for i in at.info)
+    assert "RCPS" not in at.multiselect(key="grid_methods").options  # expected-cost control: not offered
+    at.button(key="run_tradeoffs").click().run()
     assert_clean(at)
     out = at.session_state["tradeoffs"]
     points = out["points"]
     assert len(out["targets"]) == 10
     assert set(points["method"]) == {"FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC"}
-    assert "RCPS" in out["skipped"]  # expected-cost control
+    go(at, "home")
+    go(at, "tradeoffs")  # the result is kept across navigation
+    assert at.session_state["tradeoffs"] is out and len(at.get("plotly_chart")) == 2
     assert len(at.get("plotly_chart")) == 2
     table = at.dataframe[0].value
     assert list(table["Method"]) == list(dict.fromkeys(points["method"]))
@@ -43,6 +50,8 @@ def test_violation_control_offers_rcps_not_crc():
     at.session_state["settings"]["grid"]["methods"] = ["FavMac (ratio)", "RCPS", "CRC", "ClassWise"]
     go(at, "tradeoffs")
     assert_clean(at)
+    options = at.multiselect(key="grid_methods").options
+    assert "RCPS" in options and "CRC" not in options and "ClassWise" not in options  # options follow applicability
+    at.button(key="run_tradeoffs").click().run()
     out = at.session_state["tradeoffs"]
     assert set(out["points"]["method"]) == {"FavMac (ratio)", "RCPS"}
-    assert set(out["skipped"]) == {"CRC", "ClassWise"}

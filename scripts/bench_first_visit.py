@@ -1,0 +1,176 @@
+"""First-visit speed of FavMac Studio in a real browser, against a one-line Streamlit app.
+
+    python scripts/bench_first_visit.py            # prints the table; --markdown for docs/first_visit.md
+
+1. Starts ``streamlit run`` on a one-line app (``st.write("Hello")``) on a free loopback port and
+   times, in a fresh chromium context, the navigation until "Hello" is on screen
+   (the baseline: what any Streamlit app costs on this machine).
+2. Starts a fresh ``streamlit run app.py`` and times, each in a fresh context (a new session,
+   nothing cached in the browser), Home and then every page opened by deep link (``/Data``,
+   ...) until the page's title *and its first control* are drawn ("controls"), and until the
+   script run has finished ("settled": no "Running..." status widget).
+
+Each page is measured ``--repeat`` times (fresh context each time); the table shows the median.
+The first Home visit of a fresh server also pays the imports; it is listed separately.
+Nothing is asserted: ``tests/browser/test_first_visit.py`` runs this and prints the figures.
+Needs Debian's chromium (/usr/bin/chromium, or $FAVMAC_CHROMIUM) and python playwright.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("FAVMAC_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
+ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
+
+# (label, URL path, title text, CSS of the page's first control). The control is what a user
+# needs to start working; charts and tables may still be computing.
+PAGES = [
+    ("Home", "", "FavMac Studio", "[data-testid='stPageLink']"),
+    ("Data", "Data", "Data", "[data-testid='stSelectbox']"),
+    ("Value & cost", "Value_and_cost", "Value & cost", "[data-testid='stFormSubmitButton']"),
+    ("Online session", "Online_session", "Online session", "[data-testid='stButton']"),
+    ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
+    ("Patients", "Patients", "Patients", "[data-testid='stRadio'], [data-testid='stTextInput'], [data-testid='stSelectbox']"),
+    ("Export", "Export", "Export", "[data-testid='stFileUploader']"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(script: str, cwd: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early; see {log}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return proc, base
+        except OSError:
+            pass
+        time.sleep(0.2)
+    stop_server(proc)
+    raise RuntimeError(f"streamlit did not start; see {log}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def visit(browser, url: str, title: str | None, control: str | None, text: str | None = None) -> tuple[float, float]:
+    """Seconds from navigation start until the page's title and control show, and until the run settles."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        if text is not None:
+            page.locator("[data-testid='stMarkdownContainer']", has_text=text).first.wait_for(state="visible", timeout=120_000)
+        else:
+            page.locator("h1", has_text=title).first.wait_for(state="visible", timeout=120_000)
+            page.locator(control).first.wait_for(state="visible", timeout=120_000)
+        drawn = time.perf_counter() - t0
+        # settled: the app's status widget ("Running...") is gone for half a second
+        quiet_since = None
+        while time.perf_counter() - t0 < 180:
+            running = page.locator("[data-testid='stStatusWidget']").count() > 0
+            now = time.perf_counter()
+            if running:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = now
+            elif now - quiet_since >= 0.5:
+                break
+            time.sleep(0.05)
+        settled = (quiet_since or time.perf_counter()) - t0
+        return drawn, max(settled, drawn)
+    finally:
+        context.close()
+
+
+def measure(repeat: int = 3) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        tmp = Path(tmp)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            (tmp / "one_line.py").write_text(ONE_LINE_APP)
+            proc, base = start_server("one_line.py", tmp, tmp / "one_line.log")
+            try:
+                first = visit(browser, base + "/", None, None, text="Hello")
+                again = [visit(browser, base + "/", None, None, text="Hello") for _ in range(repeat)]
+                figures["one-line app (first view)"] = first
+                figures["one-line app"] = tuple(statistics.median(x) for x in zip(*again))
+            finally:
+                stop_server(proc)
+            proc, base = start_server("app.py", ROOT, tmp / "app.log")
+            try:
+                label, path, title, control = PAGES[0]
+                figures["Home (first view of a fresh server)"] = visit(browser, f"{base}/{path}", title, control)
+                for label, path, title, control in PAGES:
+                    runs = [visit(browser, f"{base}/{path}", title, control) for _ in range(repeat)]
+                    figures[label] = tuple(statistics.median(x) for x in zip(*runs))
+            finally:
+                stop_server(proc)
+        finally:
+            browser.close()
+    return figures
+
+
+def table(figures: dict, markdown: bool = False) -> str:
+    base = figures["one-line app"][0]
+    rows = [(name, drawn, settled, drawn / base) for name, (drawn, settled) in figures.items()]
+    if markdown:
+        out = ["| visit (fresh browser context) | controls drawn (s) | run settled (s) | controls / one-line app |",
+               "|---|---:|---:|---:|"]
+        out += [f"| {n} | {d:.2f} | {s:.2f} | {r:.2f}x |" for n, d, s, r in rows]
+    else:
+        out = [f"{'visit (fresh browser context)':40s} {'controls':>9s} {'settled':>9s} {'ratio':>7s}"]
+        out += [f"{n:40s} {d:8.2f}s {s:8.2f}s {r:6.2f}x" for n, d, s, r in rows]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="visits per page (median shown); default 3")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args(argv)
+    print(table(measure(args.repeat), markdown=args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,11 @@
+"""Docstring examples of the Streamlit-free helper modules of ``favmac.ui``."""
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("name", ["favmac.ui.text", "favmac.ui.formats", "favmac.ui.jobs", "favmac.ui.playback"])
+def test_docstring_examples(name):
+    failures, _ = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert failures == 0
