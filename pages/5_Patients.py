@@ -23,10 +23,21 @@ new = st.session_state.get("new_patients")
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")
 if source == "Calibration stream":
-    ids = [str(i) for i in result.patient_ids]
-    pick = st.selectbox(f"Patient id ({len(ids):,} predicted after the burn-in; type to search)", ids, key="patient_select",
-                        index=patients.first_informative_step(result, ds.label_array(), ds.prob_array()))
-    step = ids.index(pick)
+    first = patients.first_informative_step(result, ds.label_array(), ds.prob_array())
+    if result.n_steps <= patients.MAX_SELECT_OPTIONS:
+        ids = [str(i) for i in result.patient_ids]
+        pick = st.selectbox(f"Patient id ({len(ids):,} predicted after the burn-in; type to search)", ids, key="patient_select", index=first)
+        step = ids.index(pick)
+    else:  # a search box: a select box with every id would take seconds to draw
+        typed = st.text_input(f"Patient id ({result.n_steps:,} predicted after the burn-in)", value=str(result.patient_ids[first]),
+                              key="patient_search", help="Type a patient id exactly; ids that start with what you typed are suggested.")
+        step, suggestions = patients.find_patient(result.patient_ids, typed)
+        if step is None:
+            st.warning(f"No predicted patient has the id {md(typed)}."
+                       + (f" Ids starting with it: {md(', '.join(suggestions))}." if suggestions else "")
+                       + " Showing the first informative patient instead.")
+            step = first
+        pick = str(result.patient_ids[step])
     position = result.burn_in + step
     probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]
     threshold = float(result.thresholds[0, step])

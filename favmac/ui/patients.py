@@ -81,3 +81,30 @@ def first_informative_step(result, labels: np.ndarray, probs: np.ndarray | None 
             return int(np.argmax(confident))
     hits = caught.any(axis=1)
     return int(np.argmax(hits)) if hits.any() else 0
+
+
+# A select box lists every id; above this many patients the page offers a search box instead
+# (a 500,000-option select box takes seconds to send and draw).
+MAX_SELECT_OPTIONS = 5_000
+
+
+def find_patient(ids, text: str, limit: int = 10) -> tuple[int | None, list[str]]:
+    """Position of the patient whose id is ``text`` (surrounding spaces ignored) in ``ids``, or
+    None and up to ``limit`` ids that start with ``text`` (the suggestions shown instead).
+
+    >>> find_patient(["P1", "P10", "P2"], " P2 ")
+    (2, [])
+    >>> find_patient(["P1", "P10", "P2"], "P1x")
+    (None, [])
+    >>> find_patient(["P1", "P10", "P2"], "P")
+    (None, ['P1', 'P10', 'P2'])
+    """
+    ids = np.asarray(ids).astype(str)
+    text = str(text).strip()
+    hit = np.flatnonzero(ids == text)
+    if hit.size:
+        return int(hit[0]), []
+    if not text:
+        return None, []
+    starts = np.flatnonzero(np.char.startswith(ids, text))[:limit]
+    return None, [str(ids[i]) for i in starts]

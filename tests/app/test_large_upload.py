@@ -52,4 +52,7 @@ def test_hundred_thousand_patients():
 
     assert timed(lambda: go(at, "export")) < 20
     assert_clean(at)
+    assert timed(lambda: at.button(key="prepare_exports").click().run()) < 20  # large data: built on click
+    assert_clean(at)
+    assert at.session_state["exports"]["n_calibration"] == n_steps
     assert timed(lambda: go(at, "export")) < 2  # memoised

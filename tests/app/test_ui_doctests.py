@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["favmac.ui.text", "favmac.ui.formats", "favmac.ui.jobs", "favmac.ui.playback"])
+@pytest.mark.parametrize("name", ["favmac.ui.text", "favmac.ui.formats", "favmac.ui.jobs", "favmac.ui.playback", "favmac.ui.patients"])
 def test_docstring_examples(name):
     failures, _ = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert failures == 0
