@@ -49,7 +49,10 @@ with sample_col:
         state.load_sample(sample)
 with upload_col:
     st.markdown("**Your files** (patients in arrival order; `patient_id` plus one column per code)")
-    mode = st.radio("Layout", ["One wide file", "Probabilities + labels files"], horizontal=True, key="upload_mode",
+    layouts = ["One wide file", "Probabilities + labels files"]
+    # the widget's own key is dropped when another page runs; "upload_layout" keeps the choice
+    mode = st.radio("Layout", layouts, horizontal=True, key="upload_mode", index=layouts.index(st.session_state.get("upload_layout", layouts[0])),
+                    on_change=lambda: st.session_state.update(upload_layout=st.session_state["upload_mode"]),
                     help="Wide: patient_id, prob_<code>, label_<code>. Two files: same patient_id and codes, probabilities in [0, 1], labels 0/1.")
     if mode == "One wide file":
         st.file_uploader("Calibration file (wide)", type=["csv", "parquet"], key="upload_wide", on_change=on_wide_upload, help=SIZE_HELP)
@@ -108,6 +111,9 @@ tab_p.dataframe(ds.probs.head(100), height=260)
 tab_l.dataframe(ds.labels.head(100), height=260)
 descs = weights_view.descriptions(st.session_state["weights"], ds.codes)
 c1, c2 = st.columns(2, gap="large")
-c1.plotly_chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs)), key="prevalence_chart")
+c1.plotly_chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs), max_codes=figures.MAX_CODES_SHOWN),
+                key="prevalence_chart")
+if ds.n_codes > figures.MAX_CODES_SHOWN:
+    c1.caption(f"The {figures.MAX_CODES_SHOWN} most prevalent of {ds.n_codes:,} codes; every code is in the preview tables above.")
 c2.plotly_chart(figures.reliability_figure(data_views.reliability_bins(probs, labels)), key="reliability_chart")
 c2.caption("Pooled over all codes, 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

@@ -4,7 +4,7 @@ import streamlit as st
 from favmac.functions import FormulaError, FormulaValue
 from favmac.ui import playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
-from favmac.ui.formats import input_format
+from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.text import md
 
 page_setup("Value & cost")
@@ -40,7 +40,7 @@ with st.form("settings_form"):
         control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
                            index=list(form.CONTROLS).index(current["control"]), key="control",
                            help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
-        target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format=input_format(current["target"]), key="target",
+        target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format=INPUT_FORMAT, key="target",
                                  help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
         delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
         options = form.universe_options(ds.n_codes)

@@ -71,7 +71,10 @@ else:
     order = [ds.codes.index(c) for c in explain["code"]]
 codes_frame = patients.patient_codes(probs_row, labels_row, selected_row, ds.codes, weights_df, order=order)
 cut = None if explain is None else int(explain["selected"].sum())
-st.plotly_chart(figures.patient_figure(codes_frame, f"Patient {pick}: probability of each code", cut=cut), key="patient_chart")
+shown = max(figures.MAX_CODES_SHOWN, (cut or 0) + 10)  # the chosen codes and the next few in the order
+st.plotly_chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=cut), key="patient_chart")
+if len(codes_frame) > shown:
+    st.caption(f"The chart shows the first {shown} of {len(codes_frame):,} codes in this order.")
 
 st.subheader("Greedy order and the threshold cut")
 if explain is None:

@@ -29,6 +29,10 @@ PALETTE = [OKABE_ITO[k] for k in ("blue", "orange", "bluish_green", "vermillion"
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "triangle-down", "cross"]
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash"]
 
+# Per-code charts draw at most this many codes (more bars than this are an unreadable block);
+# pages say what was left out.
+MAX_CODES_SHOWN = 40
+
 STATUS_STYLE = {
     patients.STATUS_TP: (OKABE_ITO["blue"], ""),
     patients.STATUS_FP: (OKABE_ITO["vermillion"], "x"),
@@ -99,10 +103,11 @@ def reliability_figure(bins: pd.DataFrame) -> go.Figure:
         line={"color": OKABE_ITO["blue"]},
         marker={"symbol": "circle", "size": 9},
         customdata=np.stack([bins["bin_low"], bins["bin_high"], bins["count"]], axis=1) if len(bins) else None,
+        cliponaxis=False,  # a point at 0 or 1 is drawn whole, not cut by the axis
         hovertemplate="bin %{customdata[0]:.1f}–%{customdata[1]:.1f}<br>mean predicted %{x:.3f}<br>observed %{y:.3f}<br>%{customdata[2]:,} code slots<extra></extra>",
     )
-    fig.update_xaxes(range=[0, 1], tickformat=".1f")
-    fig.update_yaxes(range=[0, 1], tickformat=".1f")
+    fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
+    fig.update_yaxes(range=[-0.02, 1.04], tickformat=".1f")
     return _layout(fig, "Reliability (calibration) of the classifier", "Mean predicted probability", "Observed frequency of the code", height=380)
 
 

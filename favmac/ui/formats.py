@@ -4,14 +4,17 @@
 3
 >>> column_format([1.5, 1.501, float("inf")])
 '%.3f'
->>> input_format(0.3397)
-'%.4f'
 """
 from __future__ import annotations
 
 import math
 
-__all__ = ["column_format", "decimals_needed", "input_format"]
+__all__ = ["INPUT_FORMAT", "column_format", "decimals_needed"]
+
+# Number inputs whose value may come from anywhere (a restored file, 3 % of C_max): six
+# significant digits, trailing zeros dropped — 0.3397 shows as 0.3397, not 0.340. The format must
+# not depend on the value: a widget whose format changes between runs is a new widget.
+INPUT_FORMAT = "%.6g"
 
 
 def decimals_needed(values, at_most: int = 6) -> int:
@@ -31,8 +34,3 @@ def column_format(values, at_least: int = 0, at_most: int = 6) -> str:
     """A printf format (for ``st.column_config.NumberColumn``) shared by a whole column, so
     1.5 and 1.501 show as 1.500 and 1.501 rather than 1.5 and 1.501."""
     return f"%.{max(at_least, decimals_needed(values, at_most))}f"
-
-
-def input_format(value: float, at_least: int = 3, at_most: int = 6) -> str:
-    """The format of a number input showing ``value`` unrounded (0.3397, not 0.340)."""
-    return column_format([value], at_least, at_most)
