@@ -24,7 +24,7 @@ __all__ = ["md", "plain_html"]
 # ":red[...]" / ":material/...:" directives; "www." loses its dot for the same reason.
 _SPECIAL = re.compile(r"([\\`*_\[\]<~$|]|:(?=\S)|(?<=www)\.)", re.IGNORECASE)
 # Only at the very start of the text (newlines are removed): headings, lists, quotes, rules.
-_LEADING = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
+_LEADING = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)](\s|$)))")
 
 
 def md(text) -> str:

@@ -65,6 +65,9 @@ def wait_idle(page, timeout: float = 90_000, settle_ms: int = 300) -> None:
     # Widgets such as plotly charts and file uploaders are loaded lazily and show a
     # skeleton until their code arrives.
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
+    # a background job (replay, comparison, export files) shows its progress until it is done
+    page.wait_for_function("() => !document.body.innerText.includes('the work goes on')", timeout=timeout)
+    page.wait_for_selector(IDLE, timeout=timeout)
 
 
 def open_page(page, app_url: str, name: str) -> None:
@@ -251,6 +254,9 @@ def test_every_page_loads_on_sample_data(page, app_url, name):
         click_button(page, "to_end")
         assert patients_seen(page) == (3000, 3000)
         assert_healthy(page, f"{name} after End")
+    if name == "trade_offs":  # computed on demand
+        click_button(page, "run_tradeoffs")
+        assert_healthy(page, f"{name} after Run comparison")
     expected_charts = {"data": 2, "online_session": 3, "trade_offs": 2, "patients": 1}.get(name, 0)
     try:
         counts = plotly_trace_counts(page, expected_charts)
