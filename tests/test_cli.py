@@ -247,3 +247,21 @@ def test_target_outside_zero_to_c_max_names_the_option(tmp_path, run):
     proc = run("replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1,11", "--out", tmp_path / "o.csv")
     assert proc.returncode == 2
     assert "error: --targets must be > 0 and <= C_max, in (0, C_max = 10] cost units; got 11." in proc.stderr
+
+
+def test_absurd_target_and_weight_are_clean_errors(tmp_path):
+    """1e300 as a target or a weight: one ``error:`` line naming the range, no warning, no traceback."""
+    out = tmp_path / "o.csv"
+    proc = subprocess_run("replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1e300", "--out", out)
+    assert proc.returncode == 2
+    assert proc.stderr == "error: --targets must be > 0 and <= C_max, in (0, C_max = 10] cost units; got 1e+300.\n"
+    weights = pd.read_csv(SAMPLE / "digits_weights.csv", dtype={"code": str})
+    weights.loc[3, "weight"] = 1e300
+    path = tmp_path / "absurd_weights.csv"
+    weights.to_csv(path, index=False)
+    proc = subprocess_run("replay", "--calibration", SAMPLE / "digits_calibration.csv", "--weights", path, "--cost", "weighted_fp",
+                          "--target-percents", "5", "--out", out)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: absurd_weights.csv, row 5") and "1,000,000" in lines[0], proc.stderr
+    assert "Warning" not in proc.stderr and not out.exists()

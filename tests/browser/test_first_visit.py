@@ -1,0 +1,22 @@
+"""First-visit speed: a one-line Streamlit app vs Home vs every page by deep link, in fresh
+browser contexts (``scripts/bench_first_visit.py``). Prints the figures; asserts only that
+every page drew its controls (no timed assertion: the machine is shared)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import bench_first_visit  # noqa: E402
+
+
+def test_first_visit_figures(chromium_path):
+    pytest.importorskip("playwright.sync_api", reason="python playwright is not installed")
+    figures = bench_first_visit.measure(repeat=1)
+    print("\n" + bench_first_visit.table(figures))
+    assert {"one-line app", "Home"} <= set(figures)
+    assert all(drawn > 0 for drawn, _ in figures.values())
