@@ -1,16 +1,14 @@
 """Home: what FavMac Studio does, the guarantee in plain words, what is loaded, the steps."""
 import streamlit as st
 
-from favmac.ui import settings_form as form, state, widgets
-from favmac.ui.navigation import PAGES
-from favmac.ui.bootstrap import page_setup
-from favmac.ui.text import md
+from favmac.ui import bootstrap
+from favmac.ui.navigation import EXPLAIN, PAGES
 
-page_setup("Home")
+bootstrap.page_setup("Home", load_data=False)  # the text first; the data (and pandas) below
 
 st.title("FavMac Studio")
-st.info("**Start here:** a sample is already loaded — open **Online session** to watch FavMac choose codes patient by "
-        "patient, or go to **Data** to upload your own files.", icon=":material/flag:")
+st.info("**Start here:** open **Online session** to watch FavMac choose codes patient by patient on the loaded data "
+        "(a bundled sample until you upload your own files on **Data**).", icon=":material/flag:")
 st.markdown(
     "FavMac Studio suggests which diagnosis codes (HCCs) to flag for each patient, from the "
     "probabilities your classifier gives. It picks the set of codes worth the most (true codes "
@@ -29,9 +27,13 @@ st.markdown(
     "(exchangeable data), whatever the classifier — a poorly calibrated classifier costs value, "
     "not the guarantee."
 )
-st.caption("  \n".join(form.EXPLAIN.values()))
+st.caption("  \n".join(EXPLAIN.values()))
 
 st.subheader("Loaded now")
+bootstrap.load_data()
+from favmac.ui import state, widgets  # noqa: E402  (after the text: these import the library)
+from favmac.ui.text import md  # noqa: E402
+
 if st.session_state["messages"].get("calibration", ("",))[0] == "error":
     widgets.show_message("calibration")
 if state.has_dataset():

@@ -1,17 +1,96 @@
-"""``page_setup``: the first call of every page, so any page works as a deep link."""
+"""``page_setup``: the first call of every page, so any page works as a deep link.
+
+Imports only Streamlit and the page table at module level: ``state`` and ``widgets`` (numpy,
+pandas, the library) are imported when the data is set up, so the Home page can draw its text
+first.
+"""
 from __future__ import annotations
+
+import threading
+import time
 
 import streamlit as st
 
-from favmac.ui import state, widgets
+from favmac.ui.navigation import PAGES
+
+SUMMARY_SLOT = "_sidebar_summary_slot"  # session key of this run's sidebar-summary placeholder
+
+_WARM_UP = threading.Lock()
+_warm_up_started = False
 
 
-def page_setup(title: str) -> None:
+def page_setup(title: str, *, load_data: bool = True) -> None:
     """Page config, session-state defaults (sample data if nothing is loaded) and the sidebar.
 
-    Every page calls this first; nothing relies on ``app.py`` having run.
+    Every page calls this first; nothing relies on ``app.py`` having run. The first call in a
+    server process also starts :func:`warm_up` in the background.
+
+    ``load_data=False`` (the Home page) draws the menu and leaves the data for
+    :func:`load_data`, called once the page's own text is on screen: a first visit then shows
+    the page before the sample is read (and pandas imported).
     """
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
+    show_menu()
+    if load_data:
+        from favmac.ui import state, widgets
+
+        state.init_state()
+        widgets.show_sidebar_summary()
+    else:
+        with st.sidebar:
+            st.divider()
+            st.session_state[SUMMARY_SLOT] = st.empty()  # filled by load_data()
+    _start_warm_up()
+
+
+def show_menu() -> None:
+    """Sidebar menu (app.py hides st.navigation's own list so every page shows this one)."""
+    with st.sidebar:
+        st.markdown("### FavMac Studio")
+        for entry in PAGES:
+            st.page_link(entry.path, label=entry.title, icon=entry.icon)
+
+
+def load_data() -> None:
+    """The data half of ``page_setup(load_data=False)``: session defaults, then the sidebar summary."""
+    from favmac.ui import state, widgets
+
     state.init_state()
-    widgets.show_menu()
-    widgets.show_sidebar_summary()
+    widgets.refresh_sidebar_summary()
+
+
+def warm_up(delay: float = 1.0) -> None:
+    """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream, so the
+    first visitor's replay does not pay for it. Waits ``delay`` seconds first: the page that
+    started it finishes drawing before the warm-up competes for the CPU."""
+    time.sleep(delay)
+    import numpy as np
+
+    from favmac.runspec import RunSpec
+    from favmac.ui import playback
+
+    rng = np.random.RandomState(0)
+    probs = rng.random_sample((20, 3))
+    labels = rng.random_sample((20, 3)) < probs
+    for delta in (None, 0.1):
+        spec = RunSpec(targets=(1.1,), burn_in=5, control="expected" if delta is None else "violation", delta=delta or 0.1)
+        playback.run_online(probs, labels, ["a", "b", "c"], None, spec)
+
+
+def _start_warm_up() -> None:
+    global _warm_up_started
+    with _WARM_UP:
+        if _warm_up_started:
+            return
+        _warm_up_started = True
+    threading.Thread(target=_quietly(warm_up), name="favmac warm-up", daemon=True).start()
+
+
+def _quietly(fn):
+    def run():
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 — a failed warm-up only means the first replay is slower
+            pass
+
+    return run

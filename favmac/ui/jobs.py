@@ -20,7 +20,7 @@ __all__ = ["FOREGROUND_SECONDS", "Job", "JobCancelled"]
 
 # How long a page waits for a job before drawing its progress instead: a quick job then shows
 # its result at once (no flicker), a slow one never freezes the page for longer than this.
-FOREGROUND_SECONDS = 1.0
+FOREGROUND_SECONDS = 0.5
 
 
 class JobCancelled(Exception):

@@ -1,7 +1,9 @@
 """The app's pages, in menu order: file, title, icon, URL path and a one-line purpose.
 
 ``app.py`` builds ``st.navigation`` from this table and the sidebar menu
-(``favmac.ui.widgets.show_menu``) links to the same entries, so the list lives in one place.
+(``favmac.ui.bootstrap.show_menu``) links to the same entries, so the list lives in one place.
+``EXPLAIN`` holds the one-line explanations of the words a newcomer meets first. Nothing here
+imports more than the standard library (the Home page draws its text before the data loads).
 """
 from __future__ import annotations
 
@@ -32,5 +34,17 @@ PAGES = (
     PageEntry("pages/6_Export.py", "Export", ":material/download:", "Export",
               "Download the chosen sets and the settings; restore settings from a file."),
 )
+# One-line explanations of the words a newcomer meets first (tooltips and the Home page).
+EXPLAIN = {
+    "C_max": "C_max is the largest cost any set can have: the cost of flagging every code when none is present "
+             "(the number of codes for an FP count, the sum of the risk weights for risk-weighted FP).",
+    "universe": "The universe is the family of candidate sets FavMac chooses from: codes are added one by one in the "
+                "universe's order (ratio, probability or value) and it keeps the longest prefix the threshold allows.",
+    "burn_in": "Burn-in: the first patients of the stream only calibrate the threshold; sets are predicted (and scored) "
+               "for the patients after them.",
+    "exchangeable": "Exchangeable: the patients' order carries no information, as if they had been shuffled "
+                    "(no drift over time); the guarantee needs this.",
+}
+
 HOME = PAGES[0]
 DATA = PAGES[1]

@@ -27,6 +27,7 @@ import numpy as np
 
 from favmac.functions import FormulaValue
 from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, read_settings_json
+from favmac.ui.navigation import EXPLAIN
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
 from favmac.universe import MAX_FULL_CODES, UNIVERSES
@@ -46,18 +47,6 @@ UNIVERSE_LABELS = {
 }
 PAPER_FORMULA = "prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)"
 SPEC_KEYS = ("value_kind", "formula", "cost_kind", "control", "target", "delta", "universe", "burn_in", "window")
-
-# One-line explanations of the words a newcomer meets first (tooltips and the Home page).
-EXPLAIN = {
-    "C_max": "C_max is the largest cost any set can have: the cost of flagging every code when none is present "
-             "(the number of codes for an FP count, the sum of the risk weights for risk-weighted FP).",
-    "universe": "The universe is the family of candidate sets FavMac chooses from: codes are added one by one in the "
-                "universe's order (ratio, probability or value) and it keeps the longest prefix the threshold allows.",
-    "burn_in": "Burn-in: the first patients of the stream only calibrate the threshold; sets are predicted (and scored) "
-               "for the patients after them.",
-    "exchangeable": "Exchangeable: the patients' order carries no information, as if they had been shuffled "
-                    "(no drift over time); the guarantee needs this.",
-}
 
 # A new session's target: 3 % of C_max, about one false flag per patient on the 35-code HCC
 # sample (10 %, the paper's smallest target, allows 3.5 and flags mostly wrong codes there).

@@ -5,21 +5,13 @@ import streamlit as st
 
 from favmac.runspec import SettingsError
 from favmac.ui import settings_form, state
-from favmac.ui.navigation import DATA, PAGES
+from favmac.ui.bootstrap import SUMMARY_SLOT
+from favmac.ui.navigation import DATA
 from favmac.ui.text import md
 
 _LEVELS = {"error": st.error, "warning": st.warning, "success": st.success, "info": st.info}
 
 
-def show_menu() -> None:
-    """Sidebar menu (app.py hides st.navigation's own list so every page shows this one)."""
-    with st.sidebar:
-        st.markdown("### FavMac Studio")
-        for entry in PAGES:
-            st.page_link(entry.path, label=entry.title, icon=entry.icon)
-
-
-SUMMARY_SLOT = "_sidebar_summary_slot"
 
 
 def show_sidebar_summary() -> None:
