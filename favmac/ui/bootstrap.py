@@ -66,15 +66,14 @@ def warm_up(delay: float = 1.0) -> None:
     time.sleep(delay)
     import numpy as np
 
+    from favmac.methods import run_method
     from favmac.runspec import RunSpec
-    from favmac.ui import playback
 
     rng = np.random.RandomState(0)
     probs = rng.random_sample((20, 3))
     labels = rng.random_sample((20, 3)) < probs
-    for delta in (None, 0.1):
-        spec = RunSpec(targets=(1.1,), burn_in=5, control="expected" if delta is None else "violation", delta=delta or 0.1)
-        playback.run_online(probs, labels, ["a", "b", "c"], None, spec)
+    for control in ("expected", "violation"):
+        run_method(RunSpec(targets=(1.1,), burn_in=5, control=control), "FavMac (ratio)", probs, labels)
 
 
 def _start_warm_up() -> None:
