@@ -2,6 +2,7 @@
 import streamlit as st
 
 from favmac import io as fio
+from favmac.validation import MAX_WEIGHT
 from favmac.ui import data_views, figures, samples, state, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -96,7 +97,7 @@ with w_right:
         num_rows="fixed",
         height=300,
         column_config={
-            "weight": st.column_config.NumberColumn("Risk weight", min_value=0.0, format="%.3f", help="v_k for risk-weighted value, w_k for risk-weighted cost"),
+            "weight": st.column_config.NumberColumn("Risk weight", min_value=0.0, max_value=MAX_WEIGHT, format="%.3f", help="v_k for risk-weighted value, w_k for risk-weighted cost"),
             "description": st.column_config.TextColumn("Description"),
         },
     )

@@ -68,3 +68,22 @@ def test_five_thousand_codes_charts_are_capped_with_a_note():
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert sum(len(trace["x"]) for trace in chart["data"]) <= 5000 and sum(len(trace["x"]) for trace in chart["data"]) < 200
     assert any("of 5,000 codes" in c.value for c in at.caption)
+
+
+def test_reliability_markers_are_not_clipped():
+    from favmac.ui import data_views, figures
+
+    bins = data_views.reliability_bins(np.array([[0.99, 0.01]]), np.array([[1, 0]]))
+    fig = figures.reliability_figure(bins)
+    assert fig.data[1].cliponaxis is False
+    assert fig.layout.yaxis.range[1] > 1 and fig.layout.yaxis.range[0] < 0
+
+
+def test_target_above_c_max_in_the_form_is_refused_with_the_range():
+    at = open_page("value_cost")
+    before = dict(at.session_state["settings"])
+    at.number_input(key="target").set_value(1e300)
+    at.button(key="apply_settings").click().run()
+    assert not at.exception
+    assert any("C_max = 35" in e.value.replace("\\", "") and "1e+300" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["settings"] == before
