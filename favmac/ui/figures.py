@@ -260,6 +260,9 @@ def patient_figure(codes_frame: pd.DataFrame, title: str, cut: int | None = None
     fig.update_yaxes(range=[0, 1.08], tickformat=".1f")
     if cut is not None:
         fig.add_vline(x=cut - 0.5, line={"color": OKABE_ITO["black"], "dash": "dash", "width": 1.5})
-        fig.add_annotation(x=cut - 0.5, y=1.06, text=f"threshold cut: first {cut} chosen ◀", showarrow=False, xanchor="right", font={"size": 12})
+        # the label sits on the side with room, so it is never cut off at the plot's edge
+        left_side = cut > len(x_order) / 2
+        text = f"threshold cut: first {cut} chosen ◀" if left_side else f"◀ threshold cut: first {cut} chosen"
+        fig.add_annotation(x=cut - 0.5, y=1.06, text=text, showarrow=False, xanchor="right" if left_side else "left", font={"size": 12})
     fig.update_layout(barmode="overlay", bargap=0.15)
     return _layout(fig, title, "Code (in the greedy order FavMac adds them)", "Predicted probability", height=400)

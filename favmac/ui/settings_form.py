@@ -196,8 +196,8 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         rows.append(("Delta", f"{settings['delta']:g}"))
     rows += [
         ("Universe", settings["universe"]),
-        ("Burn-in", f"{settings['burn_in']} patients"),
-        ("Window", "all patients" if settings["window"] is None else f"last {settings['window']} patients"),
+        ("Burn-in", f"{settings['burn_in']:,} patients"),
+        ("Window", "all patients" if settings["window"] is None else f"last {settings['window']:,} patients"),
     ]
     return rows
 
