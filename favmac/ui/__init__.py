@@ -9,14 +9,20 @@ No Streamlit (plain functions, unit-tested directly):
 * ``playback``      — the Online session: its replay, running series and playback state machine.
 * ``tradeoffs``     — the Trade-offs comparison over the method registry (``favmac.methods``).
 * ``patients``      — one patient's codes, the greedy cut and the chosen set's numbers.
-* ``navigation``    — the page table (file, title, icon, URL path) used by ``app.py`` and the menu.
+* ``navigation``    — the page table (file, title, icon, URL path) used by ``app.py`` and the menu,
+  and ``EXPLAIN``, one-line explanations of C_max, universe, burn-in, exchangeable.
 * ``figures``       — plotly figure builders (Okabe-Ito palette, axis titles with units).
+* ``text``          — ``md`` / ``plain_html``: user text (ids, codes, file names, cells) shown literally.
+* ``formats``       — number formats: one per table column, enough digits in inputs.
+* ``jobs``          — ``Job``: a long computation in a background thread, with its progress.
 
 Streamlit:
 
-* ``state``     — the documented ``st.session_state`` keys and the actions that change them.
+* ``state``     — the documented ``st.session_state`` keys and the actions that change them
+  (including the background jobs a session keeps across page switches).
 * ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages.
-* ``bootstrap`` — ``page_setup(title)``, the first call of every page.
+* ``bootstrap`` — ``page_setup(title)``, the first call of every page; the sidebar menu; the
+  once-per-server warm-up of the replay kernels.
 
 The library core (``favmac/*.py``) never imports this package.
 """
