@@ -23,8 +23,8 @@ with st.form("tradeoff_form"):
     methods = st.multiselect("Methods", choices, default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                              help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
-if run:
-    state.apply_settings({**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
+if run:  # a refused grid runs nothing
+    run = state.apply_settings({**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
     widgets.show_message("settings")
     settings, grid = state.settings(), state.settings()["grid"]
 
