@@ -58,7 +58,7 @@ def test_predict_hcc_subprocess(tmp_path):
     frame = read(out)
     assert list(frame.columns) == [
         "patient_id", "codes", "n_codes", "expected_value", "cost_proxy",
-        "threshold", "method", "target", "delta", "universe",
+        "threshold", "method", "target", "delta", "universe", "score",
     ]
     assert len(frame) == 500 and frame["patient_id"].iloc[0] == "NP0001"
     assert (frame["n_codes"] == frame["codes"].map(lambda s: len(s.split(";")) if s else 0)).all()

@@ -165,3 +165,9 @@ def test_missing_fields_keep_the_base_and_notes_explain():
 def test_from_json_refuses_malformed_files_without_crashing(raw, words):
     with pytest.raises(SettingsError, match=words.replace("(", r"\(").replace(")", r"\)")):
         read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
+
+
+def test_price_score_needs_a_greedy_universe():
+    with pytest.raises(SettingsError, match="score 'price' cannot be used with the 'full' universe"):
+        RunSpec(score="price", universe="full").validate(3, 10)
+    assert RunSpec(score="price", universe="prob").validate(3, 10).score == "price"
