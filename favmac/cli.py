@@ -38,7 +38,7 @@ from .io import (
 )
 from .methods import get_method, method_keys, run_method
 from .runspec import RunSpec, SettingsError
-from .universe import SCORES, UNIVERSES
+from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
 __all__ = ["main", "build_parser"]
 
@@ -76,10 +76,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
     method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
                         help="candidate sets (default ratio, FavMac's)")
-    method.add_argument("--score", default=RunSpec.score, choices=list(SCORES),
+    method.add_argument("--score", choices=list(SCORES),
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
-                        f"false-flag budget: the paper's rule); default {RunSpec.score}")
+                        f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
-from .universe import SCORES, UNIVERSES, check_score, check_universe
+from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 
 __all__ = [
     "CONTROLS",
@@ -144,8 +144,9 @@ class RunSpec:
         Calibration-only patients at the head of the stream, in [0, N - 1].
     window : int or None
         Calibrate on the last ``window`` patients only (None: all of them).
-    score : {"cost", "price"}
-        What FavMac's threshold is on: "cost" (the cumulative cost proxy, the paper's rule:
+    score : {"cost", "price"} or None
+        None (the default) becomes :func:`favmac.universe.default_score` of the universe:
+        "price", or "cost" for the "full" universe. What FavMac's threshold is on: "cost" (the cumulative cost proxy, the paper's rule:
         every patient gets the same false-flag budget) or "price" (the marginal price of
         each flag: the budget is spent across patients where flags most likely pay off).
         "price" needs a greedy universe (not "full").
@@ -165,7 +166,7 @@ class RunSpec:
     universe: str = "ratio"
     burn_in: int = 0
     window: int | None = None
-    score: str = "cost"
+    score: str | None = None
     segment: str | None = None
     adaptive_rate: float | None = None
 
@@ -182,6 +183,8 @@ class RunSpec:
                 pass
         if isinstance(self.targets, (int, float)) and not isinstance(self.targets, bool):
             object.__setattr__(self, "targets", (float(self.targets),))
+        if self.score is None:
+            object.__setattr__(self, "score", default_score(self.universe))
 
     # ------------------------------------------------------------------ derived values
 

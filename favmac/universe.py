@@ -27,6 +27,8 @@ __all__ = [
     "UNIVERSES",
     "MAX_FULL_CODES",
     "SCORES",
+    "DEFAULT_SCORE",
+    "default_score",
     "check_universe",
     "check_score",
     "step_prices",
@@ -40,6 +42,9 @@ __all__ = [
 UNIVERSES = ("ratio", "prob", "value", "full")
 #: The scores a threshold can be on: "cost" (Chat, the paper's) and "price" (marginal price).
 SCORES = ("cost", "price")
+#: The default score: under expected-cost control it found more value at the same budget on
+#: every workload measured (docs/score_comparison.md). The ``full`` universe has no price.
+DEFAULT_SCORE = "price"
 _GAIN_TOLERANCE = 1e-12
 MAX_FULL_CODES = 14
 
@@ -57,6 +62,15 @@ def check_universe(universe: str, n_codes: int) -> None:
             f"but this data has {n_codes} codes (2^{n_codes} sets). Use the 'ratio' universe (FavMac's default), "
             f"or keep at most {MAX_FULL_CODES} codes."
         )
+
+
+def default_score(universe: str | None = None) -> str:
+    """The default score for ``universe``: :data:`DEFAULT_SCORE`, or "cost" for ``full`` (which has no price).
+
+    >>> default_score("ratio"), default_score("full")
+    ('price', 'cost')
+    """
+    return "cost" if universe == "full" else DEFAULT_SCORE
 
 
 def check_score(score: str, universe: str | None = None) -> str:

@@ -51,7 +51,7 @@ def test_predict_hcc_subprocess(tmp_path):
     proc = subprocess_run(
         "predict", "--calibration", SAMPLE / "hcc_calibration.csv", "--new", SAMPLE / "hcc_new_patients.csv",
         "--weights", SAMPLE / "hcc_weights.csv", "--value", "weighted_tp", "--cost", "fp",
-        "--target", "1.1", "--out", out,
+        "--target", "1.1", "--score", "cost", "--out", out,
     )
     assert proc.returncode == 0, proc.stderr
     assert "calibrated on 4000 patients x 35 codes" in proc.stdout
@@ -83,8 +83,9 @@ def test_predict_matches_the_library(tmp_path, run):
     new = load_new_patients(SAMPLE / "digits_new_patients.csv", data.codes)
     value, cost = AdditiveValue(), AdditiveCost()
     result = replay(data.prob_array(), data.label_array(), value, cost, [2.0], delta=0.1,
-                    universe="prob", burn_in=data.n_patients)
-    selected = predict_with_threshold(new.to_numpy(), value, cost, result.final_thresholds[0], universe="prob")
+                    universe="prob", burn_in=data.n_patients, score="price")  # the default score
+    selected = predict_with_threshold(new.to_numpy(), value, cost, result.final_thresholds[0], universe="prob",
+                                      score="price")
     codes = np.array(data.codes, dtype=object)
     assert frame["codes"].tolist() == [";".join(codes[row]) for row in selected]
     assert frame["target"].iloc[0] == 2.0 and frame["delta"].iloc[0] == 0.1
@@ -134,7 +135,7 @@ def test_replay_writes_steps_and_prints_summary(tmp_path, run):
     assert frame["position"].min() == 2500
     for column in ("target", "mean_cost", "violation_freq"):
         assert column in proc.stdout
-    assert "FavMac (ratio)" in proc.stdout
+    assert "FavMac (price)" in proc.stdout  # the default score on the ratio universe
     assert proc.stderr == ""  # no progress: stderr is not a terminal and --progress was not given
 
 

@@ -47,7 +47,7 @@ def test_applicability_reasons():
 def test_favmac_dispatch_equals_replay(universe):
     probs, labels = stream()
     spec = RunSpec(value_kind="weighted_tp", weights=(1.0, 2.0, 3.0, 4.0), targets=(0.6, 1.1), burn_in=30, window=40,
-                   control="violation", delta=0.2, universe="ratio")
+                   control="violation", delta=0.2, universe="ratio", score="cost")
     value, cost = spec.build()
     direct = replay(probs, labels, value, cost, [0.6, 1.1], delta=0.2, universe=universe, burn_in=30, window=40)
     via = run_method(spec, f"FavMac ({universe})", probs, labels)
@@ -75,7 +75,7 @@ def test_baseline_dispatch_equals_the_function(key):
 
 def test_burn_in_override_and_unsupported_options():
     probs, labels = stream()
-    spec = RunSpec(targets=(0.6,), burn_in=10)
+    spec = RunSpec(targets=(0.6,), burn_in=10, score="cost")
     result = run_method(spec, "favmac", probs, labels, burn_in=len(probs))  # predict: calibrate on all, no steps
     value, cost = spec.build()
     direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs))

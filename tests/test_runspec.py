@@ -171,3 +171,10 @@ def test_price_score_needs_a_greedy_universe():
     with pytest.raises(SettingsError, match="score 'price' cannot be used with the 'full' universe"):
         RunSpec(score="price", universe="full").validate(3, 10)
     assert RunSpec(score="price", universe="prob").validate(3, 10).score == "price"
+
+
+def test_default_score_is_price_except_on_the_full_universe():
+    assert RunSpec().score == "price"
+    assert RunSpec(universe="full").validate(3, 10).score == "cost"
+    assert RunSpec(score="cost").score == "cost"
+    assert RunSpec.from_json(RunSpec(score="cost").to_json()).score == "cost"
