@@ -56,10 +56,12 @@ if submitted:
     state.apply_settings({
         **current,
         "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind, "control": control,
-        "target": target, "delta": delta, "universe": universe, "score": score, "burn_in": burn_in,
+        "target": target, "delta": delta, "universe": universe, "score": form.score_for(universe, score), "burn_in": burn_in,
         "window": int(window) if use_window else None,
     })
 widgets.show_message("settings")
+if submitted and universe == "full" and score == "price":
+    st.caption("The 'full' universe has no greedy order, so it has no price score: the cost score is used.")
 st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Data page", icon=":material/table_view:")
 
 saved = state.settings()

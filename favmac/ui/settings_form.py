@@ -34,7 +34,7 @@ from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
-    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "score_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
@@ -92,6 +92,15 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
     return out
+
+
+def score_for(universe: str, chosen: str) -> str:
+    """The score the form saves: ``chosen``, except "cost" for the ``full`` universe (it has no price score).
+
+    >>> score_for("full", "price"), score_for("ratio", "price")
+    ('cost', 'price')
+    """
+    return "cost" if universe == "full" else chosen
 
 
 def is_integer_valued(arr) -> bool:

@@ -69,6 +69,8 @@ def test_full_universe_offered_only_for_small_k():
     submit(at)
     assert_clean(at)
     assert at.session_state["settings"]["universe"] == "full"
+    assert at.session_state["settings"]["score"] == "cost"  # the full universe has no price score
+    assert any("no price score" in c.value for c in at.caption)
 
 
 def test_zero_target_is_refused():
