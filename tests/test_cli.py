@@ -154,13 +154,33 @@ def test_replay_baseline_shuffled_with_progress(tmp_path, run):
     assert "100%" in proc.stderr
 
 
-def test_error_after_progress_starts_on_a_new_line(tmp_path, run):
+def test_error_after_progress_starts_on_a_new_line(tmp_path, monkeypatch, capsys):
+    """An error raised mid-run (progress line half written) is printed on a line of its own."""
+    from favmac import cli
+    from favmac.io import DataError
+
+    def failing_run(*args, progress=None, **kwargs):
+        progress(0.0)
+        progress(0.4)
+        raise DataError("ClassWise failed half-way (test double).")
+
+    monkeypatch.setattr(cli, "run_method", failing_run)
+    status = cli.main([
+        "replay", "--calibration", str(SAMPLE / "digits_calibration.csv"), "--targets", "1.1",
+        "--method", "classwise", "--progress", "--out", str(tmp_path / "o.csv"),
+    ])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert " 40%" in err and "\nerror: ClassWise failed half-way" in err
+
+
+def test_unsupported_control_is_refused_before_any_work(tmp_path, run):
     proc = run(
         "replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1.1", "--delta", "0.1",
         "--method", "classwise", "--progress", "--out", tmp_path / "o.csv",
     )
     assert proc.returncode == 2
-    assert "\nerror: " in proc.stderr and "ClassWise" in proc.stderr
+    assert proc.stderr.startswith("error: ") and "ClassWise" in proc.stderr and "expected cost only" in proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def test_validate_returns_plain_types():
                    cost_kind="weighted_fp").validate(3, 10)
     assert spec.targets == (1.5, 2.0) and type(spec.burn_in) is int and spec.window == 5 and spec.delta == 0.2
     assert spec.weights == W
-    hash(spec)  # frozen and hashable
+    assert {spec: 1}[spec] == 1  # frozen, so usable as a dict key
 
 
 @pytest.mark.parametrize(
