@@ -38,14 +38,14 @@ from .io import (
 )
 from .methods import get_method, method_keys, run_method
 from .runspec import RunSpec, SettingsError
-from .universe import UNIVERSES
+from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
 __all__ = ["main", "build_parser"]
 
 EXIT_BAD_INPUT = 2
 
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
-OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe",
+OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value"}
 
 
@@ -76,6 +76,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
     method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
                         help="candidate sets (default ratio, FavMac's)")
+    method.add_argument("--score", choices=list(SCORES),
+                        help="what the threshold is on: price (spend the false-flag budget where each flag is "
+                        "most likely to pay off, across all patients) or cost (every patient gets the same "
+                        f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -120,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--burn-in", type=int, default=0, metavar="N", help="calibration-only patients (default 0)")
     replay.add_argument("--window", type=int, metavar="W", help="calibrate on the last W patients only (FavMac)")
     replay.add_argument("--method", default="favmac", choices=method_keys(),
-                        help="favmac (default; uses --universe), favmac_<universe>, or a baseline for comparison")
+                        help="favmac (default; uses --universe and --score), favmac_price, "
+                        "favmac_<universe> (cost score), or a baseline for comparison")
     replay.add_argument("--shuffle", type=int, metavar="SEED",
                         help="replay in the order numpy.random.RandomState(SEED).permutation(N) "
                         "(the paper's protocol); default: file order")
@@ -184,6 +189,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         targets=(1.0,),
         delta=0.1 if args.delta is None else args.delta,
         universe=args.universe,
+        score=args.score,
         burn_in=burn_in,
         window=window,
     )
@@ -260,7 +266,7 @@ def run_predict(args) -> int:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
-    frame = new_patient_sets(new, result, value, cost, universe=spec.universe)
+    frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score)
     _write(frame, args.out)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out

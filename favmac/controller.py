@@ -10,7 +10,7 @@ import pandas as pd
 
 from .quantile_tree import QuantileTree
 from .thresholds import ExactCosts, calibration_points, expected_margin, rank_edge, violation_rank, violation_scores
-from .universe import candidate_sets, check_universe
+from .universe import candidate_sets, check_score, check_universe
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 __all__ = ["FavMac"]
@@ -37,6 +37,11 @@ class FavMac:
         Largest possible cost (default: the sum of the cost weights).
     window : int, optional
         Keep only the last ``window`` patients (rolling window for distribution shift).
+    score : {"cost", "price"}
+        What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
+        patient gets the same false-flag budget) or the price score (running max of the
+        step prices Chat increment / Vhat increment: one budget spent across patients where
+        each flag is most likely to pay off). "price" needs a nested universe (not "full").
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
         when the threshold is needed before any patient is seen (it fixes C_max).
@@ -55,12 +60,13 @@ class FavMac:
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None):
+                 n_codes=None, score: str = "cost"):
         self.value = value
         self.cost = cost
         self.target = check_target(target)
         self.delta = check_delta(delta)
         self.universe = universe
+        self.score = check_score(score, universe)
         self.c_max = c_max
         self.window = check_window(window)
         self._n_codes_arg = n_codes
@@ -110,12 +116,12 @@ class FavMac:
         realized = self._costs.realized(cands, labels)
         scale = self._costs.scale
         if self.delta is None:
-            keys, increments = calibration_points(cands, realized)
+            keys, increments = calibration_points(cands, realized, self.score)
             for row_keys, row_inc in zip(keys.tolist(), increments.tolist()):
                 self._tree.insert_many(row_keys, row_inc, scale)
                 self._remember((row_keys, row_inc, scale))
         else:
-            scores = violation_scores(cands, realized, self._costs.bound(self.target))
+            scores = violation_scores(cands, realized, self._costs.bound(self.target), self.score)
             for score in scores.tolist():
                 self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
@@ -153,14 +159,15 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
-        masks = cands.masks(cands.choose(self.threshold))
+        masks = cands.masks(cands.choose(self.threshold, self.score))
         return masks[0] if single else masks
 
     def explain(self, probs, codes=None) -> pd.DataFrame:
         """The greedy order for one patient and where the threshold cuts it.
 
         One row per step: rank, code, prob, value_weight, cost_weight, chat (cumulative cost
-        proxy after adding the code), vhat (cumulative value proxy), selected.
+        proxy after adding the code), vhat (cumulative value proxy), score (the key compared
+        with the threshold: chat, or the price score), selected.
         """
         probs = check_probs(probs, self._n_codes, batch=True)
         if probs.shape[0] != 1:
@@ -170,7 +177,7 @@ class FavMac:
             raise ValueError("explain shows a greedy order; the 'full' universe has none")
         codes = list(codes) if codes is not None else [str(k) for k in range(n_codes)]
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
-        chosen = int(cands.choose(self.threshold)[0])
+        chosen = int(cands.choose(self.threshold, self.score)[0])
         order = cands.order[0]
         return pd.DataFrame(
             {
@@ -181,10 +188,12 @@ class FavMac:
                 "cost_weight": self.cost.weights_for(n_codes)[order],
                 "chat": cands.chat[0, 1:],
                 "vhat": cands.vhat[0, 1:],
+                "score": cands.scores(self.score)[0, 1:],
                 "selected": np.arange(1, n_codes + 1) <= chosen,
             }
         )
 
     def __repr__(self):
         control = "expected" if self.delta is None else f"violation, delta={self.delta}"
-        return f"FavMac(target={self.target}, {control}, universe={self.universe!r}, n_calibration={self.n_calibration})"
+        score = "" if self.score == "cost" else f", score={self.score!r}"
+        return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

@@ -18,17 +18,25 @@ import numpy as np
 
 from .result import ReplayResult
 from .thresholds import ExactCosts, calibration_points, expected_bounds, violation_ranks, violation_scores
-from .universe import Candidates, candidate_sets, check_universe
+from .universe import Candidates, candidate_sets, check_score, check_universe
 from .validation import check_stream
 
-__all__ = ["replay", "predict_with_threshold"]
+__all__ = ["replay", "predict_with_threshold", "method_name"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
 
 
-def _method_name(universe: str) -> str:
-    return f"FavMac ({universe})"
+def method_name(universe: str, score: str = "cost") -> str:
+    """Display name of a FavMac run: "FavMac (ratio)" (cost score), "FavMac (price)" (ratio
+    universe, price score), "FavMac (value, price)" (another universe, price score).
+
+    >>> method_name("prob"), method_name("ratio", "price"), method_name("value", "price")
+    ('FavMac (prob)', 'FavMac (price)', 'FavMac (value, price)')
+    """
+    if score == "cost":
+        return f"FavMac ({universe})"
+    return f"FavMac ({score})" if universe == "ratio" else f"FavMac ({universe}, {score})"
 
 
 def replay(
@@ -47,6 +55,7 @@ def replay(
     patient_ids=None,
     method: str | None = None,
     progress=None,
+    score: str = "cost",
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -69,9 +78,12 @@ def replay(
         Largest cost (default: sum of cost weights).
     codes, patient_ids : optional labels carried into the result.
     method : str, optional
-        Display name (default "FavMac (<universe>)").
+        Display name (default :func:`method_name`, e.g. "FavMac (ratio)").
     progress : callable(float), optional
         Called with the fraction done (0..1) as the replay advances.
+    score : {"cost", "price"}
+        What the threshold is on: Chat (the paper's) or the price score
+        (:meth:`favmac.universe.Candidates.scores`; nested universes only).
 
     Returns
     -------
@@ -94,6 +106,7 @@ def replay(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
+    check_score(score, universe)
     window_int = 0 if window is None else int(window)
     report = progress if progress is not None else (lambda fraction: None)
 
@@ -104,12 +117,14 @@ def replay(
     report(0.25)
 
     if delta is None:
-        all_thresholds = _expected_thresholds(cands, realized, costs, targets, burn_in, window_int, report)
+        all_thresholds = _expected_thresholds(cands, realized, costs, targets, burn_in, window_int, report, score)
     else:
-        all_thresholds = _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window_int, report)
+        all_thresholds = _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window_int, report,
+                                               score)
     if all_thresholds is None:
         warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
-        all_thresholds = _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max)
+        all_thresholds = _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max,
+                                          score)
     thresholds, final = all_thresholds[:, :-1], all_thresholds[:, -1]
     report(0.85)
 
@@ -125,7 +140,7 @@ def replay(
     exceeds = np.zeros((len(targets), steps), dtype=bool)
     rows = np.arange(steps)
     for t in range(len(targets)):
-        index = sub.choose(thresholds[t])
+        index = sub.choose(thresholds[t], score)
         selected[t] = sub.masks(index)
         realized_cost[t] = cost_table[rows, index]
         exceeds[t] = exact_cost[rows, index] > costs.bound(targets[t])
@@ -133,7 +148,7 @@ def replay(
     report(1.0)
     ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
     return ReplayResult(
-        method=method or _method_name(universe),
+        method=method or method_name(universe, score),
         targets=targets,
         delta=delta,
         burn_in=burn_in,
@@ -143,7 +158,7 @@ def replay(
         value=realized_value,
         codes=codes,
         patient_ids=ids,
-        settings={"universe": universe, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
+        settings={"universe": universe, "score": score, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
         final_thresholds=final,
         exceeds=exceeds,
     )
@@ -157,13 +172,7 @@ def _candidates(probs, value, cost, universe, report):
     for start in range(0, len(probs), _FORMULA_CHUNK):
         parts.append(candidate_sets(probs[start : start + _FORMULA_CHUNK], value, cost, universe))
         report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
-    return Candidates(
-        universe,
-        np.concatenate([part.chat for part in parts]),
-        np.concatenate([part.vhat for part in parts]),
-        order=None if parts[0].order is None else np.concatenate([part.order for part in parts]),
-        subsets=parts[0].subsets,
-    )
+    return Candidates.concatenate(parts)
 
 
 def _chunks(start, stop):
@@ -171,12 +180,12 @@ def _chunks(start, stop):
     return list(zip(edges[:-1], edges[1:]))
 
 
-def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report):
+def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report, score):
     """(T, N - burn_in + 1) thresholds; None when int64 would overflow."""
     from .replay_kernels import expected_thresholds
 
     n_patients = cands.n_patients
-    keys, increments = calibration_points(cands, realized)
+    keys, increments = calibration_points(cands, realized, score)
     positive = increments > 0
     point_keys = keys[positive]
     point_weights = increments[positive]
@@ -198,14 +207,14 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     return out
 
 
-def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report):
+def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report, score):
     from .replay_kernels import violation_thresholds
 
     n_patients = cands.n_patients
     ranks_k = violation_ranks(delta, n_patients)
     out = np.empty((len(targets), n_patients - burn_in + 1))
     for t, target in enumerate(targets):
-        scores = violation_scores(cands, realized, costs.bound(target))
+        scores = violation_scores(cands, realized, costs.bound(target), score)
         unique_scores, score_ranks = np.unique(scores, return_inverse=True)
         tree = np.zeros(len(unique_scores) + 1, dtype=np.int64)
         for start, stop in _chunks(0, n_patients + 1):
@@ -214,13 +223,13 @@ def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, windo
     return out
 
 
-def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max):
+def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max, score):
     from .controller import FavMac
 
     out = np.empty((len(targets), probs.shape[0] - burn_in + 1))
     for t, target in enumerate(targets):
         fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window,
-                    n_codes=probs.shape[1])
+                    n_codes=probs.shape[1], score=score)
         for n in range(probs.shape[0] + 1):
             if n >= burn_in:
                 out[t, n - burn_in] = fm.threshold
@@ -229,15 +238,18 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
     return out
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio") -> np.ndarray:
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost") -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
+
+    ``score`` must be the score the threshold was calibrated on ("cost" or "price").
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
     [[True, False], [False, True]]
     """
+    check_score(score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")
-    return cands.masks(cands.choose(threshold))
+    return cands.masks(cands.choose(threshold, score))

@@ -114,8 +114,8 @@ def advance_position(position: int, n_steps: int, speed: float, elapsed: float) 
 
 
 def run_online(probs, labels, codes, patient_ids, spec: RunSpec, progress=None):
-    """The FavMac replay behind the online session: the spec's first target, control, universe and window."""
-    return run_method(spec.replace(targets=(spec.target,)), f"FavMac ({spec.universe})", probs, labels,
+    """The FavMac replay behind the online session: the spec's first target, control, universe, score and window."""
+    return run_method(spec.replace(targets=(spec.target,)), "favmac", probs, labels,
                       codes=list(codes), patient_ids=patient_ids, progress=progress)
 
 
