@@ -73,10 +73,13 @@ else:
     order = [ds.codes.index(c) for c in explain["code"]]
 codes_frame = patients.patient_codes(probs_row, labels_row, selected_row, ds.codes, weights_df, order=order)
 cut = None if explain is None else int(explain["selected"].sum())
-shown = max(figures.MAX_CODES_SHOWN, (cut or 0) + 10)  # the chosen codes and the next few in the order
-st.plotly_chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=cut), key="patient_chart")
+# the chosen codes and the next few in the order, at most 3 x MAX_CODES_SHOWN bars
+shown = min(max(figures.MAX_CODES_SHOWN, (cut or 0) + 10), 3 * figures.MAX_CODES_SHOWN)
+drawn_cut = cut if cut is not None and cut < shown else None
+st.plotly_chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=drawn_cut), key="patient_chart")
 if len(codes_frame) > shown:
-    st.caption(f"The chart shows the first {shown} of {len(codes_frame):,} codes in this order.")
+    st.caption(f"The chart shows the first {shown} of {len(codes_frame):,} codes in this order"
+               + ("." if drawn_cut is not None or cut is None else f"; the threshold cut comes after code {cut:,}, beyond it."))
 
 st.subheader("Greedy order and the threshold cut")
 if explain is None:
