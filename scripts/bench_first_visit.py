@@ -119,34 +119,39 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
         context.close()
 
 
-def measure(repeat: int = 3) -> dict:
-    from playwright.sync_api import sync_playwright
+def measure(repeat: int = 3, browser=None) -> dict:
+    """{visit: (seconds until controls drawn, seconds until the run settled)}. ``browser``: a
+    Playwright chromium browser to use (e.g. the test suite's); launched here when None."""
+    if browser is None:
+        from playwright.sync_api import sync_playwright
 
+        with sync_playwright() as pw:
+            own = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                return measure(repeat, own)
+            finally:
+                own.close()
     figures = {}
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+    with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        (tmp / "one_line.py").write_text(ONE_LINE_APP)
+        proc, base = start_server("one_line.py", tmp, tmp / "one_line.log")
         try:
-            (tmp / "one_line.py").write_text(ONE_LINE_APP)
-            proc, base = start_server("one_line.py", tmp, tmp / "one_line.log")
-            try:
-                first = visit(browser, base + "/", None, None, text="Hello")
-                again = [visit(browser, base + "/", None, None, text="Hello") for _ in range(repeat)]
-                figures["one-line app (first view)"] = first
-                figures["one-line app"] = tuple(statistics.median(x) for x in zip(*again))
-            finally:
-                stop_server(proc)
-            proc, base = start_server("app.py", ROOT, tmp / "app.log")
-            try:
-                label, path, title, control = PAGES[0]
-                figures["Home (first view of a fresh server)"] = visit(browser, f"{base}/{path}", title, control)
-                for label, path, title, control in PAGES:
-                    runs = [visit(browser, f"{base}/{path}", title, control) for _ in range(repeat)]
-                    figures[label] = tuple(statistics.median(x) for x in zip(*runs))
-            finally:
-                stop_server(proc)
+            first = visit(browser, base + "/", None, None, text="Hello")
+            again = [visit(browser, base + "/", None, None, text="Hello") for _ in range(repeat)]
+            figures["one-line app (first view)"] = first
+            figures["one-line app"] = tuple(statistics.median(x) for x in zip(*again))
         finally:
-            browser.close()
+            stop_server(proc)
+        proc, base = start_server("app.py", ROOT, tmp / "app.log")
+        try:
+            label, path, title, control = PAGES[0]
+            figures["Home (first view of a fresh server)"] = visit(browser, f"{base}/{path}", title, control)
+            for label, path, title, control in PAGES:
+                runs = [visit(browser, f"{base}/{path}", title, control) for _ in range(repeat)]
+                figures[label] = tuple(statistics.median(x) for x in zip(*runs))
+        finally:
+            stop_server(proc)
     return figures
 
 

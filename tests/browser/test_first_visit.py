@@ -14,9 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import bench_first_visit  # noqa: E402
 
 
-def test_first_visit_figures(chromium_path):
-    pytest.importorskip("playwright.sync_api", reason="python playwright is not installed")
-    figures = bench_first_visit.measure(repeat=1)
+def test_first_visit_figures(browser):
+    figures = bench_first_visit.measure(repeat=1, browser=browser)
     print("\n" + bench_first_visit.table(figures))
     assert {"one-line app", "Home"} <= set(figures)
     assert all(drawn > 0 for drawn, _ in figures.values())
