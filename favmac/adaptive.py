@@ -98,9 +98,9 @@ class AdaptiveTarget:
         return Fraction(int(current), self.scale)
 
     def largest(self, c_max, n_steps: int) -> int:
-        """A bound on |c_n * S| over ``n_steps`` steps (each step moves c_n by at most gamma max(c, C_max))."""
-        move = self.rate * max(self.target, exact(c_max)) * self.scale
-        return int(self.start + math.ceil(move) * int(n_steps)) + 1
+        """A bound on |c_n * S| over ``n_steps`` steps (each step moves c_n by at most gamma (|c| + C_max))."""
+        move = self.rate * (abs(self.target) + exact(c_max)) * self.scale
+        return abs(self.start) + math.ceil(move) * int(n_steps) + 1
 
 
 def adaptive_bound(target, rate, c_max, n_steps: int) -> Fraction:

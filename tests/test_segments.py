@@ -108,7 +108,7 @@ def test_small_segment_gets_the_empty_set_and_says_why():
 def test_min_calibration_is_the_first_size_without_minus_infinity():
     for c_max, target in ((10, 1), (5, 0.3), (3, 3), (7, 2.5)):
         need = min_calibration(target, c_max)
-        fm = FavMac(AdditiveValue(), AdditiveCost([c_max / 5] * 5), target)
+        fm = FavMac(AdditiveValue(), AdditiveCost([c_max / 5] * 5), target, n_codes=5)
         probs, labels = np.full((need + 1, 5), 0.5), np.ones((need + 1, 5), bool)
         if need:
             fm.update(probs[: need - 1], labels[: need - 1])
