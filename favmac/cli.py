@@ -32,7 +32,7 @@ from .io import (
     DataError,
     cms_hcc_weights,
     load_calibration,
-    load_new_patients,
+    load_new_patients_segmented,
     read_weights,
     to_safe_csv,
 )
@@ -46,7 +46,8 @@ EXIT_BAD_INPUT = 2
 
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
 OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe",
-                   "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value"}
+                   "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
+                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -76,6 +77,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
     method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
                         help="candidate sets (default ratio, FavMac's)")
+    method.add_argument("--segment-column", metavar="NAME",
+                        help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
+                        "in the calibration and new-patient files; each patient is calibrated on its own segment only")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -119,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     targets.add_argument("--target-percents", metavar="P1,P2,...", help="comma-separated targets, percent of C_max")
     replay.add_argument("--burn-in", type=int, default=0, metavar="N", help="calibration-only patients (default 0)")
     replay.add_argument("--window", type=int, metavar="W", help="calibrate on the last W patients only (FavMac)")
+    replay.add_argument("--adaptive-rate", type=float, metavar="GAMMA",
+                        help="adaptive target under drift (expected-cost control, FavMac): c_(n+1) = c_n + GAMMA (c - C_n)")
     replay.add_argument("--method", default="favmac", choices=method_keys(),
                         help="favmac (default; uses --universe), favmac_<universe>, or a baseline for comparison")
     replay.add_argument("--shuffle", type=int, metavar="SEED",
@@ -169,7 +175,8 @@ def _load_weights(args, codes):
     return None
 
 
-def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None) -> RunSpec:
+def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None,
+          adaptive_rate=None) -> RunSpec:
     """The run the options describe (validated against the data); targets given in percent of C_max
     are converted once C_max is known."""
     weights_table = _load_weights(args, data.codes)
@@ -186,6 +193,8 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         universe=args.universe,
         burn_in=burn_in,
         window=window,
+        segment=args.segment_column,
+        adaptive_rate=adaptive_rate,
     )
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
@@ -242,25 +251,35 @@ def _fmt(x) -> str:
 # ----------------------------------------------------------------------------- commands
 
 
+def _load(args):
+    """The calibration data; with --segment-column its segment labels are required."""
+    return load_calibration(args.calibration, args.labels, segment_column=args.segment_column)
+
+
+def _groups(args, data):
+    return data.groups if args.segment_column else None
+
+
 def run_predict(args) -> int:
-    data = load_calibration(args.calibration, args.labels)
+    data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
         spec = _spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
-    new = load_new_patients(args.new, data.codes)
+    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=args.segment_column)
     target, c_max = spec.target, spec.c_max(data.n_codes)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
         result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
-                            progress=progress)
+                            progress=progress, groups=_groups(args, data))
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
-    frame = new_patient_sets(new, result, value, cost, universe=spec.universe)
+    frame = new_patient_sets(new, result, value, cost, universe=spec.universe,
+                             groups=new_groups if args.segment_column else None)
     _write(frame, args.out)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
@@ -271,32 +290,38 @@ def run_predict(args) -> int:
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
         file=_report_stream(args),
     )
+    if result.group_thresholds is not None:
+        for label, final in result.group_thresholds.items():
+            print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
+                  file=_report_stream(args))
     return 0
 
 
 def run_replay(args) -> int:
     from .metrics import summarize
 
-    data = load_calibration(args.calibration, args.labels)
+    data = _load(args)
     if args.targets is not None:
         spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets",
-                     burn_in=args.burn_in, window=args.window)
+                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
     else:
         spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents",
-                     burn_in=args.burn_in, window=args.window)
+                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
     c_max = spec.c_max(data.n_codes)
     method = get_method(args.method)
     if spec.window is not None and not method.accepts("window"):
         raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",
                         fix="Drop --window or use --method favmac.")
 
-    probs, labels, ids = data.prob_array(), data.label_array(), data.patient_ids
+    probs, labels, ids, groups = data.prob_array(), data.label_array(), data.patient_ids, _groups(args, data)
     if args.shuffle is not None:
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
+        groups = None if groups is None else groups[order]
     progress = _progress(args, "replay")
     try:
-        result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress)
+        result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress,
+                            groups=groups)
     finally:
         progress.close()
     _write(result.to_frame(), args.out)
@@ -310,6 +335,13 @@ def run_replay(args) -> int:
         file=stream,
     )
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"), file=stream)
+    if result.group_thresholds is not None:
+        from .segments import segment_table
+
+        table = segment_table(result)
+        print("per segment (first target):", file=stream)
+        print(table.drop(columns=["target", "delta"]).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+              file=stream)
     return 0
 
 

@@ -15,10 +15,12 @@ from .cms_hcc import CMS_MODELS, CMS_SEGMENTS, cms_hcc_weights
 from .csv_parsing import ID_COLUMN
 from .errors import DataError
 from .readers import (
+    SEGMENT_COLUMN,
     Dataset,
     check_universe,
     load_calibration,
     load_new_patients,
+    load_new_patients_segmented,
     read_labels,
     read_probabilities,
     read_table,
@@ -32,6 +34,8 @@ __all__ = [
     "Dataset",
     "load_calibration",
     "load_new_patients",
+    "load_new_patients_segmented",
+    "SEGMENT_COLUMN",
     "read_probabilities",
     "read_labels",
     "read_table",

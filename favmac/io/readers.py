@@ -8,6 +8,10 @@ Layouts (``../shared/SPEC.md``, "Input files"), each as CSV or Parquet:
 * **wide** — one file with ``patient_id`` then ``prob_<code>`` and ``label_<code>`` per code;
 * **weights** — columns ``code``, ``weight`` (>= 0) and an optional ``description``.
 
+Calibration and new-patient files may carry one text column of segment labels (a plan,
+region or provider; :mod:`favmac.segments`): by default a column named ``segment``, or the
+column given as ``segment_column``. It is not a code; :attr:`Dataset.groups` holds it.
+
 Every malformed input raises :class:`~favmac.io.errors.DataError`, whose message names the
 file, the row (counted as a spreadsheet shows it: the header is row 1) or column, the
 problem and the fix. Codes may come in a different column order between files.
@@ -37,10 +41,12 @@ from .errors import DataError, join_few, plural
 from .parquet import is_parquet, parse_parquet
 
 __all__ = [
+    "SEGMENT_COLUMN",
     "Dataset",
     "check_universe",
     "load_calibration",
     "load_new_patients",
+    "load_new_patients_segmented",
     "parse_table",
     "read_labels",
     "read_probabilities",
@@ -50,17 +56,24 @@ __all__ = [
 ]
 
 
+#: The column name read as segment labels when no other is chosen.
+SEGMENT_COLUMN = "segment"
+
+
 @dataclass
 class Dataset:
     """Probabilities and (optionally) labels of the same patients and codes.
 
     ``probs`` is indexed by ``patient_id`` (text) with one float64 column per code;
-    ``labels`` has the same index and columns (int8 0/1) or is None.
+    ``labels`` has the same index and columns (int8 0/1) or is None; ``groups`` is the
+    segment label of each patient (object array, rows as ``probs``) or None.
     """
 
     probs: pd.DataFrame
     labels: pd.DataFrame | None = None
     name: str = "data"
+    groups: np.ndarray | None = None
+    segment_column: str | None = None
 
     @property
     def codes(self) -> list[str]:
@@ -109,6 +122,31 @@ def parse_table(source, name=None, text_columns=(ID_COLUMN,)):
     if is_parquet(data, file):
         return (*parse_parquet(data, file, text_columns), file)
     return parse_csv(data, file, text_columns)
+
+
+def _take_segment(frame, rows, file, column, required: bool):
+    """Remove the segment column from ``frame``; return ``(frame, labels or None)``.
+
+    Missing labels are refused, naming the row; ``required`` refuses a file without the column.
+    """
+    if column not in frame.columns:
+        if required:
+            raise DataError(
+                f"there is no column named {column!r} to read the segments from.", file=file, row=1,
+                fix=f"Add a {column} column (one text label per patient, e.g. a plan or region) "
+                "or choose another segment column.",
+            )
+        return frame, None
+    values = frame[column]
+    text = values.astype(object).where(values.notna(), None).tolist()
+    for i, label in enumerate(text):
+        if label is None or not str(label).strip():
+            raise DataError(
+                "this patient has no segment label.", file=file, row=int(rows[i]), column=column,
+                fix="Give every patient a segment (e.g. its plan or region), or turn segments off.",
+            )
+    labels = np.array([str(label).strip() for label in text], dtype=object)
+    return frame.drop(columns=column), labels
 
 
 def read_table(source, name=None) -> pd.DataFrame:
@@ -190,29 +228,47 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
     >>> read_probabilities(b"patient_id,HCC18,HCC19\\n007,0.25,0.5\\n").loc["007", "HCC19"]
     np.float64(0.5)
     """
-    frame, rows, file = parse_table(source, name)
+    return _read_probabilities(source, name, SEGMENT_COLUMN, required=False)[0]
+
+
+def _read_probabilities(source, name, column, required):
+    """Probabilities frame and segment labels (or None) of a probabilities file."""
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, groups = _take_segment(frame, rows, file, column, required)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
             file=file, row=1,
             fix="Upload it as a single calibration file, or keep only patient_id and the probability columns.",
         )
-    return _layout_frame(frame, rows, file, "probability")
+    return _layout_frame(frame, rows, file, "probability"), groups
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
-    """Read a labels file (CSV or Parquet): the probabilities layout with 0/1 values. Returns int8 columns."""
-    frame, rows, file = parse_table(source, name)
+    """Read a labels file (CSV or Parquet): the probabilities layout with 0/1 values. Returns int8 columns.
+
+    A ``segment`` column is ignored here (segments are read from the probabilities file).
+    """
+    return _read_labels(source, name, SEGMENT_COLUMN)
+
+
+def _read_labels(source, name, column):
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, _ = _take_segment(frame, rows, file, column, required=False)
     return _layout_frame(frame, rows, file, "label")
 
 
-def read_wide(source, name=None) -> Dataset:
+def read_wide(source, name=None, *, segment_column=None) -> Dataset:
     """Read a wide calibration file: ``patient_id``, then ``prob_<code>`` and ``label_<code>`` per code.
 
     CSV or Parquet. The column order is free; codes follow the order of the ``prob_`` columns.
+    An optional segment column (``segment``, or ``segment_column``, which is then required)
+    becomes :attr:`Dataset.groups`.
     """
-    frame, rows, file = parse_table(source, name)
+    column = segment_column or SEGMENT_COLUMN
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
     ids = patient_ids(frame, rows, file)
+    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
     if other:
         if not prob_codes and not label_codes:
@@ -250,6 +306,8 @@ def read_wide(source, name=None) -> Dataset:
         probs=pd.DataFrame(probs, index=ids, columns=columns),
         labels=pd.DataFrame(labels.astype(np.int8), index=ids, columns=columns.copy()),
         name=name or _stem(file),
+        groups=groups,
+        segment_column=None if groups is None else column,
     )
 
 
@@ -275,7 +333,7 @@ def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
     )
 
 
-def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
+def load_calibration(probs_source, labels_source=None, *, name=None, segment_column=None) -> Dataset:
     """Load labelled calibration data from one wide file or a probabilities + labels pair.
 
     Parameters
@@ -287,19 +345,23 @@ def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
         and codes by column name (column order does not matter).
     name : str, optional
         Dataset name (default: the probabilities file's name without extension).
+    segment_column : str, optional
+        The column of segment labels (then required, in the wide or probabilities file).
+        Without it a column named ``segment``, if present, is read as the segments.
 
     Returns
     -------
     Dataset
-        Rows in the probabilities file's order; labels aligned to it.
+        Rows in the probabilities file's order; labels aligned to it; ``groups`` the segments.
     """
     if labels_source is None:
-        dataset = read_wide(probs_source)
+        dataset = read_wide(probs_source, segment_column=segment_column)
         if name:
             dataset.name = str(name)
         return dataset
-    probs = read_probabilities(probs_source)
-    labels = read_labels(labels_source)
+    column = segment_column or SEGMENT_COLUMN
+    probs, groups = _read_probabilities(probs_source, None, column, required=segment_column is not None)
+    labels = _read_labels(labels_source, None, column)
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
     if p_file == l_file:
         p_file, l_file = f"{p_file} (probabilities)", f"{l_file} (labels)"
@@ -322,20 +384,45 @@ def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
             fix="Both files must list exactly the same patients (in any order).",
         )
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
-    return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)))
+    return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)),
+                   groups=groups, segment_column=None if groups is None else column)
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
     """Read unlabelled patients (probabilities layout, CSV or Parquet) and order the columns as ``codes``.
 
     A wide file is accepted too: its ``prob_<code>`` columns are used and the labels ignored.
+    A ``segment`` column is left out (:func:`load_new_patients_segmented` returns it).
 
     Returns
     -------
     DataFrame
         Index ``patient_id``, float64 columns exactly ``codes`` in that order.
     """
-    frame, rows, file = parse_table(source, name)
+    return load_new_patients_segmented(source, codes, name)[0]
+
+
+def load_new_patients_segmented(source, codes, name=None, *, segment_column=None):
+    """:func:`load_new_patients` plus the patients' segment labels.
+
+    Parameters
+    ----------
+    source : path, bytes or file-like
+    codes : sequence of str
+        The calibration data's codes.
+    name : str, optional
+    segment_column : str, optional
+        The column of segment labels (then required); default: a ``segment`` column if present.
+
+    Returns
+    -------
+    (DataFrame, ndarray or None)
+        The probabilities (as :func:`load_new_patients`) and one segment label per row (None
+        when the file has no segment column).
+    """
+    column = segment_column or SEGMENT_COLUMN
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     if _looks_wide(frame.columns):
         keep = [ID_COLUMN] + [c for c in frame.columns if c.startswith("prob_")]
         frame = frame[keep].rename(columns=lambda c: c[5:] if c.startswith("prob_") else c)
@@ -345,7 +432,7 @@ def load_new_patients(source, codes, name=None) -> pd.DataFrame:
         codes, "the calibration data", list(probs.columns), file,
         fix="New patients need exactly the calibration file's codes (in any order).",
     )
-    return probs[codes]
+    return probs[codes], groups
 
 
 def read_weights(source, codes=None, name=None) -> pd.DataFrame:
