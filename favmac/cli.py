@@ -3,7 +3,9 @@
 ``predict`` calibrates FavMac on a labelled file and writes the chosen code set of every
 new (unlabelled) patient; ``replay`` walks a labelled file as an online stream and writes
 per-step results plus a summary table. Bad input prints ``error: <what and where>`` and
-exits with status 2, without a traceback.
+exits with status 2, without a traceback. Beside ``--out FILE`` both write
+``FILE.provenance.json`` (:mod:`favmac.provenance`: input SHA-256s, settings, CMS-HCC
+model/year/segment, package versions, and the SHA-256 of FILE).
 
 Examples::
 
@@ -31,6 +33,7 @@ from .io import (
     CMS_SEGMENTS,
     DataError,
     cms_hcc_weights,
+    file_digests,
     load_calibration,
     load_new_patients_segmented,
     read_weights,
@@ -229,14 +232,34 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
     return targets
 
 
-def _write(frame: pd.DataFrame, out: str) -> None:
+def _write(frame: pd.DataFrame, out: str) -> bytes:
     data = to_safe_csv(frame, index=False)
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-        return
+        return data
     with open(out, "wb") as handle:
         handle.write(data)
+    return data
+
+
+def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
+    """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
+    from pathlib import Path
+
+    from .provenance import provenance, provenance_json
+
+    if args.out == "-":
+        return
+    inputs = dict(data.sources or {})
+    if new is not None:
+        inputs.update(new.attrs.get("sources", {}))
+    if args.weights:
+        inputs.update(file_digests(args.weights))
+    cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
+    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written})
+    with open(f"{args.out}.provenance.json", "wb") as handle:
+        handle.write(provenance_json(doc))
 
 
 def _report_stream(args):
@@ -280,7 +303,7 @@ def run_predict(args) -> int:
     value, cost = spec.build()
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe,
                              groups=new_groups if args.segment_column else None)
-    _write(frame, args.out)
+    _write_provenance(args, spec, data, _write(frame, args.out), new)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
@@ -324,7 +347,7 @@ def run_replay(args) -> int:
                             groups=groups)
     finally:
         progress.close()
-    _write(result.to_frame(), args.out)
+    _write_provenance(args, spec, data, _write(result.to_frame(), args.out))
 
     summary = summarize(result)
     stream = _report_stream(args)

@@ -21,6 +21,7 @@ the file contents. Checks are vectorized: 100,000 patients x 35 codes load in ab
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ __all__ = [
     "SEGMENT_COLUMN",
     "Dataset",
     "check_universe",
+    "file_digests",
     "load_calibration",
     "load_new_patients",
     "load_new_patients_segmented",
@@ -74,6 +76,29 @@ class Dataset:
     name: str = "data"
     groups: np.ndarray | None = None
     segment_column: str | None = None
+    attributes: pd.DataFrame | None = None
+    sources: dict | None = None  # file name -> SHA-256 of its bytes (for provenance)
+
+    def segment_columns(self) -> list[str]:
+        """Columns that can serve as segments: the segment column read, then the kept text columns."""
+        out = [] if self.segment_column is None else [self.segment_column]
+        if self.attributes is not None:
+            out += [c for c in self.attributes.columns if c not in out]
+        return out
+
+    def segments(self, column: str) -> np.ndarray:
+        """Segment labels (object array, rows as ``probs``) from ``column``; DataError for a missing label."""
+        if column == self.segment_column and self.groups is not None:
+            return self.groups
+        if self.attributes is None or column not in self.attributes.columns:
+            raise DataError(f"there is no column named {column!r} to read the segments from.", file=self.name,
+                            fix="Choose one of: " + (", ".join(self.segment_columns()) or "(none; add a segment column)"))
+        values = self.attributes[column]
+        missing = values.isna() | (values.astype(str).str.strip() == "")
+        if missing.any():
+            raise DataError(f"patient {values.index[int(np.argmax(missing.to_numpy()))]!r} has no label in this column.",
+                            file=self.name, column=column, fix="Give every patient a segment, or choose another column.")
+        return np.array([str(v).strip() for v in values], dtype=object)
 
     @property
     def codes(self) -> list[str]:
@@ -258,18 +283,27 @@ def _read_labels(source, name, column):
     return _layout_frame(frame, rows, file, "label")
 
 
-def read_wide(source, name=None, *, segment_column=None) -> Dataset:
+def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = False) -> Dataset:
     """Read a wide calibration file: ``patient_id``, then ``prob_<code>`` and ``label_<code>`` per code.
 
     CSV or Parquet. The column order is free; codes follow the order of the ``prob_`` columns.
     An optional segment column (``segment``, or ``segment_column``, which is then required)
-    becomes :attr:`Dataset.groups`.
+    becomes :attr:`Dataset.groups`. With ``keep_columns`` any other column (not a code) is
+    kept as text in :attr:`Dataset.attributes` (candidate segment columns) instead of
+    being refused.
     """
     column = segment_column or SEGMENT_COLUMN
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
     ids = patient_ids(frame, rows, file)
     frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
+    attributes = None
+    if other and keep_columns and (prob_codes or label_codes):
+        attributes = pd.DataFrame({c: frame[c].astype(object).where(frame[c].notna(), None).map(
+            lambda v: v if v is None else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)))
+            for c in other})
+        attributes.index = ids
+        frame, other = frame.drop(columns=other), []
     if other:
         if not prob_codes and not label_codes:
             raise DataError(
@@ -308,6 +342,7 @@ def read_wide(source, name=None, *, segment_column=None) -> Dataset:
         name=name or _stem(file),
         groups=groups,
         segment_column=None if groups is None else column,
+        attributes=attributes,
     )
 
 
@@ -333,7 +368,8 @@ def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
     )
 
 
-def load_calibration(probs_source, labels_source=None, *, name=None, segment_column=None) -> Dataset:
+def load_calibration(probs_source, labels_source=None, *, name=None, segment_column=None,
+                     keep_columns: bool = False) -> Dataset:
     """Load labelled calibration data from one wide file or a probabilities + labels pair.
 
     Parameters
@@ -348,6 +384,8 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
     segment_column : str, optional
         The column of segment labels (then required, in the wide or probabilities file).
         Without it a column named ``segment``, if present, is read as the segments.
+    keep_columns : bool
+        Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`.
 
     Returns
     -------
@@ -355,9 +393,10 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         Rows in the probabilities file's order; labels aligned to it; ``groups`` the segments.
     """
     if labels_source is None:
-        dataset = read_wide(probs_source, segment_column=segment_column)
+        dataset = read_wide(probs_source, segment_column=segment_column, keep_columns=keep_columns)
         if name:
             dataset.name = str(name)
+        dataset.sources = file_digests(probs_source)
         return dataset
     column = segment_column or SEGMENT_COLUMN
     probs, groups = _read_probabilities(probs_source, None, column, required=segment_column is not None)
@@ -385,7 +424,8 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         )
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
     return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)),
-                   groups=groups, segment_column=None if groups is None else column)
+                   groups=groups, segment_column=None if groups is None else column,
+                   sources=file_digests(probs_source, labels_source))
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -432,7 +472,24 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         codes, "the calibration data", list(probs.columns), file,
         fix="New patients need exactly the calibration file's codes (in any order).",
     )
-    return probs[codes], groups
+    frame = probs[codes]
+    frame.attrs["sources"] = file_digests(source, names=[file])
+    return frame, groups
+
+
+def file_digests(*sources, names=None) -> dict:
+    """File name -> SHA-256 (hex) of each source's bytes, for provenance records.
+
+    >>> file_digests(b"abc", names=["a.csv"])["a.csv"][:12]
+    'ba7816bf8f01'
+    """
+    out = {}
+    for i, source in enumerate(sources):
+        file = names[i] if names is not None else source_name(source, None)
+        if file in out:
+            file = f"{file} ({i + 1})"
+        out[file] = hashlib.sha256(read_bytes(source, file)).hexdigest()
+    return out
 
 
 def read_weights(source, codes=None, name=None) -> pd.DataFrame:

@@ -50,3 +50,14 @@ def test_new_patients_segments():
     assert load_new_patients_segmented(b"patient_id,A,B\n9,0.1,0.2\n", ["A", "B"])[1] is None
     with pytest.raises(DataError, match="no column named 'plan'"):
         load_new_patients_segmented(new, ["A", "B"], segment_column="plan")
+
+
+def test_wide_file_keeps_other_columns_as_candidate_segments():
+    raw = b"patient_id,plan,prob_A,label_A,segment\n1,7,0.5,1,n\n2,gold,0.1,0,s\n"
+    data = load_calibration(raw, keep_columns=True)
+    assert data.segment_columns() == ["segment", "plan"]
+    assert data.segments("plan").tolist() == ["7", "gold"] and data.segments("segment").tolist() == ["n", "s"]
+    with pytest.raises(DataError, match="neither patient_id"):
+        load_calibration(raw)
+    with pytest.raises(DataError, match="no label in this column"):
+        load_calibration(raw.replace(b",gold,", b",,"), keep_columns=True).segments("plan")
