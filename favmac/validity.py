@@ -15,8 +15,15 @@ orders (fixed seed) and averaging tests the promise on exactly this data:
   binomial test on all R x S predictions would be wrong: patients of one ordering share
   their calibration data, so they are not independent.
 
-With segments each segment is tested on its own patients (its own guarantee). The verdict is
-one plain sentence an auditor can act on; :class:`ValidityReport` keeps the numbers behind it.
+With segments each segment is tested on its own patients (its own guarantee); with
+``segment_control=False`` the session is calibrated on everyone (pooled) and only *reported*
+per segment, which shows where a pooled guarantee hides a segment's overrun.
+
+The order the patients really arrived in is replayed too: where its statistic falls among
+the random orderings' (a permutation p-value, (1 + #{orderings >= it}) / (R + 1)) tells
+whether time order matters — drift, which exchangeability rules out and the adaptive
+target is for. The verdict is plain sentences an auditor can act on; :class:`ValidityReport`
+keeps the numbers behind them.
 The spread shown around the target is what independent patients would give (sd / sqrt(S)
 for costs, sqrt(delta (1 - delta) / S) for violations): a guide to "how far from the target
 is still chance", not part of the test.
@@ -29,10 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["MIN_ORDERINGS", "ValidityReport", "validity_check", "verdict_sentence"]
+__all__ = ["MIN_ORDERINGS", "ValidityReport", "order_sentence", "validity_check", "verdict_sentence"]
 
 #: Fewest random orderings a validity check runs.
 MIN_ORDERINGS = 200
+
+POOLED_REASON = ("Calibration is pooled over all segments, which promises the average over everyone, not each "
+                 "segment: turn on per-segment control.")
 
 
 @dataclass
@@ -66,6 +76,11 @@ class ValidityReport:
         binomial_p_value, passed, verdict.
     segment_statistics : dict
         Segment label -> (R,) per-ordering statistic.
+    observed : float
+        The statistic in the patients' own (file) order.
+    order_p_value : float
+        Permutation p-value of ``observed`` among the random orderings (small: the arrival
+        order matters, i.e. drift).
     """
 
     control: str
@@ -83,6 +98,8 @@ class ValidityReport:
     seed: int
     segments: pd.DataFrame | None = None
     segment_statistics: dict | None = None
+    observed: float | None = None
+    order_p_value: float | None = None
 
     @property
     def n_orderings(self) -> int:
@@ -119,7 +136,7 @@ def _p_text(p: float) -> str:
 
 
 def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n_patients, alpha, who="your patients",
-                     target=None) -> str:
+                     target=None, reason=None) -> str:
     """The pass/fail statement in plain words.
 
     >>> print(verdict_sentence("expected", 0.97, 1.0, 0.62, True, n_orderings=200, n_patients=3000, alpha=0.05))
@@ -137,6 +154,8 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
         holds = "The violation guarantee held on this data."
         broke = ("The violation guarantee did not hold on this data: the patients being coded do not look like the "
                  "calibration patients (drift or a non-random order), so do not rely on it here.")
+    if reason:
+        broke = reason
     where = f"over {n_orderings} random orderings of {who} ({n_patients:,} patients)"
     if passed:
         relation = "within" if mean <= promised else "above, but by no more than chance explains,"
@@ -147,7 +166,7 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
 
 def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
                    window=None, c_max=None, groups=None, adaptive_rate=None, n_orderings: int = MIN_ORDERINGS,
-                   seed: int = 0, alpha: float = 0.05, progress=None) -> ValidityReport:
+                   seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True) -> ValidityReport:
     """Replay the session over ``n_orderings`` random orderings and test the promise.
 
     Parameters
@@ -160,6 +179,9 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         None: expected-cost control; else violation control at level delta.
     universe, burn_in, window, c_max, groups, adaptive_rate
         As :func:`favmac.replay` (``groups`` tests every segment on its own).
+    segment_control : bool
+        With ``groups``: True calibrates each segment on its own (Mondrian control); False
+        calibrates on everyone and only reports per segment.
     n_orderings : int
         R >= 200 random orderings.
     seed : int
@@ -206,12 +228,18 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     seg_first: dict = {}
     seg_counts: dict = {}
     report(0.0)
+    def run(order):
+        res = replay(probs[order], labels[order], value, cost, [target], delta=delta, universe=universe,
+                     burn_in=burn_in, window=window, c_max=c_max, adaptive_rate=adaptive_rate,
+                     groups=None if group_labels is None or not segment_control else group_labels[order])
+        measured = res.cost[0] if delta is None else res.violations[0].astype(float)
+        res.groups = None if group_labels is None else group_labels[order][burn_in:]
+        return res, measured
+
+    observed = float(run(np.arange(n_patients))[1].mean())
     for r in range(n_orderings):
         order = rng.permutation(n_patients)
-        res = replay(probs[order], labels[order], value, cost, [target], delta=delta, universe=universe,
-                     burn_in=burn_in, window=window, c_max=c_max,
-                     groups=None if group_labels is None else group_labels[order], adaptive_rate=adaptive_rate)
-        measured = res.cost[0] if delta is None else res.violations[0].astype(float)
+        res, measured = run(order)
         statistic[r] = measured.mean()
         first[r] = bool(res.violations[0, 0])
         if r < 20:
@@ -221,7 +249,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                 mine = res.groups == label
                 seg_stats.setdefault(label, []).append(measured[mine].mean())
                 seg_first.setdefault(label, []).append(bool(res.violations[0, np.argmax(mine)]))
-                seg_counts[label] = (int(res.group_sizes[label]), int(mine.sum()))
+                seg_counts[label] = (int((group_labels == label).sum()), int(mine.sum()))
         report((r + 1) / n_orderings)
     steps = n_patients - burn_in
     promised = float(target) if delta is None else float(delta)
@@ -235,6 +263,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     control = "expected" if delta is None else "violation"
     verdict = verdict_sentence(control, float(statistic.mean()), promised, p_value, passed, n_orderings=n_orderings,
                                n_patients=n_patients, alpha=alpha, target=float(target))
+    order_p = float((1 + np.sum(statistic >= observed - 1e-12)) / (n_orderings + 1))
+    verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None)
     segments = None
     if group_labels is not None:
         rows = []
@@ -249,16 +279,37 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                 "promised": promised, "p_value": seg_p, "binomial_p_value": seg_binom, "passed": seg_pass,
                 "verdict": "" if seg_pass is None else verdict_sentence(
                     control, float(values.mean()), promised, seg_p, seg_pass, n_orderings=len(values),
-                    n_patients=n_cal, alpha=alpha, who=f"segment {label}", target=float(target)),
+                    n_patients=n_cal, alpha=alpha, who=f"segment {label}", target=float(target),
+                    reason=None if segment_control else POOLED_REASON),
             })
         segments = pd.DataFrame(rows)
         seg_stats = {label: np.asarray(v) for label, v in seg_stats.items()}
         if len(segments) and not all(p is not False for p in segments["passed"]):
             failing = ", ".join(str(s) for s, p in zip(segments["segment"], segments["passed"]) if p is False)
-            verdict += f" Segment(s) where the promise did not hold: {failing}."
+            verdict += f" However, the promise did not hold for segment(s) {failing} (see the table per segment)."
+            if not segment_control:
+                verdict += " " + POOLED_REASON
             passed = False
     return ValidityReport(control=control, target=float(target), delta=None if delta is None else float(delta),
                           promised=promised, statistic=statistic, n_predicted=steps, predicted_spread=spread,
                           p_value=p_value, binomial_p_value=binomial, passed=passed, verdict=verdict,
                           alpha=float(alpha), seed=int(seed), segments=segments,
-                          segment_statistics=seg_stats or None)
+                          segment_statistics=seg_stats or None, observed=observed, order_p_value=order_p)
+
+
+def order_sentence(control, observed, statistic, order_p, alpha, adaptive) -> str:
+    """What the patients' own arrival order shows, in plain words.
+
+    >>> order_sentence("expected", 1.3, np.array([1.0, 1.01]), 1 / 3, 0.05, False)[:40]
+    'In the order your patients arrived, the '
+    """
+    what = "the mean cost was" if control == "expected" else "the violation rate was"
+    shown = f"{observed:.3g}" if control == "expected" else f"{100 * observed:.1f}%"
+    low, high = np.quantile(statistic, [0.025, 0.975])
+    span = f"{low:.3g} and {high:.3g}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
+    text = f"In the order your patients arrived, {what} {shown} (random orderings: 95% between {span}; "
+    if order_p < alpha:
+        advice = ("the adaptive target is on and keeps the long-run mean within its bound."
+                  if adaptive else "consider the adaptive target (expected-cost control) or a rolling window.")
+        return text + f"permutation p = {order_p:.3f}): the arrival order matters, a sign of drift over time; " + advice
+    return text + f"permutation p = {order_p:.3f}): no sign that the arrival order matters."
