@@ -28,7 +28,7 @@ from fractions import Fraction
 
 from .thresholds import common_scale, exact, scaled_int
 
-__all__ = ["AdaptiveTarget", "adaptive_bound", "check_adaptive_rate"]
+__all__ = ["AdaptiveTarget", "adaptive_bound", "adaptive_series", "check_adaptive_rate"]
 
 
 def check_adaptive_rate(rate, delta=None) -> float | None:
@@ -113,3 +113,29 @@ def adaptive_bound(target, rate, c_max, n_steps: int) -> Fraction:
     if int(n_steps) <= 0:
         raise ValueError(f"n_steps: expected at least 1 predicted patient, got {n_steps}")
     return c + (c + gamma * exact(c_max)) / (gamma * int(n_steps))
+
+
+def adaptive_series(result, target_index: int = 0):
+    """Per step of an adaptive replay: c_n, the running mean cost and its deterministic bound.
+
+    Columns: step, position, adaptive_target (c_n used for that patient), mean_cost (running,
+    steps 0..s) and bound (c + (c + gamma C_max) / (gamma (s + 1)), which the running mean
+    never exceeds). Needs ``result.adaptive_targets``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if result.adaptive_targets is None:
+        raise ValueError("result: adaptive_series needs a replay run with adaptive_rate=")
+    rate = exact(result.settings["adaptive_rate"])
+    c, c_max = exact(float(result.targets[target_index])), exact(result.settings["c_max"])
+    steps = np.arange(result.n_steps)
+    cost = np.asarray(result.cost[target_index], dtype=float)
+    bound = float(c) + float(c + rate * c_max) / (float(rate) * (steps + 1))
+    return pd.DataFrame({
+        "step": steps,
+        "position": steps + result.burn_in,
+        "adaptive_target": np.asarray(result.adaptive_targets[target_index], dtype=float),
+        "mean_cost": np.cumsum(cost) / (steps + 1),
+        "bound": bound,
+    })

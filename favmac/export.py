@@ -145,7 +145,8 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     """Chosen sets for unlabelled patients (index = patient ids, columns = codes) under the
     threshold calibrated on the whole stream (``result.final_thresholds``).
 
-    With ``groups`` (one segment per new patient) and a segmented ``result``, each patient
+    With ``groups`` (one segment per new patient; default: the ``segment`` column
+    :func:`favmac.io.load_new_patients` read) and a segmented ``result``, each patient
     gets its segment's final threshold (``result.group_thresholds``); a segment the
     calibration data lacks, or one too small for the target, gets the empty set and a
     ``note`` saying why.
@@ -154,6 +155,8 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
 
     universe = _universe(result, universe)
     probs = new_probs.to_numpy(dtype=float)
+    if groups is None:
+        groups = new_probs.attrs.get("groups")  # the segment column load_new_patients read, if any
     segments = notes = None
     if groups is not None and result.group_thresholds is not None:
         segments = [str(g).strip() for g in groups]

@@ -20,7 +20,8 @@ import pandas as pd
 
 from .thresholds import exact, violation_rank
 
-__all__ = ["check_group_labels", "group_rows", "min_calibration", "segment_table", "too_small_reason"]
+__all__ = ["check_group_labels", "group_rows", "min_calibration", "running_by_segment", "segment_table",
+           "too_small_reason"]
 
 
 def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.ndarray:
@@ -138,3 +139,35 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
         })
     return pd.DataFrame(rows, columns=["segment", "patients", "predicted", "threshold", "mean_cost", "target",
                                        "violation_rate", "delta", "within_target", "warning"])
+
+
+def running_by_segment(result, target_index: int = 0) -> pd.DataFrame:
+    """Running mean cost and violation rate within each segment, step by step (for split curves).
+
+    Columns: segment, step, position, mean_cost, violation_rate (over that segment's predicted
+    patients up to and including the step). Needs ``result.groups``.
+
+    >>> import numpy as np
+    >>> from favmac.result import ReplayResult
+    >>> r = ReplayResult("m", np.array([1.0]), None, 0, np.zeros((1, 3)), np.zeros((1, 3, 1), bool),
+    ...                  np.array([[2.0, 0.0, 1.0]]), np.zeros((1, 3)), groups=np.array(["a", "b", "a"], dtype=object))
+    >>> running_by_segment(r)[["segment", "position", "mean_cost"]].values.tolist()
+    [['a', 0, 2.0], ['a', 2, 1.5], ['b', 1, 0.0]]
+    """
+    if result.groups is None:
+        raise ValueError("result: running_by_segment needs a result with segments (groups)")
+    groups = np.asarray(result.groups, dtype=object).astype(str)
+    cost = np.asarray(result.cost[target_index], dtype=float)
+    violation = np.asarray(result.violations[target_index], dtype=bool)
+    parts = []
+    for label, rows in group_rows(groups):
+        seen = np.arange(1, len(rows) + 1)
+        parts.append(pd.DataFrame({
+            "segment": label,
+            "step": rows,
+            "position": rows + result.burn_in,
+            "mean_cost": np.cumsum(cost[rows]) / seen,
+            "violation_rate": np.cumsum(violation[rows]) / seen,
+        }))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["segment", "step", "position", "mean_cost", "violation_rate"])

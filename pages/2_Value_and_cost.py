@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import playback, settings_form as form, state, widgets
+from favmac.ui import guarantees, playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
 
 page_setup("Value & cost")
@@ -48,6 +48,7 @@ with st.form("settings_form"):
         burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in")
         use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
         window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
+        guarantee_fields = guarantees.settings_fields(current, ds)
     submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings")
 
 if submitted:
@@ -55,7 +56,7 @@ if submitted:
         **current,
         "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind, "control": control,
         "target": target, "delta": delta, "universe": universe, "burn_in": burn_in,
-        "window": int(window) if use_window else None,
+        "window": int(window) if use_window else None, **guarantee_fields,
     })
 widgets.show_message("settings")
 st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Data page", icon=":material/table_view:")
@@ -79,3 +80,5 @@ if saved["value_kind"] == "formula":
             st.warning(f"A custom formula needs a Monte Carlo estimate of V̂ for every candidate set: replaying all {ds.n_patients:,} patients "
                        f"with the '{saved['universe']}' universe will take about {seconds / 60:.1f} minutes. "
                        + ("The 'prob' universe needs far fewer estimates per patient." if saved["universe"] != "prob" else ""))
+if saved.get("segment"):
+    guarantees.show_segment_table(state.online_result(), saved)

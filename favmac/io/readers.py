@@ -474,6 +474,7 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     )
     frame = probs[codes]
     frame.attrs["sources"] = file_digests(source, names=[file])
+    frame.attrs["groups"] = None if groups is None else groups.tolist()
     return frame, groups
 
 

@@ -55,7 +55,7 @@ def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None
     """Dataset from uploaded bytes (one wide file, or probabilities + labels)."""
     labels_source = None if labels is None else samples.NamedBytes(labels, labels_name or "labels.csv")
     name = probs_name if labels is None else f"{probs_name} + {labels_name}"
-    return fio.load_calibration(samples.NamedBytes(probs, probs_name), labels_source, name=name)
+    return fio.load_calibration(samples.NamedBytes(probs, probs_name), labels_source, name=name, keep_columns=True)
 
 
 @st.cache_data(show_spinner="Reading the new patients…", max_entries=8)
@@ -157,6 +157,9 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
     else:
         ss["settings"], adapted = settings_form.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax)
         notes += adapted
+    if ss["settings"].get("segment") and ss["settings"]["segment"] not in dataset.segment_columns():
+        notes.append(f"Per-segment control turned off: this data has no column {ss['settings']['segment']!r}.")
+        ss["settings"] = {**ss["settings"], "segment": None}
     reset_session()
     if notes:
         set_message("settings", "warning", " ".join(notes))
@@ -348,7 +351,8 @@ def online_result():
     bar = st.progress(0.0, text=label)
     try:
         with st.spinner(label):
-            result = playback.run_online(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, spec(), progress=_progress_callback(bar, label))
+            result = playback.run_online(ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, spec(), progress=_progress_callback(bar, label),
+                                         groups=ds.segments(spec().segment) if spec().segment else None)
     finally:
         bar.empty()
     results[key] = result
