@@ -19,7 +19,7 @@ from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "groups_for", "provenance_bytes", "segment_cost_figure",
-           "segment_display", "settings_fields", "show_adaptive_tiles", "show_segment_table"]
+           "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table"]
 
 DEFAULT_RATE = 0.05
 
@@ -139,6 +139,16 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     fig.update_yaxes(rangemode="tozero")
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
     return layout(fig, title, "Stream position (patients)", "Mean cost" if expected else "Violation rate", height=320)
+
+
+def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str) -> bytes:
+    """The settings file with the provenance record under its top-level ``provenance`` key
+    (the settings reader ignores that key, so the file still restores the settings)."""
+    import json
+
+    doc = json.loads(settings_json)
+    doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}))
+    return json.dumps(doc, indent=2).encode()
 
 
 def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None) -> bytes:

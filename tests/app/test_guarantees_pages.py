@@ -1,0 +1,99 @@
+"""Segments, the adaptive target and the Validity page in the app (AppTest)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from app_helpers import assert_clean, go, open_page
+
+
+def table_with(at, column):
+    """The first data frame on the page with ``column`` (AppTest does not expose data frame keys)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def drift_session():
+    at = open_page("data")
+    at.selectbox(key="sample_choice").set_value("drift")
+    at.button(key="load_sample").click().run()
+    assert at.session_state["dataset"].segment_columns() == ["segment"]
+    return at
+
+
+def test_segment_toggle_shows_the_per_segment_table():
+    at = go(drift_session(), "value_cost")
+    assert at.selectbox(key="segment_column").options == ["segment"]
+    at.checkbox(key="use_segments").check()
+    at.button(key="apply_settings").click().run()
+    assert_clean(at)
+    assert at.session_state["settings"]["segment"] == "segment"
+    table = table_with(at, "status")
+    assert sorted(table["segment"]) == ["East", "North", "South"]
+    assert table["patients"].sum() == 3000
+    assert set(table["status"]) <= {"within target", "over target"}
+
+
+def test_too_small_segment_is_warned():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.number_input(key="target").set_value(0.005)  # needs C_max / c - 1 = 2399 patients per segment
+    at.button(key="apply_settings").click().run()
+    table = table_with(at, "status")
+    assert (table["status"] == "too small").all()
+    assert any("needs at least" in w.value for w in at.warning)
+
+
+def test_adaptive_rate_on_the_online_session():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_adaptive").check()
+    at.number_input(key="adaptive_rate").set_value(0.05)
+    at.button(key="apply_settings").click().run()
+    assert_clean(at)
+    assert at.session_state["settings"]["adaptive_rate"] == pytest.approx(0.05)
+    at = go(at, "online")
+    at.button(key="to_end").click().run()
+    assert_clean(at)
+    labels = [m.label for m in at.metric]
+    assert "Adaptive target c_n" in labels and "Mean cost vs bound" in labels
+    bound = next(m.value for m in at.metric if m.label == "Mean cost vs bound")
+    mean, limit = (float(x) for x in bound.split(" ≤ "))
+    assert mean <= limit
+
+
+def test_adaptive_rate_is_refused_under_violation_control():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_adaptive").check()
+    at.radio(key="control").set_value("violation")
+    at.button(key="apply_settings").click().run()
+    assert any("adaptive_rate applies to expected-cost control only" in e.value for e in at.error)
+
+
+def test_validity_page_runs_and_gives_a_verdict_per_segment():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.button(key="apply_settings").click().run()
+    at = go(at, "validity")
+    assert_clean(at)
+    at.button(key="run_validity").click().run()
+    verdict = [s.value for s in at.success] + [e.value for e in at.error]
+    assert verdict and verdict[0].startswith(("PASS:", "FAIL:"))
+    assert "sign of drift" in verdict[0]  # the drift sample's arrival order is far from random
+    segments = table_with(at, "verdict")
+    assert sorted(segments["segment"]) == ["East", "North", "South"] and set(segments["verdict"]) == {"PASS"}
+
+
+def test_export_has_provenance_and_segments():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.button(key="apply_settings").click().run()
+    at = go(at, "export")
+    assert_clean(at)
+    files = at.session_state["exports"]
+    assert b",segment" in files["calibration"].split(b"\n", 1)[0]
+    assert set(files["new_preview"]["segment"]) <= {"North", "South", "East"}
+    from favmac.ui import guarantees
+    ds = at.session_state["dataset"]
+    from favmac import RunSpec
+    doc = json.loads(guarantees.provenance_bytes(ds, RunSpec(), "CMS-HCC V28 CNA", {"a.csv": b"x"}))
+    assert doc["cms_hcc"]["model"] == "V28" and doc["cms_hcc"]["segment"] == "CNA"
+    assert doc["inputs"] == ds.sources and "drift_calibration.csv" in doc["inputs"]
