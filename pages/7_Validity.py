@@ -49,4 +49,4 @@ else:
 segments = validity.segment_frame(report)
 if segments is not None:
     st.subheader("Per segment")
-    st.dataframe(segments, hide_index=True, key="validity_segments")
+    st.table(segments.set_index("segment"))

@@ -86,9 +86,8 @@ def show_segment_table(result, settings: dict) -> None:
         return
     st.subheader("Per segment")
     table = segment_display(result, settings)
-    st.dataframe(table, hide_index=True, key="segment_table",
-                 column_config={"threshold": st.column_config.NumberColumn(format="%.4g"),
-                                "warning": st.column_config.TextColumn(width="large")})
+    shown = table.assign(threshold=[f"{t:.4g}" for t in table["threshold"]]).set_index("segment")
+    st.table(shown)  # a few rows: a plain table, readable and printable
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {segment}: {warning}.")

@@ -8,8 +8,8 @@ from app_helpers import assert_clean, go, open_page
 
 
 def table_with(at, column):
-    """The first data frame on the page with ``column`` (AppTest does not expose data frame keys)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    """The first static table on the page with ``column``, its index (segment) as a column."""
+    return next(t.value.reset_index() for t in at.table if column in t.value.columns)
 
 
 def drift_session():
