@@ -166,7 +166,8 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
 
 def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
                    window=None, c_max=None, groups=None, adaptive_rate=None, n_orderings: int = MIN_ORDERINGS,
-                   seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True) -> ValidityReport:
+                   seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True,
+                   score: str = "cost") -> ValidityReport:
     """Replay the session over ``n_orderings`` random orderings and test the promise.
 
     Parameters
@@ -182,6 +183,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     segment_control : bool
         With ``groups``: True calibrates each segment on its own (Mondrian control); False
         calibrates on everyone and only reports per segment.
+    score : str
+        The conformal score, passed to :func:`favmac.replay`.
     n_orderings : int
         R >= 200 random orderings.
     seed : int
@@ -230,7 +233,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     report(0.0)
     def run(order):
         res = replay(probs[order], labels[order], value, cost, [target], delta=delta, universe=universe,
-                     burn_in=burn_in, window=window, c_max=c_max, adaptive_rate=adaptive_rate,
+                     burn_in=burn_in, window=window, c_max=c_max, adaptive_rate=adaptive_rate, score=score,
                      groups=None if group_labels is None or not segment_control else group_labels[order])
         measured = res.cost[0] if delta is None else res.violations[0].astype(float)
         res.groups = None if group_labels is None else group_labels[order][burn_in:]

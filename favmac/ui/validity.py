@@ -53,7 +53,7 @@ def run(n_orderings: int = MIN_ORDERINGS, seed: int = 0):
         report = validity_check(ds.prob_array(), ds.label_array(), value, cost, spec.target,
                                 delta=spec.control_delta, universe=spec.universe, burn_in=spec.burn_in,
                                 window=spec.window, groups=groups, segment_control=spec.segment is not None,
-                                adaptive_rate=spec.adaptive_rate, n_orderings=n_orderings, seed=seed,
+                                adaptive_rate=spec.adaptive_rate, n_orderings=n_orderings, seed=seed, score=spec.score,
                                 progress=progress)
     finally:
         bar.empty()
