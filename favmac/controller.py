@@ -205,6 +205,13 @@ class FavMac:
         return FavMac(self.value, self.cost, self.target, delta=self.delta, universe=self.universe, c_max=self.c_max,
                       n_codes=self._n_codes, adaptive_rate=self.adaptive_rate).threshold
 
+    def target_for(self, group) -> Fraction:
+        """The target in force for segment ``group`` (its own c_n with ``adaptive_rate``; c for an unseen one)."""
+        if group is None:
+            return self.current_target
+        label = check_group_labels([group], 1, name="group")[0]
+        return self._segments[label].current_target if label in self._segments else exact(self.target)
+
     @property
     def current_target(self) -> Fraction:
         """The target in force: c_n with ``adaptive_rate`` (exact), else c."""

@@ -121,3 +121,20 @@ def test_adaptive_rule_and_refusals():
     with pytest.raises(ValueError, match="expected-cost control only"):
         replay(np.full((3, 2), 0.5), np.zeros((3, 2)), AdditiveValue(), AdditiveCost(), [1.0], delta=0.1,
                adaptive_rate=0.1)
+
+
+def test_adaptive_with_groups_equals_the_favmac_loop():
+    rng = np.random.RandomState(9)
+    probs, labels = rng.rand(90, 4).round(2), rng.rand(90, 4) < 0.3
+    groups = rng.choice(["n", "s", "e"], size=90)
+    value, cost = AdditiveValue(), AdditiveCost()
+    res = replay(probs, labels, value, cost, [0.9], burn_in=15, groups=groups, adaptive_rate=0.3)
+    fm = FavMac(value, cost, 0.9, adaptive_rate=0.3, n_codes=4)
+    fm.update(probs[:15], labels[:15], group=groups[:15], adapt=False)
+    for n in range(15, 90):
+        assert fm.threshold_for(groups[n]) == res.thresholds[0, n - 15]
+        assert (fm.predict(probs[n], group=groups[n]) == res.selected[0, n - 15]).all()
+        fm.update(probs[n], labels[n], group=groups[n])
+    for label, final in res.group_thresholds.items():
+        assert final[0] == fm.threshold_for(label)
+        assert res.final_adaptive_targets[label][0] == float(fm.target_for(label))
