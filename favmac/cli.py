@@ -41,14 +41,14 @@ from .io import (
 )
 from .methods import get_method, method_keys, run_method
 from .runspec import RunSpec, SettingsError
-from .universe import UNIVERSES
+from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
 __all__ = ["main", "build_parser"]
 
 EXIT_BAD_INPUT = 2
 
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
-OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe",
+OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
                    "segment": "--segment-column", "adaptive_rate": "--adaptive-rate"}
 
@@ -80,6 +80,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
     method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
                         help="candidate sets (default ratio, FavMac's)")
+    method.add_argument("--score", choices=list(SCORES),
+                        help="what the threshold is on: price (spend the false-flag budget where each flag is "
+                        "most likely to pay off, across all patients) or cost (every patient gets the same "
+                        f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
     method.add_argument("--segment-column", metavar="NAME",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only")
@@ -129,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--adaptive-rate", type=float, metavar="GAMMA",
                         help="adaptive target under drift (expected-cost control, FavMac): c_(n+1) = c_n + GAMMA (c - C_n)")
     replay.add_argument("--method", default="favmac", choices=method_keys(),
-                        help="favmac (default; uses --universe), favmac_<universe>, or a baseline for comparison")
+                        help="favmac (default; uses --universe and --score), favmac_price, "
+                        "favmac_<universe> (cost score), or a baseline for comparison")
     replay.add_argument("--shuffle", type=int, metavar="SEED",
                         help="replay in the order numpy.random.RandomState(SEED).permutation(N) "
                         "(the paper's protocol); default: file order")
@@ -194,6 +199,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         targets=(1.0,),
         delta=0.1 if args.delta is None else args.delta,
         universe=args.universe,
+        score=args.score,
         burn_in=burn_in,
         window=window,
         segment=args.segment_column,
@@ -301,7 +307,7 @@ def run_predict(args) -> int:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
-    frame = new_patient_sets(new, result, value, cost, universe=spec.universe,
+    frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
     _write_provenance(args, spec, data, _write(frame, args.out), new)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"

@@ -20,7 +20,7 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_universe
+from .universe import candidate_sets, check_score, check_universe
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 __all__ = ["FavMac"]
@@ -47,6 +47,11 @@ class FavMac:
         Largest possible cost (default: the sum of the cost weights).
     window : int, optional
         Keep only the last ``window`` patients (rolling window for distribution shift).
+    score : {"cost", "price"}
+        What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
+        patient gets the same false-flag budget) or the price score (running max of the
+        step prices Chat increment / Vhat increment: one budget spent across patients where
+        each flag is most likely to pay off). "price" needs a nested universe (not "full").
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
         when the threshold is needed before any patient is seen (it fixes C_max).
@@ -80,12 +85,13 @@ class FavMac:
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None, adaptive_rate=None):
+                 n_codes=None, score: str = "cost", adaptive_rate=None):
         self.value = value
         self.cost = cost
         self.target = check_target(target)
         self.delta = check_delta(delta)
         self.universe = universe
+        self.score = check_score(score, universe)
         self.c_max = c_max
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
@@ -158,7 +164,7 @@ class FavMac:
         if self._rule is not None and adapt:
             for row in range(probs.shape[0]):  # sequential: each set is chosen before its patient joins
                 one = cands.subset(slice(row, row + 1))
-                chosen = int(one.choose(self.threshold)[0])
+                chosen = int(one.choose(self.threshold, self.score)[0])
                 self._current = self._rule.step(self._current, int(realized[row, chosen]))
                 self._insert(one, realized[row : row + 1])
             return self
@@ -168,12 +174,12 @@ class FavMac:
     def _insert(self, cands, realized) -> None:
         scale = self._costs.scale
         if self.delta is None:
-            keys, increments = calibration_points(cands, realized)
+            keys, increments = calibration_points(cands, realized, self.score)
             for row_keys, row_inc in zip(keys.tolist(), increments.tolist()):
                 self._tree.insert_many(row_keys, row_inc, scale)
                 self._remember((row_keys, row_inc, scale))
         else:
-            scores = violation_scores(cands, realized, self._costs.bound(self.target))
+            scores = violation_scores(cands, realized, self._costs.bound(self.target), self.score)
             for score in scores.tolist():
                 self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
@@ -184,7 +190,7 @@ class FavMac:
         if label not in self._segments:
             self._segments[label] = FavMac(self.value, self.cost, self.target, delta=self.delta,
                                            universe=self.universe, c_max=self.c_max, window=self.window,
-                                           n_codes=self._n_codes, adaptive_rate=self.adaptive_rate)
+                                           n_codes=self._n_codes, score=self.score, adaptive_rate=self.adaptive_rate)
         return self._segments[label]
 
     @property
@@ -203,7 +209,7 @@ class FavMac:
         if self._n_codes is None and self._n_codes_arg is None and self.c_max is None:
             return -_INF
         return FavMac(self.value, self.cost, self.target, delta=self.delta, universe=self.universe, c_max=self.c_max,
-                      n_codes=self._n_codes, adaptive_rate=self.adaptive_rate).threshold
+                      n_codes=self._n_codes, score=self.score, adaptive_rate=self.adaptive_rate).threshold
 
     def target_for(self, group) -> Fraction:
         """The target in force for segment ``group`` (its own c_n with ``adaptive_rate``; c for an unseen one)."""
@@ -260,14 +266,15 @@ class FavMac:
             groups = check_group_labels(group, probs.shape[0], name="group")
             known = {label: self.threshold_for(label) for label in set(groups.tolist())}
             thresholds = np.array([known[g] for g in groups.tolist()], dtype=float)
-        masks = cands.masks(cands.choose(thresholds))
+        masks = cands.masks(cands.choose(thresholds, self.score))
         return masks[0] if single else masks
 
     def explain(self, probs, codes=None) -> pd.DataFrame:
         """The greedy order for one patient and where the threshold cuts it.
 
         One row per step: rank, code, prob, value_weight, cost_weight, chat (cumulative cost
-        proxy after adding the code), vhat (cumulative value proxy), selected.
+        proxy after adding the code), vhat (cumulative value proxy), score (the key compared
+        with the threshold: chat, or the price score), selected.
         """
         probs = check_probs(probs, self._n_codes, batch=True)
         if probs.shape[0] != 1:
@@ -277,7 +284,7 @@ class FavMac:
             raise ValueError("explain shows a greedy order; the 'full' universe has none")
         codes = list(codes) if codes is not None else [str(k) for k in range(n_codes)]
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
-        chosen = int(cands.choose(self.threshold)[0])
+        chosen = int(cands.choose(self.threshold, self.score)[0])
         order = cands.order[0]
         return pd.DataFrame(
             {
@@ -288,6 +295,7 @@ class FavMac:
                 "cost_weight": self.cost.weights_for(n_codes)[order],
                 "chat": cands.chat[0, 1:],
                 "vhat": cands.vhat[0, 1:],
+                "score": cands.scores(self.score)[0, 1:],
                 "selected": np.arange(1, n_codes + 1) <= chosen,
             }
         )
@@ -296,4 +304,5 @@ class FavMac:
         control = "expected" if self.delta is None else f"violation, delta={self.delta}"
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
-        return f"FavMac(target={self.target}, {control}, universe={self.universe!r}, n_calibration={self.n_calibration})"
+        score = "" if self.score == "cost" else f", score={self.score!r}"
+        return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

@@ -3,7 +3,8 @@
 The command line's ``predict`` and the app's Export page both write this table. Columns, in
 order: ``patient_id, codes`` (``;``-joined), ``n_codes, expected_value`` (V-hat),
 ``cost_proxy`` (C-hat), ``threshold, method, target, delta`` (empty under expected-cost
-control), ``universe``; then ``descriptions`` (``; ``-joined) when code descriptions are
+control), ``universe``, ``score`` (what the threshold is on: cost or price; empty for a
+baseline); then ``descriptions`` (``; ``-joined) when code descriptions are
 given and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
 ``note``, why a segment got the empty set) with segments, ``adaptive_target`` (c_n) with an
 adaptive rate. Numbers keep 12 significant digits, which removes float noise such as
@@ -24,7 +25,7 @@ from .replay import predict_with_threshold
 __all__ = ["EXPORT_COLUMNS", "chosen_sets", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
 
 EXPORT_COLUMNS = ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target",
-                  "delta", "universe")
+                  "delta", "universe", "score")
 SIGNIFICANT_DIGITS = 12
 
 
@@ -56,8 +57,8 @@ def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost, method: str, target: float,
-                delta: float | None, universe: str, descriptions=None, labels=None, segments=None, notes=None,
-                adaptive_targets=None) -> pd.DataFrame:
+                delta: float | None, universe: str, score: str = "cost", descriptions=None,
+                labels=None, segments=None, notes=None, adaptive_targets=None) -> pd.DataFrame:
     """The export table: one row per patient with the chosen codes, their proxies and the run.
 
     Parameters
@@ -71,8 +72,9 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         Threshold used for each patient.
     codes : sequence of str, length K
     value, cost : value and cost functions
-    method, target, delta, universe
-        The run, written in every row (``delta`` None = expected-cost control, written empty).
+    method, target, delta, universe, score
+        The run, written in every row (``delta`` None = expected-cost control, written empty;
+        ``score`` "cost" or "price", empty for a baseline).
     descriptions : sequence of str, length K, optional
         Per-code descriptions: adds a ``descriptions`` column.
     labels : ndarray (N, K), optional
@@ -101,6 +103,7 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
             "target": round_noise([target])[0],
             "delta": np.nan if delta is None else float(delta),
             "universe": universe,
+            "score": score,
         }
     )
     if descriptions is not None:
@@ -122,8 +125,12 @@ def _universe(result, universe):
     return universe if universe is not None else result.settings.get("universe", "")
 
 
+def _score(result, score):
+    return score if score is not None else result.settings.get("score", "")
+
+
 def stream_sets(result, probs, labels, value, cost, *, universe: str | None = None, target_index: int = 0,
-                descriptions=None) -> pd.DataFrame:
+                descriptions=None, score: str | None = None) -> pd.DataFrame:
     """Chosen sets of a replayed labelled stream (the patients after the burn-in), with realized value and cost.
 
     ``probs`` / ``labels`` are the whole (N, K) stream the result was replayed on.
@@ -134,16 +141,18 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
     return chosen_sets(
         ids, np.asarray(probs)[start:], result.selected[target_index], result.thresholds[target_index],
         codes=codes, value=value, cost=cost, method=result.method, target=float(result.targets[target_index]),
-        delta=result.delta, universe=_universe(result, universe), descriptions=descriptions,
-        labels=np.asarray(labels)[start:], segments=result.groups,
+        delta=result.delta, universe=_universe(result, universe), score=_score(result, score),
+        descriptions=descriptions, labels=np.asarray(labels)[start:], segments=result.groups,
         adaptive_targets=None if result.adaptive_targets is None else result.adaptive_targets[target_index],
     )
 
 
 def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: str | None = None,
-                     target_index: int = 0, descriptions=None, groups=None) -> pd.DataFrame:
+                     target_index: int = 0, descriptions=None, score: str | None = None,
+                     groups=None) -> pd.DataFrame:
     """Chosen sets for unlabelled patients (index = patient ids, columns = codes) under the
-    threshold calibrated on the whole stream (``result.final_thresholds``).
+    threshold calibrated on the whole stream (``result.final_thresholds``), on the score it
+    was calibrated on (``result.settings["score"]`` unless ``score`` is given).
 
     With ``groups`` (one segment per new patient; default: the ``segment`` column
     :func:`favmac.io.load_new_patients` read) and a segmented ``result``, each patient
@@ -154,6 +163,7 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     from .segments import too_small_reason
 
     universe = _universe(result, universe)
+    score = _score(result, score) or "cost"
     probs = new_probs.to_numpy(dtype=float)
     if groups is None:
         groups = new_probs.attrs.get("groups")  # the segment column load_new_patients read, if any
@@ -179,9 +189,9 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
             notes.append(note)
     else:
         threshold = float(result.final_thresholds[target_index])
-    selected = predict_with_threshold(probs, value, cost, threshold, universe=universe)
+    selected = predict_with_threshold(probs, value, cost, threshold, universe=universe, score=score)
     return chosen_sets(
         new_probs.index, probs, selected, threshold, codes=[str(c) for c in new_probs.columns], value=value,
         cost=cost, method=result.method, target=float(result.targets[target_index]), delta=result.delta,
-        universe=universe, descriptions=descriptions, segments=segments, notes=notes,
+        universe=universe, score=score, descriptions=descriptions, segments=segments, notes=notes,
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["add", "prefix_total", "count_le", "kth", "top_bit"]
+__all__ = ["add", "prefix_total", "count_le", "count_below", "kth", "top_bit"]
 
 
 @njit(cache=True)
@@ -61,6 +61,29 @@ def count_le(tree, bound):
     while step > 0:
         nxt = pos + step
         if nxt <= size and acc + tree[nxt] <= bound:
+            pos = nxt
+            acc += tree[nxt]
+        step //= 2
+    return pos
+
+
+@njit(cache=True)
+def count_below(tree, bound):
+    """Largest ``c`` such that the total weight at positions ``< c`` is < ``bound`` (strict).
+
+    With non-negative weights, ``count_below(tree, x) + 1`` is the smallest ``r`` whose
+    total at positions ``< r`` reaches ``x`` (for ``x > 0``); works for integer and float
+    weights alike. O(log size).
+    """
+    size = tree.shape[0] - 1
+    step = 1
+    while step * 2 <= size:
+        step *= 2
+    pos = 0
+    acc = tree[0] - tree[0]  # a zero of the tree's type
+    while step > 0:
+        nxt = pos + step
+        if nxt <= size and acc + tree[nxt] < bound:
             pos = nxt
             acc += tree[nxt]
         step //= 2

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import baselines
 from .baselines import BASELINE_CONTROLS
-from .replay import replay
+from .replay import method_name, replay
 from .runspec import CONTROLS, RunSpec
 from .universe import MAX_FULL_CODES
 
@@ -49,8 +49,9 @@ class Method:
         Supported controls ("expected", "violation").
     universe : str or None
         FavMac's candidate sets; None = the run's own universe (the command line's ``favmac``).
-    score : str
-        FavMac's conformal score ("cost"; "price" once the engine has it).
+    score : str or None
+        What FavMac's threshold is on ("cost" or "price"); None = the run's own score
+        (``RunSpec.score``, the command line's ``favmac``). None for the baselines.
     """
 
     key: str
@@ -58,16 +59,16 @@ class Method:
     function: Callable
     controls: tuple = BOTH_CONTROLS
     universe: str | None = None
-    score: str = "cost"
+    score: str | None = None
 
     @property
     def is_favmac(self) -> bool:
         return self.function is replay
 
     def display_label(self, spec: RunSpec) -> str:
-        """The label of a run of this method under ``spec`` (FavMac names its universe)."""
+        """The label of a run of this method under ``spec`` (FavMac names its universe and score)."""
         if self.is_favmac and self.universe is None:
-            return f"FavMac ({spec.universe})"
+            return method_name(spec.universe, self.score or spec.score)
         return self.label
 
     def accepts(self, parameter: str) -> bool:
@@ -75,7 +76,7 @@ class Method:
         return parameter in inspect.signature(self.function).parameters
 
 
-def _favmac(key: str, label: str, universe: str | None, score: str = "cost") -> Method:
+def _favmac(key: str, label: str, universe: str | None, score: str | None = "cost") -> Method:
     return Method(key, label, replay, BOTH_CONTROLS, universe=universe, score=score)
 
 
@@ -87,7 +88,8 @@ def _baseline(key: str, label: str) -> Method:
 METHODS: dict[str, Method] = {
     m.key: m
     for m in (
-        _favmac("favmac", "FavMac", None),  # the command line's default: uses --universe
+        _favmac("favmac", "FavMac", None, None),  # the command line's default: uses --universe and --score
+        _favmac("favmac_price", "FavMac (price)", "ratio", "price"),
         _favmac("favmac_ratio", "FavMac (ratio)", "ratio"),
         _favmac("favmac_value", "FavMac (value)", "value"),
         _favmac("favmac_prob", "FavMac (prob)", "prob"),
@@ -181,10 +183,10 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     burn_in = spec.burn_in if burn_in is None else burn_in
     kwargs = dict(delta=spec.control_delta, burn_in=burn_in, codes=None if codes is None else list(codes),
                   patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object))
-    score = chosen.score if chosen.score != "cost" else spec.score
+    score = (chosen.score or spec.score) if chosen.is_favmac else None
     if spec.segment is not None and groups is None:
         raise ValueError(f"segment: the run is per segment (column {spec.segment!r}) but no segment labels were given")
-    optional = {"window": spec.window, "c_max": c_max, "score": None if score == "cost" else score,
+    optional = {"window": spec.window, "c_max": c_max, "score": score,
                 "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate}
     for name, given in optional.items():
         if given is None:

@@ -29,17 +29,25 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import Candidates, candidate_sets, check_universe
+from .universe import Candidates, candidate_sets, check_score, check_universe
 from .validation import check_stream
 
-__all__ = ["replay", "predict_with_threshold"]
+__all__ = ["replay", "predict_with_threshold", "method_name"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
 
 
-def _method_name(universe: str) -> str:
-    return f"FavMac ({universe})"
+def method_name(universe: str, score: str = "cost") -> str:
+    """Display name of a FavMac run: "FavMac (ratio)" (cost score), "FavMac (price)" (ratio
+    universe, price score), "FavMac (value, price)" (another universe, price score).
+
+    >>> method_name("prob"), method_name("ratio", "price"), method_name("value", "price")
+    ('FavMac (prob)', 'FavMac (price)', 'FavMac (value, price)')
+    """
+    if score == "cost":
+        return f"FavMac ({universe})"
+    return f"FavMac ({score})" if universe == "ratio" else f"FavMac ({universe}, {score})"
 
 
 def replay(
@@ -83,7 +91,7 @@ def replay(
         Largest cost (default: sum of cost weights).
     codes, patient_ids : optional labels carried into the result.
     method : str, optional
-        Display name (default "FavMac (<universe>)").
+        Display name (default :func:`method_name`, e.g. "FavMac (ratio)").
     progress : callable(float), optional
         Called with the fraction done (0..1) as the replay advances.
     groups : array (N,), optional
@@ -94,8 +102,9 @@ def replay(
     adaptive_rate : float, optional
         gamma > 0 for the adaptive target c_n under drift (:mod:`favmac.adaptive`; expected
         control only). The result carries ``adaptive_targets`` (T, S).
-    score : str
-        The conformal score thresholds are on; "cost" (C-hat) is the one this engine has.
+    score : {"cost", "price"}
+        What the threshold is on: Chat (the paper's) or the price score
+        (:meth:`favmac.universe.Candidates.scores`; nested universes only).
 
     Returns
     -------
@@ -121,8 +130,7 @@ def replay(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
-    if score != "cost":
-        raise ValueError(f"score: this engine thresholds the cost proxy; expected 'cost', got {score!r}")
+    check_score(score, universe)
     rate = check_adaptive_rate(adaptive_rate, delta)
     group_labels = None if groups is None else check_group_labels(groups, n_patients)
     window_int = 0 if window is None else int(window)
@@ -144,12 +152,12 @@ def replay(
         sub_burn = int(np.searchsorted(rows, burn_in))
         sub_cands = cands if label is None else cands.subset(rows)
         engine = _Engine(sub_cands, realized if label is None else realized[rows], costs, targets, delta, sub_burn,
-                         window_int, rate, lambda f, i=i: report(0.25 + 0.6 * (i + f) / len(parts)))
+                         window_int, rate, score, lambda f, i=i: report(0.25 + 0.6 * (i + f) / len(parts)))
         part = engine.run()
         if part is None:
             warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
             part = _loop_thresholds(probs[rows], labels[rows], value, cost, targets, delta, universe, sub_burn,
-                                    window, c_max, rate)
+                                    window, c_max, score, rate)
         part_thresholds, part_targets = part
         positions = rows[sub_burn:] - burn_in
         thresholds[:, positions] = part_thresholds[:, :-1]
@@ -164,9 +172,9 @@ def replay(
             if rate is not None:
                 group_final_targets[label] = part_targets[:, -1]
     if group_labels is not None:  # the pooled final threshold at the base target, for unsegmented patients
-        pooled = _Engine(cands, realized, costs, targets, delta, n_patients, window_int, None, lambda f: None).run()
+        pooled = _Engine(cands, realized, costs, targets, delta, n_patients, window_int, None, score, lambda f: None).run()
         final = pooled[0][:, -1] if pooled is not None else _loop_thresholds(
-            probs, labels, value, cost, targets, delta, universe, n_patients, window, c_max, None)[0][:, -1]
+            probs, labels, value, cost, targets, delta, universe, n_patients, window, c_max, score, None)[0][:, -1]
         final_targets = group_final_targets or None
     report(0.85)
 
@@ -181,21 +189,21 @@ def replay(
     exceeds = np.zeros((len(targets), steps), dtype=bool)
     rows = np.arange(steps)
     for t in range(len(targets)):
-        index = sub.choose(thresholds[t])
+        index = sub.choose(thresholds[t], score)
         selected[t] = sub.masks(index)
         realized_cost[t] = cost_table[rows, index]
         exceeds[t] = exact_cost[rows, index] > costs.bound(targets[t])
         realized_value[t] = value_table[rows, index] if value_table is not None else value(selected[t], labels[tail])
     report(1.0)
     ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
-    settings = {"universe": universe, "window": window, "c_max": float(costs.c_max),
+    settings = {"universe": universe, "score": score, "window": window, "c_max": float(costs.c_max),
                 "control": "expected" if delta is None else "violation"}
     if rate is not None:
         settings["adaptive_rate"] = rate
     if group_labels is not None:
         settings["segments"] = True
     return ReplayResult(
-        method=method or _method_name(universe),
+        method=method or method_name(universe, score),
         targets=targets,
         delta=delta,
         burn_in=burn_in,
@@ -220,21 +228,21 @@ class _Engine:
     """Thresholds of one (sub-)stream: ``run()`` gives ((T, n - burn_in + 1) thresholds,
     (T, n - burn_in + 1) adaptive targets or None), or None when int64 would overflow."""
 
-    def __init__(self, cands, realized, costs, targets, delta, burn_in, window, rate, report):
+    def __init__(self, cands, realized, costs, targets, delta, burn_in, window, rate, score, report):
         self.cands, self.realized, self.costs = cands, realized, costs
         self.targets, self.delta, self.burn_in, self.window = targets, delta, burn_in, window
-        self.rate, self.report = rate, report
+        self.rate, self.score, self.report = rate, score, report
 
     def run(self):
         if self.delta is not None:
             out = _violation_thresholds(self.cands, self.realized, self.costs, self.targets, self.delta,
-                                        self.burn_in, self.window, self.report)
+                                        self.burn_in, self.window, self.report, self.score)
             return out, None
         if self.rate is not None:
             return _adaptive_thresholds(self.cands, self.realized, self.costs, self.targets, self.rate,
-                                        self.burn_in, self.window)
+                                        self.burn_in, self.window, self.score)
         out = _expected_thresholds(self.cands, self.realized, self.costs, self.targets, self.burn_in, self.window,
-                                   self.report)
+                                   self.report, self.score)
         return None if out is None else (out, None)
 
 
@@ -246,13 +254,7 @@ def _candidates(probs, value, cost, universe, report):
     for start in range(0, len(probs), _FORMULA_CHUNK):
         parts.append(candidate_sets(probs[start : start + _FORMULA_CHUNK], value, cost, universe))
         report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
-    return Candidates(
-        universe,
-        np.concatenate([part.chat for part in parts]),
-        np.concatenate([part.vhat for part in parts]),
-        order=None if parts[0].order is None else np.concatenate([part.order for part in parts]),
-        subsets=parts[0].subsets,
-    )
+    return Candidates.concatenate(parts)
 
 
 def _chunks(start, stop):
@@ -260,12 +262,12 @@ def _chunks(start, stop):
     return list(zip(edges[:-1], edges[1:]))
 
 
-def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report):
+def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report, score):
     """(T, N - burn_in + 1) thresholds; None when int64 would overflow."""
     from .replay_kernels import expected_thresholds
 
     n_patients = cands.n_patients
-    keys, increments = calibration_points(cands, realized)
+    keys, increments = calibration_points(cands, realized, score)
     positive = increments > 0
     point_keys = keys[positive]
     point_weights = increments[positive]
@@ -287,14 +289,14 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     return out
 
 
-def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report):
+def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report, score):
     from .replay_kernels import violation_thresholds
 
     n_patients = cands.n_patients
     ranks_k = violation_ranks(delta, n_patients)
     out = np.empty((len(targets), n_patients - burn_in + 1))
     for t, target in enumerate(targets):
-        scores = violation_scores(cands, realized, costs.bound(target))
+        scores = violation_scores(cands, realized, costs.bound(target), score)
         unique_scores, score_ranks = np.unique(scores, return_inverse=True)
         tree = np.zeros(len(unique_scores) + 1, dtype=np.int64)
         for start, stop in _chunks(0, n_patients + 1):
@@ -316,7 +318,7 @@ def _preference(cands) -> np.ndarray:
     return np.lexsort((steps, cands.chat, -cands.vhat), axis=-1).astype(np.int64)
 
 
-def _adaptive_thresholds(cands, realized, costs, targets, rate, burn_in, window):
+def _adaptive_thresholds(cands, realized, costs, targets, rate, burn_in, window, score):
     """Thresholds and adaptive targets c_n (T, n - burn_in + 1) each; None when int64 would overflow."""
     from .replay_kernels import adaptive_thresholds
 
@@ -330,8 +332,8 @@ def _adaptive_thresholds(cands, realized, costs, targets, rate, burn_in, window)
     largest = max(rule.largest(costs.c_max, n_patients) for rule in rules)
     if largest * (n_patients + 1) + c_max_big >= INT64_LIMIT:
         return None
-    keys = cands.chat
-    points, increments = calibration_points(cands, realized)
+    keys = cands.scores(score)
+    points, increments = calibration_points(cands, realized, score)
     positive = increments > 0
     unique_keys, ranks = np.unique(points[positive], return_inverse=True)
     ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
@@ -351,7 +353,7 @@ def _adaptive_thresholds(cands, realized, costs, targets, rate, burn_in, window)
     return out, targets_out / big
 
 
-def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max, rate=None):
+def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max, score, rate=None):
     """The exact (Python integers) FavMac loop: thresholds and adaptive targets, as the engine returns them."""
     from .controller import FavMac
 
@@ -360,7 +362,7 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
     targets_out = np.empty((len(targets), steps)) if rate is not None else None
     for t, target in enumerate(targets):
         fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window,
-                    n_codes=probs.shape[1], adaptive_rate=rate)
+                    n_codes=probs.shape[1], adaptive_rate=rate, score=score)
         if burn_in:
             fm.update(probs[:burn_in], labels[:burn_in], adapt=False)
         for n in range(burn_in, probs.shape[0] + 1):
@@ -372,15 +374,18 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
     return out, targets_out
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio") -> np.ndarray:
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost") -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
+
+    ``score`` must be the score the threshold was calibrated on ("cost" or "price").
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
     [[True, False], [False, True]]
     """
+    check_score(score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")
-    return cands.masks(cands.choose(threshold))
+    return cands.masks(cands.choose(threshold, score))

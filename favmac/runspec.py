@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
-from .universe import UNIVERSES, check_universe
+from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 
 __all__ = [
     "CONTROLS",
@@ -44,7 +44,6 @@ __all__ = [
 VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula"}
 COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP"}
 CONTROLS = {"expected": "Expected cost", "violation": "Violation probability"}
-SCORES = ("cost", "price")
 
 SETTINGS_FORMAT = "favmac-studio-settings"
 SETTINGS_VERSION = 1
@@ -145,8 +144,12 @@ class RunSpec:
         Calibration-only patients at the head of the stream, in [0, N - 1].
     window : int or None
         Calibrate on the last ``window`` patients only (None: all of them).
-    score : {"cost", "price"}
-        Conformal score (engines honour "price" once it exists).
+    score : {"cost", "price"} or None
+        None (the default) becomes :func:`favmac.universe.default_score` of the universe:
+        "price", or "cost" for the "full" universe. What FavMac's threshold is on: "cost" (the cumulative cost proxy, the paper's rule:
+        every patient gets the same false-flag budget) or "price" (the marginal price of
+        each flag: the budget is spent across patients where flags most likely pay off).
+        "price" needs a greedy universe (not "full").
     segment : str or None
         Column whose groups are controlled separately (engines honour it later).
     adaptive_rate : float or None
@@ -163,7 +166,7 @@ class RunSpec:
     universe: str = "ratio"
     burn_in: int = 0
     window: int | None = None
-    score: str = "cost"
+    score: str | None = None
     segment: str | None = None
     adaptive_rate: float | None = None
 
@@ -180,6 +183,8 @@ class RunSpec:
                 pass
         if isinstance(self.targets, (int, float)) and not isinstance(self.targets, bool):
             object.__setattr__(self, "targets", (float(self.targets),))
+        if self.score is None:
+            object.__setattr__(self, "score", default_score(self.universe))
 
     # ------------------------------------------------------------------ derived values
 
@@ -259,6 +264,10 @@ class RunSpec:
             raise SettingsError("window", f"must be a positive number of patients, or None for no window; got {self.window}")
         if self.score not in SCORES:
             raise SettingsError("score", f"must be one of {', '.join(SCORES)}; got {_show(self.score)}")
+        try:
+            check_score(self.score, self.universe)
+        except ValueError as err:
+            raise SettingsError("score", f"'price' cannot be used with the 'full' universe: {err}") from None
         if self.segment is not None and not (isinstance(self.segment, str) and self.segment.strip() and len(self.segment) <= 200):
             raise SettingsError("segment", f"must be None or a column name (1 to 200 characters); got {_show(self.segment)}")
         rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")

@@ -362,24 +362,38 @@ def violation_ranks(delta, n_patients: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # Calibration points
 # ---------------------------------------------------------------------------------------
-def calibration_points(candidates, realized: np.ndarray):
-    """Keys (Chat, sorted within each patient) and weights (increments of the running max of C).
+def calibration_points(candidates, realized: np.ndarray, score: str = "cost"):
+    """Keys (scores, sorted within each patient) and weights (increments of the running max of C).
 
-    Returns ``keys`` (N, M) float and ``increments`` (N, M) exact integers; zero increments
-    carry no weight and may be skipped by the caller.
+    Parameters
+    ----------
+    candidates : favmac.universe.Candidates
+    realized : ndarray (N, M)
+        Exact realized cost of every candidate set (:meth:`ExactCosts.realized`).
+    score : {"cost", "price"}
+        The key of a set: Chat, or the price score (:meth:`Candidates.scores`).
+
+    Returns
+    -------
+    keys : ndarray (N, M) of float
+    increments : ndarray (N, M) of exact integers
+        Zero increments carry no weight and may be skipped by the caller.
     """
-    chat = candidates.chat
-    if candidates.nested:  # Chat and C are both non-decreasing along a nested sequence
-        keys, running = chat, realized
+    keys = candidates.scores(score)
+    if candidates.nested:  # the score and C are both non-decreasing along a nested sequence
+        running = realized
     else:
-        idx = np.argsort(chat, axis=1, kind="stable")
-        keys = np.take_along_axis(chat, idx, axis=1)
+        idx = np.argsort(keys, axis=1, kind="stable")
+        keys = np.take_along_axis(keys, idx, axis=1)
         running = np.maximum.accumulate(np.take_along_axis(realized, idx, axis=1), axis=1)
     increments = np.diff(running, axis=1, prepend=np.zeros((running.shape[0], 1), dtype=running.dtype))
     return keys, increments
 
 
-def violation_scores(candidates, realized: np.ndarray, bound: int) -> np.ndarray:
-    """T_i = min{Chat(S) : C(S; z_i) > c} per patient (+inf when no set exceeds c)."""
+def violation_scores(candidates, realized: np.ndarray, bound: int, score: str = "cost") -> np.ndarray:
+    """T_i = min{score(S) : C(S; z_i) > c} per patient (+inf when no set exceeds c).
+
+    ``bound`` is :meth:`ExactCosts.bound` of the target; ``score`` as in :func:`calibration_points`.
+    """
     over = realized > bound
-    return np.min(np.where(over, candidates.chat, np.inf), axis=1)
+    return np.min(np.where(over, candidates.scores(score), np.inf), axis=1)

@@ -10,6 +10,12 @@
 Ties are broken by code index. The greedy universes are nested prefixes
 S_0 = {} ⊂ S_1 ⊂ … ⊂ S_K of an order; ``full`` enumerates subsets by binary counting
 (bit k = code k), so candidate 0 is the empty set in every universe.
+
+The score a threshold is compared with (SPEC "The score a threshold is on"):
+
+* ``cost``  — the cumulative cost proxy Chat(S) (the paper's rule; every universe);
+* ``price`` — the running max of the step prices (Chat increment / Vhat increment) along a
+  nested sequence, score(S_0) = -inf (greedy universes only).
 """
 from __future__ import annotations
 
@@ -20,7 +26,13 @@ import numpy as np
 __all__ = [
     "UNIVERSES",
     "MAX_FULL_CODES",
+    "SCORES",
+    "DEFAULT_SCORE",
+    "default_score",
     "check_universe",
+    "check_score",
+    "step_prices",
+    "price_scores",
     "greedy_order",
     "Candidates",
     "candidate_sets",
@@ -28,6 +40,11 @@ __all__ = [
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
+#: The scores a threshold can be on: "cost" (Chat, the paper's) and "price" (marginal price).
+SCORES = ("cost", "price")
+#: The default score: under expected-cost control it found more value at the same budget on
+#: every workload measured (docs/score_comparison.md). The ``full`` universe has no price.
+DEFAULT_SCORE = "price"
 _GAIN_TOLERANCE = 1e-12
 MAX_FULL_CODES = 14
 
@@ -45,6 +62,81 @@ def check_universe(universe: str, n_codes: int) -> None:
             f"but this data has {n_codes} codes (2^{n_codes} sets). Use the 'ratio' universe (FavMac's default), "
             f"or keep at most {MAX_FULL_CODES} codes."
         )
+
+
+def default_score(universe: str | None = None) -> str:
+    """The default score for ``universe``: :data:`DEFAULT_SCORE`, or "cost" for ``full`` (which has no price).
+
+    >>> default_score("ratio"), default_score("full")
+    ('price', 'cost')
+    """
+    return "cost" if universe == "full" else DEFAULT_SCORE
+
+
+def check_score(score: str, universe: str | None = None) -> str:
+    """Raise ValueError for an unknown score, or the price score on the ``full`` universe.
+
+    The price of a set is the price of the step that added it, so it exists on the nested
+    (greedy) universes only. Returns ``score``.
+
+    >>> check_score("price", "ratio")
+    'price'
+    """
+    if not isinstance(score, str) or score not in SCORES:
+        raise ValueError(f"score: expected one of {', '.join(SCORES)} (cost is the paper's rule); got {score!r}")
+    if score == "price" and universe == "full":
+        raise ValueError("score: the price score is defined on nested sequences of sets (universes ratio, prob, "
+                         "value), not on the 'full' universe; use score='cost' with 'full', or another universe")
+    return score
+
+
+def step_prices(cost_steps, value_steps) -> np.ndarray:
+    """pi_j = cost increment / value increment of each step, with the SPEC's conventions.
+
+    A float division of the two increments; a zero value increment gives +inf (whatever
+    the cost increment), a zero cost increment with a positive value increment gives 0
+    (-0.0 is returned as 0.0).
+
+    >>> step_prices([0.5, 0.0, 0.3, 0.0], [0.25, 2.0, 0.0, 0.0]).tolist()
+    [2.0, 0.0, inf, inf]
+    """
+    cost_steps = np.asarray(cost_steps, dtype=float)
+    value_steps = np.asarray(value_steps, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prices = cost_steps / value_steps
+    return np.where(value_steps == 0, np.inf, prices) + 0.0
+
+
+def price_scores(cost_steps, value_steps) -> np.ndarray:
+    """(N, K + 1) price scores of nested sequences: -inf, then the running max of the step prices.
+
+    ``cost_steps`` and ``value_steps`` are (N, K): the increments of Chat and Vhat of step
+    j = 1..K of each patient's sequence.
+
+    >>> price_scores([[0.5, 0.1, 0.2]], [[1.0, 0.4, 0.0]]).tolist()
+    [[-inf, 0.5, 0.5, inf]]
+    """
+    prices = np.atleast_2d(step_prices(cost_steps, value_steps))
+    out = np.empty((prices.shape[0], prices.shape[1] + 1))
+    out[:, 0] = -np.inf
+    np.maximum.accumulate(prices, axis=1, out=out[:, 1:])
+    return out
+
+
+def _value_increments(vhat: np.ndarray) -> np.ndarray:
+    """Vhat(S_j) - Vhat(S_{j-1}) along nested sequences; round-off-sized gains count as zero.
+
+    The same tolerance as the greedy ratio steps (:func:`_greedy_ratio_general`), so a gain
+    the greedy treats as zero has an infinite price here too.
+    """
+    gains = np.diff(vhat, axis=1)
+    scale = np.maximum(1.0, np.abs(vhat[:, :-1]))
+    return np.where(np.abs(gains) <= _GAIN_TOLERANCE * scale, 0.0, gains)
+
+
+def _along(terms: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per-code ``terms`` (N, K) taken in each patient's ``order``."""
+    return np.take_along_axis(terms, np.asarray(order, dtype=np.int64), axis=1)
 
 
 def _ratio_keys(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -132,7 +224,9 @@ class Candidates:
     by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M); ``vhat`` may be given as a
     zero-argument function and is then computed on first use. ``monotone`` says Vhat never
     decreases along a nested sequence (additive value), so S_hat is simply the last prefix
-    under the threshold and Vhat is not needed to choose.
+    under the threshold and Vhat is not needed to choose. ``steps_source`` (nested universes;
+    an array pair or a zero-argument function) gives the (N, K) Chat and Vhat increments of
+    every step, which the price score divides.
     """
 
     universe: str
@@ -141,6 +235,7 @@ class Candidates:
     order: np.ndarray | None = None
     subsets: np.ndarray | None = None
     monotone: bool = False
+    steps_source: object = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -149,12 +244,54 @@ class Candidates:
             self.vhat_source = self.vhat_source()
         return self.vhat_source
 
+    @property
+    def steps(self) -> tuple:
+        """Nested universes: ``(cost_steps, value_steps)``, each (N, K), the increments of step j = 1..K."""
+        if callable(self.steps_source):
+            self.steps_source = self.steps_source()
+        if self.steps_source is None:
+            raise ValueError("these candidates carry no step increments (the 'full' universe has no steps)")
+        return self.steps_source
+
+    def scores(self, score: str = "cost") -> np.ndarray:
+        """(N, M) keys a threshold is compared with: Chat (``"cost"``) or the price score (``"price"``).
+
+        The price score is -inf for the empty set and the running max of the step prices
+        (:func:`price_scores`) after it; it exists on nested universes only (ValueError for
+        ``full``). Both are non-decreasing along a nested sequence.
+        """
+        check_score(score, self.universe)
+        if score == "cost":
+            return self.chat
+        if "price" not in self._cache:
+            self._cache["price"] = price_scores(*self.steps)
+        return self._cache["price"]
+
     def subset(self, rows) -> "Candidates":
         """The candidates of the patients ``rows`` (a slice or index array)."""
         source = self.vhat_source
         vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
         order = None if self.order is None else self.order[rows]
-        return Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets, monotone=self.monotone)
+        steps = None if self.steps_source is None else (lambda: tuple(part[rows] for part in self.steps))
+        return Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets,
+                          monotone=self.monotone, steps_source=steps)
+
+    @classmethod
+    def concatenate(cls, parts: list) -> "Candidates":
+        """The candidates of several batches of patients, stacked in order (one universe)."""
+        first = parts[0]
+        steps = None
+        if first.steps_source is not None:
+            steps = lambda: tuple(np.concatenate([part.steps[i] for part in parts]) for i in range(2))  # noqa: E731
+        return cls(
+            first.universe,
+            np.concatenate([part.chat for part in parts]),
+            np.concatenate([part.vhat for part in parts]),
+            order=None if first.order is None else np.concatenate([part.order for part in parts]),
+            subsets=first.subsets,
+            monotone=first.monotone,
+            steps_source=steps,
+        )
 
     @property
     def nested(self) -> bool:
@@ -206,15 +343,17 @@ class Candidates:
             self._cache["best"] = np.maximum.accumulate(np.where(self.vhat >= running, steps, 0), axis=1)
         return self._cache["best"]
 
-    def choose(self, thresholds) -> np.ndarray:
-        """Index of S_hat = argmax{Vhat(S) : Chat(S) < T} per patient (0 = empty set).
+    def choose(self, thresholds, score: str = "cost") -> np.ndarray:
+        """Index of S_hat = argmax{Vhat(S) : score(S) < T} per patient (0 = empty set).
 
-        ``thresholds`` is a scalar or (N,) array. Nested universes take the last maximum
-        among the prefixes under the threshold (the largest S_j when Vhat is monotone);
-        ``full`` breaks Vhat ties by smaller Chat, then by enumeration order.
+        ``thresholds`` is a scalar or (N,) array; ``score`` is "cost" (Chat) or "price"
+        (:meth:`scores`). "<" is strict, also at T = +inf (an infinite price is never paid).
+        Nested universes take the last maximum among the prefixes under the threshold (the
+        largest S_j when Vhat is monotone); ``full`` breaks Vhat ties by smaller Chat, then
+        by enumeration order.
         """
         thresholds = np.broadcast_to(np.asarray(thresholds, dtype=float), (self.n_patients,))
-        allowed = self.chat < thresholds[:, None]
+        allowed = self.scores(score) < thresholds[:, None]
         if self.nested:
             last = np.maximum(allowed.sum(axis=1) - 1, 0)
             return self.best_prefix()[np.arange(self.n_patients), last]
@@ -249,16 +388,21 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         sequences = [_greedy_ratio_general(p, value, cost) for p in probs]
         order = np.array([seq[0] for seq in sequences], dtype=np.int64).reshape(n_patients, n_codes)
         vhat = np.array([seq[1] for seq in sequences]).reshape(n_patients, n_codes + 1)
-        return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order)
+        return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order,
+                          steps_source=lambda: (_along(cost_terms, order), _value_increments(vhat)))
     order = greedy_order(probs, value, cost, universe).astype(np.int16 if n_codes < 2**15 else np.int64)
     chat = _prefix_sums(cost_terms, order)
-    del cost_terms
+    del cost_terms  # large streams: recomputed only if the price score asks for the steps
+    cost_weights = cost.weights_for(n_codes)
     if value.is_additive:
         value_weights = value.weights_for(n_codes)
-        return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order, monotone=True)
+        steps = lambda: (_along((1.0 - probs) * cost_weights, order), _along(probs * value_weights, order))  # noqa: E731
+        return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order,
+                          monotone=True, steps_source=steps)
     cands = Candidates(universe, chat, None, order=order)
-    vhat = np.stack([value.proxy(cands.all_masks(i), probs[i]) for i in range(n_patients)]) if n_patients else np.zeros((0, 1))
-    return Candidates(universe, chat, vhat, order=order)
+    vhat = np.stack([value.proxy(cands.all_masks(i), probs[i]) for i in range(n_patients)]) if n_patients else np.zeros((0, n_codes + 1))
+    steps = lambda: (_along((1.0 - probs) * cost_weights, order), _value_increments(vhat))  # noqa: E731
+    return Candidates(universe, chat, vhat, order=order, steps_source=steps)
 
 
 def _prefix_sums(terms: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -45,6 +45,8 @@ with st.form("settings_form"):
         universe = st.selectbox("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
                                 format_func=form.UNIVERSE_LABELS.get, key="universe",
                                 help=f"'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
+        score = st.radio("Threshold on", list(form.SCORE_LABELS), format_func=form.SCORE_LABELS.get,
+                         index=list(form.SCORE_LABELS).index(state.spec().score), key="score", help=form.SCORE_HELP)
         burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in")
         use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
         window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
@@ -55,10 +57,12 @@ if submitted:
     state.apply_settings({
         **current,
         "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind, "control": control,
-        "target": target, "delta": delta, "universe": universe, "burn_in": burn_in,
+        "target": target, "delta": delta, "universe": universe, "score": form.score_for(universe, score), "burn_in": burn_in,
         "window": int(window) if use_window else None, **guarantee_fields,
     })
 widgets.show_message("settings")
+if submitted and universe == "full" and score == "price":
+    st.caption("The 'full' universe has no greedy order, so it has no price score: the cost score is used.")
 st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Data page", icon=":material/table_view:")
 
 saved = state.settings()

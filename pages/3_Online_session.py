@@ -62,7 +62,7 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     charts = st.columns(3)
-    charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings)), key="threshold_chart")
+    charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings), state.spec().score), key="threshold_chart")
     charts[1].plotly_chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart")
     charts[2].plotly_chart(figures.value_figure(shown, value_unit(settings)), key="value_chart")
     extra = st.columns(2)

@@ -36,7 +36,8 @@ else:
     pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
     probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
     threshold = float(result.final_thresholds[0])
-    selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"])[0]
+    selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
+                                          score=state.spec().score)[0]
     where = f"threshold learned from all {ds.n_patients:,} calibration patients"
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
@@ -44,7 +45,8 @@ tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
 tiles[1].metric("Threshold T", format_threshold(threshold), help=where)
 tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
-tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order with Ĉ < T")
+tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order whose score "
+                "(Ĉ, or the price score) is < T")
 if summary["value"] is not None:
     tiles[4].metric("Realized value / cost", f"{summary['value']:.3g} / {summary['cost']:.3g}")
 st.caption(f"Patient {pick}: {where}.")
@@ -54,7 +56,7 @@ if settings["universe"] == "full":
     explain = None
 else:
     spec = state.spec()
-    controller = FavMac(value, cost, spec.target, delta=spec.control_delta, universe=spec.universe)
+    controller = FavMac(value, cost, spec.target, delta=spec.control_delta, universe=spec.universe, score=spec.score)
     explain = patients.greedy_cut(controller.explain(probs_row, codes=ds.codes), threshold)
     order = [ds.codes.index(c) for c in explain["code"]]
 codes_frame = patients.patient_codes(probs_row, labels_row, selected_row, ds.codes, weights_df, order=order)
@@ -66,10 +68,12 @@ if explain is None:
     st.info("The 'full' universe compares all subsets, so there is no greedy order to show; bars are sorted by probability.")
 else:
     n_in = int(explain["selected"].sum())
+    key_name = "price score (running max of Ĉ step / V̂ step)" if spec.score == "price" else "cumulative cost proxy Ĉ"
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
-               f"the longest prefix whose cumulative cost proxy Ĉ stays below T = {format_threshold(threshold)}.")
+               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}.")
     st.dataframe(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn("cumulative Ĉ", format="%.3f"),
                                 "vhat": st.column_config.NumberColumn("cumulative V̂", format="%.3f"),
+                                "score": st.column_config.NumberColumn("score (compared with T)", format="%.4g"),
                                 "selected": st.column_config.CheckboxColumn("chosen")})

@@ -4,6 +4,14 @@ Everything exact is done with Fractions (numbers read as the decimals they print
 sets are Python tuples of code indices. Only Chat of a ``full``-universe set reuses numpy's
 summation (Chat is a float whose last bit depends on the summation order; the SPEC leaves
 that order to the implementation).
+
+Scores (SPEC "The score a threshold is on"): ``score="cost"`` keys a set by Chat, ``"price"``
+by the running max of the step prices (cost increment / value increment, both floats, a
+zero value increment is +inf, a zero cost increment with a positive value increment is 0).
+A general value is a Python function ``value_fn(S, y)`` of a set and a label tuple; its
+proxy Vhat is the exact expectation over all 2^K label vectors (Fractions, then one
+rounding to float), and the ratio universe is built greedily by marginal Vhat / Chat gains.
+Tests use dyadic probabilities and values with such functions, so every Vhat is exact.
 """
 from __future__ import annotations
 
@@ -20,15 +28,81 @@ def q(x) -> Fraction:
     return Fraction(int(x)) if x.is_integer() else Fraction(repr(x))
 
 
-def ratio_key(p, v, w):
-    num, den = p * v, (1 - p) * w
+def ratio_of(num, den):
     if den == 0:
         return math.inf if num > 0 else -math.inf
     return num / den
 
 
-def universe_sets(p, v, w, universe):
-    """Candidate sets with their Chat, Vhat (additive proxies) as (tuple, chat, vhat)."""
+def ratio_key(p, v, w):
+    return ratio_of(p * v, (1 - p) * w)
+
+
+def step_price(cost_step, value_step):
+    """pi_j, literally: +inf for a zero value increment, 0 for a zero cost increment (positive value)."""
+    if value_step == 0:
+        return math.inf
+    if cost_step == 0 and value_step > 0:
+        return 0.0
+    return cost_step / value_step
+
+
+def general_vhat(S, p, value_fn):
+    """E_{y ~ Bernoulli(p)} value_fn(S, y), exactly over all label vectors, rounded once."""
+    K = len(p)
+    total = Fraction(0)
+    for bits in range(2**K):
+        y = tuple(bool(bits >> k & 1) for k in range(K))
+        weight = Fraction(1)
+        for k in range(K):
+            weight *= q(p[k]) if y[k] else 1 - q(p[k])
+        if weight:
+            total += weight * Fraction(value_fn(tuple(sorted(S)), y))
+    return float(total)
+
+
+def nested_order(p, v, w, universe, value_fn=None):
+    """The order a greedy universe adds codes in; ties by code index."""
+    K = len(p)
+    if universe == "prob":
+        return sorted(range(K), key=lambda k: (-p[k], k))
+    if universe == "value":
+        return sorted(range(K), key=lambda k: (-(p[k] * v[k]), k))
+    if value_fn is None:
+        return sorted(range(K), key=lambda k: (-ratio_key(p[k], v[k], w[k]), k))
+    order, chosen = [], ()
+    current = general_vhat(chosen, p, value_fn)
+    for _ in range(K):
+        best = None
+        for k in range(K):
+            if k in chosen:
+                continue
+            key = ratio_of(general_vhat(chosen + (k,), p, value_fn) - current, (1.0 - p[k]) * w[k])
+            if best is None or key > best[0]:
+                best = (key, k)
+        chosen = chosen + (best[1],)
+        order.append(best[1])
+        current = general_vhat(chosen, p, value_fn)
+    return order
+
+
+def keyed_sets(p, v, w, universe, score="cost", value_fn=None):
+    """Candidate sets as (tuple, key, vhat): key = Chat ("cost") or the price score ("price")."""
+    sets = universe_sets(p, v, w, universe, value_fn)
+    if score == "cost":
+        return [(S, chat, vhat) for S, chat, vhat in sets]
+    assert universe != "full", "the price score is defined on nested sequences only"
+    out, running = [(sets[0][0], -math.inf, sets[0][2])], -math.inf
+    for (before, _, vhat_before), (S, _, vhat) in zip(sets[:-1], sets[1:]):
+        (k,) = set(S) - set(before)
+        value_step = p[k] * v[k] if value_fn is None else vhat - vhat_before
+        running = max(running, step_price((1.0 - p[k]) * w[k], value_step))
+        out.append((S, running, vhat))
+    return out
+
+
+def universe_sets(p, v, w, universe, value_fn=None):
+    """Candidate sets with their Chat, Vhat as (tuple, chat, vhat) (additive proxies unless ``value_fn``)."""
     K = len(p)
     if universe == "full":
         out = []
@@ -38,19 +112,16 @@ def universe_sets(p, v, w, universe):
             sel[list(S)] = True
             chat = float(np.sum((sel * ((1.0 - p) * w))[None, None, :], axis=2)[0, 0])
             vhat = float(np.sum((sel * (p * v))[None, None, :], axis=2)[0, 0])
+            if value_fn is not None:
+                vhat = general_vhat(S, p, value_fn)
             out.append((S, chat, vhat))
         return out
-    if universe == "prob":
-        key = lambda k: (-p[k], k)
-    elif universe == "value":
-        key = lambda k: (-(p[k] * v[k]), k)
-    else:
-        key = lambda k: (-ratio_key(p[k], v[k], w[k]), k)
-    order = sorted(range(K), key=key)
-    out, chat, vhat = [((), 0.0, 0.0)], 0.0, 0.0
+    order = nested_order(p, v, w, universe, value_fn)
+    vhat0 = 0.0 if value_fn is None else general_vhat((), p, value_fn)
+    out, chat, vhat = [((), 0.0, vhat0)], 0.0, 0.0
     for j, k in enumerate(order):
         chat = chat + (1.0 - p[k]) * w[k]
-        vhat = vhat + p[k] * v[k]
+        vhat = vhat + p[k] * v[k] if value_fn is None else general_vhat(tuple(order[: j + 1]), p, value_fn)
         out.append((tuple(order[: j + 1]), chat, vhat))
     return out
 
@@ -59,12 +130,16 @@ def true_cost(S, y, w) -> Fraction:
     return sum((q(w[k]) for k in S if not y[k]), Fraction(0))
 
 
-def expected_threshold(cal, v, w, c, universe, c_max=None):
-    """T_c = sup{t : (C_max + sum_i C+(t; Z_i)) / (N + 1) <= c}, evaluated literally."""
+def expected_threshold(cal, v, w, c, universe, c_max=None, score="cost", value_fn=None):
+    """T_c = sup{t : (C_max + sum_i C+(t; Z_i)) / (N + 1) <= c}, evaluated literally.
+
+    C+(t; z) = max{C(S; z) : key(S) < t}; the keys are Chat or the price score.
+    """
     c = q(c)
     cmax = q(c_max) if c_max is not None else sum((q(x) for x in w), Fraction(0))
     N = len(cal)
-    tables = [[(chat, true_cost(S, y, w)) for S, chat, _ in universe_sets(p, v, w, universe)] for p, y in cal]
+    tables = [[(key, true_cost(S, y, w)) for S, key, _ in keyed_sets(p, v, w, universe, score, value_fn)]
+              for p, y in cal]
 
     def g_after(b):  # G just above b: sets with Chat <= b
         tot = sum((max([C for chat, C in tab if chat <= b], default=Fraction(0)) for tab in tables), Fraction(0))
@@ -79,10 +154,11 @@ def expected_threshold(cal, v, w, c, universe, c_max=None):
     return math.inf
 
 
-def violation_threshold(cal, v, w, c, delta, universe):
+def violation_threshold(cal, v, w, c, delta, universe, score="cost", value_fn=None):
     """T_{c,delta} = sup{t : #{i : C+(t; Z_i) <= c} >= (1 - delta)(N + 1)}, literally."""
     c, need = q(c), (1 - q(delta)) * (len(cal) + 1)
-    tables = [[(chat, true_cost(S, y, w)) for S, chat, _ in universe_sets(p, v, w, universe)] for p, y in cal]
+    tables = [[(key, true_cost(S, y, w)) for S, key, _ in keyed_sets(p, v, w, universe, score, value_fn)]
+              for p, y in cal]
 
     def count_after(b):
         return sum(1 for tab in tables if max([C for chat, C in tab if chat <= b], default=Fraction(0)) <= c)
@@ -96,9 +172,9 @@ def violation_threshold(cal, v, w, c, delta, universe):
     return math.inf
 
 
-def predict(p, v, w, T, universe):
-    """argmax{Vhat(S) : S in U, Chat(S) < T}: nested -> the last maximum; full -> Vhat desc, Chat asc, enumeration."""
-    sets = universe_sets(p, v, w, universe)
+def predict(p, v, w, T, universe, score="cost", value_fn=None):
+    """argmax{Vhat(S) : S in U, key(S) < T}: nested -> the last maximum; full -> Vhat desc, Chat asc, enumeration."""
+    sets = keyed_sets(p, v, w, universe, score, value_fn)
     ok = [(i, S, chat, vhat) for i, (S, chat, vhat) in enumerate(sets) if chat < T]
     if not ok:
         return ()
@@ -108,7 +184,7 @@ def predict(p, v, w, T, universe):
     return [r for r in ok if r[3] == best][-1][1]
 
 
-def grouped_thresholds(stream, groups, v, w, c, universe, burn_in, delta=None, window=None):
+def grouped_thresholds(stream, groups, v, w, c, universe, burn_in, delta=None, window=None, score="cost"):
     """Segments, literally: the threshold at position n >= burn_in comes from the earlier patients of
     n's own group (the last ``window`` of them). ``stream`` is a list of (p, y)."""
     out = []
@@ -117,13 +193,13 @@ def grouped_thresholds(stream, groups, v, w, c, universe, burn_in, delta=None, w
         if window:
             cal = cal[-window:]
         if delta is None:
-            out.append(expected_threshold(cal, v, w, c, universe))
+            out.append(expected_threshold(cal, v, w, c, universe, score=score))
         else:
-            out.append(violation_threshold(cal, v, w, c, delta, universe))
+            out.append(violation_threshold(cal, v, w, c, delta, universe, score=score))
     return out
 
 
-def adaptive_session(stream, v, w, c, gamma, universe, burn_in, window=None):
+def adaptive_session(stream, v, w, c, gamma, universe, burn_in, window=None, score="cost"):
     """The adaptive target, literally: c_{burn_in} = c, c_{n+1} = c_n + gamma (c - C_n), each
     threshold computed at c_n with exact Fractions. Returns (thresholds, targets c_n, chosen sets,
     realized costs) for n = burn_in..N-1."""
@@ -134,9 +210,9 @@ def adaptive_session(stream, v, w, c, gamma, universe, burn_in, window=None):
         cal = stream[:n]
         if window:
             cal = cal[-window:]
-        T = expected_threshold(cal, v, w, c_n, universe)
+        T = expected_threshold(cal, v, w, c_n, universe, score=score)
         p, y = stream[n]
-        S = predict(p, v, w, T, universe)
+        S = predict(p, v, w, T, universe, score=score)
         C = true_cost(S, y, w)
         thresholds.append(T)
         targets.append(c_n)

@@ -17,8 +17,8 @@ def q(x):
 
 
 @pytest.mark.filterwarnings("ignore:costs too large")  # float-noise targets such as 1.4000000000000001
-@pytest.mark.parametrize("universe", UNIVERSES)
-def test_adaptive_replay_equals_oracle_and_favmac_loop(universe):
+@pytest.mark.parametrize("universe, score", [(u, "cost") for u in UNIVERSES] + [(u, "price") for u in UNIVERSES if u != "full"])
+def test_adaptive_replay_equals_oracle_and_favmac_loop(universe, score):
     rng = np.random.RandomState(5)
     for trial in range(12):
         integer = trial % 2 == 0
@@ -29,13 +29,15 @@ def test_adaptive_replay_equals_oracle_and_favmac_loop(universe):
         window = None if trial % 3 else 3
         value, cost = AdditiveValue(v), AdditiveCost(w)
         res = replay(probs, labels, value, cost, targets, universe=universe, burn_in=burn_in, window=window,
-                     adaptive_rate=gamma)
+                     adaptive_rate=gamma, score=score)
         stream = list(zip(probs, labels))
         for t, c in enumerate(targets):
-            thresholds, c_ns, sets, costs = oracle.adaptive_session(stream, v, w, c, gamma, universe, burn_in, window)
+            thresholds, c_ns, sets, costs = oracle.adaptive_session(stream, v, w, c, gamma, universe, burn_in, window,
+                                                                    score)
             assert res.thresholds[t].tolist() == thresholds
             assert res.adaptive_targets[t].tolist() == [float(x) for x in c_ns]
-            fm = FavMac(value, cost, c, universe=universe, window=window, n_codes=len(v), adaptive_rate=gamma)
+            fm = FavMac(value, cost, c, universe=universe, window=window, n_codes=len(v), adaptive_rate=gamma,
+                        score=score)
             if burn_in:
                 fm.update(probs[:burn_in], labels[:burn_in], adapt=False)
             for n in range(burn_in, len(probs)):

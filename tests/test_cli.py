@@ -51,14 +51,14 @@ def test_predict_hcc_subprocess(tmp_path):
     proc = subprocess_run(
         "predict", "--calibration", SAMPLE / "hcc_calibration.csv", "--new", SAMPLE / "hcc_new_patients.csv",
         "--weights", SAMPLE / "hcc_weights.csv", "--value", "weighted_tp", "--cost", "fp",
-        "--target", "1.1", "--out", out,
+        "--target", "1.1", "--score", "cost", "--out", out,
     )
     assert proc.returncode == 0, proc.stderr
     assert "calibrated on 4000 patients x 35 codes" in proc.stdout
     frame = read(out)
     assert list(frame.columns) == [
         "patient_id", "codes", "n_codes", "expected_value", "cost_proxy",
-        "threshold", "method", "target", "delta", "universe",
+        "threshold", "method", "target", "delta", "universe", "score",
     ]
     assert len(frame) == 500 and frame["patient_id"].iloc[0] == "NP0001"
     assert (frame["n_codes"] == frame["codes"].map(lambda s: len(s.split(";")) if s else 0)).all()
@@ -83,8 +83,9 @@ def test_predict_matches_the_library(tmp_path, run):
     new = load_new_patients(SAMPLE / "digits_new_patients.csv", data.codes)
     value, cost = AdditiveValue(), AdditiveCost()
     result = replay(data.prob_array(), data.label_array(), value, cost, [2.0], delta=0.1,
-                    universe="prob", burn_in=data.n_patients)
-    selected = predict_with_threshold(new.to_numpy(), value, cost, result.final_thresholds[0], universe="prob")
+                    universe="prob", burn_in=data.n_patients, score="price")  # the default score
+    selected = predict_with_threshold(new.to_numpy(), value, cost, result.final_thresholds[0], universe="prob",
+                                      score="price")
     codes = np.array(data.codes, dtype=object)
     assert frame["codes"].tolist() == [";".join(codes[row]) for row in selected]
     assert frame["target"].iloc[0] == 2.0 and frame["delta"].iloc[0] == 0.1
@@ -134,7 +135,7 @@ def test_replay_writes_steps_and_prints_summary(tmp_path, run):
     assert frame["position"].min() == 2500
     for column in ("target", "mean_cost", "violation_freq"):
         assert column in proc.stdout
-    assert "FavMac (ratio)" in proc.stdout
+    assert "FavMac (price)" in proc.stdout  # the default score on the ratio universe
     assert proc.stderr == ""  # no progress: stderr is not a terminal and --progress was not given
 
 
@@ -153,13 +154,33 @@ def test_replay_baseline_shuffled_with_progress(tmp_path, run):
     assert "100%" in proc.stderr
 
 
-def test_error_after_progress_starts_on_a_new_line(tmp_path, run):
+def test_error_after_progress_starts_on_a_new_line(tmp_path, monkeypatch, capsys):
+    """An error raised mid-run (progress line half written) is printed on a line of its own."""
+    from favmac import cli
+    from favmac.io import DataError
+
+    def failing_run(*args, progress=None, **kwargs):
+        progress(0.0)
+        progress(0.4)
+        raise DataError("ClassWise failed half-way (test double).")
+
+    monkeypatch.setattr(cli, "run_method", failing_run)
+    status = cli.main([
+        "replay", "--calibration", str(SAMPLE / "digits_calibration.csv"), "--targets", "1.1",
+        "--method", "classwise", "--progress", "--out", str(tmp_path / "o.csv"),
+    ])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert " 40%" in err and "\nerror: ClassWise failed half-way" in err
+
+
+def test_unsupported_control_is_refused_before_any_work(tmp_path, run):
     proc = run(
         "replay", "--calibration", SAMPLE / "digits_calibration.csv", "--targets", "1.1", "--delta", "0.1",
         "--method", "classwise", "--progress", "--out", tmp_path / "o.csv",
     )
     assert proc.returncode == 2
-    assert "\nerror: " in proc.stderr and "ClassWise" in proc.stderr
+    assert proc.stderr.startswith("error: ") and "ClassWise" in proc.stderr and "expected cost only" in proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,8 @@ def test_random_operations_match_a_list(seed):
         bound = int(rng.randint(-1, sum(weights) + 2))
         expected_count = max([c for c in range(size + 1) if sum(weights[:c]) <= bound], default=0)
         assert fenwick.count_le(tree, bound) == expected_count
+        expected_below = max([c for c in range(size + 1) if sum(weights[:c]) < bound], default=0)
+        assert fenwick.count_below(tree, bound) == expected_below
         total = sum(weights)
         if total:
             k = int(rng.randint(1, total + 1))

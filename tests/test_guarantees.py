@@ -62,3 +62,68 @@ def test_rolling_window_still_controls_cost():
         means.append(res.cost.mean())
     means = np.array(means)
     assert means.mean() <= target + 3 * means.std(ddof=1) / np.sqrt(len(means))
+
+
+@pytest.mark.parametrize("universe", ["ratio", "prob"])
+def test_price_score_controls_expected_cost(universe):
+    probs, labels, w = synthetic(seed=3)
+    value, cost = AdditiveValue(np.round(w[::-1], 2)), AdditiveCost(w)  # value and cost weights differ
+    targets = [round(f * w.sum(), 2) for f in (0.05, 0.15, 0.3)]
+    per_ordering = []
+    for seed in range(120):
+        perm = np.random.RandomState(seed).permutation(len(probs))
+        res = replay(probs[perm], labels[perm], value, cost, targets, universe=universe, burn_in=30, score="price")
+        per_ordering.append(res.cost.mean(axis=1))
+    means = np.array(per_ordering)
+    overall = means.mean(axis=0)
+    stderr = means.std(axis=0, ddof=1) / np.sqrt(len(means))
+    assert np.all(overall <= np.array(targets) + 3 * stderr), (overall, targets)
+    assert np.all(overall >= 0.5 * np.array(targets)), "the control is so loose the test says nothing"
+
+
+@pytest.mark.parametrize("universe", ["ratio", "value"])
+def test_price_score_controls_violations(universe):
+    probs, labels, w = synthetic(seed=4)
+    value, cost = AdditiveValue(np.round(w[::-1], 2)), AdditiveCost(w)
+    delta = 0.1
+    targets = [round(f * w.sum(), 2) for f in (0.1, 0.3)]
+    rates = []
+    for seed in range(120):
+        perm = np.random.RandomState(seed).permutation(len(probs))
+        res = replay(probs[perm], labels[perm], value, cost, targets, delta=delta, universe=universe, burn_in=30,
+                     score="price")
+        rates.append(res.violations.mean(axis=1))
+    rates = np.array(rates)
+    overall = rates.mean(axis=0)
+    stderr = rates.std(axis=0, ddof=1) / np.sqrt(len(rates))
+    assert np.all(overall <= delta + 3 * stderr), overall
+    assert np.all(overall >= 0.5 * delta), "the control is so loose the test says nothing"
+
+
+def test_price_score_with_a_window_still_controls_cost():
+    probs, labels, w = synthetic(n=500, seed=5)
+    value, cost = AdditiveValue(), AdditiveCost(w)
+    target = round(0.2 * w.sum(), 2)
+    means = []
+    for seed in range(60):
+        perm = np.random.RandomState(seed).permutation(len(probs))
+        res = replay(probs[perm], labels[perm], value, cost, [target], window=100, burn_in=100, score="price")
+        means.append(res.cost.mean())
+    means = np.array(means)
+    assert means.mean() <= target + 3 * means.std(ddof=1) / np.sqrt(len(means))
+    assert means.mean() >= 0.5 * target, "the control is so loose the test says nothing"
+
+
+def test_price_score_buys_more_value_than_the_cost_score_under_expected_control():
+    """The point of the price score (docs/score_comparison.md): same budget, more value."""
+    probs, labels, w = synthetic(n=600, seed=6)
+    value, cost = AdditiveValue(np.round(w[::-1], 2)), AdditiveCost(w)
+    targets = [round(f * w.sum(), 2) for f in (0.1, 0.2)]
+    gains = []
+    for seed in range(30):
+        perm = np.random.RandomState(seed).permutation(len(probs))
+        runs = [replay(probs[perm], labels[perm], value, cost, targets, burn_in=100, score=score)
+                for score in ("cost", "price")]
+        gains.append(runs[1].value.mean() - runs[0].value.mean())
+    gains = np.array(gains)
+    assert gains.mean() > 3 * gains.std(ddof=1) / np.sqrt(len(gains)), gains.mean()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from favmac import baselines
+from favmac import AdditiveCost, AdditiveValue, baselines
 from favmac.baselines import BASELINE_CONTROLS
 from favmac.methods import METHODS, applicability, get_method, method_keys, method_labels, run_method
 from favmac.replay import replay
@@ -19,9 +19,10 @@ def stream(seed=3, n=90, k=4):
 
 
 def test_registry_lists_favmac_universes_and_every_baseline():
-    assert method_keys() == ["favmac", "favmac_ratio", "favmac_value", "favmac_prob", "favmac_full",
+    assert method_keys() == ["favmac", "favmac_price", "favmac_ratio", "favmac_value", "favmac_prob", "favmac_full",
                              "classwise", "inner_set", "fpcp", "crc", "rcps"]
-    assert method_labels(35) == ["FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "FPCP", "CRC", "RCPS"]
+    assert method_labels(35) == ["FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise",
+                                 "InnerSet", "FPCP", "CRC", "RCPS"]
     assert "FavMac (full)" in method_labels(14)
     for key, controls in BASELINE_CONTROLS.items():
         assert METHODS[key].controls == tuple(controls) and METHODS[key].function is getattr(baselines, key)
@@ -46,7 +47,7 @@ def test_applicability_reasons():
 def test_favmac_dispatch_equals_replay(universe):
     probs, labels = stream()
     spec = RunSpec(value_kind="weighted_tp", weights=(1.0, 2.0, 3.0, 4.0), targets=(0.6, 1.1), burn_in=30, window=40,
-                   control="violation", delta=0.2, universe="ratio")
+                   control="violation", delta=0.2, universe="ratio", score="cost")
     value, cost = spec.build()
     direct = replay(probs, labels, value, cost, [0.6, 1.1], delta=0.2, universe=universe, burn_in=30, window=40)
     via = run_method(spec, f"FavMac ({universe})", probs, labels)
@@ -74,7 +75,7 @@ def test_baseline_dispatch_equals_the_function(key):
 
 def test_burn_in_override_and_unsupported_options():
     probs, labels = stream()
-    spec = RunSpec(targets=(0.6,), burn_in=10)
+    spec = RunSpec(targets=(0.6,), burn_in=10, score="cost")
     result = run_method(spec, "favmac", probs, labels, burn_in=len(probs))  # predict: calibrate on all, no steps
     value, cost = spec.build()
     direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs))
@@ -82,6 +83,21 @@ def test_burn_in_override_and_unsupported_options():
     if not METHODS["crc"].accepts("window"):
         with pytest.raises(ValueError, match="window is not supported by CRC"):
             run_method(spec.replace(window=5), "crc", probs, labels)
-    if not METHODS["favmac"].accepts("score"):
-        with pytest.raises(ValueError, match="score is not supported"):
-            run_method(spec.replace(score="price"), "favmac", probs, labels)
+
+
+def test_score_routing():
+    """FavMac (price) always runs the price score, FavMac (ratio) the cost score, the command line's
+    favmac the spec's; baselines have no score."""
+    probs, labels = stream()
+    value, cost = AdditiveValue(), AdditiveCost()
+    for spec_score in ("cost", "price"):
+        spec = RunSpec(targets=(0.6,), burn_in=10, score=spec_score)
+        for name, score, label in (("FavMac (price)", "price", "FavMac (price)"), ("favmac_ratio", "cost", "FavMac (ratio)"),
+                                   ("favmac", spec_score, "FavMac (price)" if spec_score == "price" else "FavMac (ratio)")):
+            result = run_method(spec, name, probs, labels)
+            direct = replay(probs, labels, value, cost, [0.6], burn_in=10, score=score)
+            assert result.settings["score"] == score and result.method == label
+            assert np.array_equal(result.thresholds, direct.thresholds)
+        assert "score" not in run_method(spec, "crc", probs, labels).settings
+    assert get_method("favmac").display_label(RunSpec(universe="value", score="price")) == "FavMac (value, price)"
+

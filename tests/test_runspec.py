@@ -31,7 +31,7 @@ def test_validate_returns_plain_types():
                    cost_kind="weighted_fp").validate(3, 10)
     assert spec.targets == (1.5, 2.0) and type(spec.burn_in) is int and spec.window == 5 and spec.delta == 0.2
     assert spec.weights == W
-    hash(spec)  # frozen and hashable
+    assert {spec: 1}[spec] == 1  # frozen, so usable as a dict key
 
 
 @pytest.mark.parametrize(
@@ -165,3 +165,16 @@ def test_missing_fields_keep_the_base_and_notes_explain():
 def test_from_json_refuses_malformed_files_without_crashing(raw, words):
     with pytest.raises(SettingsError, match=words.replace("(", r"\(").replace(")", r"\)")):
         read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
+
+
+def test_price_score_needs_a_greedy_universe():
+    with pytest.raises(SettingsError, match="score 'price' cannot be used with the 'full' universe"):
+        RunSpec(score="price", universe="full").validate(3, 10)
+    assert RunSpec(score="price", universe="prob").validate(3, 10).score == "price"
+
+
+def test_default_score_is_price_except_on_the_full_universe():
+    assert RunSpec().score == "price"
+    assert RunSpec(universe="full").validate(3, 10).score == "cost"
+    assert RunSpec(score="cost").score == "cost"
+    assert RunSpec.from_json(RunSpec(score="cost").to_json()).score == "cost"

@@ -12,9 +12,12 @@ import oracle
 from instances import UNIVERSES, random_instance, targets_for
 
 
+SCORED = [(u, "cost") for u in UNIVERSES] + [(u, "price") for u in UNIVERSES if u != "full"]
+
+
 @pytest.mark.parametrize("delta", [None, 0.2])
-@pytest.mark.parametrize("universe", UNIVERSES)
-def test_grouped_replay_equals_oracle_and_favmac_loop(universe, delta):
+@pytest.mark.parametrize("universe, score", SCORED)
+def test_grouped_replay_equals_oracle_and_favmac_loop(universe, score, delta):
     rng = np.random.RandomState(11)
     for trial in range(12):
         probs, labels, v, w = random_instance(rng, integer_weights=trial % 2 == 0)
@@ -24,13 +27,13 @@ def test_grouped_replay_equals_oracle_and_favmac_loop(universe, delta):
         window = None if trial % 4 else 2
         value, cost = AdditiveValue(v), AdditiveCost(w)
         res = replay(probs, labels, value, cost, targets, delta=delta, universe=universe, burn_in=burn_in,
-                     window=window, groups=groups)
+                     window=window, groups=groups, score=score)
         assert res.groups.tolist() == groups[burn_in:].tolist()
         stream = list(zip(probs, labels))
         for t, c in enumerate(targets):
-            literal = oracle.grouped_thresholds(stream, groups, v, w, c, universe, burn_in, delta, window)
+            literal = oracle.grouped_thresholds(stream, groups, v, w, c, universe, burn_in, delta, window, score)
             assert res.thresholds[t].tolist() == literal
-            fm = FavMac(value, cost, c, delta=delta, universe=universe, window=window, n_codes=len(v))
+            fm = FavMac(value, cost, c, delta=delta, universe=universe, window=window, n_codes=len(v), score=score)
             for n in range(len(probs)):
                 if n >= burn_in:
                     s = n - burn_in

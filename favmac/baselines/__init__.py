@@ -14,7 +14,7 @@ C_max; ``progress(fraction)`` is called from 0 to 1. A method asked for a contro
 not support (:data:`BASELINE_CONTROLS`) raises a ValueError naming it.
 
 Modules: :mod:`.common` (inputs, results), :mod:`.classwise`, :mod:`.inner_set`,
-:mod:`.fpcp`, :mod:`.grid` (the lambda grid of CRC and RCPS), :mod:`.crc`, :mod:`.rcps`
+:mod:`.fpcp`, :mod:`.grid` (the lambda grid of RCPS), :mod:`.crc` (exact), :mod:`.rcps`
 (with the Hoeffding–Bentkus bound). Exact quantile ranks and cost scales come from
 :mod:`favmac.thresholds`, the Fenwick trees from :mod:`favmac.fenwick`.
 """

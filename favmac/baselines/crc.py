@@ -1,23 +1,25 @@
-"""CRC: conformal risk control (as in MAPIE) with one threshold on p, expected-cost control."""
+"""CRC: conformal risk control (as in MAPIE) with one threshold on p, expected-cost control, exact."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..thresholds import expected_bounds
 from .common import build_result, grid_costs, prepare, refuse_control
-from .grid import grid_run, resolve_grid
 
 __all__ = ["crc"]
 
 
 def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None, codes=None,
-        patient_ids=None, progress=None, grid_size=201, grid=None):
-    """Conformal risk control (as in MAPIE), expected-cost control.
+        patient_ids=None, progress=None):
+    """Conformal risk control (as in MAPIE), expected-cost control, with an exact threshold.
 
     One threshold lambda on p, ``S_lambda = {k : p_k >= lambda}``; with n calibration
-    patients choose the smallest grid lambda with ``(n * Rhat(lambda) + C_max) / (n + 1) <= c``
-    (Rhat = mean realized cost of S_lambda over the calibration patients; it is
-    non-increasing in lambda). If none qualifies the set is empty (lambda = +inf).
+    patients choose the smallest lambda with ``(R(lambda) + C_max) / (n + 1) <= c``, where
+    R(lambda) is the summed realized cost of S_lambda over the calibration patients (n times
+    the mean cost; non-increasing in lambda). The candidates are every distinct probability
+    of the calibration patients, 0 (every code) and +inf (the empty set): R only changes at
+    calibration probabilities, so this is the exact minimizer, not a grid approximation.
+    If not even the empty set qualifies (c (n + 1) < C_max) lambda is +inf.
 
     Parameters
     ----------
@@ -29,9 +31,6 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
         Rolling window of calibration patients (n above is then at most ``window``).
     c_max : float, optional
         C_max in the acceptance test (default: the sum of the cost weights).
-    grid_size : int
-        Number of quantiles of all probabilities forming the candidate grid
-        (:func:`favmac.baselines.lambda_grid`); or pass ``grid`` explicitly.
 
     Returns
     -------
@@ -42,12 +41,23 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     -----
     Costs are summed as integers at the weights' decimal scale (the threshold arithmetic of
     :mod:`favmac.thresholds`, the same M = c(n+1) - C_max as FavMac), so with weights like 1
-    or 0.331 an exact tie is decided exactly (it qualifies).
+    or 0.331 an exact tie is decided exactly (it qualifies). Two Fenwick trees over the
+    ranks of the stream's probabilities (:func:`favmac.baselines.kernels.crc_kernel`) make
+    a prediction O(T log U) and a calibration update O(K log U).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from favmac import AdditiveValue, AdditiveCost
+    >>> probs = np.array([[0.9, 0.4], [0.8, 0.3], [0.7, 0.6]])
+    >>> labels = np.array([[1, 0], [1, 0], [1, 0]])
+    >>> res = crc(probs, labels, AdditiveValue(), AdditiveCost(), [1.0], burn_in=2)
+    >>> float(res.thresholds[0, 0]), res.selected[0, 0].tolist()
+    (0.4, [True, True])
     """
     refuse_control("CRC", delta, ("expected",), "use rcps for a high-probability risk bound")
     stream = prepare(probs, labels, cost, targets, delta=delta, burn_in=burn_in, window=window, c_max=c_max,
                      codes=codes, patient_ids=patient_ids, progress=progress)
-    grid = resolve_grid(stream.probs, grid_size, grid)
     n_patients = stream.n_patients
     weights, c_max_units, _, exact_sums = grid_costs(stream.costs, n_patients)
     # summed calibration cost R(lambda) must satisfy R + C_max <= c (n + 1), i.e. R <= M
@@ -56,8 +66,14 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     else:
         sizes = np.arange(n_patients + 1)
         bounds = np.array([float(t) * (sizes + 1) - c_max_units for t in stream.targets])
+    values, ranks = np.unique(stream.probs, return_inverse=True)
+    ranks = ranks.reshape(stream.probs.shape).astype(np.int64)
+    negative_weight = np.where(stream.labels, weights.dtype.type(0), np.asarray(weights)[None, :]).astype(weights.dtype)
     stream.progress(0.1)
-    thresholds, selected, final = grid_run(stream.probs, stream.labels, weights, grid, bounds,
-                                           stream.burn_in, stream.window_int)
-    settings = {"grid_size": int(grid.size), "rule": "predict code k iff p_k >= threshold", "grid": grid.tolist()}
+    from .kernels import crc_kernel
+
+    thresholds, selected, final = crc_kernel(stream.probs, ranks, values, negative_weight, bounds, stream.burn_in,
+                                             stream.window_int)
+    settings = {"rule": "predict code k iff p_k >= threshold",
+                "candidates": "0, every calibration probability, +inf (exact)"}
     return build_result("CRC", stream, thresholds, selected, value, cost, settings, final)

@@ -1,4 +1,6 @@
-"""The threshold grid of CRC and RCPS: one threshold lambda on p, S_lambda = {k : p_k >= lambda}.
+"""The threshold grid of RCPS: one threshold lambda on p, S_lambda = {k : p_k >= lambda}.
+
+(CRC used this grid before; it now finds its threshold exactly, :mod:`favmac.baselines.crc`.)
 
 The candidate thresholds are a fixed grid (``grid_size`` quantiles of all probabilities of
 the stream, plus ``+inf`` = the empty set); the running sum of calibration cost at every

@@ -241,3 +241,71 @@ def rcps_bound_kernel(n_max, alpha, delta):
                 best = max(best, n * lo)
         out[n] = best
     return out
+
+
+@njit(cache=True)
+def crc_kernel(probs, ranks, values, negative_weight, bounds, burn_in, window):
+    """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
+    whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
+    is <= ``bounds[t, m]`` (m calibration patients).
+
+    ``values`` are the sorted distinct probabilities of the stream and ``ranks`` (N, K) each
+    probability's position in them. Two Fenwick trees over those positions: the calibration
+    cost (``negative_weight``, int64 at the costs' scale, or float above 2^62) and the count
+    of calibration probabilities (which positions are candidates now). R(lambda at position
+    r) = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
+    strict search and the candidate one k-th search: O(T log U) per prediction, O(K log U)
+    per patient inserted or (with a window) removed.
+    """
+    n_patients, n_codes = probs.shape
+    n_values = values.shape[0]
+    n_targets = bounds.shape[0]
+    n_steps = n_patients - burn_in
+    cost_tree = np.zeros(n_values + 1, dtype=negative_weight.dtype)
+    count_tree = np.zeros(n_values + 1, dtype=np.int64)
+    top = 1
+    while top * 2 <= n_values:
+        top *= 2
+    total = cost_tree[0]  # a zero of the weights' type
+    count = 0
+    thresholds = np.empty((n_targets, n_steps))
+    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
+    final = np.empty(n_targets)
+    for n in range(n_patients + 1):
+        if n >= burn_in:
+            n_cal = n
+            if window > 0 and n_cal > window:
+                n_cal = window
+            for t in range(n_targets):
+                bound = bounds[t, n_cal]
+                if bound < 0:
+                    lam = np.inf  # even the empty set (R = 0) is refused: nothing better exists
+                elif total <= bound:
+                    lam = 0.0  # every set qualifies: every code (p >= 0)
+                else:
+                    cut = fenwick.count_below(cost_tree, total - bound) + 1  # first position with R <= bound
+                    before = fenwick.prefix_total(count_tree, cut)
+                    lam = np.inf if before >= count else values[fenwick.kth(count_tree, before + 1, top)]
+                if n == n_patients:
+                    final[t] = lam
+                else:
+                    s = n - burn_in
+                    thresholds[t, s] = lam
+                    for k in range(n_codes):
+                        selected[t, s, k] = probs[n, k] >= lam
+        if n < n_patients:
+            for k in range(n_codes):
+                fenwick.add(count_tree, ranks[n, k], 1)
+                if negative_weight[n, k] != 0:
+                    fenwick.add(cost_tree, ranks[n, k], negative_weight[n, k])
+                    total += negative_weight[n, k]
+            count += n_codes
+            if window > 0 and n - window >= 0:
+                old = n - window
+                for k in range(n_codes):
+                    fenwick.add(count_tree, ranks[old, k], -1)
+                    if negative_weight[old, k] != 0:
+                        fenwick.add(cost_tree, ranks[old, k], -negative_weight[old, k])
+                        total -= negative_weight[old, k]
+                count -= n_codes
+    return thresholds, selected, final

@@ -116,8 +116,11 @@ def _finite(y: pd.Series) -> np.ndarray:
     return np.where(np.isfinite(arr), arr, np.nan)
 
 
-def threshold_figure(series: pd.DataFrame, cost_unit: str) -> go.Figure:
-    """Threshold over the stream (±inf thresholds leave gaps and are counted in the legend)."""
+def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost") -> go.Figure:
+    """Threshold over the stream (±inf thresholds leave gaps and are counted in the legend).
+
+    ``score`` names what the threshold is on: the cost proxy Ĉ, or the price score (Ĉ per V̂).
+    """
     thr = np.asarray(series["threshold"], dtype=float)
     fig = go.Figure()
     fig.add_scatter(
@@ -131,7 +134,8 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str) -> go.Figure:
     n_inf = int(np.sum(np.isinf(thr)))
     if n_inf:
         fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_inf} steps at ±∞ (not drawn)", line={"color": OKABE_ITO["grey"], "dash": "dot"})
-    return _layout(fig, "Threshold over time", "Stream position (patients)", f"Threshold on cost proxy Ĉ ({cost_unit})", height=320)
+    axis = f"Threshold on cost proxy Ĉ ({cost_unit})" if score == "cost" else "Threshold on the price (Ĉ per unit of V̂)"
+    return _layout(fig, "Threshold over time", "Stream position (patients)", axis, height=320)
 
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:

@@ -51,11 +51,13 @@ def patient_codes(probs_row, labels_row, selected_row, codes, weights_df: pd.Dat
 def greedy_cut(explain: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """Mark where ``threshold`` cuts a greedy order (``FavMac.explain`` output).
 
-    The chosen set is the longest prefix whose cumulative cost proxy stays below the
-    threshold, so ``selected`` is recomputed as ``chat < threshold`` for the given threshold.
+    The chosen set is the longest prefix whose score (the cumulative cost proxy, or the
+    price score) stays below the threshold, so ``selected`` is recomputed as
+    ``score < threshold`` (``chat`` when the table has no ``score`` column).
     """
     frame = explain.copy()
-    frame["selected"] = frame["chat"].to_numpy(dtype=float) < threshold
+    key = "score" if "score" in frame else "chat"
+    frame["selected"] = frame[key].to_numpy(dtype=float) < threshold
     return frame
 
 

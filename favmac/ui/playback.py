@@ -114,9 +114,9 @@ def advance_position(position: int, n_steps: int, speed: float, elapsed: float) 
 
 
 def run_online(probs, labels, codes, patient_ids, spec: RunSpec, progress=None, groups=None):
-    """The FavMac replay behind the online session: the spec's first target, control, universe and window
+    """The FavMac replay behind the online session: the spec's first target, control, universe, score and window
     (per segment with ``groups`` when ``spec.segment`` is set; adaptive with ``spec.adaptive_rate``)."""
-    return run_method(spec.replace(targets=(spec.target,)), f"FavMac ({spec.universe})", probs, labels,
+    return run_method(spec.replace(targets=(spec.target,)), "favmac", probs, labels,
                       codes=list(codes), patient_ids=patient_ids, progress=progress, groups=groups)
 
 

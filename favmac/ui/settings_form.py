@@ -10,6 +10,7 @@ control        "expected" (mean cost <= target) or "violation" (P(cost > target)
 target         target cost c, in the cost's own units
 delta          violation level (used when control == "violation")
 universe       "ratio", "prob", "value" or "full" (full only when K <= 14)
+score          "price" or "cost": what the threshold is on (price needs a greedy universe)
 burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
 grid           trade-off grid: {"low_pct", "high_pct", "n_targets", "methods"}
@@ -29,11 +30,11 @@ from favmac.functions import FormulaValue
 from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, read_settings_json
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
-from favmac.universe import MAX_FULL_CODES, UNIVERSES
+from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
 
 __all__ = [
-    "CONTROLS", "COST_KINDS", "VALUE_KINDS", "UNIVERSE_LABELS", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
-    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "CONTROLS", "COST_KINDS", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "score_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
@@ -44,8 +45,18 @@ UNIVERSE_LABELS = {
     "value": "value — by p·v",
     "full": "full — all 2^K subsets",
 }
+#: The score choice in words a coding auditor reads (SPEC "The score a threshold is on").
+SCORE_LABELS = {
+    "price": "Price: spend the false-flag budget where each flag is most likely to pay off, across all patients",
+    "cost": "Cost: give every patient the same false-flag budget (the paper's rule)",
+}
+SCORE_HELP = ("Both keep the same guarantee. Under expected-cost control the price score found more value at the "
+              "same budget in every measured workload (docs/score_comparison.md); under violation control the "
+              "cost score usually finds a little more, because that guarantee is per patient. "
+              "Price needs the ratio, value or prob universe.")
 PAPER_FORMULA = "prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)"
-SPEC_KEYS = ("value_kind", "formula", "cost_kind", "control", "target", "delta", "universe", "burn_in", "window")
+SPEC_KEYS = ("value_kind", "formula", "cost_kind", "control", "target", "delta", "universe", "score", "burn_in",
+             "window")
 
 # A new session's target: 3 % of C_max, about one false flag per patient on the 35-code HCC
 # sample (10 %, the paper's smallest target, allows 3.5 and flags mostly wrong codes there).
@@ -66,7 +77,7 @@ def to_spec(settings: dict, weights) -> RunSpec:
         universe=settings.get("universe"),
         burn_in=settings.get("burn_in"),
         window=None if window in (None, "", 0) else window,
-        score=settings.get("score", "cost"),
+        score=settings.get("score"),  # None: the universe's default score
         segment=settings.get("segment"),
         adaptive_rate=settings.get("adaptive_rate"),
     )
@@ -77,10 +88,19 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
     out["target"] = float(spec.target)
     out["grid"] = dict(grid)
-    for key, default in (("score", "cost"), ("segment", None), ("adaptive_rate", None)):
+    for key, default in (("segment", None), ("adaptive_rate", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
     return out
+
+
+def score_for(universe: str, chosen: str) -> str:
+    """The score the form saves: ``chosen``, except "cost" for the ``full`` universe (it has no price score).
+
+    >>> score_for("full", "price"), score_for("ratio", "price")
+    ('cost', 'price')
+    """
+    return "cost" if universe == "full" else chosen
 
 
 def is_integer_valued(arr) -> bool:
@@ -120,6 +140,7 @@ def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None =
         "target": 1.0,
         "delta": 0.1,
         "universe": "ratio",
+        "score": default_score("ratio"),
         "burn_in": default_burn_in(n_patients),
         "window": None,
         "grid": default_grid(),
@@ -186,6 +207,7 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         rows.append(("Delta", f"{settings['delta']:g}"))
     rows += [
         ("Universe", settings["universe"]),
+        ("Score", settings.get("score") or default_score(settings["universe"])),
         ("Burn-in", f"{settings['burn_in']} patients"),
         ("Window", "all patients" if settings["window"] is None else f"last {settings['window']} patients"),
     ]

@@ -11,7 +11,10 @@ import pandas as pd
 from favmac.methods import applicability, method_labels, run_method
 from favmac.runspec import RunSpec, SettingsError, as_integer, as_number
 
-DEFAULT_METHODS = ("FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC", "RCPS")
+#: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
+#: cost-score universes, then the baselines.
+DEFAULT_METHODS = ("FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC",
+                   "RCPS")
 
 
 def default_grid() -> dict:

@@ -18,13 +18,13 @@ def read_csv(data: bytes) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(data), dtype={"patient_id": str, "codes": str}, keep_default_na=False)
 
 
-def library_run(target, burn_in, universe="ratio"):
-    """The same computation straight from the library, without any app code."""
+def library_run(target, burn_in, universe="ratio", score="price"):
+    """The same computation straight from the library, without any app code (the app's default score: price)."""
     ds = fio.load_calibration(SAMPLES / "hcc_calibration.csv")
     weights = fio.read_weights(SAMPLES / "hcc_weights.csv", ds.codes)["weight"].to_numpy(float)
     value, cost = AdditiveValue(weights), AdditiveCost(None)
     result = replay(ds.prob_array(), ds.label_array(), value, cost, [target], burn_in=burn_in, universe=universe,
-                    codes=ds.codes, patient_ids=ds.patient_ids)
+                    codes=ds.codes, patient_ids=ds.patient_ids, score=score)
     return ds, value, cost, result
 
 
@@ -39,7 +39,8 @@ def test_calibration_and_new_patient_exports_equal_the_library(downloads):
 
     sets = read_csv(downloads["favmac_calibration_sets.csv"])
     assert list(sets.columns) == ["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method",
-                                  "target", "delta", "universe", "descriptions", "realized_value", "realized_cost"]
+                                  "target", "delta", "universe", "score", "descriptions", "realized_value",
+                                  "realized_cost"]
     assert sets["patient_id"].tolist() == [str(i) for i in ds.patient_ids[800:]]
     selected = result.selected[0]
     assert sets["codes"].tolist() == [";".join(np.asarray(ds.codes)[row]) for row in selected]
@@ -48,11 +49,12 @@ def test_calibration_and_new_patient_exports_equal_the_library(downloads):
     np.testing.assert_allclose(sets["expected_value"], value.proxy(selected, probs), rtol=1e-12)
     np.testing.assert_allclose(sets["cost_proxy"], cost.proxy(selected, probs), rtol=1e-12)
     np.testing.assert_allclose(sets["realized_cost"], result.cost[0])
-    assert set(sets["method"]) == {"FavMac (ratio)"}
+    assert set(sets["method"]) == {"FavMac (price)"} and set(sets["score"]) == {"price"}
     assert set(sets["target"]) == {2.6} and set(sets["universe"]) == {"ratio"} and sets["delta"].eq("").all()
 
     new = fio.load_new_patients(SAMPLES / "hcc_new_patients.csv", ds.codes)
-    new_sel = predict_with_threshold(new.to_numpy(float), value, cost, result.final_thresholds[0], universe="ratio")
+    new_sel = predict_with_threshold(new.to_numpy(float), value, cost, result.final_thresholds[0], universe="ratio",
+                                     score="price")
     new_sets = read_csv(downloads["favmac_new_patient_sets.csv"])
     assert list(new_sets.columns) == list(sets.columns[:-2])  # the same table, without realized value and cost
     assert new_sets["patient_id"].tolist() == [str(i) for i in new.index]

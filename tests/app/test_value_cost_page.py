@@ -69,6 +69,8 @@ def test_full_universe_offered_only_for_small_k():
     submit(at)
     assert_clean(at)
     assert at.session_state["settings"]["universe"] == "full"
+    assert at.session_state["settings"]["score"] == "cost"  # the full universe has no price score
+    assert any("no price score" in c.value for c in at.caption)
 
 
 def test_zero_target_is_refused():
@@ -76,3 +78,18 @@ def test_zero_target_is_refused():
     at.number_input(key="target").set_value(0.0)
     submit(at)
     assert any("target must be > 0" in e.value for e in at.error)
+
+
+def test_score_choice_is_explained_and_saved():
+    at = open_page("value_cost")
+    radio = at.radio(key="score")
+    assert radio.value == "price"  # the default (docs/score_comparison.md)
+    assert at.session_state["settings"]["score"] == "price"
+    labels = " ".join(radio.options)
+    assert "spend the false-flag budget where each flag is most likely to pay off, across all patients" in labels
+    assert "give every patient the same false-flag budget (the paper's rule)" in labels
+    radio.set_value("cost")
+    submit(at)
+    assert_clean(at)
+    assert at.session_state["settings"]["score"] == "cost"
+    assert at.radio(key="score").value == "cost"

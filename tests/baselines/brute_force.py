@@ -104,6 +104,26 @@ def bf_grid_method(probs, labels, weights, targets, burn_in, grid, accept, windo
     return thresholds, selected, final
 
 
+def bf_exact_crc(probs, labels, weights, targets, burn_in, window=None):
+    """Smallest lambda in {0} ∪ {calibration probabilities} ∪ {+inf} with R(lambda) + C_max <= c (n + 1)."""
+    N = probs.shape[0]
+    accept = crc_accept(weights)
+    thresholds = np.zeros((len(targets), N - burn_in))
+    final = np.zeros(len(targets))
+    for n in range(burn_in, N + 1):
+        first = start_of(n, window)
+        lambdas = sorted({0.0} | {float(x) for x in probs[first:n].ravel()}) + [math.inf]
+        sums = summed_costs(probs, labels, weights, lambdas, n, first)
+        for t, c in enumerate(targets):
+            lam = next((lam for lam, total in zip(lambdas, sums) if accept(total, n - first, c)), math.inf)
+            if n == N:
+                final[t] = lam
+            else:
+                thresholds[t, n - burn_in] = lam
+    selected = probs[burn_in:][None, :, :] >= thresholds[:, :, None]
+    return thresholds, selected, final
+
+
 def crc_accept(weights):
     cmax = c_max_of(weights)
     return lambda total, n, c: total + cmax <= q(c) * (n + 1)

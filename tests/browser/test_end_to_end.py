@@ -381,7 +381,7 @@ def test_export_downloads_match_the_stream(page, app_url):
 
     assert len(sets) == n_patients - burn_in, f"{len(sets)} rows, expected {n_patients} - {burn_in}"
     for column in ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target", "delta",
-                   "universe", "descriptions"):
+                   "universe", "score", "descriptions"):
         assert column in sets.columns, f"missing column {column}; got {list(sets.columns)}"
     assert np.allclose(pd.to_numeric(sets["target"]), target), "every row records the run's target"
     assert list(sets["patient_id"]) == list(sample["patient_id"].iloc[burn_in:]), "rows must follow the stream after the burn-in"
