@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from favmac import AdditiveCost, AdditiveValue, RunSpec, load_calibration, read_weights, replay
 from favmac.adaptive import adaptive_bound

@@ -5,33 +5,19 @@ Small ``show_*`` functions the pages call; the numbers come from the library
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from favmac.adaptive import adaptive_series
-from favmac.io import DataError
 from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 
-__all__ = ["DEFAULT_RATE", "adaptive_figure", "groups_for", "provenance_bytes", "segment_cost_figure",
+__all__ = ["DEFAULT_RATE", "adaptive_figure", "provenance_bytes", "segment_cost_figure",
            "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table"]
 
 DEFAULT_RATE = 0.05
-
-
-def groups_for(dataset, spec):
-    """Segment labels of the dataset's patients for ``spec.segment`` (None when segments are off).
-
-    Raises DataError when the column is missing or a patient has no label.
-    """
-    if spec.segment is None:
-        return None
-    return dataset.segments(spec.segment)
 
 
 def settings_fields(current: dict, dataset) -> dict:

@@ -1,7 +1,6 @@
 """The optional segment column of calibration and new-patient files (CSV and Parquet)."""
 import io
 
-import numpy as np
 import pandas as pd
 import pytest
 
