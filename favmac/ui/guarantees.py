@@ -14,8 +14,9 @@ from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 
-__all__ = ["DEFAULT_RATE", "adaptive_figure", "provenance_bytes", "segment_cost_figure",
-           "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table"]
+__all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
+           "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
+           "stream_patient_where"]
 
 DEFAULT_RATE = 0.05
 
@@ -134,6 +135,26 @@ def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source
     doc = json.loads(settings_json)
     doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}))
     return json.dumps(doc, indent=2).encode()
+
+
+def new_patient_threshold(result, new_patients, patient_id, n_calibration: int) -> tuple[float, str]:
+    """(threshold, where it comes from) for one new patient: its segment's final threshold when the
+    run is per segment and the new-patients file has segments, else the pooled final threshold."""
+    groups = new_patients.attrs.get("groups")
+    if result.group_thresholds is None or groups is None:
+        return float(result.final_thresholds[0]), f"threshold learned from all {n_calibration:,} calibration patients"
+    label = str(groups[new_patients.index.get_loc(patient_id)])
+    if label not in result.group_thresholds:
+        return float("-inf"), f"segment {label} has no calibration patients, so its set is empty"
+    return (float(result.group_thresholds[label][0]),
+            f"threshold of segment {label}, learned from its {result.group_sizes[label]:,} calibration patients")
+
+
+def stream_patient_where(result, step: int, position: int) -> str:
+    """Where a stream patient's threshold came from (its segment's earlier patients with segments)."""
+    if result.groups is None:
+        return f"stream position {position:,}; threshold learned from the {position:,} patients before it"
+    return f"stream position {position:,}; threshold learned from the earlier patients of segment {result.groups[step]}"
 
 
 def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None) -> bytes:

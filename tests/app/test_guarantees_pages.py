@@ -97,3 +97,41 @@ def test_export_has_provenance_and_segments():
     doc = json.loads(guarantees.provenance_bytes(ds, RunSpec(), "CMS-HCC V28 CNA", {"a.csv": b"x"}))
     assert doc["cms_hcc"]["model"] == "V28" and doc["cms_hcc"]["segment"] == "CNA"
     assert doc["inputs"] == ds.sources and "drift_calibration.csv" in doc["inputs"]
+
+
+def test_tradeoffs_compare_pooled_fixed_target_runs_when_segments_and_adaptive_are_on():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.checkbox(key="use_adaptive").check()
+    at.button(key="apply_settings").click().run()
+    at = go(at, "tradeoffs")
+    assert_clean(at)
+    assert any("no segments, no adaptive target" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("name", ["home", "data", "online", "patients", "export", "validity"])
+def test_every_page_is_clean_with_segments_and_adaptive_on(name):
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.checkbox(key="use_adaptive").check()
+    at.button(key="apply_settings").click().run()
+    assert at.session_state["settings"]["segment"] == "segment" and at.session_state["settings"]["adaptive_rate"]
+    at = go(at, name)
+    assert_clean(at)
+
+
+def test_new_patient_uses_its_segments_threshold_on_the_patients_page():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.button(key="apply_settings").click().run()
+    at = go(at, "patients")
+    at.radio(key="patient_source").set_value(at.radio(key="patient_source").options[-1]).run()
+    assert_clean(at)
+    caption = " ".join(c.value for c in at.caption)
+    assert "threshold of segment" in caption and "calibration patients" in caption
+    result = next(iter(at.session_state["results"].values()))
+    new = at.session_state["new_patients"]
+    pick = at.selectbox(key="patient_select_new").value
+    label = new.attrs["groups"][new.index.get_loc(pick)]
+    shown = next(m.value for m in at.metric if m.label == "Threshold T")
+    assert shown == f"{result.group_thresholds[label][0]:.3g}"
