@@ -131,3 +131,18 @@ def test_group_labels_are_checked():
         check_group_labels(["a", None], 2)
     with pytest.raises(ValueError, match="groups: expected one group label per patient, shape \\(3,\\)"):
         replay(np.full((3, 2), 0.5), np.zeros((3, 2)), AdditiveValue(), AdditiveCost(), [1.0], groups=["a"])
+
+
+def test_run_method_takes_the_segment_labels_and_refuses_without_them():
+    from favmac import RunSpec, run_method
+
+    rng = np.random.RandomState(4)
+    probs, labels = rng.rand(60, 3), rng.rand(60, 3) < 0.3
+    groups = rng.choice(["a", "b"], size=60)
+    spec = RunSpec(value_kind="tp", targets=(1.1,), burn_in=20, segment="plan", score="cost").validate(3, 60)
+    result = run_method(spec, "favmac", probs, labels, groups=groups)
+    assert sorted(result.group_thresholds) == ["a", "b"] and result.groups.tolist() == groups[20:].tolist()
+    with pytest.raises(ValueError, match="segment: the run is per segment \\(column 'plan'\\)"):
+        run_method(spec, "favmac", probs, labels)
+    with pytest.raises(ValueError, match="segment is not supported by ClassWise"):
+        run_method(spec, "classwise", probs, labels, groups=groups)
