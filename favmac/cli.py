@@ -369,7 +369,8 @@ def run_replay(args) -> int:
 
         table = segment_table(result)
         print("per segment (first target):", file=stream)
-        print(table.drop(columns=["target", "delta"]).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+        dropped = ["target", "delta"] + (["bound"] if table["bound"].isna().all() else [])
+        print(table.drop(columns=dropped).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
               file=stream)
     return 0
 

@@ -94,9 +94,12 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
     Columns: ``segment``, ``patients`` (calibration patients of the group over the whole
     stream), ``predicted`` (its patients after the burn-in), ``threshold`` (the group's final
     threshold), ``mean_cost``, ``target``, ``violation_rate``, ``delta`` (NaN under expected
-    control), ``within_target`` (mean cost <= target under expected control, violation
-    rate <= delta under violation control; empty when the group had no predicted patient)
-    and ``warning`` (why the group gets the empty set, if it is too small).
+    control), ``bound`` (with an adaptive rate: the deterministic bound c + (c + gamma
+    C_max) / (gamma S_g) on the segment's mean cost over its S_g predicted patients; NaN
+    otherwise), ``within_target`` (mean cost <= target — or <= ``bound`` when adaptive —
+    under expected control, violation rate <= delta under violation control; empty when the
+    group had no predicted patient) and ``warning`` (why the group gets the empty set, if it
+    is too small).
 
     Parameters
     ----------
@@ -118,10 +121,16 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
         n_cal = int(result.group_sizes[label])
         mean_cost = float(costs.mean()) if predicted else math.nan
         rate = float(viol.mean()) if predicted else math.nan
+        bound = math.nan
+        if result.adaptive_targets is not None and predicted and c_max is not None:
+            from .adaptive import adaptive_bound
+
+            bound = float(adaptive_bound(result.targets[target_index], result.settings["adaptive_rate"], c_max,
+                                         predicted))
         if not predicted:
             within = None
         elif result.delta is None:
-            within = bool(mean_cost <= target + 1e-12)
+            within = bool(mean_cost <= (target if math.isnan(bound) else bound) + 1e-12)
         else:
             within = bool(rate <= result.delta)
         reason = too_small_reason(n_cal, result.targets[target_index], c_max, result.delta) if c_max is not None else None
@@ -134,11 +143,12 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
             "target": target,
             "violation_rate": rate,
             "delta": math.nan if result.delta is None else float(result.delta),
+            "bound": bound,
             "within_target": within,
             "warning": reason or "",
         })
     return pd.DataFrame(rows, columns=["segment", "patients", "predicted", "threshold", "mean_cost", "target",
-                                       "violation_rate", "delta", "within_target", "warning"])
+                                       "violation_rate", "delta", "bound", "within_target", "warning"])
 
 
 def running_by_segment(result, target_index: int = 0) -> pd.DataFrame:

@@ -24,9 +24,10 @@ the random orderings' (a permutation p-value, (1 + #{orderings >= it}) / (R + 1)
 whether time order matters — drift, which exchangeability rules out and the adaptive
 target is for. The verdict is plain sentences an auditor can act on; :class:`ValidityReport`
 keeps the numbers behind them.
-The spread shown around the target is what independent patients would give (sd / sqrt(S)
-for costs, sqrt(delta (1 - delta) / S) for violations): a guide to "how far from the target
-is still chance", not part of the test.
+The spread shown around the target is what drawing the S predicted patients at random from
+the N would give — sd / sqrt(S) for costs, sqrt(delta (1 - delta) / S) for violations, times
+the finite-population factor sqrt((N - S) / (N - 1)), since every ordering reuses the same N
+patients: a guide to "how far from the target is still chance", not part of the test.
 """
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ class ValidityReport:
     n_predicted : int
         S, predicted patients per ordering.
     predicted_spread : float
-        The standard deviation of the statistic that independent patients would give.
+        The standard deviation of the statistic that S patients drawn at random from the N
+        would give (with the finite-population factor).
     p_value : float
         One-sided t-test of "the true mean exceeds ``promised``".
     binomial_p_value : float or None
@@ -256,10 +258,11 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         report((r + 1) / n_orderings)
     steps = n_patients - burn_in
     promised = float(target) if delta is None else float(delta)
+    finite = math.sqrt((n_patients - steps) / (n_patients - 1)) if n_patients > 1 else 0.0
     if delta is None:
-        spread = float(np.std(np.concatenate(per_patient))) / math.sqrt(steps)
+        spread = float(np.std(np.concatenate(per_patient))) / math.sqrt(steps) * finite
     else:
-        spread = math.sqrt(float(delta) * (1 - float(delta)) / steps)
+        spread = math.sqrt(float(delta) * (1 - float(delta)) / steps) * finite
     p_value = _t_test(statistic, promised)
     binomial = None if delta is None else _binomial(first, float(delta))
     passed = p_value >= alpha

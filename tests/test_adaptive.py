@@ -140,3 +140,21 @@ def test_adaptive_with_groups_equals_the_favmac_loop():
     for label, final in res.group_thresholds.items():
         assert final[0] == fm.threshold_for(label)
         assert res.final_adaptive_targets[label][0] == float(fm.target_for(label))
+
+
+def test_each_segment_keeps_its_own_adaptive_bound_on_any_stream():
+    from favmac.segments import segment_table
+
+    for seed in range(8):
+        rng = np.random.RandomState(100 + seed)
+        probs = rng.rand(300, 5).round(3)
+        labels = probs < 0.5  # adversarial: the likely codes are the absent ones
+        groups = rng.choice(["a", "b", "c"], size=300)
+        res = replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.7], burn_in=30, groups=groups,
+                     adaptive_rate=[0.02, 0.2, 1.0][seed % 3])
+        table = segment_table(res)
+        for label, row in table.set_index("segment").iterrows():
+            mine = res.groups == label
+            total = Fraction(int(res.cost[0, mine].sum()))
+            assert total / int(mine.sum()) <= adaptive_bound(0.7, res.settings["adaptive_rate"], 5, int(mine.sum()))
+            assert bool(row["within_target"])

@@ -52,7 +52,7 @@ def test_violation_control_reports_rates_and_binomial():
     assert report.control == "violation" and report.promised == 0.1
     assert 0 <= report.binomial_p_value <= 1 and report.passed
     assert "% of patients got a set costing more than 1" in report.verdict
-    assert report.predicted_spread == pytest.approx(np.sqrt(0.09 / 400))
+    assert report.predicted_spread == pytest.approx(np.sqrt(0.09 / 400) * np.sqrt(200 / 599))
 
 
 def test_arrival_order_reveals_drift():

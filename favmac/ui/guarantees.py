@@ -61,7 +61,11 @@ def segment_display(result, settings: dict) -> pd.DataFrame:
     })
     if settings["control"] == "violation":
         shown["δ"] = table["delta"]
-    shown["status"] = ["too small" if w else ("within target" if ok else ("over target" if ok is not None else "—"))
+    adaptive = table["bound"].notna().any()
+    if adaptive:
+        shown["bound (adaptive)"] = table["bound"].round(3)
+    line = "bound" if adaptive else "target"
+    shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
                        for w, ok in zip(table["warning"], table["within_target"])]
     shown["warning"] = table["warning"]
     return shown
@@ -89,8 +93,8 @@ def show_adaptive_tiles(result, position: int, columns) -> None:
     row = series.iloc[position - 1]
     columns[0].metric("Adaptive target c_n", f"{row['adaptive_target']:.4g}",
                       help="The target used for this patient; it moves by γ (c − cost of the last set).")
-    columns[1].metric("Mean cost vs bound", f"{row['mean_cost']:.3f} ≤ {row['bound']:.3f}",
-                      help="c + (c + γ C_max)/(γ S): the running mean cost never exceeds it, for any stream.")
+    columns[1].metric("Bound on the mean cost", f"{row['bound']:.3f}",
+                      help="c + (c + γ C_max)/(γ S): the running mean cost (tile above) never exceeds it, for any stream.")
 
 
 def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:

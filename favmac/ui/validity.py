@@ -75,7 +75,7 @@ def histogram_figure(report, unit: str) -> go.Figure:
         xs = np.linspace(min(values.min(), promised - 3 * spread), max(values.max(), promised + 3 * spread), 200)
         width = (values.max() - values.min()) / 30 if values.max() > values.min() else spread
         density = len(values) * width * np.exp(-0.5 * ((xs - promised) / spread) ** 2) / (spread * math.sqrt(2 * math.pi))
-        fig.add_scatter(x=xs, y=density, mode="lines", name="Spread expected around the promise",
+        fig.add_scatter(x=xs, y=density, mode="lines", name="Chance spread around the promise",
                         line={"color": OKABE_ITO["black"], "dash": "dot"})
     fig.add_vline(x=promised, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Promise: {'c' if expected else 'δ'} = {promised:g}"

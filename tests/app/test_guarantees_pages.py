@@ -54,9 +54,9 @@ def test_adaptive_rate_on_the_online_session():
     at.button(key="to_end").click().run()
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "Adaptive target c_n" in labels and "Mean cost vs bound" in labels
-    bound = next(m.value for m in at.metric if m.label == "Mean cost vs bound")
-    mean, limit = (float(x) for x in bound.split(" ≤ "))
+    assert "Adaptive target c_n" in labels and "Bound on the mean cost" in labels
+    limit = float(next(m.value for m in at.metric if m.label == "Bound on the mean cost"))
+    mean = float(next(m.value for m in at.metric if m.label == "Running mean cost"))
     assert mean <= limit
 
 
@@ -135,3 +135,14 @@ def test_new_patient_uses_its_segments_threshold_on_the_patients_page():
     label = new.attrs["groups"][new.index.get_loc(pick)]
     shown = next(m.value for m in at.metric if m.label == "Threshold T")
     assert shown == f"{result.group_thresholds[label][0]:.3g}"
+
+
+def test_segment_table_with_the_adaptive_target_compares_with_each_segments_bound():
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.checkbox(key="use_adaptive").check()
+    at.button(key="apply_settings").click().run()
+    table = table_with(at, "status")
+    assert "bound (adaptive)" in table.columns and set(table["status"]) <= {"within bound", "over bound"}
+    assert (table["mean cost"] <= table["bound (adaptive)"] + 1e-3).all()
+    assert set(table["status"]) == {"within bound"}  # the bound holds for any stream, per segment too
