@@ -3,7 +3,9 @@
 ``predict`` calibrates FavMac on a labelled file and writes the chosen code set of every
 new (unlabelled) patient; ``replay`` walks a labelled file as an online stream and writes
 per-step results plus a summary table. Bad input prints ``error: <what and where>`` and
-exits with status 2, without a traceback.
+exits with status 2, without a traceback. Beside ``--out FILE`` both write
+``FILE.provenance.json`` (:mod:`favmac.provenance`: input SHA-256s, settings, CMS-HCC
+model/year/segment, package versions, and the SHA-256 of FILE).
 
 Examples::
 
@@ -31,8 +33,9 @@ from .io import (
     CMS_SEGMENTS,
     DataError,
     cms_hcc_weights,
+    file_digests,
     load_calibration,
-    load_new_patients,
+    load_new_patients_segmented,
     read_weights,
     to_safe_csv,
 )
@@ -46,7 +49,8 @@ EXIT_BAD_INPUT = 2
 
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
 OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
-                   "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value"}
+                   "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
+                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -80,6 +84,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
                         f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
+    method.add_argument("--segment-column", metavar="NAME",
+                        help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
+                        "in the calibration and new-patient files; each patient is calibrated on its own segment only")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     targets.add_argument("--target-percents", metavar="P1,P2,...", help="comma-separated targets, percent of C_max")
     replay.add_argument("--burn-in", type=int, default=0, metavar="N", help="calibration-only patients (default 0)")
     replay.add_argument("--window", type=int, metavar="W", help="calibrate on the last W patients only (FavMac)")
+    replay.add_argument("--adaptive-rate", type=float, metavar="GAMMA",
+                        help="adaptive target under drift (expected-cost control, FavMac): c_(n+1) = c_n + GAMMA (c - C_n)")
     replay.add_argument("--method", default="favmac", choices=method_keys(),
                         help="favmac (default; uses --universe and --score), favmac_price, "
                         "favmac_<universe> (cost score), or a baseline for comparison")
@@ -174,7 +183,8 @@ def _load_weights(args, codes):
     return None
 
 
-def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None) -> RunSpec:
+def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None,
+          adaptive_rate=None) -> RunSpec:
     """The run the options describe (validated against the data); targets given in percent of C_max
     are converted once C_max is known."""
     weights_table = _load_weights(args, data.codes)
@@ -192,6 +202,8 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         score=args.score,
         burn_in=burn_in,
         window=window,
+        segment=args.segment_column,
+        adaptive_rate=adaptive_rate,
     )
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
@@ -226,14 +238,34 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
     return targets
 
 
-def _write(frame: pd.DataFrame, out: str) -> None:
+def _write(frame: pd.DataFrame, out: str) -> bytes:
     data = to_safe_csv(frame, index=False)
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-        return
+        return data
     with open(out, "wb") as handle:
         handle.write(data)
+    return data
+
+
+def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
+    """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
+    from pathlib import Path
+
+    from .provenance import provenance, provenance_json
+
+    if args.out == "-":
+        return
+    inputs = dict(data.sources or {})
+    if new is not None:
+        inputs.update(new.attrs.get("sources", {}))
+    if args.weights:
+        inputs.update(file_digests(args.weights))
+    cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
+    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written})
+    with open(f"{args.out}.provenance.json", "wb") as handle:
+        handle.write(provenance_json(doc))
 
 
 def _report_stream(args):
@@ -248,26 +280,36 @@ def _fmt(x) -> str:
 # ----------------------------------------------------------------------------- commands
 
 
+def _load(args):
+    """The calibration data; with --segment-column its segment labels are required."""
+    return load_calibration(args.calibration, args.labels, segment_column=args.segment_column)
+
+
+def _groups(args, data):
+    return data.groups if args.segment_column else None
+
+
 def run_predict(args) -> int:
-    data = load_calibration(args.calibration, args.labels)
+    data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
         spec = _spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
-    new = load_new_patients(args.new, data.codes)
+    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=args.segment_column)
     target, c_max = spec.target, spec.c_max(data.n_codes)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
         result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
-                            progress=progress)
+                            progress=progress, groups=_groups(args, data))
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
-    frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score)
-    _write(frame, args.out)
+    frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
+                             groups=new_groups if args.segment_column else None)
+    _write_provenance(args, spec, data, _write(frame, args.out), new)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
@@ -277,35 +319,41 @@ def run_predict(args) -> int:
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
         file=_report_stream(args),
     )
+    if result.group_thresholds is not None:
+        for label, final in result.group_thresholds.items():
+            print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
+                  file=_report_stream(args))
     return 0
 
 
 def run_replay(args) -> int:
     from .metrics import summarize
 
-    data = load_calibration(args.calibration, args.labels)
+    data = _load(args)
     if args.targets is not None:
         spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets",
-                     burn_in=args.burn_in, window=args.window)
+                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
     else:
         spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents",
-                     burn_in=args.burn_in, window=args.window)
+                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
     c_max = spec.c_max(data.n_codes)
     method = get_method(args.method)
     if spec.window is not None and not method.accepts("window"):
         raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",
                         fix="Drop --window or use --method favmac.")
 
-    probs, labels, ids = data.prob_array(), data.label_array(), data.patient_ids
+    probs, labels, ids, groups = data.prob_array(), data.label_array(), data.patient_ids, _groups(args, data)
     if args.shuffle is not None:
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
+        groups = None if groups is None else groups[order]
     progress = _progress(args, "replay")
     try:
-        result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress)
+        result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress,
+                            groups=groups)
     finally:
         progress.close()
-    _write(result.to_frame(), args.out)
+    _write_provenance(args, spec, data, _write(result.to_frame(), args.out))
 
     summary = summarize(result)
     stream = _report_stream(args)
@@ -316,6 +364,14 @@ def run_replay(args) -> int:
         file=stream,
     )
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"), file=stream)
+    if result.group_thresholds is not None:
+        from .segments import segment_table
+
+        table = segment_table(result)
+        print("per segment (first target):", file=stream)
+        dropped = ["target", "delta"] + (["bound"] if table["bound"].isna().all() else [])
+        print(table.drop(columns=dropped).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+              file=stream)
     return 0
 
 

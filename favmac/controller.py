@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 
 from .quantile_tree import QuantileTree
-from .thresholds import ExactCosts, calibration_points, expected_margin, rank_edge, violation_rank, violation_scores
+from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .segments import check_group_labels, group_rows
+from .thresholds import (
+    ExactCosts,
+    calibration_points,
+    exact,
+    expected_margin,
+    rank_edge,
+    violation_rank,
+    violation_scores,
+)
 from .universe import candidate_sets, check_score, check_universe
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
@@ -45,6 +55,18 @@ class FavMac:
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
         when the threshold is needed before any patient is seen (it fixes C_max).
+    adaptive_rate : float, optional
+        gamma > 0: the adaptive target under drift (expected-cost control only,
+        :mod:`favmac.adaptive`). Each ``update`` first chooses the patient's set with
+        ``predict`` at that moment, then moves the target c_n by gamma (c - C_n), C_n that
+        set's realized cost; :attr:`current_target` is c_n.
+
+    Notes
+    -----
+    Segments (:mod:`favmac.segments`): ``update(p, y, group=g)`` also calibrates the
+    segment's own threshold, :meth:`threshold_for` (and ``predict(p, group=g)``) uses it. The
+    pooled :attr:`threshold` is calibrated on every patient; with ``adaptive_rate`` each
+    segment has its own c_n, and the pooled c_n moves only with updates given no ``group``.
 
     Examples
     --------
@@ -57,10 +79,13 @@ class FavMac:
     0.5
     >>> fm.predict([0.95, 0.1, 0.5]).tolist()
     [True, False, False]
+    >>> seg = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
+    >>> seg.update([[0.9, 0.2, 0.6]], [[1, 0, 0]], group="north").threshold_for("north"), seg.threshold_for("south")
+    (0.5, -inf)
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None, score: str = "cost"):
+                 n_codes=None, score: str = "cost", adaptive_rate=None):
         self.value = value
         self.cost = cost
         self.target = check_target(target)
@@ -69,6 +94,7 @@ class FavMac:
         self.score = check_score(score, universe)
         self.c_max = c_max
         self.window = check_window(window)
+        self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
         self._n_codes_arg = n_codes
         if n_codes is not None and (int(n_codes) != n_codes or n_codes < 1):
             raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
@@ -81,6 +107,9 @@ class FavMac:
         self._tree = QuantileTree()
         self._history: deque = deque()
         self._costs: ExactCosts | None = None
+        self._segments: dict = {}
+        self._rule: AdaptiveTarget | None = None
+        self._current: int | None = None  # c_n * rule.scale
         if self._n_codes_arg is not None:
             self._know_codes(int(self._n_codes_arg))
         return self
@@ -90,6 +119,9 @@ class FavMac:
             check_universe(self.universe, n_codes)
             self._n_codes = n_codes
             self._costs = ExactCosts.of(self.cost, n_codes, self.c_max)
+            if self.adaptive_rate is not None:
+                self._rule = AdaptiveTarget(self.target, self.adaptive_rate, self._costs.scale)
+                self._current = self._rule.start
 
     @property
     def n_codes(self) -> int | None:
@@ -107,13 +139,39 @@ class FavMac:
         return None if self._costs is None else self._costs.c_max
 
     # -------------------------------------------------------------- learning
-    def update(self, probs, labels) -> "FavMac":
-        """Add labelled patient(s): probs, labels of shape (K,) or (N, K). Returns self."""
+    def update(self, probs, labels, group=None, *, adapt: bool = True) -> "FavMac":
+        """Add labelled patient(s): probs, labels of shape (K,) or (N, K). Returns self.
+
+        Parameters
+        ----------
+        probs, labels : array (K,) or (N, K)
+        group : label or array (N,), optional
+            Segment of each patient: it also joins that segment's calibration data.
+        adapt : bool
+            With ``adaptive_rate``: False for calibration-only patients (a burn-in), whose
+            sets do not move the adaptive target.
+        """
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
+        if group is not None:
+            groups = check_group_labels(group, probs.shape[0], name="group")
+            for label, rows in group_rows(groups):
+                self._segment(label).update(probs[rows], labels[rows], adapt=adapt)
+            adapt = False  # the pooled target moves with ungrouped updates only
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         realized = self._costs.realized(cands, labels)
+        if self._rule is not None and adapt:
+            for row in range(probs.shape[0]):  # sequential: each set is chosen before its patient joins
+                one = cands.subset(slice(row, row + 1))
+                chosen = int(one.choose(self.threshold, self.score)[0])
+                self._current = self._rule.step(self._current, int(realized[row, chosen]))
+                self._insert(one, realized[row : row + 1])
+            return self
+        self._insert(cands, realized)
+        return self
+
+    def _insert(self, cands, realized) -> None:
         scale = self._costs.scale
         if self.delta is None:
             keys, increments = calibration_points(cands, realized, self.score)
@@ -125,7 +183,47 @@ class FavMac:
             for score in scores.tolist():
                 self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
-        return self
+
+    def _segment(self, label) -> "FavMac":
+        """The controller of one segment (created empty on first use)."""
+        label = check_group_labels([label], 1, name="group")[0]
+        if label not in self._segments:
+            self._segments[label] = FavMac(self.value, self.cost, self.target, delta=self.delta,
+                                           universe=self.universe, c_max=self.c_max, window=self.window,
+                                           n_codes=self._n_codes, score=self.score, adaptive_rate=self.adaptive_rate)
+        return self._segments[label]
+
+    @property
+    def segments(self) -> dict:
+        """Segment label -> number of its calibration patients."""
+        return {label: fm.n_calibration for label, fm in sorted(self._segments.items())}
+
+    def threshold_for(self, group) -> float:
+        """Threshold of segment ``group``, calibrated on its patients only (-inf for an unseen segment
+        unless the target allows every set with no data: c >= C_max)."""
+        if group is None:
+            return self.threshold
+        label = check_group_labels([group], 1, name="group")[0]
+        if label in self._segments:
+            return self._segments[label].threshold
+        if self._n_codes is None and self._n_codes_arg is None and self.c_max is None:
+            return -_INF
+        return FavMac(self.value, self.cost, self.target, delta=self.delta, universe=self.universe, c_max=self.c_max,
+                      n_codes=self._n_codes, score=self.score, adaptive_rate=self.adaptive_rate).threshold
+
+    def target_for(self, group) -> Fraction:
+        """The target in force for segment ``group`` (its own c_n with ``adaptive_rate``; c for an unseen one)."""
+        if group is None:
+            return self.current_target
+        label = check_group_labels([group], 1, name="group")[0]
+        return self._segments[label].current_target if label in self._segments else exact(self.target)
+
+    @property
+    def current_target(self) -> Fraction:
+        """The target in force: c_n with ``adaptive_rate`` (exact), else c."""
+        if self._rule is None:
+            return exact(self.target)
+        return self._rule.as_fraction(self._current)
 
     def _remember(self, points) -> None:
         """Keep a patient's points (keys, numerators, denominator) for the rolling window."""
@@ -142,7 +240,7 @@ class FavMac:
             if self._costs is None and self.c_max is None:
                 return -_INF  # K (hence C_max) is unknown: give n_codes, or update/predict first
             c_max = self._costs.c_max if self._costs is not None else self.c_max
-            margin = expected_margin(self.target, c_max, n)
+            margin = expected_margin(self.current_target, c_max, n)
             if margin < 0:
                 return -_INF
             return self._tree.search_greater(margin)
@@ -153,13 +251,22 @@ class FavMac:
         return self._tree.search_greater(n - k)  # the k-th largest T_i
 
     # -------------------------------------------------------------- prediction
-    def predict(self, probs) -> np.ndarray:
-        """Boolean mask(s) of the chosen set: (K,) for one patient, (N, K) for a batch."""
+    def predict(self, probs, group=None) -> np.ndarray:
+        """Boolean mask(s) of the chosen set: (K,) for one patient, (N, K) for a batch.
+
+        ``group`` (a label, or one per row) uses each segment's threshold (:meth:`threshold_for`).
+        """
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
-        masks = cands.masks(cands.choose(self.threshold, self.score))
+        if group is None:
+            thresholds = self.threshold
+        else:
+            groups = check_group_labels(group, probs.shape[0], name="group")
+            known = {label: self.threshold_for(label) for label in set(groups.tolist())}
+            thresholds = np.array([known[g] for g in groups.tolist()], dtype=float)
+        masks = cands.masks(cands.choose(thresholds, self.score))
         return masks[0] if single else masks
 
     def explain(self, probs, codes=None) -> pd.DataFrame:
@@ -195,5 +302,7 @@ class FavMac:
 
     def __repr__(self):
         control = "expected" if self.delta is None else f"violation, delta={self.delta}"
+        if self.adaptive_rate is not None:
+            control += f", adaptive_rate={self.adaptive_rate}"
         score = "" if self.score == "cost" else f", score={self.score!r}"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

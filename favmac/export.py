@@ -5,8 +5,14 @@ order: ``patient_id, codes`` (``;``-joined), ``n_codes, expected_value`` (V-hat)
 ``cost_proxy`` (C-hat), ``threshold, method, target, delta`` (empty under expected-cost
 control), ``universe``, ``score`` (what the threshold is on: cost or price; empty for a
 baseline); then ``descriptions`` (``; ``-joined) when code descriptions are
-given and ``realized_value, realized_cost`` when labels are given. Numbers keep 12
-significant digits, which removes float noise such as 0.5306092000000001.
+given and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
+``note``, why a segment got the empty set) with segments, ``adaptive_target`` (c_n) with an
+adaptive rate. Numbers keep 12 significant digits, which removes float noise such as
+0.5306092000000001.
+
+New patients of a segment the calibration data does not have get the empty set: a segment
+with no calibration patient has T = -inf, exactly as a too-small segment does
+(``../shared/SPEC.md``, "Segments"); the ``note`` column says so for each such patient.
 """
 from __future__ import annotations
 
@@ -52,7 +58,7 @@ def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
 
 def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost, method: str, target: float,
                 delta: float | None, universe: str, score: str = "cost", descriptions=None,
-                labels=None) -> pd.DataFrame:
+                labels=None, segments=None, notes=None, adaptive_targets=None) -> pd.DataFrame:
     """The export table: one row per patient with the chosen codes, their proxies and the run.
 
     Parameters
@@ -73,6 +79,10 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         Per-code descriptions: adds a ``descriptions`` column.
     labels : ndarray (N, K), optional
         True codes: adds ``realized_value`` and ``realized_cost``.
+    segments, notes : sequence of str, length N, optional
+        Each patient's segment and a note on its threshold: add ``segment`` and ``note``.
+    adaptive_targets : ndarray (N,), optional
+        The adaptive target c_n behind each threshold: adds ``adaptive_target``.
 
     Returns
     -------
@@ -102,6 +112,12 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         labels = np.asarray(labels, dtype=bool)
         frame["realized_value"] = round_noise(np.asarray(value(selected, labels), dtype=float))
         frame["realized_cost"] = round_noise(np.asarray(cost(selected, labels), dtype=float))
+    if segments is not None:
+        frame["segment"] = [str(g) for g in segments]
+    if notes is not None:
+        frame["note"] = [str(n) for n in notes]
+    if adaptive_targets is not None:
+        frame["adaptive_target"] = round_noise(np.asarray(adaptive_targets, dtype=float))
     return frame
 
 
@@ -126,22 +142,56 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
         ids, np.asarray(probs)[start:], result.selected[target_index], result.thresholds[target_index],
         codes=codes, value=value, cost=cost, method=result.method, target=float(result.targets[target_index]),
         delta=result.delta, universe=_universe(result, universe), score=_score(result, score),
-        descriptions=descriptions, labels=np.asarray(labels)[start:],
+        descriptions=descriptions, labels=np.asarray(labels)[start:], segments=result.groups,
+        adaptive_targets=None if result.adaptive_targets is None else result.adaptive_targets[target_index],
     )
 
 
 def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: str | None = None,
-                     target_index: int = 0, descriptions=None, score: str | None = None) -> pd.DataFrame:
+                     target_index: int = 0, descriptions=None, score: str | None = None,
+                     groups=None) -> pd.DataFrame:
     """Chosen sets for unlabelled patients (index = patient ids, columns = codes) under the
     threshold calibrated on the whole stream (``result.final_thresholds``), on the score it
-    was calibrated on (``result.settings["score"]`` unless ``score`` is given)."""
+    was calibrated on (``result.settings["score"]`` unless ``score`` is given).
+
+    With ``groups`` (one segment per new patient; default: the ``segment`` column
+    :func:`favmac.io.load_new_patients` read) and a segmented ``result``, each patient
+    gets its segment's final threshold (``result.group_thresholds``); a segment the
+    calibration data lacks, or one too small for the target, gets the empty set and a
+    ``note`` saying why.
+    """
+    from .segments import too_small_reason
+
     universe = _universe(result, universe)
     score = _score(result, score) or "cost"
     probs = new_probs.to_numpy(dtype=float)
-    threshold = float(result.final_thresholds[target_index])
+    if groups is None:
+        groups = new_probs.attrs.get("groups")  # the segment column load_new_patients read, if any
+    segments = notes = None
+    if groups is not None and result.group_thresholds is not None:
+        segments = [str(g).strip() for g in groups]
+        if len(segments) != len(probs):
+            raise ValueError(f"groups: expected one segment per new patient ({len(probs)}), got {len(segments)}")
+        c_max = result.settings.get("c_max")
+        target = result.targets[target_index]
+        threshold, notes = np.empty(len(probs)), []
+        reasons = {}
+        for label in set(segments):
+            if label not in result.group_thresholds:
+                reasons[label] = (-np.inf, f"segment {label!r} is not in the calibration data (0 calibration "
+                                  "patients), so its set is empty")
+            else:
+                found = float(result.group_thresholds[label][target_index])
+                why = too_small_reason(result.group_sizes[label], target, c_max, result.delta) or ""
+                reasons[label] = (found, f"segment {label!r}: {why}" if why else "")
+        for i, label in enumerate(segments):
+            threshold[i], note = reasons[label]
+            notes.append(note)
+    else:
+        threshold = float(result.final_thresholds[target_index])
     selected = predict_with_threshold(probs, value, cost, threshold, universe=universe, score=score)
     return chosen_sets(
         new_probs.index, probs, selected, threshold, codes=[str(c) for c in new_probs.columns], value=value,
         cost=cost, method=result.method, target=float(result.targets[target_index]), delta=result.delta,
-        universe=universe, score=score, descriptions=descriptions,
+        universe=universe, score=score, descriptions=descriptions, segments=segments, notes=notes,
     )

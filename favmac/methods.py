@@ -145,7 +145,7 @@ def applicability(name: str, control: str, n_codes: int | None = None) -> str | 
 
 
 def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,
-               c_max=None, burn_in: int | None = None):
+               c_max=None, burn_in: int | None = None, groups=None):
     """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
 
     Parameters
@@ -164,6 +164,9 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
         Passed on when given (engines that take it).
     burn_in : int, optional
         Overrides ``spec.burn_in`` (``predict`` calibrates on the whole file with ``burn_in = N``).
+    groups : array (N,), optional
+        Segment labels, read from the ``spec.segment`` column (required when it is set;
+        :attr:`favmac.io.Dataset.groups`).
 
     Returns
     -------
@@ -181,13 +184,16 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     kwargs = dict(delta=spec.control_delta, burn_in=burn_in, codes=None if codes is None else list(codes),
                   patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object))
     score = (chosen.score or spec.score) if chosen.is_favmac else None
+    if spec.segment is not None and groups is None:
+        raise ValueError(f"segment: the run is per segment (column {spec.segment!r}) but no segment labels were given")
     optional = {"window": spec.window, "c_max": c_max, "score": score,
-                "segment": spec.segment, "adaptive_rate": spec.adaptive_rate}
+                "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate}
     for name, given in optional.items():
         if given is None:
             continue
         if not chosen.accepts(name):
-            raise ValueError(f"{name} is not supported by {chosen.display_label(spec)}; leave it unset for this method")
+            option = "segment" if name == "groups" else name
+            raise ValueError(f"{option} is not supported by {chosen.display_label(spec)}; leave it unset for this method")
         kwargs[name] = given
     if chosen.is_favmac:
         kwargs.update(universe=chosen.universe or spec.universe,

@@ -16,8 +16,19 @@ import warnings
 
 import numpy as np
 
+from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .result import ReplayResult
-from .thresholds import ExactCosts, calibration_points, expected_bounds, violation_ranks, violation_scores
+from .segments import check_group_labels, group_rows
+from .thresholds import (
+    INT64_LIMIT,
+    ExactCosts,
+    calibration_points,
+    common_scale,
+    expected_bounds,
+    scaled_int,
+    violation_ranks,
+    violation_scores,
+)
 from .universe import Candidates, candidate_sets, check_score, check_universe
 from .validation import check_stream
 
@@ -55,6 +66,8 @@ def replay(
     patient_ids=None,
     method: str | None = None,
     progress=None,
+    groups=None,
+    adaptive_rate=None,
     score: str = "cost",
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
@@ -73,7 +86,7 @@ def replay(
     burn_in : int
         Patients used for calibration only (no prediction recorded).
     window : int, optional
-        Rolling window of calibration patients.
+        Rolling window of calibration patients (per segment with ``groups``).
     c_max : float, optional
         Largest cost (default: sum of cost weights).
     codes, patient_ids : optional labels carried into the result.
@@ -81,6 +94,14 @@ def replay(
         Display name (default :func:`method_name`, e.g. "FavMac (ratio)").
     progress : callable(float), optional
         Called with the fraction done (0..1) as the replay advances.
+    groups : array (N,), optional
+        Segment label of each patient (:mod:`favmac.segments`): patient n is calibrated on
+        the earlier patients of its own segment only; the burn-in of a segment is its
+        patients among the first ``burn_in``. The result then carries ``groups``,
+        ``group_thresholds`` and ``group_sizes``.
+    adaptive_rate : float, optional
+        gamma > 0 for the adaptive target c_n under drift (:mod:`favmac.adaptive`; expected
+        control only). The result carries ``adaptive_targets`` (T, S).
     score : {"cost", "price"}
         What the threshold is on: Chat (the paper's) or the price score
         (:meth:`favmac.universe.Candidates.scores`; nested universes only).
@@ -101,12 +122,17 @@ def replay(
     >>> res = replay(p, y, AdditiveValue(), AdditiveCost(), [0.5, 1.0], burn_in=50)
     >>> res.cost.shape, bool(res.cost.mean(axis=1)[0] <= 0.5)
     ((2, 150), True)
+    >>> seg = replay(p, y, AdditiveValue(), AdditiveCost(), [1.0], burn_in=50, groups=np.arange(200) % 2)
+    >>> sorted(seg.group_sizes.items())
+    [('0', 100), ('1', 100)]
     """
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
     check_score(score, universe)
+    rate = check_adaptive_rate(adaptive_rate, delta)
+    group_labels = None if groups is None else check_group_labels(groups, n_patients)
     window_int = 0 if window is None else int(window)
     report = progress if progress is not None else (lambda fraction: None)
 
@@ -116,19 +142,42 @@ def replay(
     realized = costs.realized(cands, labels)
     report(0.25)
 
-    if delta is None:
-        all_thresholds = _expected_thresholds(cands, realized, costs, targets, burn_in, window_int, report, score)
-    else:
-        all_thresholds = _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window_int, report,
-                                               score)
-    if all_thresholds is None:
-        warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
-        all_thresholds = _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max,
-                                          score)
-    thresholds, final = all_thresholds[:, :-1], all_thresholds[:, -1]
+    steps = n_patients - burn_in
+    parts = [(None, np.arange(n_patients))] if group_labels is None else group_rows(group_labels)
+    thresholds = np.empty((len(targets), steps))
+    final = None
+    adaptive_targets = np.empty((len(targets), steps)) if rate is not None else None
+    group_thresholds, group_sizes, group_final_targets = {}, {}, {}
+    for i, (label, rows) in enumerate(parts):
+        sub_burn = int(np.searchsorted(rows, burn_in))
+        sub_cands = cands if label is None else cands.subset(rows)
+        engine = _Engine(sub_cands, realized if label is None else realized[rows], costs, targets, delta, sub_burn,
+                         window_int, rate, score, lambda f, i=i: report(0.25 + 0.6 * (i + f) / len(parts)))
+        part = engine.run()
+        if part is None:
+            warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
+            part = _loop_thresholds(probs[rows], labels[rows], value, cost, targets, delta, universe, sub_burn,
+                                    window, c_max, score, rate)
+        part_thresholds, part_targets = part
+        positions = rows[sub_burn:] - burn_in
+        thresholds[:, positions] = part_thresholds[:, :-1]
+        if rate is not None:
+            adaptive_targets[:, positions] = part_targets[:, :-1]
+        if label is None:
+            final = part_thresholds[:, -1]
+            final_targets = None if rate is None else part_targets[:, -1]
+        else:
+            group_thresholds[label] = part_thresholds[:, -1]
+            group_sizes[label] = len(rows)
+            if rate is not None:
+                group_final_targets[label] = part_targets[:, -1]
+    if group_labels is not None:  # the pooled final threshold at the base target, for unsegmented patients
+        pooled = _Engine(cands, realized, costs, targets, delta, n_patients, window_int, None, score, lambda f: None).run()
+        final = pooled[0][:, -1] if pooled is not None else _loop_thresholds(
+            probs, labels, value, cost, targets, delta, universe, n_patients, window, c_max, score, None)[0][:, -1]
+        final_targets = group_final_targets or None
     report(0.85)
 
-    steps = n_patients - burn_in
     tail = slice(burn_in, n_patients)
     sub = cands.subset(tail)
     selected = np.zeros((len(targets), steps, n_codes), dtype=bool)
@@ -147,6 +196,12 @@ def replay(
         realized_value[t] = value_table[rows, index] if value_table is not None else value(selected[t], labels[tail])
     report(1.0)
     ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
+    settings = {"universe": universe, "score": score, "window": window, "c_max": float(costs.c_max),
+                "control": "expected" if delta is None else "violation"}
+    if rate is not None:
+        settings["adaptive_rate"] = rate
+    if group_labels is not None:
+        settings["segments"] = True
     return ReplayResult(
         method=method or method_name(universe, score),
         targets=targets,
@@ -158,10 +213,37 @@ def replay(
         value=realized_value,
         codes=codes,
         patient_ids=ids,
-        settings={"universe": universe, "score": score, "window": window, "c_max": float(costs.c_max), "control": "expected" if delta is None else "violation"},
+        settings=settings,
         final_thresholds=final,
         exceeds=exceeds,
+        groups=None if group_labels is None else group_labels[tail],
+        group_thresholds=group_thresholds or None,
+        group_sizes=group_sizes or None,
+        adaptive_targets=adaptive_targets,
+        final_adaptive_targets=final_targets,
     )
+
+
+class _Engine:
+    """Thresholds of one (sub-)stream: ``run()`` gives ((T, n - burn_in + 1) thresholds,
+    (T, n - burn_in + 1) adaptive targets or None), or None when int64 would overflow."""
+
+    def __init__(self, cands, realized, costs, targets, delta, burn_in, window, rate, score, report):
+        self.cands, self.realized, self.costs = cands, realized, costs
+        self.targets, self.delta, self.burn_in, self.window = targets, delta, burn_in, window
+        self.rate, self.score, self.report = rate, score, report
+
+    def run(self):
+        if self.delta is not None:
+            out = _violation_thresholds(self.cands, self.realized, self.costs, self.targets, self.delta,
+                                        self.burn_in, self.window, self.report, self.score)
+            return out, None
+        if self.rate is not None:
+            return _adaptive_thresholds(self.cands, self.realized, self.costs, self.targets, self.rate,
+                                        self.burn_in, self.window, self.score)
+        out = _expected_thresholds(self.cands, self.realized, self.costs, self.targets, self.burn_in, self.window,
+                                   self.report, self.score)
+        return None if out is None else (out, None)
 
 
 def _candidates(probs, value, cost, universe, report):
@@ -203,7 +285,7 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     out = np.empty((len(targets), n_patients - burn_in + 1))
     for start, stop in _chunks(0, n_patients + 1):
         expected_thresholds(ptr, ranks, weights, unique_keys, bounds, burn_in, window, start, stop, tree, out)
-        report(0.25 + 0.6 * stop / (n_patients + 1))
+        report(stop / (n_patients + 1))
     return out
 
 
@@ -219,23 +301,77 @@ def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, windo
         tree = np.zeros(len(unique_scores) + 1, dtype=np.int64)
         for start, stop in _chunks(0, n_patients + 1):
             violation_thresholds(score_ranks.astype(np.int64), unique_scores, ranks_k, burn_in, window, start, stop, tree, out[t])
-        report(0.25 + 0.6 * (t + 1) / len(targets))
+        report((t + 1) / len(targets))
     return out
 
 
-def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max, score):
+def _preference(cands) -> np.ndarray:
+    """(N, M) candidate indices in the order ``Candidates.choose`` prefers them: the first one
+    under the threshold is S_hat (nested: larger Vhat, then the longer prefix; full: larger
+    Vhat, then smaller C-hat, then enumeration order)."""
+    shape = cands.chat.shape
+    steps = np.broadcast_to(np.arange(shape[1]), shape)
+    if cands.nested and cands.monotone:
+        return np.ascontiguousarray(np.broadcast_to(np.arange(shape[1])[::-1], shape), dtype=np.int64)
+    if cands.nested:
+        return np.lexsort((-steps, -cands.vhat), axis=-1).astype(np.int64)
+    return np.lexsort((steps, cands.chat, -cands.vhat), axis=-1).astype(np.int64)
+
+
+def _adaptive_thresholds(cands, realized, costs, targets, rate, burn_in, window, score):
+    """Thresholds and adaptive targets c_n (T, n - burn_in + 1) each; None when int64 would overflow."""
+    from .replay_kernels import adaptive_thresholds
+
+    n_patients = cands.n_patients
+    floor = max(costs.scale, common_scale(targets))  # one scale S for every target
+    rules = [AdaptiveTarget(target, rate, costs.scale, min_scale=floor) for target in targets]
+    big = rules[0].scale
+    if realized.dtype == object or not costs.exact_sums(n_patients):
+        return None
+    c_max_big = scaled_int(costs.c_max, big)
+    largest = max(rule.largest(costs.c_max, n_patients) for rule in rules)
+    if largest * (n_patients + 1) + c_max_big >= INT64_LIMIT:
+        return None
+    keys = cands.scores(score)
+    points, increments = calibration_points(cands, realized, score)
+    positive = increments > 0
+    unique_keys, ranks = np.unique(points[positive], return_inverse=True)
+    ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
+    weights = increments[positive].astype(np.int64)
+    tree = np.zeros(len(unique_keys) + 1, dtype=np.int64)
+    steps = n_patients - burn_in + 1
+    out = np.empty((len(targets), steps))
+    targets_out = np.empty((len(targets), steps), dtype=np.int64)
+    ok = adaptive_thresholds(
+        ptr, ranks.astype(np.int32), weights, unique_keys, np.ascontiguousarray(keys, dtype=float), _preference(cands),
+        np.ascontiguousarray(realized, dtype=np.int64), np.array([rule.start for rule in rules], dtype=np.int64),
+        np.array([rule.target_base for rule in rules], dtype=np.int64), np.int64(rules[0].rate_scaled),
+        np.int64(rules[0].cost_to_base), np.int64(big // costs.scale), np.int64(c_max_big), burn_in, window,
+        np.int64(INT64_LIMIT), tree, out, targets_out)
+    if not ok:
+        return None
+    return out, targets_out / big
+
+
+def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max, score, rate=None):
+    """The exact (Python integers) FavMac loop: thresholds and adaptive targets, as the engine returns them."""
     from .controller import FavMac
 
-    out = np.empty((len(targets), probs.shape[0] - burn_in + 1))
+    steps = probs.shape[0] - burn_in + 1
+    out = np.empty((len(targets), steps))
+    targets_out = np.empty((len(targets), steps)) if rate is not None else None
     for t, target in enumerate(targets):
         fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window,
-                    n_codes=probs.shape[1], score=score)
-        for n in range(probs.shape[0] + 1):
-            if n >= burn_in:
-                out[t, n - burn_in] = fm.threshold
+                    n_codes=probs.shape[1], adaptive_rate=rate, score=score)
+        if burn_in:
+            fm.update(probs[:burn_in], labels[:burn_in], adapt=False)
+        for n in range(burn_in, probs.shape[0] + 1):
+            out[t, n - burn_in] = fm.threshold
+            if rate is not None:
+                targets_out[t, n - burn_in] = float(fm.current_target)
             if n < probs.shape[0]:
                 fm.update(probs[n], labels[n])
-    return out
+    return out, targets_out
 
 
 def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost") -> np.ndarray:

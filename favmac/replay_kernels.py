@@ -17,7 +17,7 @@ from numba import njit
 from . import thresholds
 from .fenwick import add, count_le
 
-__all__ = ["expected_thresholds", "violation_thresholds", "rank_edge"]
+__all__ = ["adaptive_thresholds", "expected_thresholds", "violation_thresholds", "rank_edge"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True)(thresholds.rank_edge)
@@ -77,3 +77,62 @@ def violation_thresholds(score_ranks, scores, ranks_k, burn_in, window, start, s
             add(tree, score_ranks[n], 1)
             if window > 0 and n - window >= 0:
                 add(tree, score_ranks[n - window], -1)
+
+
+
+@njit(cache=True)
+def adaptive_thresholds(ptr, ranks, weights, keys, cand_keys, preference, realized, start_targets, target_base,
+                        rate_scaled, cost_to_base, ratio, c_max_big, burn_in, window, limit, tree, out, targets_out):
+    """Expected-cost thresholds with the adaptive target c_n, walking the stream step by step.
+
+    The target moves with the set each threshold chooses, so every step queries, chooses and
+    updates c_n for all targets before the patient's points are inserted:
+
+    * ``targets_out[t, n - burn_in]`` = c_n * S (S the adaptive scale; starts at ``start_targets``);
+    * ``out[t, n - burn_in]`` = smallest key b with F_n(b) > c_n (m + 1) - C_max, i.e. with
+      F (at the costs' scale) > floor((c_n S (m + 1) - C_max S) / ratio), ratio = S / cost scale;
+      -inf when that margin is negative;
+    * the chosen candidate is the first of ``preference[n]`` whose ``cand_keys`` is below the
+      threshold (the empty set, candidate 0, when none is), and C_n = ``realized[n, chosen]``;
+    * c_{n+1} S = c_n S + rate_scaled (target_base - C_n cost_to_base).
+
+    Returns False (and stops) when |c_n S| (m + 1) would reach ``limit`` (int64 overflow):
+    the caller then falls back to an exact Python loop.
+    """
+    n_patients = ptr.shape[0] - 1
+    n_keys = keys.shape[0]
+    n_targets = start_targets.shape[0]
+    n_cands = preference.shape[1]
+    current = start_targets.copy()
+    for n in range(n_patients + 1):
+        if n >= burn_in:
+            n_cal = n
+            if window > 0 and n_cal > window:
+                n_cal = window
+            for t in range(n_targets):
+                targets_out[t, n - burn_in] = current[t]
+                if abs(current[t]) >= limit // (n_cal + 1):
+                    return False
+                margin = current[t] * (n_cal + 1) - c_max_big
+                if margin < 0:
+                    threshold = -np.inf
+                else:
+                    pos = count_le(tree, margin // ratio)
+                    threshold = np.inf if pos >= n_keys else keys[pos]
+                out[t, n - burn_in] = threshold
+                if n < n_patients:
+                    chosen = 0
+                    for j in range(n_cands):
+                        candidate = preference[n, j]
+                        if cand_keys[n, candidate] < threshold:
+                            chosen = candidate
+                            break
+                    current[t] += rate_scaled * (target_base[t] - realized[n, chosen] * cost_to_base)
+        if n < n_patients:
+            for e in range(ptr[n], ptr[n + 1]):
+                add(tree, ranks[e], weights[e])
+            if window > 0 and n - window >= 0:
+                old = n - window
+                for e in range(ptr[old], ptr[old + 1]):
+                    add(tree, ranks[e], -weights[e])
+    return True

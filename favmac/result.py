@@ -45,7 +45,21 @@ class ReplayResult:
         Only a hand-built result may leave it out (``violations`` then compares floats).
     final_thresholds : ndarray, shape (T,), optional
         Threshold calibrated on the whole stream (all N patients): the one to use for new,
-        unlabelled patients.
+        unlabelled patients. With segments it is the pooled threshold at the base target
+        (for patients without a segment); ``group_thresholds`` hold each segment's.
+    groups : ndarray of str, shape (S,), optional
+        Segment of each predicted patient (a replay with ``groups=``).
+    group_thresholds : dict, optional
+        Segment label -> (T,) final threshold calibrated on all of that segment's patients
+        (at the segment's final adaptive target when adaptive); -inf for a segment too small
+        for the target (:func:`favmac.segments.too_small_reason` says why).
+    group_sizes : dict, optional
+        Segment label -> its number of calibration patients over the whole stream.
+    adaptive_targets : ndarray, shape (T, S), optional
+        The adaptive target c_n used at each step (a replay with ``adaptive_rate=``).
+    final_adaptive_targets : ndarray, shape (T,) or dict, optional
+        c_N after the last patient (the target behind ``final_thresholds``); with segments, a
+        dict label -> (T,) per segment.
     """
 
     method: str
@@ -61,6 +75,11 @@ class ReplayResult:
     settings: dict = field(default_factory=dict)
     final_thresholds: np.ndarray | None = None
     exceeds: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    group_thresholds: dict | None = None
+    group_sizes: dict | None = None
+    adaptive_targets: np.ndarray | None = None
+    final_adaptive_targets: object = None
 
     @property
     def violations(self) -> np.ndarray:
@@ -77,7 +96,8 @@ class ReplayResult:
         """Tidy table: one row per (target, step).
 
         Columns: method, target, step, position, patient_id, threshold, n_selected,
-        selected_codes (``;``-joined), cost, value, violation (:attr:`violations`, exact).
+        selected_codes (``;``-joined), cost, value, violation (:attr:`violations`, exact);
+        then ``segment`` with segments and ``adaptive_target`` (c_n) with an adaptive rate.
         """
         n_targets, n_steps = self.cost.shape
         codes = self.codes if self.codes is not None else [str(k) for k in range(self.selected.shape[2])]
@@ -101,6 +121,10 @@ class ReplayResult:
             }
         )
         frame["violation"] = self.violations.reshape(-1)
+        if self.groups is not None:
+            frame["segment"] = np.tile(np.asarray(self.groups, dtype=object), n_targets)
+        if self.adaptive_targets is not None:
+            frame["adaptive_target"] = self.adaptive_targets.reshape(-1)
         return frame
 
 

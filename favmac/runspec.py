@@ -276,6 +276,8 @@ class RunSpec:
         rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")
         if rate is not None and not rate > 0:
             raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
+        if rate is not None and self.control != "expected":
+            raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import playback, settings_form as form, state, widgets
+from favmac.ui import guarantees, playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.text import md
@@ -53,6 +53,7 @@ with st.form("settings_form"):
                                   help=form.EXPLAIN["burn_in"])
         use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
         window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
+        guarantee_fields = guarantees.settings_fields(current, ds)
     submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings")
 
 if submitted:
@@ -60,7 +61,7 @@ if submitted:
         **current,
         "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind, "control": control,
         "target": target, "delta": delta, "universe": universe, "score": form.score_for(universe, score), "burn_in": burn_in,
-        "window": int(window) if use_window else None,
+        "window": int(window) if use_window else None, **guarantee_fields,
     })
 widgets.show_message("settings")
 if submitted and universe == "full" and score == "price":
@@ -86,3 +87,5 @@ if saved["value_kind"] == "formula":
             st.warning(f"A custom formula needs a Monte Carlo estimate of V̂ for every candidate set: replaying all {ds.n_patients:,} patients "
                        f"with the '{saved['universe']}' universe will take about {seconds / 60:.1f} minutes. "
                        + ("The 'prob' universe needs far fewer estimates per patient." if saved["universe"] != "prob" else ""))
+if saved.get("segment"):
+    guarantees.show_segment_table(state.online_result(), saved)

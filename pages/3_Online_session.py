@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from favmac.ui import figures, playback, state, widgets
+from favmac.ui import figures, guarantees, playback, state, widgets
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
@@ -55,6 +55,8 @@ def live_view():
     tiles[3].metric("Running mean value", "—" if position == 0 else f"{m['mean_value']:.3f}")
     tiles[4].metric("Violation rate", "—" if position == 0 else f"{m['violation_rate']:.1%}",
                     help=f"Share of patients whose cost exceeded c = {settings['target']:g}")
+    if result.adaptive_targets is not None:
+        guarantees.show_adaptive_tiles(result, position, st.columns(5))
     st.progress(position / max(n_steps, 1), text=f"Stream position {result.burn_in + position:,} of {ds.n_patients:,}")
     if position == 0:
         st.info("Press **Play** (or **Step**) to start the stream.")
@@ -64,6 +66,11 @@ def live_view():
     charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings), state.spec().score), key="threshold_chart")
     charts[1].plotly_chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart")
     charts[2].plotly_chart(figures.value_figure(shown, value_unit(settings)), key="value_chart")
+    extra = st.columns(2)
+    if result.adaptive_targets is not None:
+        extra[0].plotly_chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart")
+    if result.groups is not None and extra[1].checkbox("Split the cost curve by segment", value=True, key="split_segments"):
+        extra[1].plotly_chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart")
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
     st.dataframe(recent, hide_index=True, key="recent_table",

@@ -55,7 +55,8 @@ right.plotly_chart(figures.guarantee_figure(points, settings["control"], setting
 st.caption(
     f"{len(targets)} targets from {targets[0]:.4g} to {targets[-1]:.4g} {cost_unit} ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {cmax:.4g})"
     + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
-    + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window)."
+    + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
+    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "") + ")."
 )
 
 st.subheader("Summary (averaged over targets, 0–100 scale)")

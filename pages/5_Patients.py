@@ -4,7 +4,7 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import figures, patients, state, widgets
+from favmac.ui import figures, guarantees, patients, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -42,15 +42,14 @@ if source == "Calibration stream":
     probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]
     threshold = float(result.thresholds[0, step])
     selected_row = result.selected[0, step]
-    where = f"stream position {position:,}; threshold learned from the {position:,} patients before it"
+    where = guarantees.stream_patient_where(result, step, position)
 else:
     ids = [str(i) for i in new.index]
     pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
     probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
-    threshold = float(result.final_thresholds[0])
+    threshold, where = guarantees.new_patient_threshold(result, new, pick, ds.n_patients)
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=state.spec().score)[0]
-    where = f"threshold learned from all {ds.n_patients:,} calibration patients"
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)

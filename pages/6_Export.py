@@ -1,7 +1,7 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import settings_form, state, widgets
+from favmac.ui import guarantees, settings_form, state, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.playback import format_threshold
@@ -19,7 +19,9 @@ sets_area = st.container()  # filled last: the settings below never wait for the
 st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
-    st.download_button("Download settings (JSON)", settings_form.settings_to_json(settings, st.session_state["weights"], ds.name),
+    st.download_button("Download settings (JSON)", guarantees.settings_with_provenance(
+                           settings_form.settings_to_json(settings, st.session_state["weights"], ds.name), ds, state.spec(),
+                           st.session_state.get("weights_source", "")),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
@@ -66,3 +68,14 @@ with sets_area:
         st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}; threshold T = "
                    f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
         st.dataframe(files["new_preview"], **PREVIEW)
+
+    st.subheader("Provenance")
+    outputs = {"favmac_calibration_sets.csv": files["calibration"]}
+    if files["new"] is not None:
+        outputs["favmac_new_patient_sets.csv"] = files["new"]
+    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, state.spec(), st.session_state.get("weights_source", ""),
+                                                                                 outputs, st.session_state.get("new_patients")),
+                       file_name="favmac_provenance.json", mime="application/json", key="download_provenance",
+                       icon=":material/verified_user:", on_click="ignore")
+    st.caption("SHA-256 of the data files and of each CSV above, the settings, the CMS-HCC model, year and segment when used, "
+               "and the package versions: what is needed to reproduce and defend these results. The CSV files stay plain tables.")

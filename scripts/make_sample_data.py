@@ -16,6 +16,13 @@
     neural network trained on composites from one half of the images outputs per-digit
     probabilities for composites built from the other half. Weights: digit k is worth k,
     digit 0 is worth 10 (as in the paper).
+
+(c) A drift and segments demo: 3,000 patients in stream order with 12 codes and a
+    ``segment`` column (health plan North, South, East). The classifier is calibrated for
+    plans North and South but over-confident for East throughout, and from the middle of the
+    stream on it turns over-confident for everyone (a model update gone wrong). Plain
+    FavMac overruns the target on East and in the second half; per-segment control fixes
+    the first, the adaptive target the second.
 """
 from __future__ import annotations
 
@@ -249,6 +256,51 @@ def make_digits(out: Path, seed: int) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- drift demo
+
+N_DRIFT = 3000
+N_DRIFT_NEW = 300
+DRIFT_CODES = [f"D{k:02d}" for k in range(1, 13)]
+DRIFT_PLANS = {"North": 0.4, "South": 0.35, "East": 0.25}
+
+
+def over_confident(p_true, shift=1.0, stretch=1.8):
+    """Probabilities pushed up and towards the extremes (the classifier says "likely" too often)."""
+    clipped = np.clip(p_true, 1e-4, 1 - 1e-4)
+    return expit(shift + stretch * logit(clipped))
+
+
+def make_drift(out: Path, seed: int) -> dict:
+    rng = np.random.default_rng(seed + 7)
+    n = N_DRIFT + N_DRIFT_NEW
+    prevalence = np.linspace(0.03, 0.25, len(DRIFT_CODES))
+    z = rng.standard_normal((n, len(DRIFT_CODES))) + 0.6 * rng.standard_normal((n, 1))
+    p_true = expit(logit(prevalence)[None, :] + 1.4 * z)
+    labels = rng.random(p_true.shape) < p_true
+    plans = rng.choice(list(DRIFT_PLANS), size=n, p=list(DRIFT_PLANS.values()))
+    probs = p_true.copy()
+    east = plans == "East"
+    probs[east] = over_confident(p_true[east])
+    drift = np.arange(n) >= N_DRIFT // 2
+    drift[N_DRIFT:] = False  # new patients come from the calibrated model
+    probs[drift] = over_confident(p_true[drift], shift=1.6, stretch=1.8)
+    probs = np.round(probs, 4)
+    ids = [f"S{i:05d}" for i in range(n)]
+    probs_df = pd.DataFrame(probs, columns=DRIFT_CODES)
+    labels_df = pd.DataFrame(labels.astype(int), columns=DRIFT_CODES)
+    cal = slice(0, N_DRIFT)
+    frame = wide_frame(ids[cal], probs_df.iloc[cal], labels_df.iloc[cal])
+    frame.insert(1, "segment", plans[cal])
+    write(frame, out / "drift_calibration.csv")
+    new = probs_frame(ids[N_DRIFT:], probs_df.iloc[N_DRIFT:])
+    new.insert(1, "segment", plans[N_DRIFT:])
+    write(new, out / "drift_new_patients.csv")
+    weights = pd.DataFrame({"code": DRIFT_CODES, "weight": np.round(np.linspace(0.3, 1.4, len(DRIFT_CODES)), 2),
+                            "description": [f"Demo condition {k}" for k in range(1, len(DRIFT_CODES) + 1)]})
+    write(weights, out / "drift_weights.csv")
+    return {"prevalence": labels[cal].mean(axis=0), "east_share": float(east[cal].mean())}
+
+
 def write(frame: pd.DataFrame, path: Path) -> None:
     frame.to_csv(path, index=False, lineterminator="\n")
 
@@ -268,6 +320,9 @@ def main(argv=None) -> int:
     )
     digits = make_digits(args.out, args.seed)
     print(f"digits: per-digit accuracy {digits['label_accuracy']:.3f}, exact-set accuracy {digits['exact_match']:.3f}")
+    drift = make_drift(args.out, args.seed)
+    print(f"drift demo: {len(DRIFT_CODES)} codes, East plan {drift['east_share']:.0%} of patients, "
+          f"prevalence {drift['prevalence'].min():.1%}-{drift['prevalence'].max():.1%}")
     for path in sorted(args.out.glob("*.csv")):
         print(f"  {path.name:26s} {path.stat().st_size / 1024:8.1f} KB")
     print(f"done in {time.perf_counter() - start:.1f} s")

@@ -22,6 +22,8 @@ import numpy as np
 
 
 def q(x) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
     x = float(x)
     return Fraction(int(x)) if x.is_integer() else Fraction(repr(x))
 
@@ -180,3 +182,41 @@ def predict(p, v, w, T, universe, score="cost", value_fn=None):
         return min(ok, key=lambda r: (-r[3], r[2], r[0]))[1]
     best = max(r[3] for r in ok)
     return [r for r in ok if r[3] == best][-1][1]
+
+
+def grouped_thresholds(stream, groups, v, w, c, universe, burn_in, delta=None, window=None, score="cost"):
+    """Segments, literally: the threshold at position n >= burn_in comes from the earlier patients of
+    n's own group (the last ``window`` of them). ``stream`` is a list of (p, y)."""
+    out = []
+    for n in range(burn_in, len(stream)):
+        cal = [stream[i] for i in range(n) if groups[i] == groups[n]]
+        if window:
+            cal = cal[-window:]
+        if delta is None:
+            out.append(expected_threshold(cal, v, w, c, universe, score=score))
+        else:
+            out.append(violation_threshold(cal, v, w, c, delta, universe, score=score))
+    return out
+
+
+def adaptive_session(stream, v, w, c, gamma, universe, burn_in, window=None, score="cost"):
+    """The adaptive target, literally: c_{burn_in} = c, c_{n+1} = c_n + gamma (c - C_n), each
+    threshold computed at c_n with exact Fractions. Returns (thresholds, targets c_n, chosen sets,
+    realized costs) for n = burn_in..N-1."""
+    c0, gamma = q(c), q(gamma)
+    c_n = c0
+    thresholds, targets, sets, costs = [], [], [], []
+    for n in range(burn_in, len(stream)):
+        cal = stream[:n]
+        if window:
+            cal = cal[-window:]
+        T = expected_threshold(cal, v, w, c_n, universe, score=score)
+        p, y = stream[n]
+        S = predict(p, v, w, T, universe, score=score)
+        C = true_cost(S, y, w)
+        thresholds.append(T)
+        targets.append(c_n)
+        sets.append(S)
+        costs.append(C)
+        c_n = c_n + gamma * (c0 - C)
+    return thresholds, targets, sets, costs

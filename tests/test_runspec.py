@@ -107,7 +107,7 @@ def test_c_max_and_cost_weights():
 
 
 def test_json_round_trip_with_extras_and_weights():
-    spec = RunSpec(value_kind="formula", formula="sum_hits(v)", cost_kind="weighted_fp", weights=W, control="violation",
+    spec = RunSpec(value_kind="formula", formula="sum_hits(v)", cost_kind="weighted_fp", weights=W, control="expected",
                    targets=(1.7,), delta=0.05, universe="prob", burn_in=4, window=3, score="price", segment="region",
                    adaptive_rate=0.5)
     raw = spec.to_json(["A", "B", "C"], dataset="toy", extras={"grid": {"n_targets": 4}})

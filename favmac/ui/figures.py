@@ -66,6 +66,10 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int 
 # --------------------------------------------------------------------------- data page
 
 
+#: The shared layout, public for the figure functions of other UI modules.
+layout = _layout
+
+
 def prevalence_figure(prevalence: pd.DataFrame, max_codes: int = 40) -> go.Figure:
     """Horizontal grouped bars per code (most prevalent on top): observed prevalence and mean
     predicted probability. Horizontal, so every code's label is readable even for 35 codes."""

@@ -33,6 +33,8 @@ PAGES = (
               "Inspect one patient's probabilities, the greedy order and where the threshold cut it."),
     PageEntry("pages/6_Export.py", "Export", ":material/download:", "Export",
               "Download the chosen sets and the settings; restore settings from a file."),
+    PageEntry("pages/7_Validity.py", "Validity", ":material/verified:", "Validity",
+              "Check that the promise held on your data: many random orderings, a test and a plain verdict."),
 )
 # One-line explanations of the words a newcomer meets first (tooltips and the Home page).
 EXPLAIN = {

@@ -29,6 +29,12 @@ SAMPLES = {
         "digits_new_patients.csv",
         "digits_weights.csv",
     ),
+    "drift": SampleSpec(
+        "Drift & segments demo (3 plans, 12 codes)",
+        "drift_calibration.csv",
+        "drift_new_patients.csv",
+        "drift_weights.csv",
+    ),
 }
 DEFAULT_SAMPLE = "hcc"
 

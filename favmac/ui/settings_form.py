@@ -221,6 +221,10 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         ("Burn-in", f"{settings['burn_in']:,} patients"),
         ("Window", "all patients" if settings["window"] is None else f"last {settings['window']:,} patients"),
     ]
+    if settings.get("segment"):
+        rows.append(("Segments", f"per {settings['segment']}"))
+    if settings.get("adaptive_rate"):
+        rows.append(("Adaptive rate", f"γ = {settings['adaptive_rate']:g}"))
     return rows
 
 

@@ -62,7 +62,7 @@ def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None
     """Dataset from uploaded bytes (one wide file, or probabilities + labels)."""
     labels_source = None if labels is None else samples.NamedBytes(labels, labels_name or "labels.csv")
     name = probs_name if labels is None else f"{probs_name} + {labels_name}"
-    return fio.load_calibration(samples.NamedBytes(probs, probs_name), labels_source, name=name)
+    return fio.load_calibration(samples.NamedBytes(probs, probs_name), labels_source, name=name, keep_columns=True)
 
 
 @st.cache_data(show_spinner="Reading the new patients…", max_entries=8)
@@ -179,6 +179,9 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
         ss["settings"], adapted = settings_form.adapt_settings(ss["settings"], dataset.n_patients, dataset.n_codes, w, old_cmax,
                                                                old_n_patients=old_n)
         notes += adapted
+    if ss["settings"].get("segment") and ss["settings"]["segment"] not in dataset.segment_columns():
+        notes.append(f"Per-segment control turned off: this data has no column {ss['settings']['segment']!r}.")
+        ss["settings"] = {**ss["settings"], "segment": None}
     reset_session()
     if notes:
         set_message("settings", "warning", "Adapted to the new data: " + " ".join(notes))
@@ -399,8 +402,9 @@ def online_result():
         return results[key]
     ds, run = dataset(), spec()
     probs, labels = ds.prob_array(), ds.label_array()
+    groups = ds.segments(run.segment) if run.segment else None
     job = background("online", key, f"Replaying {ds.n_patients:,} patients…",
-                     lambda progress: playback.run_online(probs, labels, ds.codes, ds.patient_ids, run, progress=progress))
+                     lambda progress: playback.run_online(probs, labels, ds.codes, ds.patient_ids, run, progress=progress, groups=groups))
     result = finish("online", job)
     results[key] = result
     while len(results) > RESULTS_KEPT:

@@ -78,7 +78,8 @@ def value_scale(value, n_codes: int) -> float:
 def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None) -> dict:
     """Replay every applicable method over ``targets`` and summarise.
 
-    Every method uses all earlier patients (no rolling window), so all see the same data.
+    Every method uses all earlier patients (no rolling window, no segments, a fixed target:
+    the baselines have none of these), so all see the same data.
     Returns {"points": one row per (method, target) (see ``tradeoff_points``), "table":
     ``favmac.metrics.compare_methods`` on the 0–100 scales, "skipped": {method: reason},
     "targets": the targets}. Raw results are not kept (they can be large).
@@ -88,7 +89,8 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     reasons = method_applicability(spec.control, methods, len(codes))
     runnable = [m for m in methods if reasons[m] is None]
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
-    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None)
+    # one comparable protocol for every method: all earlier patients, pooled, at a fixed target
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None)
     value, _ = spec.build()
     n_codes = len(codes)
     cmax = spec.c_max(n_codes)

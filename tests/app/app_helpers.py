@@ -26,6 +26,7 @@ PAGES = {
     "tradeoffs": "pages/4_Trade-offs.py",
     "patients": "pages/5_Patients.py",
     "export": "pages/6_Export.py",
+    "validity": "pages/7_Validity.py",
 }
 TIMEOUT = 120  # the first replay compiles numba kernels
 

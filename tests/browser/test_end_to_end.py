@@ -39,6 +39,7 @@ PAGES = {
     "trade_offs": ("Trade-offs", "Trade-offs", "Trade-offs"),
     "patients": ("Patients", "Patients", "Patients"),
     "export": ("Export", "Export", "Export"),
+    "validity": ("Validity", "Validity", "Validity"),
 }
 README_SCREENSHOTS = ("home", "online_session")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -1,0 +1,141 @@
+"""Adaptive target under drift (expected-cost control): c_{n+1} = c_n + gamma (c - C_n), exactly.
+
+With an adaptive rate gamma > 0 the target used at stream position n is c_n: it starts at the
+user's target c (at the end of the burn-in) and moves by gamma times the gap between c and the
+realized cost C_n of the set chosen for patient n (``../shared/SPEC.md``, "Adaptive target
+under drift"). For ANY sequence of patients, exchangeable or not, the mean realized cost over
+S predicted patients is at most c + (c + gamma C_max) / (gamma S) (:func:`adaptive_bound`):
+summing the recursion gives mean(C) = c - (c_S - c) / (gamma S), and c_n never falls below
+-gamma C_max (once c_n < 0 the threshold is -inf, the empty set costs 0 and c_n rises).
+
+No floats in the recursion: c, gamma and the costs are decimals, so c_n * S is an integer at
+the scale S = 10^(d_cost + d_gamma) (:class:`AdaptiveTarget`), where 10^d_cost makes the
+cost weights, C_max and c integers and 10^d_gamma makes gamma one. The replay kernel and
+:class:`favmac.FavMac` both use these integers.
+
+>>> rule = AdaptiveTarget(target=1.5, rate=0.1, cost_scale=1)
+>>> rule.scale, rule.start
+(100, 150)
+>>> rule.step(rule.start, 3)  # chose a set of cost 3 > 1.5: c_n drops by 0.1 * 1.5
+135
+>>> float(adaptive_bound(1.5, 0.1, 10, 100))
+1.75
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from .thresholds import common_scale, exact, scaled_int
+
+__all__ = ["AdaptiveTarget", "adaptive_bound", "adaptive_series", "check_adaptive_rate"]
+
+
+def check_adaptive_rate(rate, delta=None) -> float | None:
+    """``rate`` as a float > 0 (or None); refuses it under violation control (``delta`` given).
+
+    >>> check_adaptive_rate(0.05), check_adaptive_rate(None, 0.1)
+    (0.05, None)
+    """
+    if rate is None:
+        return None
+    if isinstance(rate, bool):
+        raise ValueError(f"adaptive_rate: expected None or a number > 0, got {rate!r}")
+    try:
+        value = float(rate)
+    except (TypeError, ValueError):
+        raise ValueError(f"adaptive_rate: expected None or a number > 0, got {rate!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"adaptive_rate: expected None or a finite number > 0, got {rate!r}")
+    if delta is not None:
+        raise ValueError("adaptive_rate applies to expected-cost control only (delta=None); "
+                         f"got delta={delta!r}. Leave adaptive_rate unset for violation control.")
+    return value
+
+
+class AdaptiveTarget:
+    """The recursion c_{n+1} = c_n + gamma (c - C_n) as integers at one decimal scale.
+
+    Parameters
+    ----------
+    target : float
+        The user's target c (cost units); c_{burn_in} = c.
+    rate : float
+        gamma > 0.
+    cost_scale : int
+        The costs' scale (:attr:`favmac.thresholds.ExactCosts.scale`): realized costs
+        passed to :meth:`step` are integers at this scale.
+
+    Attributes
+    ----------
+    scale : int
+        S = 10^(d_cost + d_gamma): c_n * S is always an integer.
+    start : int
+        c * S.
+    rate_scaled : int
+        gamma * 10^d_gamma.
+    """
+
+    def __init__(self, target, rate, cost_scale: int, min_scale: int = 1):
+        self.target = exact(target)
+        self.rate = exact(rate)
+        base = max(int(cost_scale), common_scale([target]), int(min_scale))  # all powers of ten
+        self.cost_scale = int(cost_scale)
+        self.rate_unit = common_scale([rate])
+        self.base = base
+        self.scale = base * self.rate_unit
+        self.start = scaled_int(self.target, self.scale)
+        self.rate_scaled = scaled_int(self.rate, self.rate_unit)
+        self.target_base = scaled_int(self.target, base)
+        self.cost_to_base = base // self.cost_scale
+
+    def step(self, current: int, realized: int) -> int:
+        """c_{n+1} * S from c_n * S (``current``) and C_n * cost_scale (``realized``)."""
+        return int(current) + self.rate_scaled * (self.target_base - int(realized) * self.cost_to_base)
+
+    def as_fraction(self, current: int) -> Fraction:
+        """c_n exactly, from c_n * S."""
+        return Fraction(int(current), self.scale)
+
+    def largest(self, c_max, n_steps: int) -> int:
+        """A bound on |c_n * S| over ``n_steps`` steps (each step moves c_n by at most gamma (|c| + C_max))."""
+        move = self.rate * (abs(self.target) + exact(c_max)) * self.scale
+        return abs(self.start) + math.ceil(move) * int(n_steps) + 1
+
+
+def adaptive_bound(target, rate, c_max, n_steps: int) -> Fraction:
+    """The deterministic bound on the mean realized cost over S steps: c + (c + gamma C_max) / (gamma S).
+
+    >>> adaptive_bound(1, 0.5, 4, 10)
+    Fraction(8, 5)
+    """
+    c, gamma = exact(target), exact(rate)
+    if int(n_steps) <= 0:
+        raise ValueError(f"n_steps: expected at least 1 predicted patient, got {n_steps}")
+    return c + (c + gamma * exact(c_max)) / (gamma * int(n_steps))
+
+
+def adaptive_series(result, target_index: int = 0):
+    """Per step of an adaptive replay: c_n, the running mean cost and its deterministic bound.
+
+    Columns: step, position, adaptive_target (c_n used for that patient), mean_cost (running,
+    steps 0..s) and bound (c + (c + gamma C_max) / (gamma (s + 1)), which the running mean
+    never exceeds). Needs ``result.adaptive_targets``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if result.adaptive_targets is None:
+        raise ValueError("result: adaptive_series needs a replay run with adaptive_rate=")
+    rate = exact(result.settings["adaptive_rate"])
+    c, c_max = exact(float(result.targets[target_index])), exact(result.settings["c_max"])
+    steps = np.arange(result.n_steps)
+    cost = np.asarray(result.cost[target_index], dtype=float)
+    bound = float(c) + float(c + rate * c_max) / (float(rate) * (steps + 1))
+    return pd.DataFrame({
+        "step": steps,
+        "position": steps + result.burn_in,
+        "adaptive_target": np.asarray(result.adaptive_targets[target_index], dtype=float),
+        "mean_cost": np.cumsum(cost) / (steps + 1),
+        "bound": bound,
+    })

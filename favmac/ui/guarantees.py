@@ -1,0 +1,174 @@
+"""App pieces for the guarantees an auditor acts on: segments, the adaptive target, provenance.
+
+Small ``show_*`` functions the pages call; the numbers come from the library
+(:mod:`favmac.segments`, :mod:`favmac.adaptive`, :mod:`favmac.provenance`).
+"""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from favmac.adaptive import adaptive_series
+from favmac.provenance import provenance, provenance_json
+from favmac.segments import running_by_segment, segment_table
+from favmac.ui.figures import OKABE_ITO, PALETTE, layout
+
+__all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
+           "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
+           "stream_patient_where"]
+
+DEFAULT_RATE = 0.05
+
+
+def settings_fields(current: dict, dataset) -> dict:
+    """The per-segment and adaptive-target widgets (inside the settings form); returns their values.
+
+    Keys: ``segment`` (column name or None) and ``adaptive_rate`` (gamma or None).
+    """
+    st.subheader("Segments and drift")
+    columns = dataset.segment_columns()
+    on = st.checkbox("Control cost per segment (plan, region, provider)", value=current.get("segment") is not None,
+                     key="use_segments", disabled=not columns,
+                     help="Each patient is calibrated only on earlier patients of its own segment, so every segment "
+                          "keeps its own guarantee." if columns else
+                          "The calibration file has no segment column: add a column named 'segment' (or, in a wide "
+                          "file, any text column) to use this.")
+    chosen = current.get("segment") if current.get("segment") in columns else (columns[0] if columns else None)
+    column = st.selectbox("Segment column", columns or ["(none in this file)"],
+                          index=columns.index(chosen) if chosen in columns else 0, key="segment_column",
+                          disabled=not columns)
+    adaptive = st.checkbox("Adaptive target under drift (expected cost only)", value=current.get("adaptive_rate") is not None,
+                           key="use_adaptive",
+                           help="The target moves with the cost of each chosen set: c(n+1) = c(n) + γ (c − C(n)). "
+                                "The mean cost stays within c + (c + γ C_max)/(γ S) for ANY stream, drifting or not.")
+    rate = st.number_input("Adaptive rate γ", min_value=0.001, max_value=10.0,
+                           value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format="%.3f",
+                           key="adaptive_rate")
+    return {"segment": column if on and columns else None, "adaptive_rate": float(rate) if adaptive else None}
+
+
+def segment_display(result, settings: dict) -> pd.DataFrame:
+    """The per-segment table as shown: numbers rounded, status words for the within-target flag."""
+    table = segment_table(result)
+    shown = pd.DataFrame({
+        "segment": table["segment"],
+        "patients": table["patients"],
+        "threshold": table["threshold"],
+        "mean cost": table["mean_cost"].round(3),
+        "target c": table["target"],
+        "violation rate": (100 * table["violation_rate"]).round(1).astype(str) + " %",
+    })
+    if settings["control"] == "violation":
+        shown["δ"] = table["delta"]
+    adaptive = table["bound"].notna().any()
+    if adaptive:
+        shown["bound (adaptive)"] = table["bound"].round(3)
+    line = "bound" if adaptive else "target"
+    shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
+                       for w, ok in zip(table["warning"], table["within_target"])]
+    shown["warning"] = table["warning"]
+    return shown
+
+
+def show_segment_table(result, settings: dict) -> None:
+    """The per-segment table with a warning line for every segment too small for the target."""
+    if result.groups is None:
+        return
+    st.subheader("Per segment")
+    table = segment_display(result, settings)
+    shown = table.assign(threshold=[f"{t:.4g}" for t in table["threshold"]]).set_index("segment")
+    st.table(shown)  # a few rows: a plain table, readable and printable
+    for segment, warning in zip(table["segment"], table["warning"]):
+        if warning:
+            st.warning(f"Segment {segment}: {warning}.")
+
+
+def show_adaptive_tiles(result, position: int, columns) -> None:
+    """c_n beside the threshold, and the running mean cost against the deterministic bound."""
+    series = adaptive_series(result)
+    if position <= 0:
+        columns[0].metric("Adaptive target c_n", f"{float(result.targets[0]):g}")
+        return
+    row = series.iloc[position - 1]
+    columns[0].metric("Adaptive target c_n", f"{row['adaptive_target']:.4g}",
+                      help="The target used for this patient; it moves by γ (c − cost of the last set).")
+    columns[1].metric("Bound on the mean cost", f"{row['bound']:.3f}",
+                      help="c + (c + γ C_max)/(γ S): the running mean cost (tile above) never exceeds it, for any stream.")
+
+
+def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:
+    """c_n, the running mean cost and its deterministic bound over the stream."""
+    series = adaptive_series(result).iloc[:max(position, 1)]
+    target = float(result.targets[0])
+    fig = go.Figure()
+    fig.add_scatter(x=series["position"], y=series["adaptive_target"], mode="lines", name="Adaptive target c_n",
+                    line={"color": OKABE_ITO["blue"]})
+    fig.add_scatter(x=series["position"], y=series["mean_cost"], mode="lines", name="Running mean cost",
+                    line={"color": OKABE_ITO["vermillion"]})
+    fig.add_scatter(x=series["position"], y=series["bound"], mode="lines", name="Deterministic bound",
+                    line={"color": OKABE_ITO["black"], "dash": "dot"})
+    fig.add_hline(y=target, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.update_yaxes(range=[min(0.0, float(series["adaptive_target"].min())), 2.5 * target])
+    return layout(fig, "Adaptive target and the bound it guarantees", "Stream position (patients)",
+                   f"Cost per patient ({cost_unit})", height=320)
+
+
+def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
+    """Running mean cost (or violation rate) per segment, against the target (or delta)."""
+    runs = running_by_segment(result)
+    runs = runs[runs["step"] < max(position, 1)]
+    expected = settings["control"] == "expected"
+    column = "mean_cost" if expected else "violation_rate"
+    fig = go.Figure()
+    for i, (segment, part) in enumerate(runs.groupby("segment", sort=True)):
+        fig.add_scatter(x=part["position"], y=part[column], mode="lines", name=str(segment),
+                        line={"color": PALETTE[i % len(PALETTE)]})
+    line = settings["target"] if expected else settings["delta"]
+    fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.update_yaxes(rangemode="tozero")
+    title = "Running mean cost per segment" if expected else "Running violation rate per segment"
+    return layout(fig, title, "Stream position (patients)", "Mean cost" if expected else "Violation rate", height=320)
+
+
+def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str) -> bytes:
+    """The settings file with the provenance record under its top-level ``provenance`` key
+    (the settings reader ignores that key, so the file still restores the settings)."""
+    import json
+
+    doc = json.loads(settings_json)
+    doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}))
+    return json.dumps(doc, indent=2).encode()
+
+
+def new_patient_threshold(result, new_patients, patient_id, n_calibration: int) -> tuple[float, str]:
+    """(threshold, where it comes from) for one new patient: its segment's final threshold when the
+    run is per segment and the new-patients file has segments, else the pooled final threshold."""
+    groups = new_patients.attrs.get("groups")
+    if result.group_thresholds is None or groups is None:
+        return float(result.final_thresholds[0]), f"threshold learned from all {n_calibration:,} calibration patients"
+    label = str(groups[new_patients.index.get_loc(patient_id)])
+    if label not in result.group_thresholds:
+        return float("-inf"), f"segment {label} has no calibration patients, so its set is empty"
+    return (float(result.group_thresholds[label][0]),
+            f"threshold of segment {label}, learned from its {result.group_sizes[label]:,} calibration patients")
+
+
+def stream_patient_where(result, step: int, position: int) -> str:
+    """Where a stream patient's threshold came from (its segment's earlier patients with segments)."""
+    if result.groups is None:
+        return f"stream position {position:,}; threshold learned from the {position:,} patients before it"
+    return f"stream position {position:,}; threshold learned from the earlier patients of segment {result.groups[step]}"
+
+
+def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None) -> bytes:
+    """The provenance JSON of the app's exports (:mod:`favmac.provenance`)."""
+    inputs = dict(dataset.sources or {})
+    if new_patients is not None:
+        inputs.update(new_patients.attrs.get("sources", {}))
+    cms = None
+    if weights_source.startswith("CMS-HCC "):
+        parts = weights_source.split()
+        cms = {"model": parts[1], "segment": parts[2] if len(parts) > 2 else None}
+    notes = f"weights: {weights_source}"
+    return provenance_json(provenance(spec, inputs=inputs, codes=dataset.codes, cms=cms, outputs=outputs, notes=notes))

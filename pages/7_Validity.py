@@ -1,0 +1,52 @@
+"""Validity: did the promise hold on this data? Many random orderings, a test and a plain verdict."""
+import streamlit as st
+
+from favmac.io import DataError
+from favmac.ui import validity, widgets
+from favmac.ui.bootstrap import page_setup
+from favmac.ui.settings_form import cost_unit
+
+page_setup("Validity")
+st.title("Validity")
+widgets.require_dataset()
+widgets.show_settings_line()
+st.markdown(
+    "FavMac's promise holds when patients arrive in a random order relative to each other (no drift). "
+    "This check replays **your** patients in many random orders and measures the outcome each time: if the promise "
+    "holds, the outcomes centre at or below the target. It also replays the order the patients really arrived in: "
+    "an outcome far outside the random orders' range is a sign of drift over time."
+)
+left, right = st.columns(2)
+n_orderings = left.number_input("Random orderings", min_value=validity.MIN_ORDERINGS, max_value=5000,
+                                value=validity.MIN_ORDERINGS, step=100, key="validity_orderings")
+seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="validity_seed",
+                          help="The orderings are numpy.random.RandomState(seed).permutation(N), drawn in sequence.")
+report = validity.stored_report(n_orderings, seed)
+if st.button("Run the validity check", type="primary", key="run_validity", icon=":material/verified:"):
+    try:
+        report = validity.run(int(n_orderings), int(seed))
+    except DataError as err:
+        st.error(str(err))
+if report is None:
+    st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
+    st.stop()
+
+(st.success if report.passed else st.error)(report.verdict, icon=":material/gavel:")
+settings = st.session_state["settings"]
+st.plotly_chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
+tiles = st.columns(4)
+expected = report.control == "expected"
+tiles[0].metric("Mean over orderings", f"{report.mean:.4g}" if expected else f"{100 * report.mean:.2f} %")
+tiles[1].metric("Promised at most", f"{report.promised:g}" if expected else f"{100 * report.promised:g} %")
+tiles[2].metric("p-value (t-test)", "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
+                help="One-sided: the chance of an average this high if the promise held.")
+if report.binomial_p_value is not None:
+    tiles[3].metric("p-value (binomial)", f"{report.binomial_p_value:.3f}",
+                    help="Exact binomial test on the first predicted patient of every ordering.")
+else:
+    tiles[3].metric("Arrival-order p-value", f"{report.order_p_value:.3f}",
+                    help="Share of random orderings at least as costly as the order the patients arrived in.")
+segments = validity.segment_frame(report)
+if segments is not None:
+    st.subheader("Per segment")
+    st.table(segments.set_index("segment"))

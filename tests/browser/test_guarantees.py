@@ -1,0 +1,48 @@
+"""Segments and validity in a real browser: upload a file with a segment column, turn segments on,
+read the per-segment table, then run the Validity page and read its verdict."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from test_end_to_end import (alerts, assert_healthy, click_button, goto_via_sidebar, keyed, main_text, open_page,
+                             sidebar_text, upload)
+
+pytestmark = pytest.mark.timeout(300)
+
+DRIFT = Path(__file__).resolve().parents[2] / "sample_data" / "drift_calibration.csv"
+
+
+def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
+    cohort = pd.read_csv(DRIFT, dtype={"patient_id": str}).head(1500).rename(columns={"segment": "plan"})
+    path = tmp_path / "plans.csv"
+    cohort.to_csv(path, index=False)
+
+    open_page(page, app_url, "data")
+    upload(page, "upload_wide", path)
+    assert "plans.csv: 1,500 patients × 12 codes" in main_text(page)
+
+    goto_via_sidebar(page, "value_and_cost")
+    keyed(page, "use_segments").locator("label").first.click()
+    keyed(page, "segment_column").click()  # the uploaded file's text columns are offered
+    page.get_by_role("option", name="plan").click()
+    click_button(page, "apply_settings")
+    assert_healthy(page, "value & cost with segments")
+    table = page.locator('[data-testid="stMain"] [data-testid="stTable"]').first
+    table.wait_for()
+    text = table.inner_text()
+    for segment in ("East", "North", "South"):
+        assert segment in text, f"segment {segment} missing from the per-segment table: {text!r}"
+    assert "within target" in text or "over target" in text
+
+    goto_via_sidebar(page, "validity")
+    assert "Segments: per plan" in main_text(page) and "Segments: per plan" in sidebar_text(page)
+    click_button(page, "run_validity")
+    assert not page.locator('[data-testid="stException"]').count()
+    verdicts = [text.strip().split("\n")[-1] for text in alerts(page, "Success") + alerts(page, "Error")]  # after the icon
+    assert verdicts and verdicts[0].startswith(("PASS:", "FAIL:")), verdicts
+    assert "random orderings of your patients (1,500 patients)" in verdicts[0]
+    per_segment = page.locator('[data-testid="stMain"] [data-testid="stTable"]').first.inner_text()
+    assert "East" in per_segment and ("PASS" in per_segment or "FAIL" in per_segment)
