@@ -5,6 +5,7 @@ from favmac.io import DataError
 from favmac.ui import validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
+from favmac.ui.text import md
 
 page_setup("Validity")
 st.title("Validity")
@@ -26,7 +27,7 @@ if st.button("Run the validity check", type="primary", key="run_validity", icon=
     try:
         report = validity.run(int(n_orderings), int(seed))
     except DataError as err:
-        st.error(str(err))
+        st.error(md(err))  # the message quotes file names and cells
 if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
     st.stop()

@@ -44,6 +44,7 @@ PAGES = [
     ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
     ("Patients", "Patients", "Patients", "[data-testid='stRadio'], [data-testid='stTextInput'], [data-testid='stSelectbox']"),
     ("Export", "Export", "Export", "[data-testid='stFileUploader']"),
+    ("Validity", "Validity", "Validity", "[data-testid='stButton']"),
 ]
 
 

@@ -13,6 +13,7 @@ from favmac.adaptive import adaptive_series
 from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
+from favmac.ui.text import md
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
            "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
@@ -81,7 +82,7 @@ def show_segment_table(result, settings: dict) -> None:
     st.table(shown)  # a few rows: a plain table, readable and printable
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
-            st.warning(f"Segment {segment}: {warning}.")
+            st.warning(f"Segment {md(segment)}: {md(warning)}.")
 
 
 def show_adaptive_tiles(result, position: int, columns) -> None:

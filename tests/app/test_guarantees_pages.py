@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_helpers import assert_clean, go, open_page
+from app_helpers import assert_clean, go, open_page, shown
 
 
 def table_with(at, column):
@@ -65,7 +65,7 @@ def test_adaptive_rate_is_refused_under_violation_control():
     at.checkbox(key="use_adaptive").check()
     at.radio(key="control").set_value("violation")
     at.button(key="apply_settings").click().run()
-    assert any("adaptive_rate applies to expected-cost control only" in e.value for e in at.error)
+    assert any("adaptive_rate applies to expected-cost control only" in shown(e.value) for e in at.error)
 
 
 def test_validity_page_runs_and_gives_a_verdict_per_segment():
@@ -105,6 +105,8 @@ def test_tradeoffs_compare_pooled_fixed_target_runs_when_segments_and_adaptive_a
     at.checkbox(key="use_adaptive").check()
     at.button(key="apply_settings").click().run()
     at = go(at, "tradeoffs")
+    assert_clean(at)
+    at.button(key="run_tradeoffs").click().run()  # computed on demand
     assert_clean(at)
     assert any("no segments, no adaptive target" in c.value for c in at.caption)
 

@@ -6,6 +6,8 @@ import json
 import pytest
 from test_end_to_end import alerts, goto_via_sidebar, open_page, sidebar_text, upload, write_wide_csv
 
+from favmac.ui.navigation import PAGES
+
 pytestmark = pytest.mark.timeout(300)
 
 HEAD = b'{"format": "favmac-studio-settings", "version": 1, "settings": '
@@ -37,7 +39,7 @@ def test_hostile_settings_files_are_refused_and_the_data_stays(page, app_url, tm
         error = " ".join(alerts(page, "Error"))
         assert words in error and name in error, f"{name}: {error!r}"
         assert "my_cohort.csv" in sidebar_text(page) and "300 patients × 5 codes" in sidebar_text(page), f"{name}: the data changed"
-        assert page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').count() == 7, f"{name}: the menu is gone"
+        assert page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').count() == len(PAGES), f"{name}: the menu is gone"
         assert not page.js_errors, page.js_errors
     # and the session still works: a valid file restores, the uploaded data is still there
     good = tmp_path / "good.json"
