@@ -76,7 +76,7 @@ def live_view():
     st.dataframe(recent, hide_index=True, key="recent_table",
                  column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
                                 "value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
-                                "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"]))})
+                                "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"], at_most=4))})
 
 
 live_view()

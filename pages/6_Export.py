@@ -51,7 +51,7 @@ with sets_area:
                                   "method": st.column_config.TextColumn(width="medium"),
                                   "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
                                   "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
-                                  "threshold": st.column_config.NumberColumn(format=column_format(files["calibration_preview"]["threshold"]))})
+                                  "threshold": st.column_config.NumberColumn(format=column_format(files["calibration_preview"]["threshold"], at_most=4))})
 
     st.subheader("Chosen sets on the calibration stream")
     st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
