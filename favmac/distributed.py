@@ -348,13 +348,18 @@ def _batches(piece: Piece, wanted: list[str]):
     import fsspec
 
     if piece.kind == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         with fsspec.open(piece.path, "rb") as handle:
             reader = pq.ParquetFile(handle)
             row = piece.first_row
             for batch in reader.iter_batches(batch_size=BATCH_ROWS, row_groups=list(piece.row_groups), columns=wanted):
-                frame = batch.to_pandas()
+                # Ids stay Arrow strings (null checks and output need no Python objects).
+                names = [n for n in batch.schema.names if n != ID_COLUMN]
+                frame = pa.RecordBatch.from_arrays([batch.column(n) for n in names], names=names).to_pandas()
+                ids = batch.column(ID_COLUMN)
+                frame[ID_COLUMN] = pd.Series(pd.arrays.ArrowExtensionArray(ids), index=frame.index)
                 yield row, frame
                 row += len(frame)
         return
@@ -795,9 +800,9 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
             check_universe(universe, len(runner.codes))
             info = dict(threshold=threshold, method=method or f"FavMac ({universe})", target=target, delta=delta,
                         universe=universe, score=score)
-            if runner.frame is not None:
-                import dask
+            import dask
 
+            if runner.frame is not None:
                 tasks = [dask.delayed(_predict_frame, pure=False)(part, f"partition {i}", i, value, cost, runner.codes, info, staging)
                          for i, part in enumerate(runner.frame.to_delayed())]
             else:
