@@ -188,6 +188,22 @@ def test_csv_files_and_dask_frame_give_the_same_thresholds(tmp_path):
     assert np.array_equal(got, want)
 
 
+def test_formula_value_matches_favmac_and_pickles():
+    """A general (Monte Carlo) value: per-patient draws do not depend on the partitioning."""
+    import pickle
+
+    from favmac import FormulaValue
+
+    value = FormulaValue("prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)", weights=[1, 2, 3, 4])
+    value = pickle.loads(pickle.dumps(value))  # what a worker process receives
+    probs, labels = tied_data(91, 30, 4, 1)
+    frame = dd.from_pandas(wide_frame(probs, labels), npartitions=3)
+    targets = [0.5, 1.1, 2.0]
+    for universe, delta in (("ratio", None), ("full", 0.1)):
+        got = calibrate(frame, value, AdditiveCost(), targets, delta=delta, universe=universe, scheduler="synchronous")
+        assert np.array_equal(got, tree_thresholds(probs, labels, value, AdditiveCost(), targets, delta, universe))
+
+
 # ----------------------------------------------------------------------------- the price score
 
 
