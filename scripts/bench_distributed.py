@@ -44,6 +44,18 @@ def _model(folder):
     return AdditiveValue(weights), AdditiveCost(weights)
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (run on every worker too)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _warm_up():
+    import favmac.distributed  # noqa: F401
+
+
 def _calibrate(folder, scheduler_kind, delta=None):
     from favmac.distributed import calibrate
 
@@ -55,18 +67,22 @@ def _calibrate(folder, scheduler_kind, delta=None):
         workers = int(scheduler_kind.split(":")[1])
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
             with Client(cluster) as client:
-                client.run(lambda: None)  # workers are up before the clock starts
+                client.run(_warm_up)  # workers are up and have imported favmac before the clock starts
+                before = sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
                 start = time.perf_counter()
                 thresholds, details = calibrate(pattern, value, cost, TARGETS, delta=delta, scheduler=client,
                                                 return_details=True)
                 wall = time.perf_counter() - start
+                cpu = sum(client.run(_cpu_seconds).values()) + _cpu_seconds() - before
         cores = workers
     else:
+        before = _cpu_seconds()
         start = time.perf_counter()
         thresholds, details = calibrate(pattern, value, cost, TARGETS, delta=delta, scheduler=None, return_details=True)
         wall = time.perf_counter() - start
+        cpu = _cpu_seconds() - before
         cores = os.cpu_count()
-    return {"thresholds": [float(t) for t in thresholds], "wall": wall, "cores": cores,
+    return {"thresholds": [float(t) for t in thresholds], "wall": wall, "cores": cores, "calibrate_cpu": cpu,
             "n_patients": details["n_patients"], "passes": details["passes"]}
 
 
@@ -138,8 +154,11 @@ def child(config):
 
 def measure(config):
     """Run ``config`` in a child; return its JSON result and the peak RSS of its process tree."""
+    import resource
+
     import psutil
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(config)], stdout=subprocess.PIPE,
                             text=True)
     peak = 0
@@ -165,6 +184,10 @@ def measure(config):
         raise SystemExit(f"child failed: {config}")
     result = json.loads(out.strip().splitlines()[-1])
     result["peak_gb"] = peak / 1e9
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of the whole tree (workers are reaped by the child, so they count too):
+    # a throughput per core that other jobs on the machine do not distort.
+    result["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return result
 
 
@@ -186,9 +209,11 @@ def main(argv=None) -> int:
         for scheduler in ("threads", "cluster:2"):
             r = measure({"task": "calibrate", "folder": args.data, "scheduler": scheduler})
             rate = r["n_patients"] / r["wall"] / r["cores"]
-            rows.append((args.data, scheduler, r))
             print(f"{r['n_patients']:,} patients, {scheduler:9s}: {r['wall']:7.1f} s wall, peak {r['peak_gb']:.2f} GB "
-                  f"(process tree), {rate:,.0f} patients/s/core, {r['passes']} passes; thresholds {r['thresholds']}")
+                  f"(process tree), {rate:,.0f} patients/s/core by wall time; calibrate used {r['calibrate_cpu']:.0f} CPU-s = "
+                  f"{r['n_patients'] / r['calibrate_cpu']:,.0f} patients per CPU-second ({r['cpu']:.0f} CPU-s with "
+                  f"start-up), {r['passes']} passes; "
+                  f"thresholds {r['thresholds']}")
     if args.small:
         r = measure({"task": "compare", "folder": args.small, "scheduler": "threads"})
         e, m = r["engine"], r["memory"]
@@ -208,13 +233,19 @@ def main(argv=None) -> int:
         speedup = one["wall"] / two["wall"]
         efficiency = speedup / 2
         per_core = one["n_patients"] / one["wall"]
+        per_cpu = one["n_patients"] / one["calibrate_cpu"]
+        cpu_efficiency = one["calibrate_cpu"] / two["calibrate_cpu"]
         print(f"scaling on {one['n_patients']:,} patients: 1 worker {one['wall']:.1f} s "
-              f"(peak {one['peak_gb']:.2f} GB), 2 workers {two['wall']:.1f} s (peak {two['peak_gb']:.2f} GB): "
-              f"speed-up {speedup:.2f}, efficiency {efficiency:.0%}; {per_core:,.0f} patients/s on one worker")
-        projected = 1e9 / (per_core * 32 * min(efficiency, 1.0))
-        print(f"projection: 10^9 patients x 35 codes on 32 workers = 10^9 / ({per_core:,.0f} x 32 x {min(efficiency, 1.0):.2f}) "
-              f"= {projected:,.0f} s ({projected / 60:.1f} min), assuming the measured 2-worker efficiency holds at 32 "
-              f"and storage keeps up ({1e9 * 35 * 9 / projected / 1e9:.1f} GB/s of uncompressed columns over the passes)")
+              f"(peak {one['peak_gb']:.2f} GB, {one['calibrate_cpu']:.0f} CPU-s), 2 workers {two['wall']:.1f} s "
+              f"(peak {two['peak_gb']:.2f} GB, {two['calibrate_cpu']:.0f} CPU-s): wall speed-up {speedup:.2f} "
+              f"(efficiency {efficiency:.0%}, distorted by the other jobs on the 2 cores); CPU efficiency "
+              f"{cpu_efficiency:.0%} (CPU-s of 1 worker / CPU-s of 2); {per_core:,.0f} patients/s by wall time and "
+              f"{per_cpu:,.0f} patients per CPU-second on one worker")
+        for label, rate, eff in (("wall-time", per_core, min(efficiency, 1.0)), ("CPU-time", per_cpu, min(cpu_efficiency, 1.0))):
+            projected = 1e9 / (rate * 32 * eff)
+            print(f"projection ({label} figures): 10^9 patients x 35 codes on 32 workers = 10^9 / ({rate:,.0f} x 32 x "
+                  f"{eff:.2f}) = {projected:,.0f} s ({projected / 60:.1f} min), if the 2-worker efficiency holds at 32 "
+                  f"and storage delivers {1e9 * 35 * 9 * 2 / projected / 1e9:.1f} GB/s of uncompressed columns (2 passes)")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
