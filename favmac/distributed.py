@@ -45,22 +45,29 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# The library's calibration pieces, imported in one place (they are moving to favmac.thresholds).
-from ._calibration import ExactCosts, calibration_points, violation_rank, violation_scores
-from ._exact import exact
-from .io import DataError
+# The library's calibration pieces and input checks, imported in one place.
+from .io import ID_COLUMN, DataError
+from .io.csv_parsing import numeric_block
+from .thresholds import (
+    INT64_LIMIT,
+    ExactCosts,
+    calibration_points,
+    expected_margin,
+    rank_edge,
+    violation_rank,
+    violation_scores,
+)
 from .universe import candidate_sets, check_universe
 
 __all__ = ["SCORES", "EXACT_LIMIT", "calibrate", "predict", "list_pieces", "ordered_bits", "key_of_bits"]
 
 SCORES = ("cost", "price")
-ID_COLUMN = "patient_id"
 EXACT_LIMIT = 4_000_000  # a crossing bucket with at most this many points is enumerated exactly
 BATCH_ROWS = 65_536  # rows a worker holds at once
 PIECE_ROWS = 250_000  # Parquet row groups are grouped into tasks of about this many rows
 _WIDTHS = (20, 22, 22)  # bits of the ordered key pattern resolved at each depth (sum 64)
 _LIMB_BITS = 26  # integer weights are summed in 26-bit limbs so float bincounts stay exact
-_SAFE = 2**62
+_SAFE = INT64_LIMIT
 _SIGN = np.uint64(1 << 63)
 _PARQUET = (".parquet", ".pq", ".parq")
 _CSV = (".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")
@@ -310,37 +317,9 @@ def _codes_of_columns(columns, file, labelled: bool, codes=None) -> list[str]:
 
 
 def _numeric(frame: pd.DataFrame, columns, file, first_row: int, kind: str) -> np.ndarray:
-    """The ``columns`` as a float array; a missing, non-numeric or non-finite cell is a DataError."""
-    try:
-        values = frame[columns].to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        values = None
-        for name in columns:
-            col = frame[name]
-            converted = pd.to_numeric(col, errors="coerce")
-            bad = np.flatnonzero(converted.isna().to_numpy() & col.notna().to_numpy())
-            if len(bad):
-                raise DataError(f"{str(col.iloc[bad[0]])!r} is not a number.", file=file,
-                                row=first_row + int(bad[0]) + 2, column=name,
-                                fix=f"Every {kind} must be a number.") from None
-        values = frame[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        what = "empty (or NaN)" if np.isnan(values[row, col]) else "infinite"
-        raise DataError(f"the {kind} is {what}.", file=file, row=first_row + int(row) + 2, column=columns[col],
-                        fix=f"Every {kind} must be a finite number.")
-    if kind == "probability":
-        bad = (values < 0) | (values > 1)
-        fix = "Probabilities must be between 0 and 1."
-    else:
-        bad = (values != 0) & (values != 1)
-        fix = "Labels must be 0 or 1."
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raise DataError(f"{values[row, col]:g} is not a valid {kind}.", file=file, row=first_row + int(row) + 2,
-                        column=columns[col], fix=fix)
-    return values
+    """The ``columns`` of a batch as floats, checked by favmac.io's rules (rows numbered from the file's start)."""
+    rows = np.arange(first_row + 2, first_row + 2 + len(frame))  # header = row 1, as favmac.io numbers rows
+    return numeric_block(frame, list(columns), rows, file, kind)
 
 
 def _batches(piece: Piece, wanted: list[str]):
@@ -680,7 +659,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     with _Runner(source, scheduler, progress, labelled=True) as runner:
         n_codes = len(runner.codes)
         check_universe(universe, n_codes)
-        costs = ExactCosts(cost, n_codes, c_max)
+        costs = ExactCosts.of(cost, n_codes, c_max)
         bounds = () if delta is None else tuple(sorted({costs.bound(t) for t in targets}))
         model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds)
         results = runner.run(runner.tasks(_piece_pass, model, None))
@@ -690,7 +669,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         searches, answers = {}, [None] * len(targets)
         for t, target in enumerate(targets):
             if delta is None:
-                margin = exact(target) * (n_patients + 1) - costs.c_max
+                margin = expected_margin(target, costs.c_max, n_patients)
                 if margin < 0:
                     answers[t] = -math.inf
                     continue
@@ -698,12 +677,11 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
                 searches[t] = (0, scaled.numerator // scaled.denominator)
             else:
                 k = violation_rank(delta, n_patients)
-                if k > n_patients:
-                    answers[t] = -math.inf
-                elif k <= 0:
-                    answers[t] = math.inf
+                edge = rank_edge(k, n_patients)
+                if math.isnan(edge):
+                    searches[t] = (bounds.index(costs.bound(target)), n_patients - k)  # the k-th largest T_i
                 else:
-                    searches[t] = (bounds.index(costs.bound(target)), n_patients - k)
+                    answers[t] = edge
         # state per target: (set, need, depth, prefix, weight below the region, region histogram)
         state = {}
         for t, (s, need) in searches.items():

@@ -289,8 +289,8 @@ def _one_bad_cell(tmp_path, column, value, fmt="parquet"):
 
 @pytest.mark.parametrize("column,value,message", [
     ("prob_C1", np.nan, "empty"),
-    ("prob_C0", 1.5, "not a valid probability"),
-    ("label_C2", 2, "not a valid label"),
+    ("prob_C0", 1.5, "outside \\[0, 1\\]"),
+    ("label_C2", 2, "is not 0 or 1"),
     ("prob_C2", np.inf, "infinite"),
     ("prob_C1", "abc", "not a number"),
 ])
@@ -364,7 +364,7 @@ def test_predict_writes_nothing_on_bad_input(tmp_path):
     new.iloc[:1].to_parquet(tmp_path / "a.parquet", index=False)
     new.iloc[1:].to_parquet(tmp_path / "b.parquet", index=False)
     out = tmp_path / "out"
-    with pytest.raises(DataError, match="not a valid probability") as err:
+    with pytest.raises(DataError, match="outside \\[0, 1\\]") as err:
         predict(str(tmp_path / "*.parquet"), AdditiveValue(), AdditiveCost(), 1.0, out, scheduler="synchronous")
     assert err.value.row == 2 and err.value.file.endswith("b.parquet")
     assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -384,7 +384,7 @@ def test_two_worker_local_cluster_matches_favmac(tmp_path):
         with distributed.Client(cluster) as client:
             expected = calibrate(str(tmp_path), value, cost, targets, scheduler=client)
             violation = calibrate(str(tmp_path), value, cost, targets, delta=0.1, scheduler=cluster.scheduler_address)
-            with pytest.raises(DataError, match="not a valid label"):
+            with pytest.raises(DataError, match="is not 0 or 1"):
                 frame = pd.read_parquet(tmp_path / "part-005.parquet")
                 frame.loc[3, "label_C0"] = 3
                 frame.to_parquet(tmp_path / "part-005.parquet", index=False)
