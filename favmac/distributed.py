@@ -45,7 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# The library's calibration pieces and input checks, imported in one place.
+# The library's calibration pieces, input checks and export table, imported in one place.
+from .export import chosen_sets
 from .io import ID_COLUMN, DataError
 from .io.csv_parsing import numeric_block
 from .thresholds import (
@@ -59,7 +60,7 @@ from .thresholds import (
 )
 from .universe import candidate_sets, check_universe
 
-__all__ = ["SCORES", "EXACT_LIMIT", "calibrate", "predict", "list_pieces", "ordered_bits", "key_of_bits"]
+__all__ = ["SCORES", "EXACT_LIMIT", "calibrate", "predict", "source_codes", "list_pieces", "ordered_bits", "key_of_bits"]
 
 SCORES = ("cost", "price")
 EXACT_LIMIT = 4_000_000  # a crossing bucket with at most this many points is enumerated exactly
@@ -316,6 +317,37 @@ def _codes_of_columns(columns, file, labelled: bool, codes=None) -> list[str]:
     return prob
 
 
+def _checked_source(source, labelled: bool, codes=None):
+    """(pieces or None for a dask DataFrame, codes) with every file's header checked."""
+    if _is_dask_frame(source):
+        found = _codes_of_columns(list(source.columns), "the dask DataFrame", labelled, codes)
+        return None, list(codes) if codes is not None else found
+    pieces, columns = list_pieces(source)
+    first = next(iter(columns))
+    found = _codes_of_columns(columns[first], first, labelled, codes)
+    for path, names in columns.items():
+        _codes_of_columns(names, path, labelled, found)
+    # with ``codes`` given, their order (the calibration's) wins over the files' column order
+    return pieces, list(codes) if codes is not None else found
+
+
+def source_codes(source, labelled: bool = True) -> list[str]:
+    """The codes of a file set or dask DataFrame (the first file's order), every header checked.
+
+    Parameters
+    ----------
+    source : as in :func:`calibrate`
+    labelled : bool
+        True: the wide layout (``prob_<code>`` and ``label_<code>``); False: also accept the
+        probabilities layout (``patient_id`` and one column per code).
+
+    Returns
+    -------
+    list of str
+    """
+    return _checked_source(source, labelled)[1]
+
+
 def _numeric(frame: pd.DataFrame, columns, file, first_row: int, kind: str) -> np.ndarray:
     """The ``columns`` of a batch as floats, checked by favmac.io's rules (rows numbered from the file's start)."""
     rows = np.arange(first_row + 2, first_row + 2 + len(frame))  # header = row 1, as favmac.io numbers rows
@@ -519,19 +551,8 @@ class _Runner:
         self.progress = progress
         self._client = None
         self._own_client = False
-        if _is_dask_frame(source):
-            self.frame = source
-            self.pieces = None
-            self.codes = _codes_of_columns(list(source.columns), "the dask DataFrame", labelled, codes)
-        else:
-            self.frame = None
-            self.pieces, columns = list_pieces(source)
-            first = next(iter(columns))
-            self.codes = _codes_of_columns(columns[first], first, labelled, codes)
-            for path, names in columns.items():
-                _codes_of_columns(names, path, labelled, self.codes)
-        if codes is not None:
-            self.codes = list(codes)  # the calibration's order, whatever the files' column order
+        self.frame = source if _is_dask_frame(source) else None
+        self.pieces, self.codes = _checked_source(source, labelled, codes)
 
     def __enter__(self):
         scheduler = self.scheduler
@@ -810,7 +831,6 @@ def _predict_rows(rows, value, cost, codes, info, path):
 
     writer = None
     written = 0
-    code_array = np.asarray(codes, dtype=object)
     try:
         for file, first_row, frame, prob_cols in rows:
             probs = _numeric(frame, prob_cols, file, first_row, "probability")
@@ -820,21 +840,11 @@ def _predict_rows(rows, value, cost, codes, info, path):
                                 column=ID_COLUMN, fix="Every row needs a patient id.")
             cands = candidate_sets(probs, value, cost, info["universe"])
             scored = cands if info["score"] == "cost" else dataclasses.replace(cands, chat=_keys(cands, info["score"]))
-            chosen = scored.choose(info["threshold"])
-            selected = cands.masks(chosen)
-            rows_index = np.arange(len(chosen))
-            table = pd.DataFrame({
-                "patient_id": frame[ID_COLUMN].astype(str).to_numpy(dtype=object),
-                "codes": [";".join(code_array[mask]) for mask in selected],
-                "n_codes": selected.sum(axis=1).astype(np.int64),
-                "expected_value": np.round(cands.vhat[rows_index, chosen], 6) if len(chosen) else np.zeros(0),
-                "cost_proxy": np.round(cands.chat[rows_index, chosen], 6) if len(chosen) else np.zeros(0),
-                "threshold": np.full(len(chosen), info["threshold"]),
-                "method": info["method"],
-                "target": np.full(len(chosen), np.nan if info["target"] is None else float(info["target"])),
-                "delta": np.full(len(chosen), np.nan if info["delta"] is None else float(info["delta"])),
-                "universe": info["universe"],
-            })
+            selected = cands.masks(scored.choose(info["threshold"]))
+            table = chosen_sets(frame[ID_COLUMN].astype(str).to_numpy(dtype=object), probs, selected, info["threshold"],
+                                codes=codes, value=value, cost=cost, method=info["method"],
+                                target=math.nan if info["target"] is None else float(info["target"]),
+                                delta=info["delta"], universe=info["universe"])
             arrow = pa.Table.from_pandas(table, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(path, arrow.schema)
