@@ -391,3 +391,43 @@ def test_two_worker_local_cluster_matches_favmac(tmp_path):
                 calibrate(str(tmp_path), value, cost, targets, scheduler=client)
     assert np.array_equal(expected, tree_thresholds(probs, labels, value, cost, targets))
     assert np.array_equal(violation, tree_thresholds(probs, labels, value, cost, targets, delta=0.1))
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def test_cli_calibrate_writes_settings_that_predict_loads(tmp_path, capsys):
+    from favmac.cli import main
+    from favmac.runspec import read_settings_json
+
+    probs, labels = tied_data(101, 300, 5, 2)
+    weights = np.array([1.5, 0.25, 2.0, 1.0, 0.75])
+    write_parts(tmp_path / "cal", probs, labels, [0, 1, 150, 149])
+    pd.DataFrame({"code": [f"C{k}" for k in range(5)], "weight": weights}).to_csv(tmp_path / "w.csv", index=False)
+    settings = tmp_path / "run.json"
+    status = main(["calibrate", "--data", str(tmp_path / "cal" / "*.parquet"), "--weights", str(tmp_path / "w.csv"),
+                   "--value", "weighted_tp", "--cost", "weighted_fp", "--targets", "0.5,1.1,2.25",
+                   "--scheduler", "synchronous", "--settings-out", str(settings)])
+    out = capsys.readouterr().out
+    assert status == 0 and "300 patients x 5 codes" in out
+    value, cost = AdditiveValue(weights), AdditiveCost(weights)
+    want = tree_thresholds(probs, labels, value, cost, [0.5, 1.1, 2.25])
+    loaded = read_settings_json(settings.read_bytes(), codes=[f"C{k}" for k in range(5)], extras=("calibration",))
+    assert loaded.spec.cost_kind == "weighted_fp" and loaded.spec.targets == (0.5, 1.1, 2.25)
+    assert [float(t) for t in loaded.extras["calibration"]["thresholds"]] == want.tolist()
+
+    new = pd.DataFrame(tied_data(102, 50, 5, 2)[0], columns=[f"C{k}" for k in range(5)])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(50)])
+    os.makedirs(tmp_path / "new")
+    new.to_parquet(tmp_path / "new" / "part-0.parquet", index=False)
+    status = main(["predict", "--settings", str(settings), "--target", "1.1", "--new", str(tmp_path / "new"),
+                   "--out", str(tmp_path / "chosen")])
+    assert status == 0
+    fm = FavMac(value, cost, 1.1)
+    fm.update(probs, labels)
+    chosen = pd.read_parquet(tmp_path / "chosen")
+    assert chosen["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in fm.predict(new.iloc[:, 1:].to_numpy())]
+    status = main(["predict", "--settings", str(settings), "--target", "3", "--new", str(tmp_path / "new"),
+                   "--out", str(tmp_path / "chosen3")])
+    assert status == 2 and "calibrated for targets 0.5, 1.1, 2.25 only" in capsys.readouterr().err
+    assert not (tmp_path / "chosen3").exists()
