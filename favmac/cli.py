@@ -172,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "default: dask's local threads")
     calibrate.add_argument("--settings-out", metavar="JSON",
                            help="write the settings file here (default: print it after the thresholds)")
-    calibrate.add_argument("--progress", action="store_true", help="show dask's progress bar for every pass")
+    calibrate.add_argument("--progress", action="store_true",
+                           help="show dask's progress bar for every pass on standard error (default: only when it "
+                           "is a terminal)")
     return parser
 
 
@@ -460,7 +462,7 @@ def run_calibrate(args) -> int:
     value, cost = spec.build()
     thresholds, details = calibrate(args.data, value, cost, list(spec.targets), delta=spec.control_delta,
                                     universe=spec.universe, score=spec.score, scheduler=args.scheduler,
-                                    progress=args.progress, return_details=True)
+                                    progress=args.progress or sys.stderr.isatty(), return_details=True)
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"FavMac ({spec.universe}, {spec.score} score) on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
@@ -510,12 +512,12 @@ def _predict_distributed(args) -> int:
         target = spec.target
         threshold, details = calibrate(args.calibration, *spec.build(), target, delta=spec.control_delta,
                                        universe=spec.universe, score=spec.score, scheduler=args.scheduler,
-                                       progress=args.progress, return_details=True)
+                                       progress=args.progress or sys.stderr.isatty(), return_details=True)
         threshold, n_patients = float(threshold), details["n_patients"]
     value, cost = spec.build()
     written = predict(args.new, value, cost, threshold, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, scheduler=args.scheduler,
-                      progress=args.progress)
+                      progress=args.progress or sys.stderr.isatty())
     print(f"FavMac ({spec.universe}): threshold {threshold:g} for target {target:g} (calibrated on {n_patients} "
           f"patients); wrote {written:,} patients as Parquet parts to {args.out}.", file=_report_stream(args))
     return 0

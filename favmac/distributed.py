@@ -39,6 +39,7 @@ import dataclasses
 import math
 import os
 import shutil
+import sys
 import uuid
 from dataclasses import dataclass
 
@@ -464,7 +465,8 @@ def _keys(candidates, score: str) -> np.ndarray:
     price = np.where((d_cost == 0) & (d_value > 0), 0.0, price)
     out = np.empty_like(candidates.chat)
     out[:, 0] = -np.inf
-    np.maximum.accumulate(price, axis=1, out=out[:, 1:]) if price.shape[1] else None
+    if price.shape[1]:
+        np.maximum.accumulate(price, axis=1, out=out[:, 1:])
     return out
 
 
@@ -590,7 +592,7 @@ class _Runner:
         if self.progress:
             from dask.diagnostics import ProgressBar
 
-            with ProgressBar():
+            with ProgressBar(out=sys.stderr):  # stdout may carry results (the CLI prints thresholds there)
                 return list(dask.compute(*tasks, scheduler=self.scheduler))
         return list(dask.compute(*tasks, scheduler=self.scheduler))
 
