@@ -62,7 +62,13 @@ def _calibrate(folder, scheduler_kind, delta=None):
     value, cost = _model(folder)
     pattern = os.path.join(folder, "*.parquet")
     if scheduler_kind.startswith("cluster"):
+        import dask
         from distributed import Client, LocalCluster
+
+        # distributed's nannies set MALLOC_TRIM_THRESHOLD_=65536 in the workers, which makes glibc
+        # map and zero fresh pages for every large numpy array (5x the page faults, twice the CPU
+        # here); unset it, as docs/distributed.md recommends for real clusters.
+        dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
 
         workers = int(scheduler_kind.split(":")[1])
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -91,8 +97,7 @@ def _in_memory(folder):
     import numpy as np
     import pyarrow.parquet as pq
 
-    from favmac._calibration import ExactCosts, calibration_points
-    from favmac._exact import exact
+    from favmac.thresholds import ExactCosts, calibration_points, exact
     from favmac.universe import candidate_sets
 
     value, cost = _model(folder)
@@ -108,7 +113,7 @@ def _in_memory(folder):
     del table
     read = time.perf_counter() - start
     start = time.perf_counter()
-    costs = ExactCosts(cost, probs.shape[1])
+    costs = ExactCosts.of(cost, probs.shape[1])
     keys_parts, weight_parts = [], []
     for lo in range(0, len(probs), 65536):
         cands = candidate_sets(probs[lo : lo + 65536], value, cost, "ratio")
