@@ -101,6 +101,7 @@ def _in_memory(folder):
     from favmac.universe import candidate_sets
 
     value, cost = _model(folder)
+    cpu_start = _cpu_seconds()
     start = time.perf_counter()
     import glob
 
@@ -140,7 +141,8 @@ def _in_memory(folder):
         j = int(np.searchsorted(cumulative, need, side="right"))
         out.append(float(sorted_keys[j]) if j < len(sorted_keys) else float("inf"))
     sort_cumsum = time.perf_counter() - start
-    return {"thresholds": out, "read": read, "points": points, "sort_cumsum": sort_cumsum, "n_points": int(len(keys))}
+    return {"thresholds": out, "read": read, "points": points, "sort_cumsum": sort_cumsum, "n_points": int(len(keys)),
+            "cpu": _cpu_seconds() - cpu_start}
 
 
 def child(config):
@@ -228,7 +230,8 @@ def main(argv=None) -> int:
               f"{m['read'] + in_memory:.1f} s = read {m['read']:.1f} + points {m['points']:.1f} + sort/cumsum "
               f"{m['sort_cumsum']:.1f} ({m['n_points']:,} points); engine / in-memory (excluding the read) = "
               f"{e['wall'] / in_memory:.2f}x, including it = {e['wall'] / (m['read'] + in_memory):.2f}x; "
-              f"peak of the run {r['peak_gb']:.2f} GB; thresholds equal: {same}")
+              f"CPU-s: engine {e['calibrate_cpu']:.1f} vs in-memory {m['cpu']:.1f} (read included) = "
+              f"{e['calibrate_cpu'] / m['cpu']:.2f}x; peak of the run {r['peak_gb']:.2f} GB; thresholds equal: {same}")
         if not same:
             print(f"  engine {e['thresholds']} vs in-memory {m['thresholds']}")
     folder = args.scaling or args.data
