@@ -65,7 +65,7 @@ __all__ = ["SCORES", "EXACT_LIMIT", "calibrate", "predict", "source_codes", "lis
 
 SCORES = ("cost", "price")
 EXACT_LIMIT = 4_000_000  # a crossing bucket with at most this many points is enumerated exactly
-BATCH_ROWS = 65_536  # rows a worker holds at once
+BATCH_ROWS = 32_768  # rows a worker holds at once
 PIECE_ROWS = 250_000  # Parquet row groups are grouped into tasks of about this many rows
 _WIDTHS = (20, 22, 22)  # bits of the ordered key pattern resolved at each depth (sum 64)
 _LIMB_BITS = 26  # integer weights are summed in 26-bit limbs so float bincounts stay exact
