@@ -162,8 +162,6 @@ def build_parser() -> argparse.ArgumentParser:
         "and writes the settings file (JSON) that the app and 'favmac predict --settings' load.",
     )
     _add_common(calibrate, data_flag="--data")
-    calibrate.add_argument("--score", default="cost", choices=["cost", "price"],
-                           help="what the threshold is on: the cost proxy (default) or the price of each step")
     targets = calibrate.add_mutually_exclusive_group(required=True)
     targets.add_argument("--targets", metavar="C1,C2,...", help="comma-separated target costs (cost units)")
     targets.add_argument("--target-percents", metavar="P1,P2,...", help="comma-separated targets, percent of C_max")
@@ -438,7 +436,7 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
     codes = source_codes(source)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     spec = _spec(args, data, targets, percent=percent, flag=flag)
-    return spec.replace(score=getattr(args, "score", "cost")), codes
+    return spec, codes
 
 
 def _calibration_extras(spec, codes, thresholds, details, source) -> dict:
@@ -455,6 +453,7 @@ def _calibration_extras(spec, codes, thresholds, details, source) -> dict:
 
 def run_calibrate(args) -> int:
     from .distributed import calibrate
+    from .replay import method_name
 
     raw = args.targets.split(",") if args.targets is not None else args.target_percents.split(",")
     spec, codes = _engine_spec(args, args.data, raw, percent=args.targets is None,
@@ -465,7 +464,7 @@ def run_calibrate(args) -> int:
                                     progress=args.progress or sys.stderr.isatty(), return_details=True)
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
-    print(f"FavMac ({spec.universe}, {spec.score} score) on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
+    print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
           f"({control}; C_max {c_max:g}), {details['passes']} passes over the data.")
     print(pd.DataFrame({"target": list(spec.targets), "threshold": thresholds}).to_string(index=False))
     settings = spec.to_json(codes, dataset=str(args.data),
@@ -482,6 +481,7 @@ def run_calibrate(args) -> int:
 
 def _predict_distributed(args) -> int:
     from .distributed import calibrate, predict
+    from .replay import method_name
     from .runspec import read_settings_json
 
     flag = "--target" if args.target is not None else "--target-percent"
@@ -518,7 +518,7 @@ def _predict_distributed(args) -> int:
     written = predict(args.new, value, cost, threshold, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, scheduler=args.scheduler,
                       progress=args.progress or sys.stderr.isatty())
-    print(f"FavMac ({spec.universe}): threshold {threshold:g} for target {target:g} (calibrated on {n_patients} "
+    print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on {n_patients} "
           f"patients); wrote {written:,} patients as Parquet parts to {args.out}.", file=_report_stream(args))
     return 0
 

@@ -35,7 +35,6 @@ Examples
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import shutil
@@ -50,6 +49,7 @@ import pandas as pd
 from .export import chosen_sets
 from .io import ID_COLUMN, DataError
 from .io.csv_parsing import numeric_block
+from .replay import method_name
 from .thresholds import (
     INT64_LIMIT,
     ExactCosts,
@@ -59,11 +59,10 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_universe
+from .universe import candidate_sets, check_score, check_universe
 
-__all__ = ["SCORES", "EXACT_LIMIT", "calibrate", "predict", "source_codes", "list_pieces", "ordered_bits", "key_of_bits"]
+__all__ = ["EXACT_LIMIT", "calibrate", "predict", "source_codes", "list_pieces", "ordered_bits", "key_of_bits"]
 
-SCORES = ("cost", "price")
 EXACT_LIMIT = 4_000_000  # a crossing bucket with at most this many points is enumerated exactly
 BATCH_ROWS = 32_768  # rows a worker holds at once
 PIECE_ROWS = 250_000  # Parquet row groups are grouped into tasks of about this many rows
@@ -426,48 +425,12 @@ class _Model:
         """Per point set: (ordered key patterns, integer weights) of a batch, zero weights dropped."""
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         realized = self.costs.realized(cands, labels.astype(bool))
-        keys = _keys(cands, self.score)
         if self.expected:
-            cost_keys, increments = calibration_points(cands, realized)
-            if self.score != "cost":  # nested: the score is non-decreasing like C, so no re-sort
-                cost_keys = keys
+            keys, increments = calibration_points(cands, realized, self.score)
             keep = increments > 0
-            return [(ordered_bits(cost_keys[keep]), increments[keep])]
-        out = []
-        for bound in self.bounds:
-            if self.score == "cost":
-                scores = violation_scores(cands, realized, bound)
-            else:
-                scores = np.min(np.where(realized > bound, keys, np.inf), axis=1)
-            out.append((ordered_bits(scores), np.ones(len(scores), dtype=np.int64)))
-        return out
-
-
-def _keys(candidates, score: str) -> np.ndarray:
-    """The score each candidate set is thresholded on, (N, M).
-
-    "cost": Chat(S) (the paper's). "price" (nested universes): score(S_0) = -inf and
-    score(S_j) = max(score(S_{j-1}), pi_j) with the step price pi_j = (Chat_j - Chat_{j-1}) /
-    (Vhat_j - Vhat_{j-1}) as a float division of the two increments; a zero value increment
-    gives +inf, a zero cost increment with a positive value increment gives 0.
-    """
-    if score == "cost":
-        return candidates.chat
-    if score != "price":
-        raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}.")
-    if not candidates.nested:
-        raise ValueError("the 'price' score needs a nested (greedy) universe: ratio, prob or value.")
-    d_cost = np.diff(candidates.chat, axis=1)
-    d_value = np.diff(candidates.vhat, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        price = d_cost / d_value
-    price = np.where(d_value == 0, np.inf, price)
-    price = np.where((d_cost == 0) & (d_value > 0), 0.0, price)
-    out = np.empty_like(candidates.chat)
-    out[:, 0] = -np.inf
-    if price.shape[1]:
-        np.maximum.accumulate(price, axis=1, out=out[:, 1:])
-    return out
+            return [(ordered_bits(keys[keep]), increments[keep])]
+        return [(ordered_bits(violation_scores(cands, realized, bound, self.score)), np.ones(len(probs), dtype=np.int64))
+                for bound in self.bounds]
 
 
 # ============================================================================ one pass over a piece
@@ -608,13 +571,6 @@ def _is_dask_frame(source) -> bool:
 # ============================================================================ calibrate
 
 
-def _check_score(score, universe):
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-    if score == "price" and universe == "full":
-        raise ValueError("the 'price' score needs a nested (greedy) universe: ratio, prob or value.")
-
-
 def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score="cost", c_max=None,
               scheduler=None, progress=False, return_details=False):
     """Final FavMac thresholds over a very large labelled data set, computed exactly on Dask.
@@ -678,7 +634,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         raise ValueError(f"targets must be finite, got {targets}")
     if delta is not None and not 0 < float(delta) < 1:
         raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
-    _check_score(score, universe)
+    check_score(score, universe)
     with _Runner(source, scheduler, progress, labelled=True) as runner:
         n_codes = len(runner.codes)
         check_universe(universe, n_codes)
@@ -786,7 +742,7 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
     int
         Number of patients written.
     """
-    _check_score(score, universe)
+    check_score(score, universe)
     threshold = float(thresholds)
     if math.isnan(threshold):
         raise ValueError("threshold is NaN")
@@ -799,7 +755,7 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
     try:
         with _Runner(source, scheduler, progress, labelled=False, codes=codes) as runner:
             check_universe(universe, len(runner.codes))
-            info = dict(threshold=threshold, method=method or f"FavMac ({universe})", target=target, delta=delta,
+            info = dict(threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
                         universe=universe, score=score)
             import dask
 
@@ -841,12 +797,11 @@ def _predict_rows(rows, value, cost, codes, info, path):
                 raise DataError("the patient id is empty.", file=file, row=first_row + int(missing[0]) + 2,
                                 column=ID_COLUMN, fix="Every row needs a patient id.")
             cands = candidate_sets(probs, value, cost, info["universe"])
-            scored = cands if info["score"] == "cost" else dataclasses.replace(cands, chat=_keys(cands, info["score"]))
-            selected = cands.masks(scored.choose(info["threshold"]))
+            selected = cands.masks(cands.choose(info["threshold"], info["score"]))
             table = chosen_sets(frame[ID_COLUMN].astype(str).to_numpy(dtype=object), probs, selected, info["threshold"],
                                 codes=codes, value=value, cost=cost, method=info["method"],
                                 target=math.nan if info["target"] is None else float(info["target"]),
-                                delta=info["delta"], universe=info["universe"])
+                                delta=info["delta"], universe=info["universe"], score=info["score"])
             arrow = pa.Table.from_pandas(table, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(path, arrow.schema)

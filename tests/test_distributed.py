@@ -70,12 +70,12 @@ def split_sizes(rng, n):
     return sizes
 
 
-def tree_thresholds(probs, labels, value, cost, targets, delta=None, universe="ratio", c_max=None, seed=0):
+def tree_thresholds(probs, labels, value, cost, targets, delta=None, universe="ratio", c_max=None, seed=0, score="cost"):
     """FavMac (the online QuantileTree) fed every row, in a shuffled order."""
     order = np.random.default_rng(seed).permutation(len(probs))
     out = []
     for target in targets:
-        fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max)
+        fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, score=score)
         fm.update(probs[order], labels[order])
         out.append(fm.threshold)
     return np.array(out, dtype=float)
@@ -222,11 +222,9 @@ def price_oracle(probs, labels, v, w, targets, delta, universe):
                 r = (math.inf if num > 0 else -math.inf) if den == 0 else num / den
                 return (-r, k)
         order = sorted(range(n_codes), key=key)
-        chat, vhat, score, cost = [0.0], [0.0], [-math.inf], [Fraction(0)]
+        score, cost = [-math.inf], [Fraction(0)]
         for k in order:
-            chat.append(chat[-1] + (1.0 - p[k]) * w[k])
-            vhat.append(vhat[-1] + p[k] * v[k])
-            dc, dv = chat[-1] - chat[-2], vhat[-1] - vhat[-2]
+            dc, dv = (1.0 - p[k]) * w[k], p[k] * v[k]  # the step's increments, as the SPEC writes them
             price = math.inf if dv == 0 else (0.0 if dc == 0 else dc / dv)
             score.append(max(score[-1], price))
             cost.append(cost[-1] + (0 if y[k] else Fraction(repr(float(w[k])))))
@@ -256,9 +254,11 @@ def test_price_score_matches_literal_oracle(tmp_path, universe, delta):
     v, w = np.array([1.0, 2.0, 0.5, 1.5]), np.array([1.0, 0.5, 2.0, 1.0])
     write_parts(tmp_path, probs, labels, [0, 1, 30, 29])
     targets = [0.0, 0.5, 1.0, 1.5, 2.5, 4.5]
-    got = calibrate(str(tmp_path), AdditiveValue(v), AdditiveCost(w), targets, delta=delta, universe=universe,
-                    score="price", scheduler="synchronous")
+    value, cost = AdditiveValue(v), AdditiveCost(w)
+    got = calibrate(str(tmp_path), value, cost, targets, delta=delta, universe=universe, score="price",
+                    scheduler="synchronous")
     assert np.array_equal(got, price_oracle(probs, labels, v, w, targets, delta, universe))
+    assert np.array_equal(got, tree_thresholds(probs, labels, value, cost, targets, delta, universe, score="price"))
 
 
 def test_price_score_needs_a_greedy_universe(tmp_path):
@@ -351,7 +351,7 @@ def test_predict_writes_parquet_parts_equal_to_favmac(tmp_path):
     assert n == 120
     written = pd.read_parquet(tmp_path / "out")
     assert list(written.columns) == ["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
-                                     "method", "target", "delta", "universe"]
+                                     "method", "target", "delta", "universe", "score"]
     masks = fm.predict(new_probs)
     want = [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in masks]
     assert written["patient_id"].tolist() == new["patient_id"].tolist()
@@ -406,7 +406,7 @@ def test_cli_calibrate_writes_settings_that_predict_loads(tmp_path, capsys):
     pd.DataFrame({"code": [f"C{k}" for k in range(5)], "weight": weights}).to_csv(tmp_path / "w.csv", index=False)
     settings = tmp_path / "run.json"
     status = main(["calibrate", "--data", str(tmp_path / "cal" / "*.parquet"), "--weights", str(tmp_path / "w.csv"),
-                   "--value", "weighted_tp", "--cost", "weighted_fp", "--targets", "0.5,1.1,2.25",
+                   "--value", "weighted_tp", "--cost", "weighted_fp", "--score", "cost", "--targets", "0.5,1.1,2.25",
                    "--scheduler", "synchronous", "--settings-out", str(settings)])
     out = capsys.readouterr().out
     assert status == 0 and "300 patients x 5 codes" in out
