@@ -13,9 +13,10 @@ per-patient points (SPEC, "Distributed calibration"), so they split over partiti
    until one key remains. The SPEC's edge rules (+inf, -inf) are applied on the way.
 
 Nothing is approximate and nothing depends on the partition order: weights are integers at
-the cost's decimal scale (see ``favmac._exact``). Sums are int64 while they provably fit
-(a partition's points sum to at most rows x C_max x scale; the coordinator switches to
-Python integers before a running sum could reach 2^62), Python integers otherwise. No
+the cost's decimal scale (``favmac.thresholds.ExactCosts``). Sums are int64 while they
+provably fit (below ``INT64_LIMIT`` = 2^62: a partition's points sum to at most
+rows x C_max x scale, and the coordinator switches to Python integers before a running sum
+could reach the limit), Python integers otherwise. No
 partition ever materializes more than one batch of rows; the data is read once per pass
 (two passes in practice, a third only when a 20-bit bucket holds more than
 ``EXACT_LIMIT`` points).
@@ -539,8 +540,9 @@ class _Runner:
 
         if self.frame is not None:
             parts = self.frame.to_delayed()
-            return [dask.delayed(_frame_pass, pure=True)(part, f"partition {i}", *args) for i, part in enumerate(parts)]
-        return [dask.delayed(function, pure=True)(piece, *args) for piece in self.pieces]
+            return [dask.delayed(_frame_pass, pure=False)(part, f"partition {i}", *args) for i, part in enumerate(parts)]
+        # pure=False: files may change between calls, so results are never reused by key
+        return [dask.delayed(function, pure=False)(piece, *args) for piece in self.pieces]
 
     def run(self, tasks):
         import dask
