@@ -496,6 +496,9 @@ def _predict_distributed(args) -> int:
         codes = [str(c) for c in calibration["codes"]]
         loaded = read_settings_json(raw, codes=codes, extras=("calibration",))
         spec = loaded.spec.validate(len(codes))
+        if spec.segment is not None:
+            raise DataError("the settings use segments, which the distributed engine does not support yet.",
+                            file=args.settings)
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
