@@ -51,6 +51,7 @@ from .export import chosen_sets
 from .io import ID_COLUMN, DataError
 from .io.csv_parsing import numeric_block
 from .replay import method_name
+from .segments import check_group_labels, group_rows
 from .thresholds import (
     INT64_LIMIT,
     ExactCosts,
@@ -281,13 +282,16 @@ def list_pieces(source, rows_per_piece: int = PIECE_ROWS):
     return pieces, columns
 
 
-def _codes_of_columns(columns, file, labelled: bool, codes=None) -> list[str]:
+def _codes_of_columns(columns, file, labelled: bool, codes=None, segment=None) -> list[str]:
     """The codes of a wide (or, unlabelled, probabilities-layout) file, checked against ``codes``."""
     names = list(columns)
     if ID_COLUMN not in names:
         raise DataError(f"there is no {ID_COLUMN} column.", file=file, row=1,
                         fix=f"The first column must be {ID_COLUMN}, then prob_<code> and label_<code> per code.")
-    rest = [c for c in names if c != ID_COLUMN and not c.startswith("__")]  # "__index_level_0__" etc.
+    if segment is not None and segment not in names:
+        raise DataError(f"there is no segment column {segment!r}.", file=file, row=1,
+                        fix="Every file needs the segment column (e.g. the plan or region of each patient).")
+    rest = [c for c in names if c not in (ID_COLUMN, segment) and not c.startswith("__")]  # "__index_level_0__" etc.
     prob = [c[5:] for c in rest if c.startswith("prob_")]
     label = [c[6:] for c in rest if c.startswith("label_")]
     other = [c for c in rest if not c.startswith(("prob_", "label_"))]
@@ -318,16 +322,16 @@ def _codes_of_columns(columns, file, labelled: bool, codes=None) -> list[str]:
     return prob
 
 
-def _checked_source(source, labelled: bool, codes=None):
+def _checked_source(source, labelled: bool, codes=None, segment=None):
     """(pieces or None for a dask DataFrame, codes) with every file's header checked."""
     if _is_dask_frame(source):
-        found = _codes_of_columns(list(source.columns), "the dask DataFrame", labelled, codes)
+        found = _codes_of_columns(list(source.columns), "the dask DataFrame", labelled, codes, segment)
         return None, list(codes) if codes is not None else found
     pieces, columns = list_pieces(source)
     first = next(iter(columns))
-    found = _codes_of_columns(columns[first], first, labelled, codes)
+    found = _codes_of_columns(columns[first], first, labelled, codes, segment)
     for path, names in columns.items():
-        _codes_of_columns(names, path, labelled, found)
+        _codes_of_columns(names, path, labelled, found, segment)
     # with ``codes`` given, their order (the calibration's) wins over the files' column order
     return pieces, list(codes) if codes is not None else found
 
@@ -403,6 +407,13 @@ class _Model:
     codes: tuple
     costs: ExactCosts
     bounds: tuple  # violation control: distinct integer bounds floor(c * scale); () for expected control
+    segment: str | None = None  # column of group labels: every group is also calibrated on its own
+
+    @property
+    def wanted(self) -> list[str]:
+        """The columns a pass reads."""
+        extra = [] if self.segment is None else [self.segment]
+        return [ID_COLUMN] + extra + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
 
     @property
     def expected(self) -> bool:
@@ -412,26 +423,42 @@ class _Model:
     def n_sets(self) -> int:
         return max(1, len(self.bounds))
 
-    def arrays(self, frame, file, first_row, labelled=True):
+    def arrays(self, frame, file, first_row):
+        """(probabilities, labels, segment labels or None) of a batch, checked."""
         probs = _numeric(frame, [f"prob_{c}" for c in self.codes], file, first_row, "probability")
-        labels = _numeric(frame, [f"label_{c}" for c in self.codes], file, first_row, "label") if labelled else None
-        ids = frame[ID_COLUMN]
-        missing = np.flatnonzero(ids.isna().to_numpy())
-        if len(missing):
-            raise DataError("the patient id is empty.", file=file, row=first_row + int(missing[0]) + 2, column=ID_COLUMN,
-                            fix="Every row needs a patient id.")
-        return probs, labels
+        labels = _numeric(frame, [f"label_{c}" for c in self.codes], file, first_row, "label")
+        _check_ids(frame, file, first_row)
+        return probs, labels, _segment_labels(frame, self.segment, file, first_row)
 
     def points(self, probs, labels):
-        """Per point set: (ordered key patterns, integer weights) of a batch, zero weights dropped."""
+        """Per point set: (keys, integer weights) per patient row — (N, M) for expected control,
+        (N,) scores with weight 1 per bound for violation control. Zero weights are dropped later."""
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         realized = self.costs.realized(cands, labels.astype(bool))
         if self.expected:
-            keys, increments = calibration_points(cands, realized, self.score)
-            keep = increments > 0
-            return [(ordered_bits(keys[keep]), increments[keep])]
-        return [(ordered_bits(violation_scores(cands, realized, bound, self.score)), np.ones(len(probs), dtype=np.int64))
+            return [calibration_points(cands, realized, self.score)]
+        return [(violation_scores(cands, realized, bound, self.score), np.ones(len(probs), dtype=np.int64))
                 for bound in self.bounds]
+
+
+def _check_ids(frame, file, first_row) -> None:
+    missing = np.flatnonzero(frame[ID_COLUMN].isna().to_numpy())
+    if len(missing):
+        raise DataError("the patient id is empty.", file=file, row=first_row + int(missing[0]) + 2, column=ID_COLUMN,
+                        fix="Every row needs a patient id.")
+
+
+def _segment_labels(frame, segment, file, first_row):
+    """The batch's segment labels as text (favmac.segments' rule), or None without segments."""
+    if segment is None:
+        return None
+    try:
+        return check_group_labels(np.asarray(frame[segment], dtype=object), len(frame), name=segment)
+    except ValueError:
+        values = frame[segment]
+        empty = np.flatnonzero(values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy())
+        raise DataError("the segment label is empty.", file=file, row=first_row + int(empty[0]) + 2, column=segment,
+                        fix="Every patient needs a segment label.") from None
 
 
 # ============================================================================ one pass over a piece
@@ -455,53 +482,70 @@ def _bucket(patterns: np.ndarray, depth: int) -> np.ndarray:
 def _pass_rows(model: _Model, rows, request):
     """Fold batches ``rows`` (iterable of (file, first_row, frame)) into one pass's results.
 
-    ``request`` is None for the first pass (a top-level histogram per point set) or, per
-    point set, a list of regions (depth, prefix, exact) to histogram one level deeper
+    Point sets are keyed by (group, s): group None is every patient, a segment label its
+    patients only; s indexes the model's point sets (one per violation bound). ``request``
+    is None for the first pass (a top-level histogram per point set) or a dict from point-set
+    key to a list of regions (depth, prefix, exact) to histogram one level deeper
     (exact=False) or to enumerate as distinct patterns with summed weights (exact=True).
+
+    Returns ``(patients per group, results)``: the first pass gives one sparse histogram
+    (ids, sums, counts) per key, later passes one per requested region.
     """
-    n_rows = 0
+    n_rows: dict = {None: 0}
     size = 1 << _WIDTHS[0]
-    if request is None:
-        sums = [np.zeros(size, np.int64) for _ in range(model.n_sets)]
-        counts = [np.zeros(size, np.int64) for _ in range(model.n_sets)]
-    else:
-        partial = [[[] for _ in regions] for regions in request]
+    dense = {}  # the pooled sets: dense 20-bit histograms [sums, counts]
+    sparse: dict = {}  # segment sets (few points each): sparse histograms per batch
+    partial = {key: [[] for _ in regions] for key, regions in (request or {}).items()}
     for file, first_row, frame in rows:
-        probs, labels = model.arrays(frame, file, first_row)
-        n_rows += len(probs)
+        probs, labels, groups = model.arrays(frame, file, first_row)
+        n_rows[None] += len(probs)
         if not len(probs):
             continue
-        for s, (patterns, weights) in enumerate(model.points(probs, labels)):
-            if request is None:
-                ids = _bucket(patterns, 0)
-                sums[s] = _add(sums[s], _group_sum(ids, weights, size))
-                counts[s] += np.bincount(ids, minlength=size)
-                continue
-            for r, (depth, prefix, exact_mode) in enumerate(request[s]):
-                mask = _select(patterns, depth, prefix)
-                if not mask.any():
+        per_row = model.points(probs, labels)
+        selections = [(None, slice(None))] + (group_rows(groups) if groups is not None else [])
+        for group, selected in selections:
+            if group is not None:
+                n_rows[group] = n_rows.get(group, 0) + len(selected)
+            for s, (keys, weights) in enumerate(per_row):
+                keys, weights = keys[selected], weights[selected]
+                keep = weights > 0
+                patterns, weights = ordered_bits(keys[keep]), weights[keep]
+                key = (group, s)
+                if request is None:
+                    ids = _bucket(patterns, 0)
+                    if group is None:
+                        sums, counts = dense.get(key, (np.zeros(size, np.int64), np.zeros(size, np.int64)))
+                        dense[key] = (_add(sums, _group_sum(ids, weights, size)), counts + np.bincount(ids, minlength=size))
+                    else:
+                        sparse.setdefault(key, []).append(_sparse(ids.astype(np.uint64), weights))
                     continue
-                chosen, w = patterns[mask], weights[mask]
-                ids = chosen if exact_mode else _bucket(chosen, depth).astype(np.uint64)
-                unique, inverse = np.unique(ids, return_inverse=True)
-                partial[s][r].append((unique, _group_sum(inverse, w, len(unique)),
-                                      np.bincount(inverse, minlength=len(unique)).astype(np.int64)))
+                for r, (depth, prefix, exact_mode) in enumerate(request.get(key, ())):
+                    mask = _select(patterns, depth, prefix)
+                    if mask.any():
+                        chosen = patterns[mask]
+                        ids = chosen if exact_mode else _bucket(chosen, depth).astype(np.uint64)
+                        partial[key][r].append(_sparse(ids, weights[mask]))
     if request is None:
-        out = []
-        for s in range(model.n_sets):
-            nz = np.flatnonzero(counts[s])
-            out.append((nz.astype(np.uint64), sums[s][nz], counts[s][nz]))
+        out = {key: _merge(parts) for key, parts in sparse.items()}
+        for key, (sums, counts) in dense.items():
+            nz = np.flatnonzero(counts)
+            out[key] = (nz.astype(np.uint64), sums[nz], counts[nz])
         return n_rows, out
-    return n_rows, [[_merge(parts) for parts in per_set] for per_set in partial]
+    return n_rows, {key: [_merge(parts) for parts in per_region] for key, per_region in partial.items()}
+
+
+def _sparse(ids: np.ndarray, weights: np.ndarray):
+    """(sorted unique ids, exact summed weights, counts) of a batch's points."""
+    unique, inverse = np.unique(ids, return_inverse=True)
+    return unique, _group_sum(inverse, weights, len(unique)), np.bincount(inverse, minlength=len(unique)).astype(np.int64)
 
 
 def _piece_pass(piece: Piece, model: _Model, request):
-    wanted = [ID_COLUMN] + [f"prob_{c}" for c in model.codes] + [f"label_{c}" for c in model.codes]
-    return _pass_rows(model, ((piece.file, row, frame) for row, frame in _batches(piece, wanted)), request)
+    return _pass_rows(model, ((piece.file, row, frame) for row, frame in _batches(piece, model.wanted)), request)
 
 
 def _frame_pass(frame: pd.DataFrame, name: str, model: _Model, request):
-    _codes_of_columns(frame.columns, name, True, model.codes)
+    _codes_of_columns(frame.columns, name, True, model.codes, model.segment)
     starts = range(0, max(len(frame), 1), BATCH_ROWS)
     return _pass_rows(model, ((name, start, frame.iloc[start : start + BATCH_ROWS]) for start in starts), request)
 
@@ -512,13 +556,13 @@ def _frame_pass(frame: pd.DataFrame, name: str, model: _Model, request):
 class _Runner:
     """Runs one function over every piece on the chosen Dask scheduler."""
 
-    def __init__(self, source, scheduler, progress: bool, labelled: bool, codes=None):
+    def __init__(self, source, scheduler, progress: bool, labelled: bool, codes=None, segment=None):
         self.scheduler = scheduler
         self.progress = progress
         self._client = None
         self._own_client = False
         self.frame = source if _is_dask_frame(source) else None
-        self.pieces, self.codes = _checked_source(source, labelled, codes)
+        self.pieces, self.codes = _checked_source(source, labelled, codes, segment)
 
     def __enter__(self):
         scheduler = self.scheduler
@@ -574,7 +618,7 @@ def _is_dask_frame(source) -> bool:
 
 
 def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score="cost", c_max=None,
-              scheduler=None, progress=False, return_details=False):
+              segment=None, scheduler=None, progress=False, return_details=False):
     """Final FavMac thresholds over a very large labelled data set, computed exactly on Dask.
 
     The result equals ``FavMac(value, cost, c, delta=delta, universe=universe,
@@ -599,6 +643,10 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         greedy universe.
     c_max : float, optional
         Largest possible cost (default: the sum of the cost weights).
+    segment : str, optional
+        A column of group labels (plan, region, provider; SPEC "Segments"): every segment is
+        also calibrated on its own patients, as ``FavMac.threshold_for(label)`` after
+        ``update(p, y, group=labels)``.
     scheduler : None, str or distributed.Client
         None: dask's local default (threads); a local scheduler name ("threads", "processes",
         "synchronous"); a ``distributed.Client``; or a scheduler address such as
@@ -607,13 +655,15 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         Show dask's progress bar (``dask.diagnostics.ProgressBar`` locally,
         ``distributed.progress`` on a cluster) for every pass.
     return_details : bool
-        Also return a dict with ``n_patients``, ``codes``, ``passes`` and the exact ``c_max``.
+        Also return a dict with ``n_patients``, ``codes``, ``passes``, the exact ``c_max`` and,
+        with ``segment``, ``segment_sizes`` (label -> patients).
 
     Returns
     -------
     ndarray of float, shape (T,)
-        The thresholds (may be +inf or -inf, per the SPEC's edge rules). With
-        ``return_details``, ``(thresholds, details)``.
+        The thresholds (may be +inf or -inf, per the SPEC's edge rules). With ``segment``,
+        ``(thresholds, by_segment)`` where ``by_segment`` maps each label to its (T,) array.
+        With ``return_details``, the details dict is appended to the returned tuple.
 
     Raises
     ------
@@ -637,61 +687,76 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     if delta is not None and not 0 < float(delta) < 1:
         raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
     check_score(score, universe)
-    with _Runner(source, scheduler, progress, labelled=True) as runner:
+    with _Runner(source, scheduler, progress, labelled=True, segment=segment) as runner:
         n_codes = len(runner.codes)
         check_universe(universe, n_codes)
         costs = ExactCosts.of(cost, n_codes, c_max)
         bounds = () if delta is None else tuple(sorted({costs.bound(t) for t in targets}))
-        model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds)
+        model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment)
         results = runner.run(runner.tasks(_piece_pass, model, None))
-        n_patients = sum(r[0] for r in results)
-        top = [_merge([r[1][s] for r in results]) for s in range(model.n_sets)]
-        # Per target: (point set, the integer F must exceed), or an edge answer.
-        searches, answers = {}, [None] * len(targets)
-        for t, target in enumerate(targets):
-            if delta is None:
-                margin = expected_margin(target, costs.c_max, n_patients)
-                if margin < 0:
-                    answers[t] = -math.inf
-                    continue
-                scaled = margin * costs.scale
-                searches[t] = (0, scaled.numerator // scaled.denominator)
-            else:
-                k = violation_rank(delta, n_patients)
-                edge = rank_edge(k, n_patients)
-                if math.isnan(edge):
-                    searches[t] = (bounds.index(costs.bound(target)), n_patients - k)  # the k-th largest T_i
+        sizes: dict = {}
+        for counts, _ in results:
+            for group, n in counts.items():
+                sizes[group] = sizes.get(group, 0) + n
+        top_keys = {key for _, hists in results for key in hists}
+        top = {key: _merge([hists[key] for _, hists in results if key in hists]) for key in top_keys}
+        # Per (group, target): (point-set key, the integer F must exceed), or an edge answer.
+        searches, answers = {}, {}
+        for group, n_patients in sizes.items():
+            for t, target in enumerate(targets):
+                if delta is None:
+                    margin = expected_margin(target, costs.c_max, n_patients)
+                    scaled = margin * costs.scale
+                    search = ((group, 0), scaled.numerator // scaled.denominator) if margin >= 0 else -math.inf
                 else:
-                    answers[t] = edge
-        # state per target: (set, need, depth, prefix, weight below the region, region histogram)
+                    k = violation_rank(delta, n_patients)
+                    edge = rank_edge(k, n_patients)  # the k-th largest T_i unless k is out of range
+                    search = ((group, bounds.index(costs.bound(target))), n_patients - k) if math.isnan(edge) else edge
+                if isinstance(search, tuple):
+                    searches[group, t] = search
+                else:
+                    answers[group, t] = search
+        # state per search: (point-set key, need, depth, prefix, exact, weight below the region)
         state = {}
-        for t, (s, need) in searches.items():
-            ids, sums, counts = top[s]
-            total = int(sums.sum(dtype=object)) if len(sums) else 0
-            if total <= need:
-                answers[t] = math.inf
+        empty = (np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        for search, (key, need) in searches.items():
+            ids, sums, counts = top.get(key, empty)
+            if (int(sums.sum(dtype=object)) if len(sums) else 0) <= need:
+                answers[search] = math.inf  # F never exceeds M
                 continue
-            state[t] = _descend(s, need, 0, 0, 0, ids, sums, counts)
+            state[search] = _descend(key, need, 0, 0, 0, ids, sums, counts)
         passes = 1
         while state:
-            regions = [sorted({(d, p, ex) for (s2, _, d, p, ex, _) in state.values() if s2 == s}) for s in range(model.n_sets)]
+            regions: dict = {}
+            for key, _, depth, prefix, exact_mode, _ in state.values():
+                regions.setdefault(key, set()).add((depth, prefix, exact_mode))
+            regions = {key: sorted(found) for key, found in regions.items()}
             results = runner.run(runner.tasks(_piece_pass, model, regions))
             passes += 1
-            merged = [[_merge([r[1][s][i] for r in results]) for i in range(len(regions[s]))] for s in range(model.n_sets)]
-            for t in list(state):
-                s, need, depth, prefix, exact_mode, below = state[t]
-                ids, sums, counts = merged[s][regions[s].index((depth, prefix, exact_mode))]
+            merged = {key: [_merge([hists[key][i] for _, hists in results]) for i in range(len(regions[key]))]
+                      for key in regions}
+            for search in list(state):
+                key, need, depth, prefix, exact_mode, below = state[search]
+                ids, sums, counts = merged[key][regions[key].index((depth, prefix, exact_mode))]
                 if exact_mode:
-                    cum = _cumsum(sums, below)
-                    answers[t] = key_of_bits(int(ids[_crossing(cum, need)]))
-                    del state[t]
+                    answers[search] = key_of_bits(int(ids[_crossing(_cumsum(sums, below), need)]))
+                    del state[search]
                 else:
-                    state[t] = _descend(s, need, depth, prefix, below, ids, sums, counts)
-    thresholds = np.array(answers, dtype=float)
-    out = thresholds[0] if scalar else thresholds
+                    state[search] = _descend(key, need, depth, prefix, below, ids, sums, counts)
+
+    def thresholds_of(group):
+        values = np.array([answers[group, t] for t in range(len(targets))], dtype=float)
+        return values[0] if scalar else values
+
+    out = thresholds_of(None)
+    if segment is not None:
+        out = (out, {group: thresholds_of(group) for group in sorted(g for g in sizes if g is not None)})
     if return_details:
-        return out, {"n_patients": n_patients, "codes": list(runner.codes), "passes": passes, "c_max": costs.c_max,
-                     "scale": costs.scale}
+        details = {"n_patients": sizes[None], "codes": list(runner.codes), "passes": passes, "c_max": costs.c_max,
+                   "scale": costs.scale}
+        if segment is not None:
+            details["segment_sizes"] = {g: n for g, n in sorted((g, n) for g, n in sizes.items() if g is not None)}
+        return (*out, details) if segment is not None else (out, details)
     return out
 
 
@@ -702,7 +767,7 @@ def _crossing(cum: np.ndarray, need: int) -> int:
     return next(i for i, v in enumerate(cum) if v > need)
 
 
-def _descend(s, need, depth, prefix, below, ids, sums, counts):
+def _descend(key, need, depth, prefix, below, ids, sums, counts):
     """The next region to ask for: the bucket of this histogram where F crosses ``need``."""
     cum = _cumsum(sums, below)
     j = _crossing(cum, need)
@@ -711,14 +776,14 @@ def _descend(s, need, depth, prefix, below, ids, sums, counts):
     new_depth = depth + 1
     exact_mode = int(counts[j]) <= EXACT_LIMIT or new_depth == len(_WIDTHS) - 1
     # The region at new_depth is either enumerated exactly or histogrammed one level deeper.
-    return (s, need, new_depth, new_prefix, exact_mode, new_below)
+    return (key, need, new_depth, new_prefix, exact_mode, new_below)
 
 
 # ============================================================================ predict
 
 
 def predict(source, value, cost, thresholds, out, *, universe="ratio", score="cost", codes=None, target=None,
-            delta=None, method=None, scheduler=None, progress=False):
+            delta=None, method=None, segment=None, scheduler=None, progress=False):
     """Choose the code set of every patient in a large unlabelled file set; write Parquet parts.
 
     Parameters
@@ -727,8 +792,10 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
         Parquet or CSV files with ``patient_id`` and one column per code (the probabilities
         layout) or ``prob_<code>`` columns (a wide file; label columns are ignored).
     value, cost : value and cost functions
-    thresholds : float
-        The threshold T (e.g. from :func:`calibrate`).
+    thresholds : float, or dict of segment label -> float with ``segment``
+        The threshold T (e.g. from :func:`calibrate`); with ``segment``, each segment's own
+        (the second item :func:`calibrate` returns with ``segment``). A segment missing from
+        the dict gets T = -inf (the empty set; it had no calibration patient), with a note.
     out : str
         Output folder; one ``part-NNNNN.parquet`` per task is written into it. It is filled
         only when every partition succeeded (written to a temporary folder, then renamed).
@@ -737,6 +804,8 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
         The calibration codes; every file must hold exactly these (any column order).
     target, delta, method : optional
         Copied into the output columns (as the CLI's CSV export does).
+    segment : str, optional
+        Column of segment labels; adds the export's ``segment`` and ``note`` columns.
     scheduler, progress : as in :func:`calibrate`
 
     Returns
@@ -745,9 +814,14 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
         Number of patients written.
     """
     check_score(score, universe)
-    threshold = float(thresholds)
-    if math.isnan(threshold):
-        raise ValueError("threshold is NaN")
+    if segment is None:
+        threshold = float(thresholds)
+    else:
+        if not isinstance(thresholds, dict):
+            raise ValueError("thresholds: with segment=..., give a dict of segment label -> threshold")
+        threshold = {str(label).strip(): float(t) for label, t in thresholds.items()}
+    if any(math.isnan(t) for t in (threshold.values() if segment is not None else [threshold])):
+        raise ValueError("thresholds: a threshold is NaN")
     out = os.fspath(out)
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise ValueError(f"out: {out!r} already exists and is not an empty folder")
@@ -755,10 +829,10 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
     staging = os.path.join(parent, f".{os.path.basename(out)}.partial-{uuid.uuid4().hex[:8]}")
     os.makedirs(staging)
     try:
-        with _Runner(source, scheduler, progress, labelled=False, codes=codes) as runner:
+        with _Runner(source, scheduler, progress, labelled=False, codes=codes, segment=segment) as runner:
             check_universe(universe, len(runner.codes))
             info = dict(threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
-                        universe=universe, score=score)
+                        universe=universe, score=score, segment=segment)
             import dask
 
             if runner.frame is not None:
@@ -777,11 +851,11 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
     return written
 
 
-def _predict_columns(names, codes):
+def _predict_columns(names, codes, segment=None):
     """(column names to read, prob column per code) for a probabilities or wide file."""
     prob_layout = any(c.startswith("prob_") for c in names)
     prob_cols = [f"prob_{c}" if prob_layout else c for c in codes]
-    return [ID_COLUMN] + prob_cols, prob_cols
+    return [ID_COLUMN] + ([] if segment is None else [segment]) + prob_cols, prob_cols
 
 
 def _predict_rows(rows, value, cost, codes, info, path):
@@ -794,16 +868,20 @@ def _predict_rows(rows, value, cost, codes, info, path):
     try:
         for file, first_row, frame, prob_cols in rows:
             probs = _numeric(frame, prob_cols, file, first_row, "probability")
-            missing = np.flatnonzero(frame[ID_COLUMN].isna().to_numpy())
-            if len(missing):
-                raise DataError("the patient id is empty.", file=file, row=first_row + int(missing[0]) + 2,
-                                column=ID_COLUMN, fix="Every row needs a patient id.")
+            _check_ids(frame, file, first_row)
+            segments = _segment_labels(frame, info["segment"], file, first_row)
+            threshold, notes = info["threshold"], None
+            if segments is not None:
+                threshold = np.array([info["threshold"].get(label, -math.inf) for label in segments])
+                notes = ["" if label in info["threshold"] else f"segment {label!r} is not in the calibration data "
+                         "(0 calibration patients), so its set is empty" for label in segments]
             cands = candidate_sets(probs, value, cost, info["universe"])
-            selected = cands.masks(cands.choose(info["threshold"], info["score"]))
-            table = chosen_sets(frame[ID_COLUMN].astype(str).to_numpy(dtype=object), probs, selected, info["threshold"],
+            selected = cands.masks(cands.choose(threshold, info["score"]))
+            table = chosen_sets(frame[ID_COLUMN].astype(str).to_numpy(dtype=object), probs, selected, threshold,
                                 codes=codes, value=value, cost=cost, method=info["method"],
                                 target=math.nan if info["target"] is None else float(info["target"]),
-                                delta=info["delta"], universe=info["universe"], score=info["score"])
+                                delta=info["delta"], universe=info["universe"], score=info["score"],
+                                segments=segments, notes=notes)
             arrow = pa.Table.from_pandas(table, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(path, arrow.schema)
@@ -823,15 +901,15 @@ def _predict_piece(piece, index, value, cost, codes, info, staging):
 
         with fsspec.open(piece.path, "rb") as handle:
             fs_columns = list(pq.ParquetFile(handle).schema_arrow.names)
-    wanted, prob_cols = _predict_columns(fs_columns, codes)
+    wanted, prob_cols = _predict_columns(fs_columns, codes, info["segment"])
     path = os.path.join(staging, f"part-{index:05d}.parquet")
     rows = ((piece.file, row, frame, prob_cols) for row, frame in _batches(piece, wanted))
     return _predict_rows(rows, value, cost, codes, info, path)
 
 
 def _predict_frame(frame, name, index, value, cost, codes, info, staging):
-    _codes_of_columns(frame.columns, name, False, codes)
-    wanted, prob_cols = _predict_columns(list(frame.columns), codes)
+    _codes_of_columns(frame.columns, name, False, codes, info["segment"])
+    wanted, prob_cols = _predict_columns(list(frame.columns), codes, info["segment"])
     path = os.path.join(staging, f"part-{index:05d}.parquet")
     starts = range(0, len(frame), BATCH_ROWS)
     return _predict_rows(((name, s, frame.iloc[s : s + BATCH_ROWS], prob_cols) for s in starts), value, cost, codes, info, path)

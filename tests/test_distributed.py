@@ -393,6 +393,65 @@ def test_two_worker_local_cluster_matches_favmac(tmp_path):
     assert np.array_equal(violation, tree_thresholds(probs, labels, value, cost, targets, delta=0.1))
 
 
+# ----------------------------------------------------------------------------- segments
+
+
+@pytest.mark.parametrize("delta,score", [(None, "cost"), (0.2, "cost"), (None, "price")])
+def test_segments_match_favmac_threshold_for(tmp_path, delta, score):
+    """Every segment is calibrated on its own patients, as FavMac.threshold_for after update(..., group=)."""
+    probs, labels = tied_data(111, 260, 5, 1)
+    rng = np.random.default_rng(112)
+    plans = rng.choice(np.array(["gold", "silver", "bronze", "tiny"], dtype=object), size=260, p=[0.5, 0.3, 0.19, 0.01])
+    weights = np.array([1.0, 0.5, 2.0, 1.5, 1.0])
+    value, cost = AdditiveValue(weights), AdditiveCost(weights)
+    sizes, start = [0, 1, 120, 139], 0
+    os.makedirs(tmp_path / "cal")
+    for i, size in enumerate(sizes):
+        frame = wide_frame(probs[start : start + size], labels[start : start + size], first_id=start)
+        frame.insert(1, "plan", plans[start : start + size].astype(str))
+        frame.to_parquet(tmp_path / "cal" / f"part-{i}.parquet", index=False)
+        start += size
+    targets = [0.5, 1.0, 2.5, 4.0]
+    pooled, by_segment, details = calibrate(str(tmp_path / "cal"), value, cost, targets, delta=delta, score=score,
+                                            segment="plan", scheduler="synchronous", return_details=True)
+    assert details["segment_sizes"] == {p: int((plans == p).sum()) for p in sorted(set(plans))}
+    trees = [FavMac(value, cost, c, delta=delta, score=score).update(probs, labels, group=plans) for c in targets]
+    assert np.array_equal(pooled, [fm.threshold for fm in trees])
+    assert sorted(by_segment) == sorted(set(plans))
+    for plan, got in by_segment.items():
+        assert np.array_equal(got, [fm.threshold_for(plan) for fm in trees]), plan
+    assert np.isneginf(by_segment["tiny"]).any()  # a segment too small for the target gets the empty set
+
+    new_probs, _ = tied_data(113, 40, 5, 1)
+    new = pd.DataFrame(new_probs, columns=[f"C{k}" for k in range(5)])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(40)])
+    new.insert(1, "plan", ["gold", "silver", "bronze", "platinum"] * 10)
+    new.to_parquet(tmp_path / "new.parquet", index=False)
+    segment_thresholds = {plan: float(values[1]) for plan, values in by_segment.items()}
+    predict(str(tmp_path / "new.parquet"), value, cost, segment_thresholds, tmp_path / "out", score=score,
+            segment="plan", scheduler="synchronous")
+    written = pd.read_parquet(tmp_path / "out")
+    masks = trees[1].predict(new_probs, group=new["plan"].to_numpy(dtype=object))
+    assert written["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in masks]
+    assert written["segment"].tolist() == new["plan"].tolist()
+    assert (written.loc[new["plan"] == "platinum", "codes"] == "").all()
+    assert written.loc[new["plan"] == "platinum", "note"].str.contains("not in the calibration data").all()
+
+
+def test_segment_column_missing_or_empty(tmp_path):
+    probs, labels = tied_data(121, 20, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.to_parquet(tmp_path / "a.parquet", index=False)
+    with pytest.raises(DataError, match="no segment column 'plan'"):
+        calibrate(str(tmp_path / "a.parquet"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan")
+    frame.insert(1, "plan", ["x"] * 12 + [None] + ["y"] * 7)
+    frame.to_parquet(tmp_path / "a.parquet", index=False)
+    with pytest.raises(DataError, match="segment label is empty") as err:
+        calibrate(str(tmp_path / "a.parquet"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
+                  scheduler="synchronous")
+    assert (err.value.row, err.value.column) == (14, "plan")
+
+
 # ----------------------------------------------------------------------------- command line
 
 
