@@ -429,46 +429,59 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
-    if getattr(args, "segment_column", None):
-        raise DataError("--segment-column is not supported by the distributed engine yet.",
-                        fix="Drop --segment-column, or calibrate one file set per segment.")
-
-    codes = source_codes(source)
+    codes = source_codes(source, segment=args.segment_column)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
-    spec = _spec(args, data, targets, percent=percent, flag=flag)
-    return spec, codes
+    return _spec(args, data, targets, percent=percent, flag=flag), codes
 
 
-def _calibration_extras(spec, codes, thresholds, details, source) -> dict:
-    """What 'favmac calibrate' adds to the settings file (JSON has no inf: thresholds are written as text)."""
-    return {"calibration": {
+def _engine_calibrate(args, source, spec, targets):
+    """(pooled thresholds, {segment: thresholds} or None, details) from the distributed engine."""
+    from .distributed import calibrate
+
+    out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
+                    score=spec.score, segment=spec.segment, scheduler=args.scheduler,
+                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+    return out if spec.segment is not None else (out[0], None, out[1])
+
+
+def _as_text(thresholds) -> list[str]:
+    """Thresholds for JSON, which has no infinity: repr text ("inf", "-inf", "1.25")."""
+    return [repr(float(t)) for t in thresholds]
+
+
+def _calibration_extras(spec, codes, thresholds, by_segment, details, source) -> dict:
+    """What 'favmac calibrate' adds to the settings file."""
+    block = {
         "engine": "favmac.distributed",
         "data": str(source),
         "codes": [str(c) for c in codes],
         "n_patients": int(details["n_patients"]),
         "targets": [float(t) for t in spec.targets],
-        "thresholds": [repr(float(t)) for t in thresholds],
-    }}
+        "thresholds": _as_text(thresholds),
+    }
+    if by_segment is not None:
+        block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
+                             for label, values in by_segment.items()}
+    return {"calibration": block}
 
 
 def run_calibrate(args) -> int:
-    from .distributed import calibrate
     from .replay import method_name
 
     raw = args.targets.split(",") if args.targets is not None else args.target_percents.split(",")
     spec, codes = _engine_spec(args, args.data, raw, percent=args.targets is None,
                                flag="--targets" if args.targets is not None else "--target-percents")
-    value, cost = spec.build()
-    thresholds, details = calibrate(args.data, value, cost, list(spec.targets), delta=spec.control_delta,
-                                    universe=spec.universe, score=spec.score, scheduler=args.scheduler,
-                                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+    thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, spec.targets)
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
           f"({control}; C_max {c_max:g}), {details['passes']} passes over the data.")
-    print(pd.DataFrame({"target": list(spec.targets), "threshold": thresholds}).to_string(index=False))
+    table = pd.DataFrame({"target": list(spec.targets), "threshold": thresholds})
+    for label, values in (by_segment or {}).items():
+        table[f"{spec.segment}={label} (n={details['segment_sizes'][label]})"] = values
+    print(table.to_string(index=False))
     settings = spec.to_json(codes, dataset=str(args.data),
-                            extras=_calibration_extras(spec, codes, thresholds, details, args.data))
+                            extras=_calibration_extras(spec, codes, thresholds, by_segment, details, args.data))
     if args.settings_out:
         with open(args.settings_out, "wb") as handle:
             handle.write(settings)
@@ -480,7 +493,7 @@ def run_calibrate(args) -> int:
 
 
 def _predict_distributed(args) -> int:
-    from .distributed import calibrate, predict
+    from .distributed import predict
     from .replay import method_name
     from .runspec import read_settings_json
 
@@ -494,11 +507,7 @@ def _predict_distributed(args) -> int:
             raise DataError("the settings file holds no thresholds.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
-        loaded = read_settings_json(raw, codes=codes, extras=("calibration",))
-        spec = loaded.spec.validate(len(codes))
-        if spec.segment is not None:
-            raise DataError("the settings use segments, which the distributed engine does not support yet.",
-                            file=args.settings)
+        spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
@@ -506,23 +515,29 @@ def _predict_distributed(args) -> int:
             raise DataError(f"{flag} {wanted:g}: the settings file was calibrated for targets "
                             f"{', '.join(f'{t:g}' for t in targets)} only.", file=args.settings,
                             fix="Use one of them, or run 'favmac calibrate' for this target.")
-        threshold = float(calibration["thresholds"][targets.index(target)])
+        index = targets.index(target)
+        threshold = float(calibration["thresholds"][index])
+        by_segment = None
+        if spec.segment is not None:
+            by_segment = {label: [float(t) for t in entry["thresholds"]]
+                          for label, entry in calibration.get("segments", {}).items()}
         n_patients = calibration.get("n_patients")
     else:
         if args.calibration is None:
             raise DataError("predict needs --calibration FILES (labelled patients) or --settings JSON.")
         spec, codes = _engine_spec(args, args.calibration, [repr(wanted)], percent=args.target is None, flag=flag)
-        target = spec.target
-        threshold, details = calibrate(args.calibration, *spec.build(), target, delta=spec.control_delta,
-                                       universe=spec.universe, score=spec.score, scheduler=args.scheduler,
-                                       progress=args.progress or sys.stderr.isatty(), return_details=True)
-        threshold, n_patients = float(threshold), details["n_patients"]
+        target, index = spec.target, 0
+        thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
+        threshold, n_patients = float(thresholds[0]), details["n_patients"]
     value, cost = spec.build()
-    written = predict(args.new, value, cost, threshold, args.out, universe=spec.universe, score=spec.score,
-                      codes=codes, target=target, delta=spec.control_delta, scheduler=args.scheduler,
-                      progress=args.progress or sys.stderr.isatty())
-    print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on {n_patients} "
-          f"patients); wrote {written:,} patients as Parquet parts to {args.out}.", file=_report_stream(args))
+    chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
+    written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
+                      codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
+                      scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+    per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
+    print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
+          f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",
+          file=_report_stream(args))
     return 0
 
 

@@ -336,7 +336,7 @@ def _checked_source(source, labelled: bool, codes=None, segment=None):
     return pieces, list(codes) if codes is not None else found
 
 
-def source_codes(source, labelled: bool = True) -> list[str]:
+def source_codes(source, labelled: bool = True, segment=None) -> list[str]:
     """The codes of a file set or dask DataFrame (the first file's order), every header checked.
 
     Parameters
@@ -345,12 +345,14 @@ def source_codes(source, labelled: bool = True) -> list[str]:
     labelled : bool
         True: the wide layout (``prob_<code>`` and ``label_<code>``); False: also accept the
         probabilities layout (``patient_id`` and one column per code).
+    segment : str, optional
+        A segment column every file must have (it is not a code).
 
     Returns
     -------
     list of str
     """
-    return _checked_source(source, labelled)[1]
+    return _checked_source(source, labelled, segment=segment)[1]
 
 
 def _numeric(frame: pd.DataFrame, columns, file, first_row: int, kind: str) -> np.ndarray:

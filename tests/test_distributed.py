@@ -490,3 +490,33 @@ def test_cli_calibrate_writes_settings_that_predict_loads(tmp_path, capsys):
                    "--out", str(tmp_path / "chosen3")])
     assert status == 2 and "calibrated for targets 0.5, 1.1, 2.25 only" in capsys.readouterr().err
     assert not (tmp_path / "chosen3").exists()
+
+
+def test_cli_segments_round_trip(tmp_path, capsys):
+    from favmac.cli import main
+
+    probs, labels = tied_data(131, 200, 4, 1)
+    plans = np.array(["a", "b", "c"], dtype=object)[np.arange(200) % 3]
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", plans)
+    os.makedirs(tmp_path / "cal")
+    frame.iloc[:90].to_parquet(tmp_path / "cal" / "p0.parquet", index=False)
+    frame.iloc[90:].to_parquet(tmp_path / "cal" / "p1.parquet", index=False)
+    settings = tmp_path / "run.json"
+    assert main(["calibrate", "--data", str(tmp_path / "cal"), "--segment-column", "plan", "--score", "cost",
+                 "--targets", "0.6,1.2", "--delta", "0.2", "--scheduler", "synchronous",
+                 "--settings-out", str(settings)]) == 0
+    assert "plan=a (n=67)" in capsys.readouterr().out
+    new = pd.DataFrame(tied_data(132, 30, 4, 1)[0], columns=[f"C{k}" for k in range(4)])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(30)])
+    new.insert(1, "plan", ["a", "b", "c", "d", "a"] * 6)
+    new.to_parquet(tmp_path / "new.parquet", index=False)
+    os.makedirs(tmp_path / "new")
+    os.replace(tmp_path / "new.parquet", tmp_path / "new" / "new.parquet")
+    assert main(["predict", "--settings", str(settings), "--target", "1.2", "--new", str(tmp_path / "new"),
+                 "--out", str(tmp_path / "out")]) == 0
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.2, delta=0.2).update(probs, labels, group=plans)
+    masks = fm.predict(new.iloc[:, 2:].to_numpy(), group=new["plan"].to_numpy(dtype=object))
+    written = pd.read_parquet(tmp_path / "out")
+    assert written["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in masks]
+    assert written["segment"].tolist() == new["plan"].tolist()
