@@ -361,8 +361,9 @@ def _numeric(frame: pd.DataFrame, columns, file, first_row: int, kind: str) -> n
     return numeric_block(frame, list(columns), rows, file, kind)
 
 
-def _batches(piece: Piece, wanted: list[str]):
-    """Yield (first_row, pandas frame) batches of a piece, reading only ``wanted`` columns."""
+def _batches(piece: Piece, wanted: list[str], text_columns=(ID_COLUMN,)):
+    """Yield (first_row, pandas frame) batches of a piece, reading only ``wanted`` columns
+    (``text_columns`` of a CSV stay text: ids and segment labels such as "007")."""
     import fsspec
 
     if piece.kind == "parquet":
@@ -384,7 +385,7 @@ def _batches(piece: Piece, wanted: list[str]):
     with fsspec.open(piece.path, "rb", compression="infer") as handle:
         header = handle.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
         names = [c.strip().strip('"').strip() for c in header.split(",")]
-        reader = pd.read_csv(handle, header=None, names=names, usecols=wanted, dtype={ID_COLUMN: str},
+        reader = pd.read_csv(handle, header=None, names=names, usecols=wanted, dtype={c: str for c in text_columns},
                              chunksize=BATCH_ROWS, skip_blank_lines=True)
         row = 0
         try:
@@ -543,7 +544,8 @@ def _sparse(ids: np.ndarray, weights: np.ndarray):
 
 
 def _piece_pass(piece: Piece, model: _Model, request):
-    return _pass_rows(model, ((piece.file, row, frame) for row, frame in _batches(piece, model.wanted)), request)
+    text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
+    return _pass_rows(model, ((piece.file, row, frame) for row, frame in _batches(piece, model.wanted, text)), request)
 
 
 def _frame_pass(frame: pd.DataFrame, name: str, model: _Model, request):
@@ -905,7 +907,8 @@ def _predict_piece(piece, index, value, cost, codes, info, staging):
             fs_columns = list(pq.ParquetFile(handle).schema_arrow.names)
     wanted, prob_cols = _predict_columns(fs_columns, codes, info["segment"])
     path = os.path.join(staging, f"part-{index:05d}.parquet")
-    rows = ((piece.file, row, frame, prob_cols) for row, frame in _batches(piece, wanted))
+    text = (ID_COLUMN,) if info["segment"] is None else (ID_COLUMN, info["segment"])
+    rows = ((piece.file, row, frame, prob_cols) for row, frame in _batches(piece, wanted, text))
     return _predict_rows(rows, value, cost, codes, info, path)
 
 

@@ -520,3 +520,14 @@ def test_cli_segments_round_trip(tmp_path, capsys):
     written = pd.read_parquet(tmp_path / "out")
     assert written["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in masks]
     assert written["segment"].tolist() == new["plan"].tolist()
+
+
+def test_csv_segment_labels_stay_text(tmp_path):
+    probs, labels = tied_data(141, 30, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", ["007", "010"] * 15)
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    _, by_segment = calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
+                              scheduler="synchronous")
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0).update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
+    assert {k: float(v) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
