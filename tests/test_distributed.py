@@ -530,4 +530,4 @@ def test_csv_segment_labels_stay_text(tmp_path):
     _, by_segment = calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
                               scheduler="synchronous")
     fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0).update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
-    assert {k: float(v) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
+    assert {k: float(v[0]) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
