@@ -159,6 +159,20 @@ def test_violation_control_with_a_window_gives_the_reference_sets(universe):
     np.testing.assert_array_equal(fast.selected, reference.selected)
 
 
+@pytest.mark.parametrize("delta", [None, 0.2])
+def test_price_score_gives_the_reference_sets(delta):
+    """Prices divide Vhat increments, so thresholds agree to round-off; the sets are the same."""
+    rng = np.random.RandomState(4)
+    probs = rng.choice([0.0, 0.05, 0.3, 0.5, 0.8, 1.0], size=(80, 8))
+    labels = rng.rand(80, 8) < probs
+    values, cost = np.arange(1.0, 9.0), AdditiveCost(rng.choice([0.5, 1.0, 2.0], size=8))
+    kwargs = dict(burn_in=20, targets=[1.1, 2.6, 4.0], score="price", delta=delta)
+    fast = replay(probs, labels, FormulaValue(V_GEN, weights=values, n_samples=64), cost, **kwargs)
+    reference = replay(probs, labels, ReferenceFormula(V_GEN, weights=values, n_samples=64), cost, **kwargs)
+    np.testing.assert_array_equal(fast.selected, reference.selected)
+    np.testing.assert_allclose(fast.thresholds, reference.thresholds, rtol=1e-9)
+
+
 def test_formulas_the_compiler_does_not_cover_use_the_reference_path():
     f = FormulaValue("(n_hits > 1) * 3 + sum_hits(v)", weights=np.arange(1.0, 7.0))
     assert f.compiled(6) is None
