@@ -22,26 +22,18 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from .export import new_patient_sets
 from .functions import FormulaError, FormulaValue
-from .io import (
-    CMS_MODELS,
-    CMS_SEGMENTS,
-    DataError,
-    cms_hcc_weights,
-    file_digests,
-    load_calibration,
-    load_new_patients_segmented,
-    read_weights,
-    to_safe_csv,
-)
+from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
 from .runspec import RunSpec, SettingsError
 from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["main", "build_parser"]
 
@@ -208,6 +200,8 @@ def _progress(args, label):
 
 
 def _load_weights(args, codes):
+    from .io import cms_hcc_weights, read_weights
+
     if args.weights:
         return read_weights(args.weights, codes)
     if args.cms_model:
@@ -273,6 +267,8 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
 
 
 def _write(frame: pd.DataFrame, out: str) -> bytes:
+    from .io import to_safe_csv
+
     data = to_safe_csv(frame, index=False)
     if out == "-":
         sys.stdout.buffer.write(data)
@@ -287,6 +283,7 @@ def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
     """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
     from pathlib import Path
 
+    from .io import file_digests
     from .provenance import provenance, provenance_json
 
     if args.out == "-":
@@ -316,6 +313,8 @@ def _fmt(x) -> str:
 
 def _load(args):
     """The calibration data; with --segment-column its segment labels are required."""
+    from .io import load_calibration
+
     return load_calibration(args.calibration, args.labels, segment_column=args.segment_column)
 
 
@@ -324,6 +323,9 @@ def _groups(args, data):
 
 
 def run_predict(args) -> int:
+    from .export import new_patient_sets
+    from .io import load_new_patients_segmented
+
     if args.settings or args.scheduler or _is_file_set(args.calibration) or _is_file_set(args.new):
         return _predict_distributed(args)
     if args.calibration is None:
