@@ -478,6 +478,8 @@ def run_calibrate(args) -> int:
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
           f"({control}; C_max {c_max:g}), {details['passes']} passes over the data.")
+    import pandas as pd
+
     table = pd.DataFrame({"target": list(spec.targets), "threshold": thresholds})
     for label, values in (by_segment or {}).items():
         table[f"{spec.segment}={label} (n={details['segment_sizes'][label]})"] = values
