@@ -1,4 +1,4 @@
-"""Command line: ``favmac predict|replay`` (also ``python -m favmac``).
+"""Command line: ``favmac predict|replay|calibrate`` (also ``python -m favmac``).
 
 ``predict`` calibrates FavMac on a labelled file and writes the chosen code set of every
 new (unlabelled) patient; ``replay`` walks a labelled file as an online stream and writes
@@ -22,26 +22,18 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from .export import new_patient_sets
 from .functions import FormulaError, FormulaValue
-from .io import (
-    CMS_MODELS,
-    CMS_SEGMENTS,
-    DataError,
-    cms_hcc_weights,
-    file_digests,
-    load_calibration,
-    load_new_patients_segmented,
-    read_weights,
-    to_safe_csv,
-)
+from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
 from .runspec import RunSpec, SettingsError
 from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["main", "build_parser"]
 
@@ -56,12 +48,18 @@ OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--d
 # ----------------------------------------------------------------------------- parser
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration", data_required: bool = True) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--calibration", required=True, metavar="FILE",
-                      help="labelled patients: a wide CSV (patient_id, prob_<code>, label_<code>) "
-                      "or, with --labels, a probabilities CSV")
-    data.add_argument("--labels", metavar="FILE", help="labels CSV (patient_id, one 0/1 column per code)")
+    if data_flag == "--data":
+        data.add_argument("--data", required=True, metavar="FILES",
+                          help="labelled patients in the wide layout (patient_id, prob_<code>, label_<code>): "
+                          "a Parquet or CSV file, a glob such as 'claims/*.parquet' (quote it), a folder or an fsspec URL")
+    else:
+        data.add_argument("--calibration", required=data_required, metavar="FILE",
+                          help="labelled patients: a wide CSV or Parquet file (patient_id, prob_<code>, label_<code>) "
+                          "or, with --labels, a probabilities file; a glob or folder of Parquet files uses the "
+                          "distributed engine")
+        data.add_argument("--labels", metavar="FILE", help="labels CSV (patient_id, one 0/1 column per code)")
     weights = data.add_mutually_exclusive_group()
     weights.add_argument("--weights", metavar="FILE", help="per-code weights CSV (code, weight, description)")
     weights.add_argument("--cms-model", choices=list(CMS_MODELS), type=str.upper,
@@ -102,21 +100,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
         "  predict  calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
         "  replay   walks a labelled file as an online stream (FavMac or a baseline) and writes per-step results\n"
-        "           plus a summary table.\n\n"
+        "           plus a summary table.\n"
+        "  calibrate computes the final thresholds over a very large file set exactly on Dask (local or a\n"
+        "           cluster) and writes a settings file that the app and 'predict --settings' load.\n\n"
         "Run 'favmac <command> --help' for the options of each.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate}")
 
     predict = sub.add_parser(
         "predict", help="calibrate on labelled patients and choose code sets for new patients",
         description="Calibrate FavMac on all labelled patients, then choose a code set for each new patient.",
     )
-    _add_common(predict)
-    predict.add_argument("--new", required=True, metavar="FILE", help="new patients' probabilities CSV")
+    _add_common(predict, data_required=False)
+    predict.add_argument("--new", required=True, metavar="FILE",
+                         help="new patients' probabilities (CSV or Parquet); a glob or folder of Parquet files "
+                         "uses the distributed engine and --out is then a folder of Parquet parts")
     target = predict.add_mutually_exclusive_group(required=True)
     target.add_argument("--target", type=float, metavar="C", help="target cost in the cost's units")
     target.add_argument("--target-percent", type=float, metavar="P", help="target cost as a percent of C_max")
+    engine = predict.add_argument_group("distributed engine")
+    engine.add_argument("--settings", metavar="JSON",
+                        help="settings file written by 'favmac calibrate' (its thresholds are used; no --calibration)")
+    engine.add_argument("--scheduler", metavar="ADDRESS",
+                        help="Dask scheduler address (tcp://host:8786) or name (threads, processes); default: local")
     _add_output(predict)
 
     replay = sub.add_parser(
@@ -139,6 +146,25 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replay in the order numpy.random.RandomState(SEED).permutation(N) "
                         "(the paper's protocol); default: file order")
     _add_output(replay)
+
+    calibrate = sub.add_parser(
+        "calibrate", help="exact final thresholds over a very large file set, on Dask",
+        description="Calibrate FavMac on every labelled patient of a large Parquet/CSV file set with the "
+        "distributed engine (favmac.distributed; exact, equal to FavMac fed every row). Prints the thresholds "
+        "and writes the settings file (JSON) that the app and 'favmac predict --settings' load.",
+    )
+    _add_common(calibrate, data_flag="--data")
+    targets = calibrate.add_mutually_exclusive_group(required=True)
+    targets.add_argument("--targets", metavar="C1,C2,...", help="comma-separated target costs (cost units)")
+    targets.add_argument("--target-percents", metavar="P1,P2,...", help="comma-separated targets, percent of C_max")
+    calibrate.add_argument("--scheduler", metavar="ADDRESS",
+                           help="Dask scheduler address (tcp://host:8786) or name (threads, processes, synchronous); "
+                           "default: dask's local threads")
+    calibrate.add_argument("--settings-out", metavar="JSON",
+                           help="write the settings file here (default: print it after the thresholds)")
+    calibrate.add_argument("--progress", action="store_true",
+                           help="show dask's progress bar for every pass on standard error (default: only when it "
+                           "is a terminal)")
     return parser
 
 
@@ -174,6 +200,8 @@ def _progress(args, label):
 
 
 def _load_weights(args, codes):
+    from .io import cms_hcc_weights, read_weights
+
     if args.weights:
         return read_weights(args.weights, codes)
     if args.cms_model:
@@ -239,6 +267,8 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
 
 
 def _write(frame: pd.DataFrame, out: str) -> bytes:
+    from .io import to_safe_csv
+
     data = to_safe_csv(frame, index=False)
     if out == "-":
         sys.stdout.buffer.write(data)
@@ -253,6 +283,7 @@ def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
     """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
     from pathlib import Path
 
+    from .io import file_digests
     from .provenance import provenance, provenance_json
 
     if args.out == "-":
@@ -282,6 +313,8 @@ def _fmt(x) -> str:
 
 def _load(args):
     """The calibration data; with --segment-column its segment labels are required."""
+    from .io import load_calibration
+
     return load_calibration(args.calibration, args.labels, segment_column=args.segment_column)
 
 
@@ -290,6 +323,13 @@ def _groups(args, data):
 
 
 def run_predict(args) -> int:
+    from .export import new_patient_sets
+    from .io import load_new_patients_segmented
+
+    if args.settings or args.scheduler or _is_file_set(args.calibration) or _is_file_set(args.new):
+        return _predict_distributed(args)
+    if args.calibration is None:
+        raise DataError("predict needs --calibration FILE (labelled patients) or --settings JSON from 'favmac calibrate'.")
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
@@ -375,15 +415,147 @@ def run_replay(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- distributed engine (Dask)
+
+
+def _is_file_set(path) -> bool:
+    """A glob, a folder or a URL: the distributed engine reads it (a single local file stays in memory)."""
+    import os
+
+    return path is not None and (any(ch in str(path) for ch in "*?[") or os.path.isdir(path) or "://" in str(path))
+
+
+def _engine_spec(args, source, targets, *, percent: bool, flag: str):
+    """(RunSpec, codes) for a file set the engine reads (codes from the headers; N unknown until the pass)."""
+    from types import SimpleNamespace
+
+    from .distributed import source_codes
+
+    codes = source_codes(source, segment=args.segment_column)
+    data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
+    return _spec(args, data, targets, percent=percent, flag=flag), codes
+
+
+def _engine_calibrate(args, source, spec, targets):
+    """(pooled thresholds, {segment: thresholds} or None, details) from the distributed engine."""
+    from .distributed import calibrate
+
+    out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
+                    score=spec.score, segment=spec.segment, scheduler=args.scheduler,
+                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+    return out if spec.segment is not None else (out[0], None, out[1])
+
+
+def _as_text(thresholds) -> list[str]:
+    """Thresholds for JSON, which has no infinity: repr text ("inf", "-inf", "1.25")."""
+    return [repr(float(t)) for t in thresholds]
+
+
+def _calibration_extras(spec, codes, thresholds, by_segment, details, source) -> dict:
+    """What 'favmac calibrate' adds to the settings file."""
+    block = {
+        "engine": "favmac.distributed",
+        "data": str(source),
+        "codes": [str(c) for c in codes],
+        "n_patients": int(details["n_patients"]),
+        "targets": [float(t) for t in spec.targets],
+        "thresholds": _as_text(thresholds),
+    }
+    if by_segment is not None:
+        block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
+                             for label, values in by_segment.items()}
+    return {"calibration": block}
+
+
+def run_calibrate(args) -> int:
+    from .replay import method_name
+
+    raw = args.targets.split(",") if args.targets is not None else args.target_percents.split(",")
+    spec, codes = _engine_spec(args, args.data, raw, percent=args.targets is None,
+                               flag="--targets" if args.targets is not None else "--target-percents")
+    thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, spec.targets)
+    c_max = spec.c_max(len(codes))
+    control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
+    print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
+          f"({control}; C_max {c_max:g}), {details['passes']} passes over the data.")
+    import pandas as pd
+
+    table = pd.DataFrame({"target": list(spec.targets), "threshold": thresholds})
+    for label, values in (by_segment or {}).items():
+        table[f"{spec.segment}={label} (n={details['segment_sizes'][label]})"] = values
+    print(table.to_string(index=False))
+    settings = spec.to_json(codes, dataset=str(args.data),
+                            extras=_calibration_extras(spec, codes, thresholds, by_segment, details, args.data))
+    if args.settings_out:
+        with open(args.settings_out, "wb") as handle:
+            handle.write(settings)
+        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --settings "
+              f"{args.settings_out} --target C --new FILES --out FOLDER).")
+    else:
+        print(settings.decode())
+    return 0
+
+
+def _predict_distributed(args) -> int:
+    from .distributed import predict
+    from .replay import method_name
+    from .runspec import read_settings_json
+
+    flag = "--target" if args.target is not None else "--target-percent"
+    wanted = args.target if args.target is not None else args.target_percent
+    if args.settings:
+        with open(args.settings, "rb") as handle:
+            raw = handle.read()
+        calibration = read_settings_json(raw, extras=("calibration",)).extras.get("calibration")
+        if not calibration or "thresholds" not in calibration or "codes" not in calibration:
+            raise DataError("the settings file holds no thresholds.", file=args.settings,
+                            fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
+        codes = [str(c) for c in calibration["codes"]]
+        spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
+        c_max = spec.c_max(len(codes))
+        target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
+        targets = [float(t) for t in calibration["targets"]]
+        if target not in targets:
+            raise DataError(f"{flag} {wanted:g}: the settings file was calibrated for targets "
+                            f"{', '.join(f'{t:g}' for t in targets)} only.", file=args.settings,
+                            fix="Use one of them, or run 'favmac calibrate' for this target.")
+        index = targets.index(target)
+        threshold = float(calibration["thresholds"][index])
+        by_segment = None
+        if spec.segment is not None:
+            by_segment = {label: [float(t) for t in entry["thresholds"]]
+                          for label, entry in calibration.get("segments", {}).items()}
+        n_patients = calibration.get("n_patients")
+    else:
+        if args.calibration is None:
+            raise DataError("predict needs --calibration FILES (labelled patients) or --settings JSON.")
+        spec, codes = _engine_spec(args, args.calibration, [repr(wanted)], percent=args.target is None, flag=flag)
+        target, index = spec.target, 0
+        thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
+        threshold, n_patients = float(thresholds[0]), details["n_patients"]
+    value, cost = spec.build()
+    chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
+    written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
+                      codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
+                      scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+    per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
+    print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
+          f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",
+          file=_report_stream(args))
+    return 0
+
+
 # ----------------------------------------------------------------------------- entry point
 
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
-    command = {"predict": run_predict, "replay": run_replay}[args.command]
+    command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
     try:
         return command(args)
+    except SettingsError as err:
+        print(f"error: settings: {err}", file=sys.stderr)
     except (DataError, FormulaError) as err:
         print(f"error: {err}", file=sys.stderr)
     except ValueError as err:  # the library validates its own arguments with ValueError

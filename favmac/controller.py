@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .quantile_tree import QuantileTree
 from .adaptive import AdaptiveTarget, check_adaptive_rate
@@ -22,6 +22,9 @@ from .thresholds import (
 )
 from .universe import candidate_sets, check_score, check_universe
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FavMac"]
 
@@ -286,6 +289,7 @@ class FavMac:
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         chosen = int(cands.choose(self.threshold, self.score)[0])
         order = cands.order[0]
+        import pandas as pd  # imported on use: pandas is slow to import
         return pd.DataFrame(
             {
                 "rank": np.arange(1, n_codes + 1),

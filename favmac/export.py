@@ -16,11 +16,15 @@ with no calibration patient has T = -inf, exactly as a too-small segment does
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from .result import join_codes
 from .replay import predict_with_threshold
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["EXPORT_COLUMNS", "chosen_sets", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
 
@@ -91,6 +95,7 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
     selected = np.asarray(selected, dtype=bool)
     n_patients = selected.shape[0]
     vhat, chat = proxies(value, cost, selected, probs)
+    import pandas as pd  # imported on use: pandas is slow to import
     frame = pd.DataFrame(
         {
             "patient_id": [str(i) for i in patient_ids],

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from simpleeval import SimpleEval
 
-__all__ = ["AdditiveValue", "AdditiveCost", "FormulaValue", "FormulaError", "code_weights"]
+__all__ = ["AdditiveValue", "AdditiveCost", "FormulaValue", "FormulaError", "CompiledFormula", "code_weights"]
 
 
 def code_weights(weights, n_codes: int, name: str) -> np.ndarray:
@@ -164,6 +165,117 @@ def _formula_evaluator(names, functions):
     return evaluator
 
 
+_REDUCTIONS = ("sum_hits", "prod_hits", "max_hits", "min_hits", "sum_selected")
+_SET_NAMES = frozenset(("n_hits", "n_selected") + _REDUCTIONS)
+_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.Mod: "mod",
+           ast.FloorDiv: "floordiv"}
+_CALLS = {"sqrt": "sqrt", "log": "log", "exp": "exp", "abs": "abs", "minimum": "minimum", "maximum": "maximum"}
+
+
+@dataclass(frozen=True)
+class CompiledFormula:
+    """A formula value for K codes as reductions plus postfix instructions (no user text left).
+
+    ``kinds[r]`` indexes ``favmac.formula_kernels.REDUCTIONS`` and ``coefs[r]`` (K,) is the
+    per-code array that reduction r reduces; ``program`` rows are (opcode, argument) with
+    opcodes from ``favmac.formula_kernels.OPCODES`` (argument: a constant's index for
+    "const", a reduction's index for "slot"). ``reads_selection`` says a reduction runs over
+    the chosen set S rather than the true hits only.
+    """
+
+    program: np.ndarray
+    constants: np.ndarray
+    kinds: np.ndarray
+    coefs: np.ndarray
+    reads_selection: bool
+
+
+class _NotCompilable(Exception):
+    """A construct the compiler does not cover; the reference (simpleeval) path evaluates it."""
+
+
+class _FormulaCompiler:
+    """Walks the parsed (already validated) formula; sub-expressions that do not depend on
+    the set are evaluated once, by the same simpleeval evaluator and numpy functions as the
+    reference path, into constants or per-code arrays."""
+
+    def __init__(self, weights: np.ndarray):
+        from .formula_kernels import OPCODES, REDUCTIONS
+
+        self._opcodes, self._reductions = OPCODES, REDUCTIONS
+        self._n_codes = len(weights)
+        self._code_level = _formula_evaluator({"v": weights, "pi": math.pi, "e": math.e}, dict(_ELEMENTWISE))
+        self.program: list[tuple[int, int]] = []
+        self.constants: list[float] = []
+        self.slots: list[tuple[str, np.ndarray]] = []
+        self.reads_selection = False
+
+    def result(self) -> CompiledFormula:
+        n_codes = self._n_codes
+        return CompiledFormula(
+            program=np.array(self.program, dtype=np.int64).reshape(-1, 2),
+            constants=np.array(self.constants, dtype=float),
+            kinds=np.array([self._reductions[name] for name, _ in self.slots], dtype=np.int64),
+            coefs=np.array([coef for _, coef in self.slots], dtype=float).reshape(len(self.slots), n_codes),
+            reads_selection=self.reads_selection,
+        )
+
+    def _evaluate(self, node):
+        try:
+            with np.errstate(all="ignore"):
+                return np.asarray(self._code_level.eval("", previously_parsed=node), dtype=float)
+        except Exception:
+            raise _NotCompilable from None
+
+    def _slot(self, name: str, coef: np.ndarray) -> None:
+        if name == "sum_selected":
+            self.reads_selection = True
+        for index, (other, other_coef) in enumerate(self.slots):
+            if other == name and np.array_equal(other_coef, coef, equal_nan=True):
+                break
+        else:
+            index = len(self.slots)
+            self.slots.append((name, coef))
+        self.program.append((self._opcodes["slot"], index))
+
+    def emit(self, node) -> None:
+        if not any(isinstance(sub, ast.Name) and sub.id in _SET_NAMES for sub in ast.walk(node)):
+            value = self._evaluate(node)
+            if value.ndim != 0:
+                raise _NotCompilable  # a per-code array outside a reduction
+            self.constants.append(float(value))
+            self.program.append((self._opcodes["const"], len(self.constants) - 1))
+        elif isinstance(node, ast.Name) and node.id in ("n_hits", "n_selected"):
+            self._slot("sum_hits" if node.id == "n_hits" else "sum_selected", np.ones(self._n_codes))
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            self.emit(node.left)
+            self.emit(node.right)
+            self.program.append((self._opcodes[_BINARY[type(node.op)]], 0))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            self.emit(node.operand)
+            if isinstance(node.op, ast.USub):
+                self.program.append((self._opcodes["neg"], 0))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            name, args = node.func.id, node.args
+            if name in _REDUCTIONS and len(args) == 1:
+                if any(isinstance(sub, ast.Name) and sub.id in _SET_NAMES for sub in ast.walk(args[0])):
+                    raise _NotCompilable  # a reduction of a set-dependent quantity
+                coef = self._evaluate(args[0])
+                try:
+                    coef = np.array(np.broadcast_to(coef, (self._n_codes,)), dtype=float)
+                except ValueError:
+                    raise _NotCompilable from None
+                self._slot(name, coef)
+            elif name in _CALLS and len(args) == (2 if name in ("minimum", "maximum") else 1):
+                for arg in args:
+                    self.emit(arg)
+                self.program.append((self._opcodes[_CALLS[name]], 0))
+            else:
+                raise _NotCompilable
+        else:
+            raise _NotCompilable
+
+
 _FORMULA_HELP = (
     "Names: v (per-code value weight), n_hits, n_selected. Functions over the true hits "
     "S∩y: sum_hits(x), prod_hits(x), max_hits(x), min_hits(x); over the chosen set S: "
@@ -216,6 +328,7 @@ class FormulaValue:
         self.seed = int(seed)
         self.exact_max_codes = int(exact_max_codes)
         self._draws: dict = {}
+        self._compiled: dict = {}
         self._last_draws = None
         try:
             self._tree = ast.parse(self.formula, mode="eval").body
@@ -262,8 +375,32 @@ class FormulaValue:
             raise FormulaError(f"Cannot evaluate the value formula {self.formula!r}: {err}. {_FORMULA_HELP}") from None
         out = np.broadcast_to(np.asarray(out, dtype=float), hits.shape[:-1])
         if not np.all(np.isfinite(out)):
-            raise FormulaError(f"The value formula {self.formula!r} gave a non-finite value (NaN or inf) for some set.")
+            raise self.non_finite_error()
         return np.array(out)
+
+    def compiled(self, n_codes: int) -> CompiledFormula | None:
+        """The formula for K = ``n_codes`` codes as reductions and postfix instructions.
+
+        Used by the fast general universes (``favmac.formula_kernels``). Returns None for a
+        construct the compiler does not cover (comparisons, subscripts of set quantities,
+        keyword arguments ...): those formulas keep the reference evaluation. O(K) once per K.
+
+        >>> c = FormulaValue("prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)", weights=[10, 1]).compiled(2)
+        >>> c.coefs.tolist(), c.reads_selection
+        ([[1.5, 0.6], [25.0, 16.0]], False)
+        """
+        if n_codes not in self._compiled:
+            compiler = _FormulaCompiler(self.weights_for(n_codes))
+            try:
+                compiler.emit(self._tree)
+                self._compiled[n_codes] = compiler.result()
+            except (_NotCompilable, RecursionError):
+                self._compiled[n_codes] = None
+        return self._compiled[n_codes]
+
+    def non_finite_error(self) -> FormulaError:
+        """The error raised when the formula gives NaN or inf for some set and label vector."""
+        return FormulaError(f"The value formula {self.formula!r} gave a non-finite value (NaN or inf) for some set.")
 
     def label_draws(self, n_codes: int):
         """Uniform draws (or the full enumeration) behind the proxy.
@@ -339,18 +476,30 @@ class FormulaValue:
 
             return reducer
 
+        n_hits_after = base_hits.sum(axis=-1)[None, :] + cand_hits
+
+        def extreme(reduce, combine, fill):
+            # max/min over all K codes see a 0 at every code that is not a hit (as in __call__)
+            inner = extend(reduce, combine, fill, base_hits, cand_hits)
+
+            def reducer(x):
+                out = inner(x)
+                return np.where(n_hits_after < n_codes, combine(out, 0.0), out)
+
+            return reducer
+
         every = np.ones((len(candidates), 1), dtype=bool)
         functions = {
             "sum_hits": extend(np.sum, np.add, 0.0, base_hits, cand_hits),
             "prod_hits": extend(np.prod, np.multiply, 1.0, base_hits, cand_hits),
-            "max_hits": extend(np.max, np.maximum, 0.0, base_hits, cand_hits),
-            "min_hits": extend(np.min, np.minimum, 0.0, base_hits, cand_hits),
+            "max_hits": extreme(np.max, np.maximum, -np.inf),
+            "min_hits": extreme(np.min, np.minimum, np.inf),
             "sum_selected": extend(np.sum, np.add, 0.0, base, every),
             **_ELEMENTWISE,
         }
         names = {
             "v": code_values,
-            "n_hits": base_hits.sum(axis=-1)[None, :] + cand_hits,
+            "n_hits": n_hits_after,
             "n_selected": float(base.sum() + 1),
             "pi": math.pi,
             "e": math.e,
@@ -365,5 +514,5 @@ class FormulaValue:
             trials[np.arange(len(candidates)), candidates] = True
             return self.proxy(trials, probs)
         if not np.all(np.isfinite(out)):
-            raise FormulaError(f"The value formula {self.formula!r} gave a non-finite value (NaN or inf) for some set.")
+            raise self.non_finite_error()
         return out @ weights

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .result import ReplayResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["summarize", "compare_methods", "protocol_table"]
 
@@ -71,6 +74,7 @@ def summarize(result: ReplayResult) -> pd.DataFrame:
                 "binom_p": binom_p,
             }
         )
+    import pandas as pd  # imported on use: pandas is slow to import
     return pd.DataFrame(rows, columns=["method", "target", "n", *_FIGURES, "ttest_p", "binom_p"])
 
 
@@ -121,6 +125,7 @@ def compare_methods(results, value_scale=None, cost_scale=None, ddof: int = 1) -
             row[f"{name}_std"] = float(values.std(ddof=ddof)) if len(values) > ddof else math.nan
         rows.append(row)
     columns = ["method", "n_runs", "n_targets"] + [c for name in _FIGURES for c in (name, f"{name}_std")]
+    import pandas as pd  # imported on use: pandas is slow to import
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -159,6 +164,7 @@ def protocol_table(runs: dict, value_scale=None, cost_scale=None, decimals: int 
             "violation (%)": cell("violation_freq", 100.0),
             "seeds": int(table["n_runs"]),
         }
+    import pandas as pd  # imported on use: pandas is slow to import
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=["value", "excess cost", "violation (%)", "seeds"])
     frame.index.name = "method"
     return frame

@@ -2,9 +2,18 @@
 
 Layout (after sortedcontainers' SortedList): the distinct keys are kept in sorted
 sublists of at most ``2 * load`` keys; ``_weights`` mirrors ``_keys`` element for element.
-Weights are stored as exact integers at a common scale ``10^d`` (every weight is read as
-the decimal it prints as, see ``favmac._exact``), so sums never drift and ties compare
-exactly. A Fenwick tree over the sublist totals gives prefix sums in O(log n).
+Weights are stored as exact integers at a common scale (an integer multiple of every
+weight's denominator), so sums never drift and ties compare exactly. How a number is
+read: a float with at most 9 decimal places as printed ("0.331", "4.1", "1e-05") is that
+decimal, so the SPEC's decimal ties are exact; any other float ("0.8444218515250481",
+a random weight) is its exact binary value m / 2^e; ints and Fractions are themselves.
+A Fenwick tree over the sublist totals gives prefix sums in O(log n) (and, while no
+update comes between queries, a plain list of running sums is bisected instead). Inside a
+sublist, blocks of positions with their lengths and totals (built by the first query that
+needs them) reduce the scan to a bisection plus at most ``2 * _block`` additions. An update
+changes one block's length and total and drops the block running sums, which the next query
+of that sublist rebuilds (O(load / _block)); a block that grows past ``2 * _block`` splits.
+``_block`` = load / 32, from 2 to 16.
 
 Invariants (checked by ``_check``):
 
@@ -12,7 +21,13 @@ Invariants (checked by ``_check``):
 * ``_maxes[i] == _keys[i][-1]``;
 * every stored weight is a positive integer and ``_sums[i] == sum(_weights[i])``;
 * ``_total == sum(_sums)``;
-* when ``_fenwick`` is not None it is the Fenwick tree of ``_sums``.
+* when ``_fenwick`` is not None it is the Fenwick tree of ``_sums``;
+* when ``_cumulative`` is not None, its first ``_stale`` entries are those of
+  ``list(accumulate(_sums))`` (and it has one entry per sublist);
+* when ``_marks[i]`` = [lengths, sums, ends, running] is not None, sublist i is cut into
+  consecutive blocks of 1 to ``2 * _block`` positions: ``lengths`` and ``sums`` are each
+  block's length and total weight; ``ends`` / ``running``, when not None, are their running
+  sums (``list(accumulate(lengths))`` / ``list(accumulate(sums))``).
 
 Examples
 --------
@@ -29,12 +44,44 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from fractions import Fraction
 from itertools import accumulate
+from math import gcd, isfinite
 
-from ._exact import exact
+from .thresholds import exact
 
 __all__ = ["QuantileTree", "QuantileTreeError"]
 
 _INF = float("inf")
+_DECIMAL_PLACES = 9  # floats with at most this many decimal places are read as decimals
+_DECIMAL_SCALE = 10**_DECIMAL_PLACES
+_FAST_DECIMAL_LIMIT = 1e6  # below it, round(x * 1e9) finds those decimals exactly
+_MAX_SCALE_BITS = 4096
+
+
+def _ratio(x) -> tuple[int, int]:
+    """(numerator, denominator > 0) of the exact rational the tree reads ``x`` as.
+
+    >>> _ratio(0.1), _ratio(4.1), _ratio(0.5), _ratio(3)
+    ((1, 10), (41, 10), (1, 2), (3, 1))
+    >>> _ratio(0.1 + 0.2) == (0.30000000000000004).as_integer_ratio()  # 17 decimal places: binary
+    True
+    """
+    if isinstance(x, float):
+        if not isfinite(x):
+            raise ValueError(f"expected a finite number, got {x!r}")
+        if x.is_integer():
+            return int(x), 1
+        if -_FAST_DECIMAL_LIMIT < x < _FAST_DECIMAL_LIMIT:
+            m = round(x * 1e9)
+            if m / 1e9 == x:  # the decimal m / 10^9 prints as x: x has <= 9 decimal places
+                g = gcd(m, _DECIMAL_SCALE)
+                return m // g, _DECIMAL_SCALE // g
+            return x.as_integer_ratio()
+        q = exact(x)  # large magnitudes: decide from the printed decimal itself
+        if q.denominator <= _DECIMAL_SCALE and _DECIMAL_SCALE % q.denominator == 0:
+            return q.numerator, q.denominator
+        return x.as_integer_ratio()
+    q = exact(x)
+    return q.numerator, q.denominator
 
 
 class QuantileTreeError(ValueError):
@@ -58,11 +105,18 @@ class QuantileTree:
 
     def __init__(self, items=(), load: int = 512):
         self._load = int(load)
+        if self._load < 1:
+            raise QuantileTreeError(f"load must be a positive integer, got {load!r}")
+        self._block = max(2, min(16, self._load // 32))
         self._keys: list[list[float]] = []
         self._weights: list[list[int]] = []
         self._maxes: list[float] = []
         self._sums: list[int] = []
         self._fenwick: list[int] | None = None
+        self._cumulative: list[int] | None = None  # running sums of _sums, valid below _stale
+        self._stale = 0
+        self._quiet = 0  # queries since the last update
+        self._marks: list[list[int] | None] = []
         self._total = 0
         self._scale = 1  # weights are stored as weight * _scale (an integer)
         self._int_cache: dict = {}
@@ -71,32 +125,48 @@ class QuantileTree:
 
     # ------------------------------------------------------------------ weights
     def _to_int(self, weight) -> int:
-        """Exact integer for ``weight`` at the current scale, rescaling if needed. O(1) usually."""
-        cached = self._int_cache.get(weight)
-        if cached is not None:
-            return cached
+        """Exact integer for ``weight`` at the current scale, rescaling if needed. O(1) usually.
+
+        Only floats are cached: a Fraction or Decimal equal to a float hashes like it but may
+        be read differently (Fraction(0.1) is the binary value, 0.1 the decimal).
+        """
+        is_float = type(weight) is float
+        if is_float:
+            cached = self._int_cache.get(weight)
+            if cached is not None:
+                return cached
         try:
-            q = exact(weight)
+            numerator, denominator = _ratio(weight)
         except (TypeError, ValueError):
             raise QuantileTreeError(f"weight must be a finite number >= 0, got {weight!r}") from None
-        if q < 0:
+        if numerator < 0:
             raise QuantileTreeError(f"weight must be >= 0, got {weight!r}")
-        value = q.numerator * self._factor_for(q.denominator, weight)
-        if len(self._int_cache) < 4096 and isinstance(weight, (int, float, Fraction)):
+        scale = self._scale
+        if scale % denominator:
+            self._refine(denominator, weight)
+            scale = self._scale
+        value = numerator * (scale // denominator)
+        if is_float and len(self._int_cache) < 4096:
             self._int_cache[weight] = value
         return value
 
     def _factor_for(self, denominator: int, weight=None) -> int:
-        """scale // denominator, after refining the scale (x10 steps) until it is a multiple."""
+        """scale // denominator, after refining the scale so that it is a multiple."""
         if self._scale % denominator:
-            new_scale = self._scale
-            while new_scale % denominator:
-                new_scale *= 10
-                if new_scale > 10**400:
-                    shown = weight if weight is not None else f"1/{denominator}"
-                    raise QuantileTreeError(f"weight {shown!r} has no finite decimal expansion")
-            self._rescale(new_scale // self._scale)
+            self._refine(denominator, weight)
         return self._scale // denominator
+
+    def _refine(self, denominator: int, weight) -> None:
+        """Grow the scale to a multiple of ``denominator`` (at least doubling it). O(n)."""
+        factor = needed = denominator // gcd(self._scale, denominator)
+        if needed & (needed - 1) == 0:
+            # Binary weights: make room for 2^-32 times finer ones at once, so a stream of
+            # random weights rescales (O(n)) about never instead of at every new smallest one.
+            factor = needed << 32
+        if (self._scale * factor).bit_length() > _MAX_SCALE_BITS:
+            shown = weight if weight is not None else f"1/{denominator}"
+            raise QuantileTreeError(f"weight {shown!r} needs a finer common scale than the tree supports (2^{_MAX_SCALE_BITS})")
+        self._rescale(factor)
 
     def _rescale(self, factor: int) -> None:
         """Multiply every stored integer by ``factor`` (a finer scale arrived). O(n)."""
@@ -104,8 +174,9 @@ class QuantileTree:
         self._int_cache.clear()
         self._weights = [[w * factor for w in sub] for sub in self._weights]
         self._sums = [s * factor for s in self._sums]
+        self._marks = [None] * len(self._weights)
         self._total *= factor
-        self._fenwick = None
+        self._fenwick = self._cumulative = None
 
     def _to_float(self, value: int) -> float:
         return value / self._scale  # int / int is correctly rounded
@@ -131,8 +202,35 @@ class QuantileTree:
             tree[i] += delta
             i += i & -i
 
+    def _fresh_cumulative(self) -> list[int] | None:
+        """Running sums of the sublist totals when they are current (or worth refreshing).
+
+        Updates only mark them stale from the changed sublist on. A query bisects them when
+        they are current; while updates keep coming it walks the Fenwick tree instead, and
+        after enough queries in a row (about as many as a refresh costs) it refreshes them.
+        """
+        cumulative = self._cumulative
+        if cumulative is not None and self._stale >= len(cumulative):
+            return cumulative
+        self._quiet += 1
+        if self._quiet <= 2 + len(self._sums) // 64:
+            return None
+        if cumulative is None or self._stale == 0:
+            cumulative = self._cumulative = list(accumulate(self._sums))
+        else:
+            stale = self._stale
+            cumulative[stale:] = accumulate(self._sums[stale:], initial=cumulative[stale - 1])
+            del cumulative[stale]  # the initial value
+        self._stale = len(cumulative)
+        return cumulative
+
     def _prefix_sublists(self, count: int) -> int:
         """Total weight of the first ``count`` sublists."""
+        cumulative = self._cumulative
+        if cumulative is None or self._stale < len(cumulative):
+            cumulative = self._fresh_cumulative()
+        if cumulative is not None:
+            return cumulative[count - 1] if count else 0
         tree = self._fenwick if self._fenwick is not None else self._build_fenwick()
         total = 0
         i = count
@@ -148,7 +246,9 @@ class QuantileTree:
         >>> t = QuantileTree(); t.insert(1.0); t.insert(1.0, 0.5); t.total
         1.5
         """
-        value = self._to_int(weight)
+        value = self._int_cache.get(weight) if type(weight) is float else None
+        if value is None:
+            value = self._to_int(weight)
         if value:
             self._insert_int(float(key), value)
 
@@ -182,10 +282,11 @@ class QuantileTree:
         if not maxes:
             self._keys.append([key])
             self._weights.append([value])
+            self._marks.append(None)
             maxes.append(key)
             self._sums.append(value)
             self._total = value
-            self._fenwick = None
+            self._fenwick = self._cumulative = None
             return
         i = bisect_left(maxes, key)
         if i == len(maxes):
@@ -194,18 +295,31 @@ class QuantileTree:
             keys.append(key)
             self._weights[i].append(value)
             maxes[i] = key
+            if self._marks[i] is not None:
+                self._shift_marks(i, len(keys) - 1, value, 1)
         else:
             keys = self._keys[i]
             j = bisect_left(keys, key)
             if keys[j] == key:
                 self._weights[i][j] += value
+                if self._marks[i] is not None:
+                    self._shift_marks(i, j, value, 0)
             else:
                 keys.insert(j, key)
                 self._weights[i].insert(j, value)
+                if self._marks[i] is not None:
+                    self._shift_marks(i, j, value, 1)
         self._sums[i] += value
         self._total += value
-        if self._fenwick is not None:
-            self._fenwick_add(i, value)
+        self._quiet = 0
+        if i < self._stale:
+            self._stale = i
+        tree = self._fenwick
+        if tree is not None:  # _fenwick_add, inlined: this is the hot path of an online session
+            node, size = i + 1, len(tree)
+            while node < size:
+                tree[node] += value
+                node += node & -node
         if len(keys) > 2 * self._load:
             self._split(i)
 
@@ -214,9 +328,10 @@ class QuantileTree:
         half = self._load
         self._keys[i : i + 1] = [keys[:half], keys[half:]]
         self._weights[i : i + 1] = [weights[:half], weights[half:]]
+        self._marks[i : i + 1] = [None, None]
         self._maxes[i : i + 1] = [keys[half - 1], keys[-1]]
         self._sums[i : i + 1] = [sum(weights[:half]), sum(weights[half:])]
-        self._fenwick = None
+        self._fenwick = self._cumulative = None
 
     def delete(self, key: float, weight=1.0) -> None:
         """Remove ``weight`` from ``key``; the amount must be stored there. O(log n) + O(load).
@@ -241,23 +356,80 @@ class QuantileTree:
                 stored = self._weights[i][j]
         if stored < value:
             have = "nothing is stored there" if stored == 0 else f"only {_fmt(Fraction(stored, self._scale))} is stored there"
-            raise QuantileTreeError(f"cannot delete weight {_fmt(exact(weight))} at key {key!r}: {have}")
+            raise QuantileTreeError(f"cannot delete weight {_fmt(Fraction(*_ratio(weight)))} at key {key!r}: {have}")
         self._sums[i] -= value
         self._total -= value
+        self._quiet = 0
+        if i < self._stale:
+            self._stale = i
+        weights = self._weights[i]
+        marks = self._marks[i]
         if stored > value:
-            self._weights[i][j] = stored - value
+            weights[j] = stored - value
+            if marks is not None:
+                self._shift_marks(i, j, -value, 0)
             if self._fenwick is not None:
                 self._fenwick_add(i, -value)
             return
         del keys[j]
-        del self._weights[i][j]
+        del weights[j]
+        if marks is not None:
+            self._shift_marks(i, j, -value, -1)
         if keys:
             self._maxes[i] = keys[-1]
             if self._fenwick is not None:
                 self._fenwick_add(i, -value)
         else:
-            del self._keys[i], self._weights[i], self._maxes[i], self._sums[i]
-            self._fenwick = None
+            del self._keys[i], self._weights[i], self._maxes[i], self._sums[i], self._marks[i]
+            self._fenwick = self._cumulative = None
+
+    def _block_marks(self, i: int) -> list:
+        """Sublist i's blocks [lengths, sums, ends, running], with the two running lists
+        (re)built if an update dropped them. O(load) the first time, O(load / _block) after."""
+        marks = self._marks[i]
+        if marks is None:
+            block = self._block
+            weights = self._weights[i]
+            starts = range(0, len(weights), block)
+            lengths = [min(block, len(weights) - start) for start in starts]
+            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, None]
+        if marks[2] is None:
+            marks[2] = list(accumulate(marks[0]))
+        if marks[3] is None:
+            marks[3] = list(accumulate(marks[1]))
+        return marks
+
+    def _shift_marks(self, i: int, j: int, value: int, moved: int) -> None:
+        """Update sublist i's blocks after ``value`` was added at position j (``moved`` = 1:
+        a new position j, -1: position j removed, 0: same positions). O(load / _block)."""
+        marks = self._marks[i]
+        lengths, sums, ends = marks[0], marks[1], marks[2]
+        if ends is None:
+            ends = list(accumulate(lengths))
+        b = min(bisect_right(ends, j), len(lengths) - 1)  # the block holding (old) position j
+        sums[b] += value
+        marks[3] = None
+        if moved:
+            lengths[b] += moved
+            marks[2] = None
+            if moved > 0 and lengths[b] > 2 * self._block:  # split the block that grew
+                start = ends[b - 1] if b else 0
+                first = sum(self._weights[i][start : start + self._block])
+                lengths[b : b + 1] = [self._block, lengths[b] - self._block]
+                sums[b : b + 1] = [first, sums[b] - first]
+            elif lengths[b] == 0:
+                del lengths[b], sums[b]
+
+    def _prefix_within(self, i: int, j: int) -> int:
+        """Total weight of the first ``j`` keys of sublist i. O(log load + _block)."""
+        marks = self._marks[i]
+        if marks is None or marks[2] is None or marks[3] is None:
+            marks = self._block_marks(i)
+        ends, running = marks[2], marks[3]
+        c = bisect_right(ends, j)
+        if not c:
+            return sum(self._weights[i][:j])
+        return running[c - 1] + sum(self._weights[i][ends[c - 1] : j])
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
@@ -281,7 +453,8 @@ class QuantileTree:
         total = self._prefix_sublists(i)
         if i < len(self._maxes):
             j = bisect_right(self._keys[i], v)
-            total += sum(self._weights[i][:j])
+            if j:
+                total += self._prefix_within(i, j)
         return total
 
     def cdf(self, v: float) -> float:
@@ -302,20 +475,38 @@ class QuantileTree:
             return _INF
         if bound < 0:
             return self._keys[0][0]
-        tree = self._fenwick if self._fenwick is not None else self._build_fenwick()
-        # Fenwick descent: largest count of whole sublists whose total is <= bound.
-        pos, acc = 0, 0
-        step = 1 << (len(tree) - 1).bit_length()
-        while step:
-            nxt = pos + step
-            if nxt < len(tree) and acc + tree[nxt] <= bound:
-                pos = nxt
-                acc += tree[nxt]
-            step >>= 1
-        for j, running in enumerate(accumulate(self._weights[pos], initial=acc)):
-            if running > bound:
-                return self._keys[pos][j - 1]
-        raise AssertionError("QuantileTree invariant broken: sublist sums disagree")  # pragma: no cover
+        cumulative = self._cumulative
+        if cumulative is None or self._stale < len(cumulative):
+            cumulative = self._fresh_cumulative()
+        if cumulative is not None:
+            pos = bisect_right(cumulative, bound)
+            acc = cumulative[pos - 1] if pos else 0
+        else:
+            tree = self._fenwick if self._fenwick is not None else self._build_fenwick()
+            # Fenwick descent: largest count of whole sublists whose total is <= bound.
+            pos, acc = 0, 0
+            size = len(tree)
+            step = 1 << (size - 1).bit_length()
+            while step:
+                nxt = pos + step
+                if nxt < size:
+                    here = acc + tree[nxt]
+                    if here <= bound:
+                        pos, acc = nxt, here
+                step >>= 1
+        # Inside sublist pos: bisect the checkpoints, then scan at most one block.
+        bound -= acc
+        marks = self._marks[pos]
+        if marks is None or marks[3] is None or marks[2] is None:
+            marks = self._block_marks(pos)
+        ends, running = marks[2], marks[3]
+        c = bisect_right(running, bound)
+        if c:
+            start, base = ends[c - 1], running[c - 1]
+        else:
+            start, base = 0, 0
+        within = list(accumulate(self._weights[pos][start : ends[c]], initial=base))
+        return self._keys[pos][start + bisect_right(within, bound) - 1]
 
     def search_greater(self, m) -> float:
         """Smallest key b with cdf(b) > m (exactly; a tie cdf(b) == m is not "greater").
@@ -329,9 +520,11 @@ class QuantileTree:
         """
         if not self._maxes:
             return _INF
-        q = exact(m) * self._scale
-        bound = q.numerator // q.denominator  # cdf (an integer) > q  <=>  cdf > floor(q)
-        return self._search_int(bound)
+        try:
+            numerator, denominator = _ratio(m)
+        except (TypeError, ValueError):
+            raise QuantileTreeError(f"search_greater: m must be a finite number, got {m!r}") from None
+        return self._search_int(numerator * self._scale // denominator)  # cdf > m*scale <=> cdf > floor(m*scale)
 
     def quantile(self, q: float) -> float:
         """inf{v : cdf(v) >= q * total}, for q in [0, 1]. O(log n + load).
@@ -343,13 +536,12 @@ class QuantileTree:
         (2.0, 3.0, 4.0, -inf)
         """
         try:
-            level = exact(q)
+            numerator, denominator = _ratio(q)
         except (TypeError, ValueError):
             raise QuantileTreeError(f"quantile level must be a number in [0, 1], got {q!r}") from None
-        if not 0 <= level <= 1:
+        if not 0 <= numerator <= denominator:
             raise QuantileTreeError(f"quantile level must be in [0, 1], got {q!r}")
-        needed = level * self._total
-        need_int = -((-needed.numerator) // needed.denominator)  # ceil
+        need_int = -((-numerator * self._total) // denominator)  # ceil(q * total)
         if need_int <= 0:
             return -_INF
         return self._search_int(need_int - 1)
@@ -372,6 +564,20 @@ class QuantileTree:
         assert all(w > 0 for sub in self._weights for w in sub), "non-positive weight"
         assert self._sums == [sum(sub) for sub in self._weights], "sublist sums stale"
         assert self._total == sum(self._sums), "total stale"
+        assert len(self._marks) == len(self._weights), "checkpoints misaligned"
+        for marks, weights in zip(self._marks, self._weights):
+            if marks is not None:
+                lengths, sums, ends, running = marks
+                assert all(0 < n <= 2 * self._block for n in lengths), "block empty or too long"
+                assert sum(lengths) == len(weights), "block lengths do not cover the sublist"
+                starts = [0, *accumulate(lengths)]
+                assert sums == [sum(weights[a:b]) for a, b in zip(starts, starts[1:])], "block sums stale"
+                assert ends is None or ends == starts[1:], "block ends stale"
+                assert running is None or running == list(accumulate(sums)), "block running sums stale"
+        if self._cumulative is not None:
+            assert len(self._cumulative) == len(self._sums), "cumulative sums misaligned"
+            stale = min(self._stale, len(self._sums))
+            assert self._cumulative[:stale] == list(accumulate(self._sums))[:stale], "cumulative sums stale"
         if self._fenwick is not None:
             expected = self._fenwick
             self._fenwick = None

@@ -29,7 +29,7 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import Candidates, candidate_sets, check_score, check_universe
+from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe
 from .validation import check_stream
 
 __all__ = ["replay", "predict_with_threshold", "method_name"]
@@ -139,7 +139,7 @@ def replay(
     report(0.0)
     cands = _candidates(probs, value, cost, universe, report)
     costs = ExactCosts.of(cost, n_codes, c_max)
-    realized = costs.realized(cands, labels)
+    realized = _realized(cands, labels, costs)
     report(0.25)
 
     steps = n_patients - burn_in
@@ -178,22 +178,31 @@ def replay(
         final_targets = group_final_targets or None
     report(0.85)
 
+    # Selection, in chunks of patients: the chosen candidate of every (target, step) is kept
+    # as a small integer (ChosenSets); the (T, S, K) booleans are built only if asked for.
+    n_targets = len(targets)
+    n_candidates = cands.chat.shape[1]
+    chosen_index = np.zeros((n_targets, steps), dtype=np.int8 if n_candidates <= 128 else np.int16 if n_candidates <= 2**15 else np.int64)
+    realized_cost = np.zeros((n_targets, steps))
+    realized_value = np.zeros((n_targets, steps))
+    exceeds = np.zeros((n_targets, steps), dtype=bool)
+    bounds = [costs.bound(target) for target in targets]
+    for start, stop in _chunks(burn_in, n_patients):
+        part = cands.subset(slice(start, stop))
+        steps_here = slice(start - burn_in, stop - burn_in)
+        rows = np.arange(stop - start)
+        part_labels = labels[start:stop]
+        cost_table = part.totals(cost.contributions(part_labels))
+        value_table = part.totals(value.contributions(part_labels)) if value.is_additive else None
+        exact_cost = realized[start:stop]
+        for t in range(n_targets):
+            index = part.choose(thresholds[t, steps_here], score)
+            chosen_index[t, steps_here] = index
+            realized_cost[t, steps_here] = cost_table[rows, index]
+            exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
+            realized_value[t, steps_here] = value_table[rows, index] if value_table is not None else value(part.masks(index), part_labels)
     tail = slice(burn_in, n_patients)
-    sub = cands.subset(tail)
-    selected = np.zeros((len(targets), steps, n_codes), dtype=bool)
-    realized_cost = np.zeros((len(targets), steps))
-    realized_value = np.zeros((len(targets), steps))
-    cost_table = sub.totals(cost.contributions(labels[tail]))
-    value_table = sub.totals(value.contributions(labels[tail])) if value.is_additive else None
-    exact_cost = realized[tail]
-    exceeds = np.zeros((len(targets), steps), dtype=bool)
-    rows = np.arange(steps)
-    for t in range(len(targets)):
-        index = sub.choose(thresholds[t], score)
-        selected[t] = sub.masks(index)
-        realized_cost[t] = cost_table[rows, index]
-        exceeds[t] = exact_cost[rows, index] > costs.bound(targets[t])
-        realized_value[t] = value_table[rows, index] if value_table is not None else value(selected[t], labels[tail])
+    chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
     report(1.0)
     ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
     settings = {"universe": universe, "score": score, "window": window, "c_max": float(costs.c_max),
@@ -208,7 +217,7 @@ def replay(
         delta=delta,
         burn_in=burn_in,
         thresholds=thresholds,
-        selected=selected,
+        selected=None,
         cost=realized_cost,
         value=realized_value,
         codes=codes,
@@ -221,6 +230,7 @@ def replay(
         group_sizes=group_sizes or None,
         adaptive_targets=adaptive_targets,
         final_adaptive_targets=final_targets,
+        chosen=chosen,
     )
 
 
@@ -257,34 +267,69 @@ def _candidates(probs, value, cost, universe, report):
     return Candidates.concatenate(parts)
 
 
-def _chunks(start, stop):
-    edges = list(range(start, stop, _CHUNK)) + [stop]
+def _chunks(start, stop, size=_CHUNK):
+    edges = list(range(start, stop, size)) + [stop]
     return list(zip(edges[:-1], edges[1:]))
 
 
+def _realized(cands, labels, costs):
+    """``costs.realized`` (exact realized cost of every candidate), in chunks of patients
+    (its temporaries are several (N, K) arrays), as int32 when the weights' sum fits."""
+    n_patients = cands.n_patients
+    out = None
+    for start, stop in _chunks(0, n_patients) or [(0, 0)]:
+        part = costs.realized(cands.subset(slice(start, stop)), labels[start:stop])
+        if out is None:
+            dtype = np.int32 if costs.weights.dtype == np.int32 else part.dtype  # realized <= sum of weights
+            out = np.empty((n_patients, part.shape[1]), dtype=dtype)
+        out[start:stop] = part
+    return out
+
+
 def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report, score):
-    """(T, N - burn_in + 1) thresholds; None when int64 would overflow."""
+    """(T, N - burn_in + 1) thresholds; None when int64 would overflow.
+
+    The calibration points are gathered in chunks of patients (count, keys, then ranks and
+    weights), keys are ranked by bisecting the sorted keys, ranks are int32 and weights keep
+    the realized costs' int32 when they fit: no (N, M) temporaries.
+    """
     from .replay_kernels import expected_thresholds
 
     n_patients = cands.n_patients
-    keys, increments = calibration_points(cands, realized, score)
-    positive = increments > 0
-    point_keys = keys[positive]
-    point_weights = increments[positive]
-    del keys, increments
     if not costs.exact_sums(n_patients):
         return None
+    chunks = _chunks(0, n_patients)
+    counts = np.zeros(n_patients, dtype=np.int64)
+    for start, stop in chunks:
+        _, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    del counts
+    # The sorted keys first, before the per-point arrays exist, so that no two point-sized
+    # float arrays are alive at once. Equal keys are not compacted: every point takes the
+    # first slot of its key (searchsorted, side "left") and the other slots keep weight 0,
+    # which never moves "the smallest key whose cdf exceeds the bound".
+    sorted_keys = np.empty(ptr[-1])
+    for start, stop in chunks:
+        keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+        sorted_keys[ptr[start] : ptr[stop]] = keys[increments > 0]
+    sorted_keys.sort()
+    ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
+    weights = np.empty(ptr[-1], dtype=realized.dtype if realized.dtype != object else np.int64)
+    for start, stop in _chunks(0, n_patients, 8 * _CHUNK):
+        keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+        positive = increments > 0
+        weights[ptr[start] : ptr[stop]] = increments[positive]
+        # bisecting sorted queries walks the keys forward (cache friendly); random ones do not
+        part = keys[positive]
+        order = np.argsort(part)
+        ranks[ptr[start] + order] = np.searchsorted(sorted_keys, part[order])
+        del keys, increments, positive, part, order
     bounds = expected_bounds(targets, costs, n_patients)
-    unique_keys, ranks = np.unique(point_keys, return_inverse=True)
-    del point_keys
-    ranks = ranks.astype(np.int32)
-    ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
-    weights = point_weights.astype(np.int64)
-    del point_weights, positive
-    tree = np.zeros(len(unique_keys) + 1, dtype=np.int64)
+    tree = np.zeros(len(sorted_keys) + 1, dtype=np.int64)
     out = np.empty((len(targets), n_patients - burn_in + 1))
     for start, stop in _chunks(0, n_patients + 1):
-        expected_thresholds(ptr, ranks, weights, unique_keys, bounds, burn_in, window, start, stop, tree, out)
+        expected_thresholds(ptr, ranks, weights, sorted_keys, bounds, burn_in, window, start, stop, tree, out)
         report(stop / (n_patients + 1))
     return out
 

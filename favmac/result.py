@@ -7,9 +7,12 @@ join the calibration data. Results are stored per target (axis 0) and per step (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -29,7 +32,8 @@ class ReplayResult:
     thresholds : ndarray, shape (T, S)
         Threshold used at each step (may be +-inf; NaN for methods without one scalar threshold).
     selected : ndarray of bool, shape (T, S, K)
-        Chosen set for the patient at stream position ``burn_in + s``.
+        Chosen set for the patient at stream position ``burn_in + s``. A replay stores the
+        sets compactly (``chosen``) and builds this array on first access.
     cost, value : ndarray, shape (T, S)
         Realized cost C(S_hat; y) and value V(S_hat; y) of that set.
     codes : list of str, optional
@@ -60,6 +64,9 @@ class ReplayResult:
     final_adaptive_targets : ndarray, shape (T,) or dict, optional
         c_N after the last patient (the target behind ``final_thresholds``); with segments, a
         dict label -> (T,) per segment.
+    chosen : favmac.universe.ChosenSets, optional
+        The chosen sets in compact form (candidate index per target and step); with it,
+        ``selected`` may be given as None and is built from it when first read.
     """
 
     method: str
@@ -80,6 +87,7 @@ class ReplayResult:
     group_sizes: dict | None = None
     adaptive_targets: np.ndarray | None = None
     final_adaptive_targets: object = None
+    chosen: object | None = None
 
     @property
     def violations(self) -> np.ndarray:
@@ -106,6 +114,7 @@ class ReplayResult:
         flat_sel = self.selected.reshape(n_targets * n_steps, -1)
         selected_codes = join_codes(flat_sel, codes)
         ids = self.patient_ids if self.patient_ids is not None else np.arange(self.burn_in, self.burn_in + n_steps)
+        import pandas as pd  # imported on use: pandas is slow to import
         frame = pd.DataFrame(
             {
                 "method": self.method,
@@ -146,3 +155,19 @@ def join_codes(selected: np.ndarray, codes, sep: str = ";") -> np.ndarray:
     unique_rows, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     joined = np.array([sep.join(codes_arr[selected[i]]) for i in first], dtype=object)
     return joined[inverse.ravel()]
+
+
+def _get_selected(self) -> np.ndarray:
+    selected = self.__dict__.get("_selected")
+    if selected is None and self.chosen is not None:
+        selected = self.__dict__["_selected"] = self.chosen.masks()
+    return selected
+
+
+def _set_selected(self, selected) -> None:
+    self.__dict__["_selected"] = selected
+
+
+# ``selected`` stays a constructor field (dataclass) but is read through this property, so a
+# result holding compact ``chosen`` sets builds the (T, S, K) booleans only when asked.
+ReplayResult.selected = property(_get_selected, _set_selected, doc="(T, S, K) bool chosen sets (built on first use from ``chosen``).")

@@ -14,11 +14,14 @@ the per-segment summary table of a replay.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .thresholds import exact, violation_rank
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["check_group_labels", "group_rows", "min_calibration", "running_by_segment", "segment_table",
            "too_small_reason"]
@@ -147,6 +150,8 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
             "within_target": within,
             "warning": reason or "",
         })
+    import pandas as pd  # imported on use: pandas is slow to import
+
     return pd.DataFrame(rows, columns=["segment", "patients", "predicted", "threshold", "mean_cost", "target",
                                        "violation_rate", "delta", "bound", "within_target", "warning"])
 
@@ -164,6 +169,8 @@ def running_by_segment(result, target_index: int = 0) -> pd.DataFrame:
     >>> running_by_segment(r)[["segment", "position", "mean_cost"]].values.tolist()
     [['a', 0, 2.0], ['a', 2, 1.5], ['b', 1, 0.0]]
     """
+    import pandas as pd  # imported on use: pandas is slow to import
+
     if result.groups is None:
         raise ValueError("result: running_by_segment needs a result with segments (groups)")
     groups = np.asarray(result.groups, dtype=object).astype(str)

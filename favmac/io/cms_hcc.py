@@ -8,10 +8,12 @@ from __future__ import annotations
 import functools
 import re
 import warnings
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .errors import DataError, join_few, plural
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CMS_MODELS", "CMS_SEGMENTS", "CMS_TABLE_YEAR", "cms_hcc_weights"]
 
@@ -113,6 +115,7 @@ def cms_hcc_weights(model: str = "V28", segment: str = "CNA", codes=None) -> pd.
                 fix=f"Use payment HCC codes of {model_key} (e.g. HCC18), choose another model version, "
                 "or upload a weights file.",
             )
+    import pandas as pd  # imported on use: pandas is slow to import
     return pd.DataFrame(
         {
             "weight": [table[n] for n in numbers],
