@@ -300,7 +300,7 @@ def _csv_header(fs, path: str) -> tuple[str, list[str]]:
     with fs.open(path, "rb", compression="infer") as handle:
         sample = handle.read(65536)
     check_not_binary(sample, path)
-    encoding = _encoding_of(sample)
+    encoding = _encoding_of(sample, truncated=len(sample) == 65536)
     text = sample.decode(encoding, errors="replace")
     if not text.strip():
         raise DataError("the file is empty.", file=path,
@@ -313,8 +313,9 @@ def _csv_header(fs, path: str) -> tuple[str, list[str]]:
     return encoding, header_names(next(csv.reader([first_line])), path)
 
 
-def _encoding_of(sample: bytes) -> str:
-    """The encoding favmac.io's ``decode_text`` would use, judged from a file's first bytes.
+def _encoding_of(sample: bytes, truncated: bool = False) -> str:
+    """The encoding favmac.io's ``decode_text`` would use, judged from a file's first bytes
+    (``truncated``: the file goes on, so a character may be cut at the sample's end).
 
     >>> _encoding_of(b"\\xef\\xbb\\xbfpatient_id"), _encoding_of(b"\\xff\\xfep\\x00"), _encoding_of(b"id,caf\\xe9")
     ('utf-8-sig', 'utf-16', 'cp1252')
@@ -324,7 +325,7 @@ def _encoding_of(sample: bytes) -> str:
     try:
         sample.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        if err.start < len(sample) - 3:  # not just a character cut at the sample's end
+        if not truncated or err.start < len(sample) - 3:  # not just a character cut at the sample's end
             return "cp1252"
     return "utf-8-sig"
 
@@ -449,6 +450,8 @@ def _batches(piece: Piece, wanted: list[str], text_columns=(ID_COLUMN,)):
         except (pd.errors.ParserError, pd.errors.ParserWarning) as err:
             with fsspec.open(piece.path, "rt", compression="infer", encoding=piece.encoding, newline="") as lines:
                 raise_ragged_row(lines, len(names), piece.file, err)
+        except DataError:
+            raise
         except UnicodeDecodeError as err:
             raise DataError(f"the file cannot be decoded as {piece.encoding} text ({err.reason}).", file=piece.file,
                             fix="Save it as CSV UTF-8.") from None
