@@ -21,6 +21,11 @@ partition ever materializes more than one batch of rows; the data is read once p
 (two passes in practice, a third only when a 20-bit bucket holds more than
 ``EXACT_LIMIT`` points).
 
+Input is checked by favmac.io's rules and wording (CSV files are parsed with its public
+helpers); duplicate patient ids across the whole source are found exactly without gathering
+them (``_Runner.run_checking_ids``: a dask hash ``value_counts`` in the first pass's graph,
+then the real ids of the few repeated hashes).
+
 Work runs on any Dask scheduler: the local default, a scheduler name ("threads",
 "processes", "synchronous"), a ``distributed.Client`` or a scheduler address
 ("tcp://host:8786").
@@ -506,11 +511,12 @@ class _Model:
     def n_sets(self) -> int:
         return max(1, len(self.bounds))
 
-    def arrays(self, frame, file, rows):
-        """(probabilities, labels, segment labels or None, id hashes) of a batch, checked by favmac.io's rules."""
+    def arrays(self, frame, file, rows, hash_ids: bool = True):
+        """(probabilities, labels, segment labels or None, id hashes or None) of a batch, checked by
+        favmac.io's rules (the ids are checked on the first pass only, with ``hash_ids``)."""
         probs = numeric_block(frame, [f"prob_{c}" for c in self.codes], rows, file, "probability")
         labels = numeric_block(frame, [f"label_{c}" for c in self.codes], rows, file, "label")
-        hashes = _id_hashes(patient_ids(frame, rows, file))
+        hashes = _id_hashes(patient_ids(frame, rows, file)) if hash_ids else None
         return probs, labels, _segment_labels(frame, self.segment, file, rows), hashes
 
     def points(self, probs, labels):
@@ -575,7 +581,7 @@ def _pass_rows(model: _Model, rows, request):
     partial = {key: [[] for _ in regions] for key, regions in (request or {}).items()}
     hashes = []
     for file, row_numbers, frame in rows:
-        probs, labels, groups, id_hashes = model.arrays(frame, file, row_numbers)
+        probs, labels, groups, id_hashes = model.arrays(frame, file, row_numbers, hash_ids=request is None)
         if request is None:
             hashes.append(id_hashes)
         n_rows[None] += len(probs)
@@ -820,8 +826,9 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     DataError
         A file (or partition) with missing columns, codes that differ from the first file's,
         or a missing, non-numeric, NaN or infinite cell, a probability outside [0, 1] or a
-        label other than 0/1; the message names the file, the row (header = row 1) and the
-        column.
+        label other than 0/1; a missing patient id or one seen twice in the whole source; a
+        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...). The
+        message names the file, the row (header = row 1, blank CSV rows counted) and the column.
 
     Notes
     -----

@@ -749,3 +749,27 @@ def test_predict_says_why_a_too_small_segment_gets_the_empty_set(tmp_path):
     predict(str(tmp_path / "new.csv"), AdditiveValue(), AdditiveCost(), thresholds, tmp_path / "out2",
             segment="plan", scheduler="synchronous")  # sizes unknown: still says why the set is empty
     assert "threshold is -inf" in pd.read_parquet(tmp_path / "out2").set_index("patient_id").loc["N4", "note"]
+
+
+def test_cli_predict_notes_a_too_small_segment_from_the_settings(tmp_path, capsys):
+    from favmac.cli import main
+    from favmac.segments import too_small_reason
+
+    probs, labels = tied_data(181, 80, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", ["a"] * 77 + ["tiny"] * 3)
+    os.makedirs(tmp_path / "cal")
+    frame.to_parquet(tmp_path / "cal" / "p0.parquet", index=False)
+    settings = tmp_path / "run.json"
+    assert main(["calibrate", "--data", str(tmp_path / "cal"), "--segment-column", "plan", "--score", "cost",
+                 "--targets", "0.5", "--scheduler", "synchronous", "--settings-out", str(settings)]) == 0
+    new = pd.DataFrame(tied_data(182, 4, 3, 1)[0], columns=["C0", "C1", "C2"])
+    new.insert(0, "patient_id", ["N0", "N1", "N2", "N3"])
+    new.insert(1, "plan", ["a", "tiny", "a", "tiny"])
+    os.makedirs(tmp_path / "new")
+    new.to_parquet(tmp_path / "new" / "n.parquet", index=False)
+    assert main(["predict", "--settings", str(settings), "--target", "0.5", "--new", str(tmp_path / "new"),
+                 "--out", str(tmp_path / "out")]) == 0
+    written = pd.read_parquet(tmp_path / "out")
+    assert written["note"].tolist() == ["", "segment 'tiny': " + too_small_reason(3, 0.5, 3)] * 2
+    assert written.loc[written["plan" if "plan" in written else "segment"] == "tiny", "codes"].eq("").all()
