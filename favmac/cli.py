@@ -521,10 +521,12 @@ def _predict_distributed(args) -> int:
                             fix="Use one of them, or run 'favmac calibrate' for this target.")
         index = targets.index(target)
         threshold = float(calibration["thresholds"][index])
-        by_segment = None
+        by_segment = segment_sizes = None
         if spec.segment is not None:
             by_segment = {label: [float(t) for t in entry["thresholds"]]
                           for label, entry in calibration.get("segments", {}).items()}
+            segment_sizes = {label: int(entry["n_patients"]) for label, entry in calibration.get("segments", {}).items()
+                             if "n_patients" in entry}
         n_patients = calibration.get("n_patients")
     else:
         if args.calibration is None:
@@ -533,11 +535,12 @@ def _predict_distributed(args) -> int:
         target, index = spec.target, 0
         thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
+        segment_sizes = details.get("segment_sizes")
     value, cost = spec.build()
     chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
     written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
-                      scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
     per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
     print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
           f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",

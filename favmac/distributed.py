@@ -21,6 +21,11 @@ partition ever materializes more than one batch of rows; the data is read once p
 (two passes in practice, a third only when a 20-bit bucket holds more than
 ``EXACT_LIMIT`` points).
 
+Input is checked by favmac.io's rules and wording (CSV files are parsed with its public
+helpers); duplicate patient ids across the whole source are found exactly without gathering
+them (``_Runner.run_checking_ids``: a dask hash ``value_counts`` in the first pass's graph,
+then the real ids of the few repeated hashes).
+
 Work runs on any Dask scheduler: the local default, a scheduler name ("threads",
 "processes", "synchronous"), a ``distributed.Client`` or a scheduler address
 ("tcp://host:8786").
@@ -36,11 +41,14 @@ Examples
 """
 from __future__ import annotations
 
+import csv
 import math
+import operator
 import os
 import shutil
 import sys
 import uuid
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,9 +57,19 @@ import pandas as pd
 # The library's calibration pieces, input checks and export table, imported in one place.
 from .export import chosen_sets
 from .io import ID_COLUMN, DataError
-from .io.csv_parsing import numeric_block
+from .io.csv_parsing import (
+    check_delimiter,
+    check_not_binary,
+    finish_frame,
+    header_names,
+    numeric_block,
+    patient_ids,
+    raise_ragged_row,
+)
+from .io.errors import LIST_LIMIT, plural
+from .io.parquet import as_text
 from .replay import method_name
-from .segments import check_group_labels, group_rows
+from .segments import check_group_labels, group_rows, too_small_reason
 from .thresholds import (
     INT64_LIMIT,
     ExactCosts,
@@ -66,6 +84,7 @@ from .universe import candidate_sets, check_score, check_universe
 __all__ = ["EXACT_LIMIT", "calibrate", "predict", "source_codes", "list_pieces", "ordered_bits", "key_of_bits"]
 
 EXACT_LIMIT = 4_000_000  # a crossing bucket with at most this many points is enumerated exactly
+ID_CHECK_BATCH = 10_000  # repeated id hashes whose rows one id-only pass fetches
 BATCH_ROWS = 32_768  # rows a worker holds at once
 PIECE_ROWS = 250_000  # Parquet row groups are grouped into tasks of about this many rows
 _WIDTHS = (20, 22, 22)  # bits of the ordered key pattern resolved at each depth (sum 64)
@@ -183,6 +202,7 @@ class Piece:
     file: str
     row_groups: tuple = ()
     first_row: int = 0
+    encoding: str = "utf-8-sig"  # a CSV's text encoding (utf-8-sig, utf-16 or cp1252, as favmac.io decodes)
 
 
 def _kind_of(path: str) -> str:
@@ -268,18 +288,51 @@ def list_pieces(source, rows_per_piece: int = PIECE_ROWS):
                     first += rows
                     groups, rows = [], 0
         else:
-            with fs.open(path, "rb", compression="infer") as handle:
-                header = handle.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
-            if not header.strip():
-                raise DataError("the file is empty.", file=path, row=1, fix="Export the data again with a header row.")
-            if "," not in header:
-                for sep, name in ((";", "semicolons (;)"), ("\t", "tabs"), ("|", "vertical bars (|)")):
-                    if sep in header:
-                        raise DataError(f"the columns are separated by {name}, not commas.", file=path, row=1,
-                                        fix="Save it as comma-separated CSV.")
-            columns[path] = [c.strip().strip('"').strip() for c in header.split(",")]
-            pieces.append(Piece("csv", path, path))
+            encoding, names = _csv_header(fs, path)
+            columns[path] = names
+            pieces.append(Piece("csv", path, path, encoding=encoding))
     return pieces, columns
+
+
+def _csv_header(fs, path: str) -> tuple[str, list[str]]:
+    """(text encoding, header names) of a CSV file, checked as favmac.io checks a whole file.
+
+    Only the first 64 KB are read: binary files, an empty file or first row and another
+    delimiter than commas are refused; a byte-order mark, Windows or old-Mac line endings and
+    spaces around names are tolerated; a duplicate name is refused (favmac.io's
+    ``header_names``; unnamed columns get placeholders that must stay empty).
+    """
+    with fs.open(path, "rb", compression="infer") as handle:
+        sample = handle.read(65536)
+    check_not_binary(sample, path)
+    encoding = _encoding_of(sample, truncated=len(sample) == 65536)
+    text = sample.decode(encoding, errors="replace")
+    if not text.strip():
+        raise DataError("the file is empty.", file=path,
+                        fix="Expected a CSV with a header row (patient_id, then the code columns) and one row per patient.")
+    first_line = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)[0]
+    if not first_line.strip():
+        raise DataError("the first row is empty.", file=path, row=1,
+                        fix="The header (patient_id, then the code columns) must be on row 1.")
+    check_delimiter(first_line, path)
+    return encoding, header_names(next(csv.reader([first_line])), path)
+
+
+def _encoding_of(sample: bytes, truncated: bool = False) -> str:
+    """The encoding favmac.io's ``decode_text`` would use, judged from a file's first bytes
+    (``truncated``: the file goes on, so a character may be cut at the sample's end).
+
+    >>> _encoding_of(b"\\xef\\xbb\\xbfpatient_id"), _encoding_of(b"\\xff\\xfep\\x00"), _encoding_of(b"id,caf\\xe9")
+    ('utf-8-sig', 'utf-16', 'cp1252')
+    """
+    if sample.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    try:
+        sample.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        if not truncated or err.start < len(sample) - 3:  # not just a character cut at the sample's end
+            return "cp1252"
+    return "utf-8-sig"
 
 
 def _codes_of_columns(columns, file, labelled: bool, codes=None, segment=None) -> list[str]:
@@ -291,7 +344,8 @@ def _codes_of_columns(columns, file, labelled: bool, codes=None, segment=None) -
     if segment is not None and segment not in names:
         raise DataError(f"there is no segment column {segment!r}.", file=file, row=1,
                         fix="Every file needs the segment column (e.g. the plan or region of each patient).")
-    rest = [c for c in names if c not in (ID_COLUMN, segment) and not c.startswith("__")]  # "__index_level_0__" etc.
+    # "__index_level_0__" etc.; "\x00unnamed<n>": a CSV column without a name, checked empty on reading
+    rest = [c for c in names if c not in (ID_COLUMN, segment) and not c.startswith(("__", "\x00unnamed"))]
     prob = [c[5:] for c in rest if c.startswith("prob_")]
     label = [c[6:] for c in rest if c.startswith("label_")]
     other = [c for c in rest if not c.startswith(("prob_", "label_"))]
@@ -355,15 +409,11 @@ def source_codes(source, labelled: bool = True, segment=None) -> list[str]:
     return _checked_source(source, labelled, segment=segment)[1]
 
 
-def _numeric(frame: pd.DataFrame, columns, file, first_row: int, kind: str) -> np.ndarray:
-    """The ``columns`` of a batch as floats, checked by favmac.io's rules (rows numbered from the file's start)."""
-    rows = np.arange(first_row + 2, first_row + 2 + len(frame))  # header = row 1, as favmac.io numbers rows
-    return numeric_block(frame, list(columns), rows, file, kind)
-
-
 def _batches(piece: Piece, wanted: list[str], text_columns=(ID_COLUMN,)):
-    """Yield (first_row, pandas frame) batches of a piece, reading only ``wanted`` columns
-    (``text_columns`` of a CSV stay text: ids and segment labels such as "007")."""
+    """Yield (rows, pandas frame) batches of a piece, ``rows`` being each frame row's spreadsheet
+    row number in its file (header = row 1; blank CSV rows are skipped but counted, as favmac.io
+    counts them). Parquet reads only ``wanted`` columns; ``text_columns`` stay text (ids and
+    segment labels such as "007")."""
     import fsspec
 
     if piece.kind == "parquet":
@@ -372,28 +422,63 @@ def _batches(piece: Piece, wanted: list[str], text_columns=(ID_COLUMN,)):
 
         with fsspec.open(piece.path, "rb") as handle:
             reader = pq.ParquetFile(handle)
-            row = piece.first_row
+            row = piece.first_row + 2
             for batch in reader.iter_batches(batch_size=BATCH_ROWS, row_groups=list(piece.row_groups), columns=wanted):
-                # Ids stay Arrow strings (null checks and output need no Python objects).
+                # Text ids stay Arrow strings (the checks and the output need no Python objects).
                 names = [n for n in batch.schema.names if n != ID_COLUMN]
-                frame = pa.RecordBatch.from_arrays([batch.column(n) for n in names], names=names).to_pandas()
+                frame = (pa.RecordBatch.from_arrays([batch.column(n) for n in names], names=names).to_pandas()
+                         if names else pd.DataFrame(index=pd.RangeIndex(batch.num_rows)))
                 ids = batch.column(ID_COLUMN)
-                frame[ID_COLUMN] = pd.Series(pd.arrays.ArrowExtensionArray(ids), index=frame.index)
-                yield row, frame
+                if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
+                    frame[ID_COLUMN] = pd.Series(pd.arrays.ArrowExtensionArray(ids), index=frame.index)
+                else:  # integer ids etc.: text as favmac.io's Parquet reader makes it (7 -> "7")
+                    frame[ID_COLUMN] = as_text(ids.to_pandas()).to_numpy()
+                yield np.arange(row, row + len(frame)), frame
                 row += len(frame)
         return
-    with fsspec.open(piece.path, "rb", compression="infer") as handle:
-        header = handle.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
-        names = [c.strip().strip('"').strip() for c in header.split(",")]
-        reader = pd.read_csv(handle, header=None, names=names, usecols=wanted, dtype={c: str for c in text_columns},
-                             chunksize=BATCH_ROWS, skip_blank_lines=True)
-        row = 0
+    # Text mode with universal newlines: \r\n and \r end lines; the encoding drops a byte-order mark.
+    with fsspec.open(piece.path, "rt", compression="infer", encoding=piece.encoding, newline=None) as handle:
+        names = header_names(next(csv.reader([handle.readline()])), piece.file)
+        reader = pd.read_csv(handle, header=None, names=names, dtype={c: str for c in text_columns if c in names},
+                             chunksize=BATCH_ROWS, skip_blank_lines=False, skipinitialspace=True, index_col=False)
+        row = 2
         try:
-            for frame in reader:
-                yield row, frame
-                row += len(frame)
-        except (pd.errors.ParserError, ValueError) as err:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                for frame in reader:
+                    n = len(frame)
+                    # favmac.io's rules: fully empty rows dropped (their numbers kept), unnamed columns must be empty
+                    frame, rows = finish_frame(frame, piece.file, no_rows=None, first_row=row)
+                    row += n
+                    if len(frame):
+                        yield rows, frame
+        except (pd.errors.ParserError, pd.errors.ParserWarning) as err:
+            with fsspec.open(piece.path, "rt", compression="infer", encoding=piece.encoding, newline="") as lines:
+                raise_ragged_row(lines, len(names), piece.file, err)
+        except DataError:
+            raise
+        except UnicodeDecodeError as err:
+            raise DataError(f"the file cannot be decoded as {piece.encoding} text ({err.reason}).", file=piece.file,
+                            fix="Save it as CSV UTF-8.") from None
+        except ValueError as err:
             raise DataError(f"the file cannot be read as CSV ({err}).", file=piece.file) from None
+
+
+def _rows_of(item, name: str, wanted: list[str], text_columns):
+    """(file, rows, frame) batches of a Piece, or of a dask partition (a pandas frame named ``name``,
+    rows numbered within the partition from 2)."""
+    if isinstance(item, Piece):
+        for rows, frame in _batches(item, wanted, text_columns):
+            yield item.file, rows, frame
+        return
+    for start in range(0, len(item), BATCH_ROWS):
+        frame = item.iloc[start : start + BATCH_ROWS]
+        yield name, np.arange(start + 2, start + 2 + len(frame)), frame
+
+
+def _id_hashes(ids) -> np.ndarray:
+    """64-bit hashes of stripped patient ids (pandas' fixed-key SipHash: the same in every process)."""
+    return pd.util.hash_array(np.asarray(ids, dtype=object))
 
 
 # ============================================================================ the model
@@ -426,12 +511,13 @@ class _Model:
     def n_sets(self) -> int:
         return max(1, len(self.bounds))
 
-    def arrays(self, frame, file, first_row):
-        """(probabilities, labels, segment labels or None) of a batch, checked."""
-        probs = _numeric(frame, [f"prob_{c}" for c in self.codes], file, first_row, "probability")
-        labels = _numeric(frame, [f"label_{c}" for c in self.codes], file, first_row, "label")
-        _check_ids(frame, file, first_row)
-        return probs, labels, _segment_labels(frame, self.segment, file, first_row)
+    def arrays(self, frame, file, rows, hash_ids: bool = True):
+        """(probabilities, labels, segment labels or None, id hashes or None) of a batch, checked by
+        favmac.io's rules (the ids are checked on the first pass only, with ``hash_ids``)."""
+        probs = numeric_block(frame, [f"prob_{c}" for c in self.codes], rows, file, "probability")
+        labels = numeric_block(frame, [f"label_{c}" for c in self.codes], rows, file, "label")
+        hashes = _id_hashes(patient_ids(frame, rows, file)) if hash_ids else None
+        return probs, labels, _segment_labels(frame, self.segment, file, rows), hashes
 
     def points(self, probs, labels):
         """Per point set: (keys, integer weights) per patient row — (N, M) for expected control,
@@ -444,14 +530,7 @@ class _Model:
                 for bound in self.bounds]
 
 
-def _check_ids(frame, file, first_row) -> None:
-    missing = np.flatnonzero(frame[ID_COLUMN].isna().to_numpy())
-    if len(missing):
-        raise DataError("the patient id is empty.", file=file, row=first_row + int(missing[0]) + 2, column=ID_COLUMN,
-                        fix="Every row needs a patient id.")
-
-
-def _segment_labels(frame, segment, file, first_row):
+def _segment_labels(frame, segment, file, rows):
     """The batch's segment labels as text (favmac.segments' rule), or None without segments."""
     if segment is None:
         return None
@@ -460,7 +539,7 @@ def _segment_labels(frame, segment, file, first_row):
     except ValueError:
         values = frame[segment]
         empty = np.flatnonzero(values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy())
-        raise DataError("the segment label is empty.", file=file, row=first_row + int(empty[0]) + 2, column=segment,
+        raise DataError("the segment label is empty.", file=file, row=int(rows[empty[0]]), column=segment,
                         fix="Every patient needs a segment label.") from None
 
 
@@ -483,7 +562,7 @@ def _bucket(patterns: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _pass_rows(model: _Model, rows, request):
-    """Fold batches ``rows`` (iterable of (file, first_row, frame)) into one pass's results.
+    """Fold batches ``rows`` (iterable of (file, row numbers, frame)) into one pass's results.
 
     Point sets are keyed by (group, s): group None is every patient, a segment label its
     patients only; s indexes the model's point sets (one per violation bound). ``request``
@@ -492,15 +571,19 @@ def _pass_rows(model: _Model, rows, request):
     (exact=False) or to enumerate as distinct patterns with summed weights (exact=True).
 
     Returns ``(patients per group, results)``: the first pass gives one sparse histogram
-    (ids, sums, counts) per key, later passes one per requested region.
+    (ids, sums, counts) per key, later passes one per requested region. The first pass
+    appends a third item, the 64-bit hashes of the patient ids (for the duplicate check).
     """
     n_rows: dict = {None: 0}
     size = 1 << _WIDTHS[0]
     dense = {}  # the pooled sets: dense 20-bit histograms [sums, counts]
     sparse: dict = {}  # segment sets (few points each): sparse histograms per batch
     partial = {key: [[] for _ in regions] for key, regions in (request or {}).items()}
-    for file, first_row, frame in rows:
-        probs, labels, groups = model.arrays(frame, file, first_row)
+    hashes = []
+    for file, row_numbers, frame in rows:
+        probs, labels, groups, id_hashes = model.arrays(frame, file, row_numbers, hash_ids=request is None)
+        if request is None:
+            hashes.append(id_hashes)
         n_rows[None] += len(probs)
         if not len(probs):
             continue
@@ -533,7 +616,7 @@ def _pass_rows(model: _Model, rows, request):
         for key, (sums, counts) in dense.items():
             nz = np.flatnonzero(counts)
             out[key] = (nz.astype(np.uint64), sums[nz], counts[nz])
-        return n_rows, out
+        return n_rows, out, _hash_series(hashes)
     return n_rows, {key: [_merge(parts) for parts in per_region] for key, per_region in partial.items()}
 
 
@@ -543,15 +626,26 @@ def _sparse(ids: np.ndarray, weights: np.ndarray):
     return unique, _group_sum(inverse, weights, len(unique)), np.bincount(inverse, minlength=len(unique)).astype(np.int64)
 
 
-def _piece_pass(piece: Piece, model: _Model, request):
+def _hash_series(parts) -> pd.Series:
+    return pd.Series(np.concatenate(parts) if parts else np.zeros(0, np.uint64), dtype=np.uint64, name="id_hash")
+
+
+def _piece_pass(item, name: str, model: _Model, request):
+    """One pass over a Piece or a dask partition (see ``_pass_rows``)."""
+    if not isinstance(item, Piece):
+        _codes_of_columns(item.columns, name, True, model.codes, model.segment)
     text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
-    return _pass_rows(model, ((piece.file, row, frame) for row, frame in _batches(piece, model.wanted, text)), request)
+    return _pass_rows(model, _rows_of(item, name, model.wanted, text), request)
 
 
-def _frame_pass(frame: pd.DataFrame, name: str, model: _Model, request):
-    _codes_of_columns(frame.columns, name, True, model.codes, model.segment)
-    starts = range(0, max(len(frame), 1), BATCH_ROWS)
-    return _pass_rows(model, ((name, start, frame.iloc[start : start + BATCH_ROWS]) for start in starts), request)
+def _rows_with_ids(item, name: str, wanted: list[str], text_columns, candidates: np.ndarray):
+    """[(id, file, row)] of the rows whose id hash is among ``candidates`` (sorted uint64)."""
+    found = []
+    for file, rows, frame in _rows_of(item, name, wanted, text_columns):
+        ids = patient_ids(frame, rows, file)
+        hit = np.isin(_id_hashes(ids), candidates)
+        found.extend((pid, file, int(row)) for pid, row in zip(ids[hit], rows[hit]))
+    return found
 
 
 # ============================================================================ scheduling
@@ -583,31 +677,89 @@ class _Runner:
         if self._own_client:
             self._client.close()
 
-    def tasks(self, function, *args):
-        import dask
-
+    def items(self):
+        """(item, name) per task: a Piece and its file, or a dask partition and "partition <i>"."""
         if self.frame is not None:
-            parts = self.frame.to_delayed()
-            return [dask.delayed(_frame_pass, pure=False)(part, f"partition {i}", *args) for i, part in enumerate(parts)]
-        # pure=False: files may change between calls, so results are never reused by key
-        return [dask.delayed(function, pure=False)(piece, *args) for piece in self.pieces]
+            return [(part, f"partition {i}") for i, part in enumerate(self.frame.to_delayed())]
+        return [(piece, piece.file) for piece in self.pieces]
 
-    def run(self, tasks):
+    def tasks(self, function, *args):
+        """One delayed ``function(item, name, *args)`` per item (see ``items``)."""
         import dask
 
-        if self._client is not None:
-            futures = self._client.compute(tasks)
-            if self.progress:
-                from distributed import progress
+        # pure=False: files may change between calls, so results are never reused by key
+        return [dask.delayed(function, pure=False)(item, name, *args) for item, name in self.items()]
 
-                progress(futures)
-            return self._client.gather(futures)
-        if self.progress:
-            from dask.diagnostics import ProgressBar
+    def run(self, tasks, extra=None):
+        """The results of ``tasks`` (a list of delayed), and with ``extra`` (one dask collection)
+        also its result, computed in the same graph: ``(results, extra result)``."""
+        import dask
 
-            with ProgressBar(out=sys.stderr):  # stdout may carry results (the CLI prints thresholds there)
-                return list(dask.compute(*tasks, scheduler=self.scheduler))
-        return list(dask.compute(*tasks, scheduler=self.scheduler))
+        wanted = list(tasks) + ([] if extra is None else [extra])
+        with warnings.catch_warnings():
+            # delayed tasks and a dask-expr collection in one graph: dask warns that it materializes the expression
+            warnings.filterwarnings("ignore", message="Computing mixed collections", category=UserWarning)
+            if self._client is not None:
+                futures = self._client.compute(wanted)
+                if self.progress:
+                    from distributed import progress
+
+                    progress(futures)
+                out = list(self._client.gather(futures))
+            elif self.progress:
+                from dask.diagnostics import ProgressBar
+
+                with ProgressBar(out=sys.stderr):  # stdout may carry results (the CLI prints thresholds there)
+                    out = list(dask.compute(*wanted, scheduler=self.scheduler))
+            else:
+                out = list(dask.compute(*wanted, scheduler=self.scheduler))
+        return out if extra is None else (out[:-1], out[-1])
+
+    def run_checking_ids(self, tasks, text_columns):
+        """Run tasks whose results end with a pandas Series of id hashes; return the results
+        without it, after checking that no patient id occurs twice in the whole source.
+
+        The check is exact and never gathers the ids: the hashes stay on the workers and a
+        dask ``value_counts`` with ``split_out`` (a hash shuffle; dask's p2p shuffle on a
+        cluster) finds the hashes seen more than once, in the same graph as ``tasks`` (the
+        data is read once). Only when such hashes exist does a second, id-only pass fetch the
+        rows holding them, and the real ids are compared on the coordinator, so a 64-bit hash
+        collision between different ids is never reported.
+        """
+        import dask
+        import dask.dataframe as dd
+
+        heads = [dask.delayed(operator.getitem, pure=False)(task, slice(None, -1)) for task in tasks]
+        hashes = [dask.delayed(operator.getitem, pure=False)(task, -1) for task in tasks]
+        counts = dd.from_delayed(hashes, meta=pd.Series([], dtype=np.uint64, name="id_hash"), verify_meta=False)
+        counts = counts.value_counts(split_out=max(1, math.ceil(len(tasks) / 16)))
+        results, repeated = self.run(heads, counts[counts > 1])
+        repeated = np.sort(repeated.index.to_numpy(dtype=np.uint64))
+        for start in range(0, len(repeated), ID_CHECK_BATCH):
+            candidates = repeated[start : start + ID_CHECK_BATCH]
+            found = self.run(self.tasks(_rows_with_ids, [ID_COLUMN], text_columns, candidates))
+            _raise_duplicate_ids([hit for part in found for hit in part])
+        return [tuple(result) for result in results]
+
+
+def _raise_duplicate_ids(hits) -> None:
+    """Raise a DataError for the ids among ``hits`` [(id, file, row)] (in reading order) seen twice or more."""
+    where: dict = {}
+    second: dict = {}  # id -> position in reading order of its second occurrence
+    for position, (pid, file, row) in enumerate(hits):
+        where.setdefault(pid, []).append((file, row))
+        if len(where[pid]) == 2:
+            second[pid] = position
+    repeated = [(pid, where[pid]) for pid in sorted(second, key=second.get)]
+    if not repeated:
+        return
+    shown = "; ".join(f"{pid!r} ({', '.join(f'{file} row {row}' for file, row in places[:LIST_LIMIT])})"
+                      for pid, places in repeated[:LIST_LIMIT])
+    more = f"; and {len(repeated) - LIST_LIMIT} more" if len(repeated) > LIST_LIMIT else ""
+    file, row = repeated[0][1][1]
+    raise DataError(f"{plural(len(repeated), 'patient id')} {'appears' if len(repeated) == 1 else 'appear'} more than "
+                    f"once: {shown}{more}.", file=file, row=row, column=ID_COLUMN,
+                    fix="Each patient must have exactly one row across all the files.")
 
 
 def _is_dask_frame(source) -> bool:
@@ -674,8 +826,9 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     DataError
         A file (or partition) with missing columns, codes that differ from the first file's,
         or a missing, non-numeric, NaN or infinite cell, a probability outside [0, 1] or a
-        label other than 0/1; the message names the file, the row (header = row 1) and the
-        column.
+        label other than 0/1; a missing patient id or one seen twice in the whole source; a
+        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...). The
+        message names the file, the row (header = row 1, blank CSV rows counted) and the column.
 
     Notes
     -----
@@ -697,7 +850,8 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         costs = ExactCosts.of(cost, n_codes, c_max)
         bounds = () if delta is None else tuple(sorted({costs.bound(t) for t in targets}))
         model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment)
-        results = runner.run(runner.tasks(_piece_pass, model, None))
+        text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
+        results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), text)
         sizes: dict = {}
         for counts, _ in results:
             for group, n in counts.items():
@@ -787,7 +941,7 @@ def _descend(key, need, depth, prefix, below, ids, sums, counts):
 
 
 def predict(source, value, cost, thresholds, out, *, universe="ratio", score="cost", codes=None, target=None,
-            delta=None, method=None, segment=None, scheduler=None, progress=False):
+            delta=None, method=None, segment=None, segment_sizes=None, c_max=None, scheduler=None, progress=False):
     """Choose the code set of every patient in a large unlabelled file set; write Parquet parts.
 
     Parameters
@@ -810,12 +964,25 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
         Copied into the output columns (as the CLI's CSV export does).
     segment : str, optional
         Column of segment labels; adds the export's ``segment`` and ``note`` columns.
+    segment_sizes : dict, optional
+        Segment label -> calibration patients (``details["segment_sizes"]`` of
+        :func:`calibrate`). A segment whose threshold is -inf (too few patients for the target)
+        then gets ``favmac.segments.too_small_reason`` as its note, as the in-memory export
+        writes it; without the sizes the note says the threshold is -inf.
+    c_max : float, optional
+        The calibration's C_max (default: the sum of the cost weights), for that note.
     scheduler, progress : as in :func:`calibrate`
 
     Returns
     -------
     int
         Number of patients written.
+
+    Raises
+    ------
+    DataError
+        For the faults :func:`calibrate` refuses (labels are not read) and a patient id seen
+        twice in the whole file set; nothing is written then.
     """
     check_score(score, universe)
     if segment is None:
@@ -836,16 +1003,16 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score="co
         with _Runner(source, scheduler, progress, labelled=False, codes=codes, segment=segment) as runner:
             check_universe(universe, len(runner.codes))
             info = dict(threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
-                        universe=universe, score=score, segment=segment)
+                        universe=universe, score=score, segment=segment,
+                        notes=_segment_notes(threshold, segment_sizes, target, delta,
+                                             ExactCosts.of(cost, len(runner.codes), c_max).c_max)
+                        if segment is not None else {})
             import dask
 
-            if runner.frame is not None:
-                tasks = [dask.delayed(_predict_frame, pure=False)(part, f"partition {i}", i, value, cost, runner.codes, info, staging)
-                         for i, part in enumerate(runner.frame.to_delayed())]
-            else:
-                tasks = [dask.delayed(_predict_piece, pure=False)(piece, i, value, cost, runner.codes, info, staging)
-                         for i, piece in enumerate(runner.pieces)]
-            written = sum(runner.run(tasks))
+            tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, value, cost, runner.codes, info, staging)
+                     for index, (item, name) in enumerate(runner.items())]
+            text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
+            written = sum(count for (count,) in runner.run_checking_ids(tasks, text))
         if os.path.isdir(out):
             os.rmdir(out)
         os.replace(staging, out)
@@ -862,26 +1029,52 @@ def _predict_columns(names, codes, segment=None):
     return [ID_COLUMN] + ([] if segment is None else [segment]) + prob_cols, prob_cols
 
 
-def _predict_rows(rows, value, cost, codes, info, path):
-    """Choose sets for batches ``rows`` of (file, first_row, frame); write them to ``path``."""
+def _segment_notes(thresholds: dict, sizes, target, delta, c_max) -> dict:
+    """Segment label -> the export's note for each calibrated segment with T = -inf (empty sets).
+
+    The wording is the in-memory export's (``favmac.export``): ``favmac.segments.too_small_reason``
+    when the segment's calibration size is known.
+    """
+    notes = {}
+    for label, threshold in thresholds.items():
+        if threshold != -math.inf:
+            continue
+        n = None if sizes is None else {str(k).strip(): v for k, v in sizes.items()}.get(label)
+        why = None
+        if n is not None and target is not None:
+            why = too_small_reason(int(n), target, c_max, delta)
+        if why is None:
+            why = "its calibrated threshold is -inf (too few calibration patients for the target), so every set is empty"
+        notes[label] = f"segment {label!r}: {why}"
+    return notes
+
+
+def _predict_rows(rows, value, cost, codes, info, path, prob_cols):
+    """Choose sets for batches ``rows`` of (file, row numbers, frame); write them to ``path``.
+
+    Returns ``(patients written, id hashes)``.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     writer = None
     written = 0
+    hashes = []
+    missing_note = "segment {!r} is not in the calibration data (0 calibration patients), so its set is empty"
     try:
-        for file, first_row, frame, prob_cols in rows:
-            probs = _numeric(frame, prob_cols, file, first_row, "probability")
-            _check_ids(frame, file, first_row)
-            segments = _segment_labels(frame, info["segment"], file, first_row)
+        for file, row_numbers, frame in rows:
+            probs = numeric_block(frame, prob_cols, row_numbers, file, "probability")
+            ids = patient_ids(frame, row_numbers, file)
+            hashes.append(_id_hashes(ids))
+            segments = _segment_labels(frame, info["segment"], file, row_numbers)
             threshold, notes = info["threshold"], None
             if segments is not None:
                 threshold = np.array([info["threshold"].get(label, -math.inf) for label in segments])
-                notes = ["" if label in info["threshold"] else f"segment {label!r} is not in the calibration data "
-                         "(0 calibration patients), so its set is empty" for label in segments]
+                notes = [info["notes"].get(label, "") if label in info["threshold"] else missing_note.format(label)
+                         for label in segments]
             cands = candidate_sets(probs, value, cost, info["universe"])
             selected = cands.masks(cands.choose(threshold, info["score"]))
-            table = chosen_sets(frame[ID_COLUMN].astype(str).to_numpy(dtype=object), probs, selected, threshold,
+            table = chosen_sets(ids.to_numpy(dtype=object), probs, selected, threshold,
                                 codes=codes, value=value, cost=cost, method=info["method"],
                                 target=math.nan if info["target"] is None else float(info["target"]),
                                 delta=info["delta"], universe=info["universe"], score=info["score"],
@@ -894,27 +1087,24 @@ def _predict_rows(rows, value, cost, codes, info, path):
     finally:
         if writer is not None:
             writer.close()
-    return written
+    return written, _hash_series(hashes)
 
 
-def _predict_piece(piece, index, value, cost, codes, info, staging):
-    fs_columns = list_pieces([piece.path])[1][piece.path] if piece.kind == "csv" else None
-    if fs_columns is None:
-        import fsspec
-        import pyarrow.parquet as pq
+def _predict_item(item, name, index, value, cost, codes, info, staging):
+    """Write the chosen sets of one Piece or dask partition as ``part-<index>.parquet``."""
+    if isinstance(item, Piece):
+        if item.kind == "csv":
+            names = list_pieces([item.path])[1][item.path]
+        else:
+            import fsspec
+            import pyarrow.parquet as pq
 
-        with fsspec.open(piece.path, "rb") as handle:
-            fs_columns = list(pq.ParquetFile(handle).schema_arrow.names)
-    wanted, prob_cols = _predict_columns(fs_columns, codes, info["segment"])
+            with fsspec.open(item.path, "rb") as handle:
+                names = list(pq.ParquetFile(handle).schema_arrow.names)
+    else:
+        _codes_of_columns(item.columns, name, False, codes, info["segment"])
+        names = list(item.columns)
+    wanted, prob_cols = _predict_columns(names, codes, info["segment"])
     path = os.path.join(staging, f"part-{index:05d}.parquet")
     text = (ID_COLUMN,) if info["segment"] is None else (ID_COLUMN, info["segment"])
-    rows = ((piece.file, row, frame, prob_cols) for row, frame in _batches(piece, wanted, text))
-    return _predict_rows(rows, value, cost, codes, info, path)
-
-
-def _predict_frame(frame, name, index, value, cost, codes, info, staging):
-    _codes_of_columns(frame.columns, name, False, codes, info["segment"])
-    wanted, prob_cols = _predict_columns(list(frame.columns), codes, info["segment"])
-    path = os.path.join(staging, f"part-{index:05d}.parquet")
-    starts = range(0, len(frame), BATCH_ROWS)
-    return _predict_rows(((name, s, frame.iloc[s : s + BATCH_ROWS], prob_cols) for s in starts), value, cost, codes, info, path)
+    return _predict_rows(_rows_of(item, name, wanted, text), value, cost, codes, info, path, prob_cols)

@@ -531,3 +531,245 @@ def test_csv_segment_labels_stay_text(tmp_path):
                               scheduler="synchronous")
     fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0).update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
     assert {k: float(v[0]) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
+
+
+# ----------------------------------------------------------------------------- CSV as favmac.io reads it
+
+
+def _csv_text(frame):
+    return frame.to_csv(index=False, lineterminator="\n")
+
+
+def test_csv_bom_crlf_header_spaces_blank_rows_and_column_order(tmp_path):
+    """SPEC "Input files": tolerated silently, and the thresholds equal FavMac's on the clean data."""
+    probs, labels = tied_data(151, 60, 4, 1)
+    frame = wide_frame(probs, labels)
+    value, cost = AdditiveValue(), AdditiveCost()
+    targets = [0.5, 1.1, 2.0]
+    want = tree_thresholds(probs, labels, value, cost, targets)
+    lines = _csv_text(frame.iloc[:30]).split("\n")
+    header = ", ".join(f" {name} " for name in lines[0].split(",")) + ",,"  # spaces, two empty unnamed columns
+    body = [line + ",," for line in lines[1:] if line]
+    body.insert(5, "")  # a blank line and a line of commas: skipped
+    body.insert(9, ",,,,,,,,,,")
+    (tmp_path / "a.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join([header] + body).encode() + b"\r\n\r\n")
+    later = frame.iloc[30:][["label_C2", "patient_id", "prob_C3", "prob_C0", "label_C1", "label_C0", "prob_C1",
+                             "prob_C2", "label_C3"]]
+    (tmp_path / "b.csv").write_bytes(_csv_text(later).replace("\n", "\r").encode())  # old-Mac line endings
+    got = calibrate(str(tmp_path / "*.csv"), value, cost, targets, scheduler="synchronous")
+    assert np.array_equal(got, want)
+
+
+def test_csv_rows_are_numbered_as_favmac_io_numbers_them(tmp_path, monkeypatch):
+    """Blank lines count (header = row 1); batches continue the numbering."""
+    from favmac.io import read_wide
+
+    monkeypatch.setattr(dist, "BATCH_ROWS", 4)
+    probs, labels = tied_data(152, 12, 3, 1)
+    lines = _csv_text(wide_frame(probs, labels)).split("\n")
+    lines[10] = lines[10].replace(lines[10].split(",")[3], "1.5", 1)  # prob_C1 of patient P9 (file row 11)
+    lines.insert(3, "")
+    lines.insert(6, "")  # P9 is now on row 13
+    (tmp_path / "a.csv").write_text("\n".join(lines))
+    with pytest.raises(DataError, match="outside \\[0, 1\\]") as err:
+        calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (str(tmp_path / "a.csv"), 13, "prob_C1")
+    with pytest.raises(DataError) as in_memory:
+        read_wide(tmp_path / "a.csv")
+    assert (in_memory.value.row, in_memory.value.column) == (13, "prob_C1")
+
+
+@pytest.mark.parametrize("column,cell,message", [
+    ("prob_C1", "", "empty"),
+    ("prob_C1", "nan", "empty"),
+    ("prob_C2", "inf", "infinite"),
+    ("prob_C0", "-0.1", "outside \\[0, 1\\]"),
+    ("label_C2", "0.5", "is not 0 or 1"),
+    ("label_C0", "TRUE", "not a number"),
+])
+def test_bad_csv_cells_after_blank_lines(tmp_path, column, cell, message):
+    probs, labels = tied_data(153, 10, 3, 1)
+    frame = wide_frame(probs, labels).astype(object)
+    frame.loc[6, column] = cell  # file row 8, row 9 after the blank line below
+    lines = _csv_text(frame).split("\n")
+    lines.insert(2, "   ")
+    (tmp_path / "a.csv").write_text("\n".join(lines))
+    with pytest.raises(DataError, match=message) as err:
+        calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.row, err.value.column) == (9, column)
+
+
+@pytest.mark.parametrize("content,message,row,column", [
+    (b"", "the file is empty", None, None),
+    (b"\xef\xbb\xbf\r\n\r\n", "the file is empty", None, None),
+    (b"\npatient_id,prob_A,label_A\nx,0.5,1\n", "first row is empty", 1, None),
+    (b"patient_id;prob_A;label_A\nx;0.5;1\n", "separated by semicolons", 1, None),
+    (b"patient_id\tprob_A\tlabel_A\nx\t0.5\t1\n", "separated by tabs", 1, None),
+    (b"patient_id,prob_A,prob_A,label_A\nx,0.5,0.5,1\n", "appears more than once", 1, None),
+    (b"patient_id,prob_A,label_A\nx,0.5,1\n\ny,0.5,0,7\n", "has 4 cells but the header has 3", 4, None),
+    (b"patient_id,prob_A,label_A,\nx,0.5,1,\ny,0.5,0,9\n", "values but no name", 3, "4"),
+    (b"patient_id,prob_A,label_A\nx,0.5,1\n  ,0.5,0\n", "no patient id", 3, "patient_id"),
+    (b"patient_id,prob_A,label_A,prob_B\nx,0.5,1,0.5\n", "no matching label_B", 1, "prob_B"),
+    (b"patient_id,prob_A,label_A,age\nx,0.5,1,40\n", "neither patient_id", 1, "age"),
+    (b"id,prob_A,label_A\nx,0.5,1\n", "no patient_id column", 1, None),
+    (b"PAR1" + bytes(range(256)), "not a text CSV file", None, None),
+])
+def test_csv_faults_are_refused_like_favmac_io(tmp_path, content, message, row, column):
+    (tmp_path / "a.csv").write_bytes(content)
+    with pytest.raises(DataError, match=message) as err:
+        calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (str(tmp_path / "a.csv"), row, column)
+
+
+def test_csv_codes_unknown_or_missing_in_a_later_file(tmp_path):
+    probs, labels = tied_data(154, 20, 3, 1)
+    wide_frame(probs[:10], labels[:10]).to_csv(tmp_path / "a.csv", index=False)
+    later = wide_frame(probs[10:], labels[10:], codes=["C0", "C1", "C9"], first_id=10)
+    later.to_csv(tmp_path / "b.csv", index=False)
+    with pytest.raises(DataError, match="codes not in the first file: C9; missing codes: C2") as err:
+        calibrate(str(tmp_path / "*.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row) == (str(tmp_path / "b.csv"), 1)
+
+
+def test_csv_in_windows_1252_and_utf16(tmp_path):
+    probs, labels = tied_data(155, 20, 2, 1)
+    frame = wide_frame(probs, labels)
+    frame["patient_id"] = [f"Zoë{i}" for i in range(20)]
+    (tmp_path / "a.csv").write_bytes(_csv_text(frame.iloc[:10]).encode("cp1252"))
+    (tmp_path / "b.csv").write_bytes(_csv_text(frame.iloc[10:]).encode("utf-16"))
+    got = calibrate(str(tmp_path / "*.csv"), AdditiveValue(), AdditiveCost(), [0.5, 1.0], scheduler="synchronous")
+    assert np.array_equal(got, tree_thresholds(probs, labels, AdditiveValue(), AdditiveCost(), [0.5, 1.0]))
+
+
+# ----------------------------------------------------------------------------- duplicate patient ids
+
+
+def test_duplicate_ids_across_files_are_refused(tmp_path):
+    probs, labels = tied_data(161, 40, 3, 1)
+    paths = write_parts(tmp_path, probs, labels, [15, 10, 15])
+    frame = pd.read_parquet(paths[2])
+    frame.loc[4, "patient_id"] = " P3 "  # spaces around an id do not make it another id
+    frame.to_parquet(paths[2], index=False)
+    with pytest.raises(DataError, match="1 patient id appears more than once: 'P3'") as err:
+        calibrate(str(tmp_path), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (paths[2], 6, "patient_id")
+    assert f"{paths[0]} row 5, {paths[2]} row 6" in str(err.value)
+
+
+def test_duplicate_ids_in_one_csv_in_different_batches(tmp_path, monkeypatch):
+    monkeypatch.setattr(dist, "BATCH_ROWS", 5)
+    probs, labels = tied_data(162, 30, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.loc[[21, 27], "patient_id"] = ["P2", "P8"]
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    file = str(tmp_path / "a.csv")
+    with pytest.raises(DataError, match="2 patient ids appear more than once") as err:
+        calibrate(file, AdditiveValue(), AdditiveCost(), [1.0], delta=0.1, scheduler="synchronous")
+    assert (err.value.row, err.value.column) == (23, "patient_id")
+    assert f"'P2' ({file} row 4, {file} row 23); 'P8' ({file} row 10, {file} row 29)" in str(err.value)
+    frame.loc[1, "patient_id"] = "P0"  # within one batch: favmac.io's own message
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    with pytest.raises(DataError, match="'P0' \\(rows 2, 3\\)") as err:
+        calibrate(file, AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+
+
+def test_duplicate_ids_across_dask_partitions(tmp_path):
+    probs, labels = tied_data(163, 30, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.loc[25, "patient_id"] = "P1"
+    with pytest.raises(DataError, match="'P1' \\(partition 0 row 3, partition 2 row 7\\)") as err:
+        calibrate(dd.from_pandas(frame, npartitions=3), AdditiveValue(), AdditiveCost(), [1.0], scheduler="threads")
+    assert (err.value.file, err.value.row) == ("partition 2", 7)
+
+
+def test_hash_collisions_between_different_ids_are_not_reported(tmp_path, monkeypatch):
+    """With a deliberately weak hash (the id's length) every id collides: the exact pass clears them."""
+    calls = []
+    monkeypatch.setattr(dist, "_id_hashes", lambda ids: np.array([len(i) for i in ids], dtype=np.uint64))
+    monkeypatch.setattr(dist, "ID_CHECK_BATCH", 1)
+    original = dist._rows_with_ids
+    monkeypatch.setattr(dist, "_rows_with_ids", lambda *args: calls.append(1) or original(*args))
+    probs, labels = tied_data(164, 120, 4, 1)  # ids P0..P119: lengths 2, 3 and 4
+    write_parts(tmp_path, probs, labels, [0, 50, 70])
+    targets = [0.5, 1.5]
+    got = calibrate(str(tmp_path), AdditiveValue(), AdditiveCost(), targets, scheduler="synchronous")
+    assert np.array_equal(got, tree_thresholds(probs, labels, AdditiveValue(), AdditiveCost(), targets))
+    assert len(calls) == 3 * 3  # three colliding hashes, one id-only pass (3 tasks) each
+
+
+def test_every_piece_is_read_once_per_pass(tmp_path, monkeypatch):
+    """The duplicate check shares the first pass's reading (no extra pass without repeated hashes)."""
+    reads = []
+    original = dist._batches
+    monkeypatch.setattr(dist, "_batches", lambda piece, *args: reads.append(piece.file) or original(piece, *args))
+    probs, labels = tied_data(165, 90, 4, 1)
+    paths = write_parts(tmp_path, probs, labels, [30, 30, 30])
+    _, details = calibrate(str(tmp_path), AdditiveValue(), AdditiveCost(), [1.0], scheduler="threads",
+                           return_details=True)
+    assert sorted(reads) == sorted(paths * details["passes"])
+
+
+def test_predict_refuses_duplicate_ids_and_writes_nothing(tmp_path):
+    new = pd.DataFrame({"patient_id": ["a", "b", "c", "a"], "C0": [0.5, 0.2, 0.1, 0.3], "C1": [0.3, 0.2, 0.0, 0.9]})
+    new.iloc[:2].to_csv(tmp_path / "a.csv", index=False)
+    new.iloc[2:].to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "out"
+    with pytest.raises(DataError, match="'a' \\(.*a.csv row 2, .*b.csv row 3\\)") as err:
+        predict(str(tmp_path / "*.csv"), AdditiveValue(), AdditiveCost(), 1.0, out, scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (str(tmp_path / "b.csv"), 3, "patient_id")
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# ----------------------------------------------------------------------------- predict: too-small segments
+
+
+def test_predict_says_why_a_too_small_segment_gets_the_empty_set(tmp_path):
+    from favmac.segments import too_small_reason
+
+    probs, labels = tied_data(171, 60, 3, 1)
+    plans = np.array(["big"] * 57 + ["tiny"] * 3, dtype=object)
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", plans)
+    frame.to_parquet(tmp_path / "cal.parquet", index=False)
+    _, by_segment, details = calibrate(str(tmp_path / "cal.parquet"), AdditiveValue(), AdditiveCost(), [0.5],
+                                       segment="plan", scheduler="synchronous", return_details=True)
+    assert by_segment["tiny"][0] == -np.inf and np.isfinite(by_segment["big"][0])
+    new = pd.DataFrame(tied_data(172, 6, 3, 1)[0], columns=["C0", "C1", "C2"])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(6)])
+    new.insert(1, "plan", ["big", "tiny", "gold"] * 2)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    thresholds = {label: float(values[0]) for label, values in by_segment.items()}
+    predict(str(tmp_path / "new.csv"), AdditiveValue(), AdditiveCost(), thresholds, tmp_path / "out", target=0.5,
+            segment="plan", segment_sizes=details["segment_sizes"], scheduler="synchronous")
+    written = pd.read_parquet(tmp_path / "out").set_index("patient_id")
+    # C_max = 3 (three codes of weight 1): M = 0.5 (3 + 1) - 3 < 0 for the 3 'tiny' patients
+    assert written.loc["N1", "note"] == "segment 'tiny': " + too_small_reason(3, 0.5, 3)
+    assert "needs at least 5" in written.loc["N1", "note"] and written.loc["N1", "codes"] == ""
+    assert written.loc["N0", "note"] == "" and "not in the calibration data" in written.loc["N2", "note"]
+    predict(str(tmp_path / "new.csv"), AdditiveValue(), AdditiveCost(), thresholds, tmp_path / "out2",
+            segment="plan", scheduler="synchronous")  # sizes unknown: still says why the set is empty
+    assert "threshold is -inf" in pd.read_parquet(tmp_path / "out2").set_index("patient_id").loc["N4", "note"]
+
+
+def test_cli_predict_notes_a_too_small_segment_from_the_settings(tmp_path, capsys):
+    from favmac.cli import main
+    from favmac.segments import too_small_reason
+
+    probs, labels = tied_data(181, 80, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", ["a"] * 77 + ["tiny"] * 3)
+    os.makedirs(tmp_path / "cal")
+    frame.to_parquet(tmp_path / "cal" / "p0.parquet", index=False)
+    settings = tmp_path / "run.json"
+    assert main(["calibrate", "--data", str(tmp_path / "cal"), "--segment-column", "plan", "--score", "cost",
+                 "--targets", "0.5", "--scheduler", "synchronous", "--settings-out", str(settings)]) == 0
+    new = pd.DataFrame(tied_data(182, 4, 3, 1)[0], columns=["C0", "C1", "C2"])
+    new.insert(0, "patient_id", ["N0", "N1", "N2", "N3"])
+    new.insert(1, "plan", ["a", "tiny", "a", "tiny"])
+    os.makedirs(tmp_path / "new")
+    new.to_parquet(tmp_path / "new" / "n.parquet", index=False)
+    assert main(["predict", "--settings", str(settings), "--target", "0.5", "--new", str(tmp_path / "new"),
+                 "--out", str(tmp_path / "out")]) == 0
+    written = pd.read_parquet(tmp_path / "out")
+    assert written["note"].tolist() == ["", "segment 'tiny': " + too_small_reason(3, 0.5, 3)] * 2
+    assert written.loc[written["plan" if "plan" in written else "segment"] == "tiny", "codes"].eq("").all()

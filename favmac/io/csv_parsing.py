@@ -29,10 +29,13 @@ __all__ = [
     "source_name",
     "read_bytes",
     "binary_kind",
+    "check_not_binary",
     "decode_text",
+    "check_delimiter",
     "parse_csv",
     "header_names",
     "finish_frame",
+    "raise_ragged_row",
     "patient_ids",
     "check_code_names",
     "numeric_block",
@@ -186,15 +189,7 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
     """
     file = source_name(source, name)
     data = read_bytes(source, file)
-    kind = binary_kind(data)
-    if kind is not None:
-        fix = ("Choose the data file itself (CSV or Parquet); a spreadsheet must be saved as comma-separated "
-               "CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)').")
-        if kind == "a Parquet file":
-            fix = ("Give Parquet files to load_calibration / load_new_patients (which read them), "
-                   "or " + SAVE_AS_CSV[0].lower() + SAVE_AS_CSV[1:])
-        looks = "it looks binary" if kind == "binary data" else f"it looks like {kind}"
-        raise DataError(f"this is not a text CSV file ({looks}).", file=file, fix=fix)
+    check_not_binary(data, file)
     text = decode_text(data)
     if not text.strip():
         raise DataError(
@@ -208,6 +203,44 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
             "the first row is empty.", file=file, row=1,
             fix="The header (patient_id, then the code names) must be on row 1.",
         )
+    check_delimiter(first_line, file)
+    names = header_names(next(csv.reader([first_line])), file)
+    frame = _read_frame(text, names, [c for c in text_columns if c in names], file)
+    return (*finish_frame(frame, file), file)
+
+
+def check_not_binary(data: bytes, file: str) -> None:
+    """Refuse bytes that are not a text CSV (an image, a spreadsheet, Parquet), saying what they look like.
+
+    ``data`` may be the whole file or its first 64 KB (what :func:`binary_kind` inspects).
+
+    Raises
+    ------
+    DataError
+        If :func:`binary_kind` finds a binary format.
+    """
+    kind = binary_kind(data)
+    if kind is not None:
+        fix = ("Choose the data file itself (CSV or Parquet); a spreadsheet must be saved as comma-separated "
+               "CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)').")
+        if kind == "a Parquet file":
+            fix = ("Give Parquet files to load_calibration / load_new_patients (which read them), "
+                   "or " + SAVE_AS_CSV[0].lower() + SAVE_AS_CSV[1:])
+        looks = "it looks binary" if kind == "binary data" else f"it looks like {kind}"
+        raise DataError(f"this is not a text CSV file ({looks}).", file=file, fix=fix)
+
+
+def check_delimiter(first_line: str, file: str) -> None:
+    """Refuse a header row whose columns are separated by ';', tabs or '|' rather than commas.
+
+    Examples
+    --------
+    >>> check_delimiter("patient_id,A,B", "p.csv")
+    >>> check_delimiter("patient_id;A;B", "p.csv")
+    Traceback (most recent call last):
+    ...
+    favmac.io.errors.DataError: p.csv, row 1: the columns are separated by semicolons (;), not commas. Save it as comma-separated CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)').
+    """
     counts = {d: first_line.count(d) for d in (",", ";", "\t", "|")}
     found = max(counts, key=counts.get)
     if found != "," and counts[found] > counts[","]:
@@ -215,9 +248,6 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
             f"the columns are separated by {_DELIMITER_NAMES[found]}, not commas.",
             file=file, row=1, fix=SAVE_AS_CSV,
         )
-    names = header_names(next(csv.reader([first_line])), file)
-    frame = _read_frame(text, names, [c for c in text_columns if c in names], file)
-    return (*finish_frame(frame, file), file)
 
 
 def header_names(header, file: str) -> list[str]:
@@ -238,17 +268,20 @@ def header_names(header, file: str) -> list[str]:
     return [h if h else f"\x00unnamed{i}" for i, h in enumerate(header, start=1)]
 
 
-def finish_frame(frame: pd.DataFrame, file: str, no_rows: str = "the file has a header row but no data rows."):
+def finish_frame(frame: pd.DataFrame, file: str, no_rows: str | None = "the file has a header row but no data rows.",
+                 first_row: int = 2):
     """Drop fully empty rows and empty unnamed columns; return ``(frame, rows)``.
 
-    ``rows`` are spreadsheet row numbers (the first data row is 2) of the kept rows.
+    ``rows`` are spreadsheet row numbers of the kept rows, the frame's first row being
+    ``first_row`` (2, the row below the header, for a whole file; later for a chunk of one).
 
     Raises
     ------
     DataError
-        If an unnamed column holds values, or no row is left (message ``no_rows``).
+        If an unnamed column holds values, or no row is left (message ``no_rows``; None
+        accepts an empty result, as for one chunk of a file read in pieces).
     """
-    rows = np.arange(2, frame.shape[0] + 2)
+    rows = np.arange(first_row, frame.shape[0] + first_row)
     blank_rows = frame.isna().all(axis=1).to_numpy() if frame.shape[1] else np.ones(frame.shape[0], bool)
     if blank_rows.any():
         frame = frame.loc[~blank_rows]
@@ -263,7 +296,7 @@ def finish_frame(frame: pd.DataFrame, file: str, no_rows: str = "the file has a 
                     fix="Put the code name in row 1 of that column, or delete the column.",
                 )
             frame = frame.drop(columns=column)
-    if frame.shape[0] == 0:
+    if frame.shape[0] == 0 and no_rows is not None:
         raise DataError(no_rows, file=file, fix="Add one row per patient below the header.")
     return frame.reset_index(drop=True), rows
 
@@ -278,13 +311,31 @@ def _read_frame(text: str, names: list[str], text_columns: list[str], file: str)
                 skip_blank_lines=False, skipinitialspace=True, low_memory=False,
             )
         except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError) as err:
-            _raise_ragged_row(text, len(names), file, err)
+            raise_ragged_row(io.StringIO(text), len(names), file, err)
     raise AssertionError("unreachable")
 
 
-def _raise_ragged_row(text, n_columns, file, err):
-    """Explain a tokenizing failure: find the first row with more cells than the header."""
-    for number, cells in enumerate(csv.reader(io.StringIO(text)), start=1):
+def raise_ragged_row(lines, n_columns: int, file: str, err) -> None:
+    """Explain a tokenizing failure: raise a DataError at the first row with more cells than the header.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        The file's text lines from the header on (a ``StringIO`` or a text-mode file, read
+        lazily, so a large file is scanned without being held in memory).
+    n_columns : int
+        Columns in the header.
+    file : str
+        Display name for the message.
+    err : Exception
+        The parser's error, quoted when no row has too many cells.
+
+    Raises
+    ------
+    DataError
+        Always.
+    """
+    for number, cells in enumerate(csv.reader(lines), start=1):
         if len(cells) > n_columns:
             raise DataError(
                 f"this row has {len(cells)} cells but the header has {n_columns} columns.",
