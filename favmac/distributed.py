@@ -230,7 +230,10 @@ def _expand(source) -> tuple[object, list[str]]:
         item = os.fspath(item)
         item_fs, _, found = fsspec.core.get_fs_token_paths(item)
         fs = fs or item_fs
-        if not found and not any(ch in item for ch in "*?["):
+        magic = any(ch in item for ch in "*?[")
+        if magic:  # fsspec expands '*' but not every pattern ('part-0000[01].parquet'): glob it ourselves
+            found = sorted(item_fs.glob(fsspec.core.url_to_fs(item)[1]))
+        elif not found:
             found = [item]
         if not found:
             raise DataError("the pattern matches no file.", file=item, fix="Check the path and the pattern.")

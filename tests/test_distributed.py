@@ -773,3 +773,14 @@ def test_cli_predict_notes_a_too_small_segment_from_the_settings(tmp_path, capsy
     written = pd.read_parquet(tmp_path / "out")
     assert written["note"].tolist() == ["", "segment 'tiny': " + too_small_reason(3, 0.5, 3)] * 2
     assert written.loc[written["plan" if "plan" in written else "segment"] == "tiny", "codes"].eq("").all()
+
+
+
+def test_glob_with_a_character_class_selects_those_files(tmp_path):
+    """'part-00[01].parquet' is a glob too (fsspec alone expands only '*'): it reads parts 0 and 1."""
+    probs, labels = tied_data(11, 60, 4, 2)
+    write_parts(tmp_path, probs, labels, [20, 25, 15])
+    value, cost = AdditiveValue(), AdditiveCost()
+    got = calibrate(str(tmp_path / "part-00[01].parquet"), value, cost, [0.5, 1.1])
+    want = tree_thresholds(probs[:45], labels[:45], value, cost, [0.5, 1.1])
+    assert got.tolist() == want.tolist()
