@@ -18,8 +18,8 @@ groups; the next query rebuilds them, O(number of sublists).
 
 Inside a sublist, blocks of positions with their lengths and totals (built by the first
 query that needs them) reduce the scan to a bisection plus at most ``2 * _block``
-additions. An update changes one block's length and total and drops the block running
-sums, which the next query of that sublist rebuilds (O(load / _block)); a block that grows
+additions. An update changes one block's length and total and marks the block running
+sums stale from that block on; the next query of that sublist refreshes them (O(load / _block)); a block that grows
 past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
 than ``_FULL_AFTER`` times since its last update also keeps the running sums of all its
 weights (O(load) to build, then a query there is one bisection); an update drops them.
@@ -35,12 +35,13 @@ Invariants (checked by ``_check``):
   ``_group_running`` has one entry per group and its first ``_group_stale`` entries are
   those of ``list(accumulate(_group_sums))``; ``_group_inner[g]``, when not None, is
   ``list(accumulate(_sums[g*G : g*G + G]))``;
-* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits] is not None, sublist i is
-  cut into consecutive blocks of 1 to ``2 * _block`` positions: ``lengths`` and ``sums``
-  are each block's length and total weight; ``ends`` / ``running``, when not None, are
-  their running sums (``list(accumulate(lengths))`` / ``list(accumulate(sums))``);
-  ``full``, when not None, is ``list(accumulate(_weights[i]))``; ``hits`` >= 0 counts the
-  queries since the sublist's last update.
+* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh] is not None,
+  sublist i is cut into consecutive blocks of 1 to ``2 * _block`` positions: ``lengths``
+  and ``sums`` are each block's length and total weight; ``ends``, when not None, is
+  ``list(accumulate(lengths))``; the first ``fresh`` entries of ``running`` are those of
+  ``list(accumulate(sums))`` (an update marks it stale from the changed block on, a query
+  refreshes that suffix); ``full``, when not None, is ``list(accumulate(_weights[i]))``;
+  ``hits`` >= 0 counts the queries since the sublist's last update.
 
 Examples
 --------
@@ -393,26 +394,30 @@ class QuantileTree:
             self._group_inner[g] = None
 
     def _block_marks(self, i: int) -> list:
-        """Sublist i's marks [lengths, sums, ends, running, full, hits] for a query: counts the
-        query, and returns them with ``full`` built (after ``_FULL_AFTER`` queries since the
-        last update) or else with the two block running lists (re)built. O(load) to build
-        ``full`` or the blocks, O(load / _block) to rebuild the running lists."""
+        """Sublist i's marks for a query: counts the query, and returns them with ``full``
+        built (after ``_FULL_AFTER`` queries since the last update) or else with the block
+        running sums refreshed. O(load) to build ``full`` or the blocks, O(load / _block)
+        to refresh the running sums."""
         marks = self._marks[i]
         if marks is None:
             block = self._block
             weights = self._weights[i]
             starts = range(0, len(weights), block)
             lengths = [min(block, len(weights) - start) for start in starts]
-            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, None, None, 0]
+            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, [], None, 0, 0]
         marks[5] += 1
         if marks[4] is None and marks[5] > _FULL_AFTER:
             marks[4] = list(accumulate(self._weights[i]))
         if marks[4] is not None:
             return marks
-        if marks[2] is None:
-            marks[2] = list(accumulate(marks[0]))
-        if marks[3] is None:
-            marks[3] = list(accumulate(marks[1]))
+        sums, running, fresh = marks[1], marks[3], marks[6]
+        if fresh < len(sums) or len(running) != len(sums):  # refresh the stale suffix
+            if fresh:
+                running[fresh:] = accumulate(sums[fresh:], initial=running[fresh - 1])
+                del running[fresh]  # the initial value
+            else:
+                running[:] = accumulate(sums)
+            marks[6] = len(sums)
         return marks
 
     def _shift_marks(self, i: int, j: int, value: int, moved: int) -> None:
@@ -424,8 +429,10 @@ class QuantileTree:
             ends = list(accumulate(lengths))
         b = min(bisect_right(ends, j), len(lengths) - 1)  # the block holding (old) position j
         sums[b] += value
-        marks[3] = marks[4] = None
+        marks[4] = None
         marks[5] = 0
+        if b < marks[6]:
+            marks[6] = b
         if moved:
             lengths[b] += moved
             marks[2] = None
@@ -446,6 +453,8 @@ class QuantileTree:
         if full is not None:
             return full[j - 1] if j else 0
         ends, running = marks[2], marks[3]
+        if ends is None:
+            ends = marks[2] = list(accumulate(marks[0]))
         c = bisect_right(ends, j)
         if not c:
             return sum(self._weights[i][:j])
@@ -524,13 +533,14 @@ class QuantileTree:
         full = marks[4]
         if full is not None:
             return self._keys[pos][bisect_right(full, bound)]
-        ends, running = marks[2], marks[3]
+        running = marks[3]
         c = bisect_right(running, bound)
         if c:
-            start, base = ends[c - 1], running[c - 1]
+            ends = marks[2]
+            start, base = ends[c - 1] if ends is not None else sum(marks[0][:c]), running[c - 1]
         else:
             start, base = 0, 0
-        within = list(accumulate(self._weights[pos][start : ends[c]], initial=base))
+        within = list(accumulate(self._weights[pos][start : start + marks[0][c]], initial=base))
         return self._keys[pos][start + bisect_right(within, bound) - 1]
 
     def search_greater(self, m) -> float:
@@ -606,13 +616,13 @@ class QuantileTree:
         assert len(self._marks) == len(self._weights), "checkpoints misaligned"
         for marks, weights in zip(self._marks, self._weights):
             if marks is not None:
-                lengths, sums, ends, running = marks[:4]
+                lengths, sums, ends, running, fresh = *marks[:4], marks[6]
                 assert all(0 < n <= 2 * self._block for n in lengths), "block empty or too long"
                 assert sum(lengths) == len(weights), "block lengths do not cover the sublist"
                 starts = [0, *accumulate(lengths)]
                 assert sums == [sum(weights[a:b]) for a, b in zip(starts, starts[1:])], "block sums stale"
                 assert ends is None or ends == starts[1:], "block ends stale"
-                assert running is None or running == list(accumulate(sums)), "block running sums stale"
+                assert 0 <= fresh <= len(running) and running[:fresh] == list(accumulate(sums))[:fresh], "block running sums stale"
         for marks, weights in zip(self._marks, self._weights):
             if marks is not None:
                 assert marks[4] is None or marks[4] == list(accumulate(weights)), "full running sums stale"
