@@ -9,18 +9,18 @@ decimal, so the SPEC's decimal ties are exact; any other float ("0.8444218515250
 a random weight) is its exact binary value m / 2^e; ints and Fractions are themselves.
 
 Prefix sums over the sublists: consecutive sublists form groups of ``2^_group_shift``
-(about sqrt(number of sublists)); the group totals have running sums, and each group the
-running sums of its sublists' totals. An update adds to one group total, marks the group
-running sums stale from that group on and drops that group's inner running sums; a query
-refreshes the stale suffix (O(groups)) and rebuilds one group's inner sums (O(group size))
-when it needs them, then bisects twice. A split (which shifts sublist indexes) drops the
-groups; the next query rebuilds them, O(number of sublists).
+(about sqrt(2 * number of sublists)); the group totals have running sums, and each group
+the running sums of its sublists' totals. An update adds to one group total and marks the
+group running sums stale from that group on, and that group's inner running sums from
+that sublist on; a query refreshes the stale suffixes it needs (O(groups) and O(group
+size)), then bisects twice. A split (which shifts sublist indexes) drops the groups; the
+next query rebuilds them, O(number of sublists).
 
 Inside a sublist, blocks of positions with their lengths and totals (built by the first
 query that needs them) reduce the scan to a bisection plus at most ``2 * _block``
 additions. An update changes one block's length and total and marks the block running
-sums stale from that block on; the next query of that sublist refreshes them (O(load / _block)); a block that grows
-past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
+sums stale from that block on; the next query of that sublist refreshes them
+(O(load / _block)); a block that grows past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
 than ``_FULL_AFTER`` times since its last update also keeps the running sums of all its
 weights (O(load) to build, then a query there is one bisection); an update drops them.
 
@@ -33,8 +33,9 @@ Invariants (checked by ``_check``):
 * when ``_group_sums`` is not None, with G = 2^``_group_shift``: ``_group_sums[g]`` is the
   total of sublists g*G to g*G + G - 1 (one entry per group, the last may be partial);
   ``_group_running`` has one entry per group and its first ``_group_stale`` entries are
-  those of ``list(accumulate(_group_sums))``; ``_group_inner[g]``, when not None, is
-  ``list(accumulate(_sums[g*G : g*G + G]))``;
+  those of ``list(accumulate(_group_sums))``; ``_group_inner[g]`` is empty (not built yet)
+  or has one entry per sublist of group g, and its first ``_group_fresh[g]`` entries are
+  those of ``list(accumulate(_sums[g*G : g*G + G]))``;
 * when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh] is not None,
   sublist i is cut into consecutive blocks of 1 to ``2 * _block`` positions: ``lengths``
   and ``sums`` are each block's length and total weight; ``ends``, when not None, is
@@ -131,7 +132,8 @@ class QuantileTree:
         self._group_sums: list[int] | None = None  # None: rebuilt by the next query
         self._group_running: list[int] = []  # running sums of _group_sums, valid below _group_stale
         self._group_stale = 0
-        self._group_inner: list[list[int] | None] = []
+        self._group_inner: list[list[int]] = []  # running sums within each group, valid below _group_fresh
+        self._group_fresh: list[int] = []
         self._marks: list[list | None] = []
         self._total = 0
         self._scale = 1  # weights are stored as weight * _scale (an integer)
@@ -201,12 +203,13 @@ class QuantileTree:
     def _build_groups(self) -> None:
         """(Re)build the group sums of the sublist totals. O(number of sublists)."""
         sums = self._sums
-        shift = self._group_shift = max(2, len(sums).bit_length() // 2)
+        shift = self._group_shift = max(2, (len(sums).bit_length() + 1) // 2)
         size = 1 << shift
         group_sums = self._group_sums = [sum(sums[k : k + size]) for k in range(0, len(sums), size)]
         self._group_running = list(accumulate(group_sums))
         self._group_stale = len(group_sums)
-        self._group_inner = [None] * len(group_sums)
+        self._group_inner = [[] for _ in group_sums]
+        self._group_fresh = [0] * len(group_sums)
 
     def _fresh_group_running(self) -> list[int]:
         """The group running sums, refreshed from the first stale group on. O(groups)."""
@@ -224,10 +227,16 @@ class QuantileTree:
 
     def _inner_running(self, g: int) -> list[int]:
         """Running sums of the totals of group g's sublists. O(group size) to rebuild."""
-        inner = self._group_inner[g]
-        if inner is None:
+        inner, fresh = self._group_inner[g], self._group_fresh[g]
+        if not inner or fresh < len(inner):  # (re)build it from the first stale entry on
             shift = self._group_shift
-            inner = self._group_inner[g] = list(accumulate(self._sums[g << shift : (g + 1) << shift]))
+            first, last = g << shift, (g + 1) << shift
+            if fresh:
+                inner[fresh:] = accumulate(self._sums[first + fresh : last], initial=inner[fresh - 1])
+                del inner[fresh]  # the initial value
+            else:
+                inner[:] = accumulate(self._sums[first:last])
+            self._group_fresh[g] = len(inner)
         return inner
 
     def _prefix_sublists(self, count: int) -> int:
@@ -241,10 +250,7 @@ class QuantileTree:
         r = count - (g << self._group_shift)
         total = running[g - 1] if g else 0
         if r:
-            inner = self._group_inner[g]
-            if inner is None:
-                inner = self._inner_running(g)
-            total += inner[r - 1]
+            total += self._inner_running(g)[r - 1]
         return total
 
     # ------------------------------------------------------------------ updates
@@ -325,7 +331,9 @@ class QuantileTree:
             group_sums[g] += value
             if g < self._group_stale:
                 self._group_stale = g
-            self._group_inner[g] = None
+            r = i - (g << self._group_shift)
+            if r < self._group_fresh[g]:
+                self._group_fresh[g] = r
         if len(keys) > 2 * self._load:
             self._split(i)
 
@@ -391,7 +399,9 @@ class QuantileTree:
             group_sums[g] += value
             if g < self._group_stale:
                 self._group_stale = g
-            self._group_inner[g] = None
+            r = i - (g << self._group_shift)
+            if r < self._group_fresh[g]:
+                self._group_fresh[g] = r
 
     def _block_marks(self, i: int) -> list:
         """Sublist i's marks for a query: counts the query, and returns them with ``full``
@@ -518,7 +528,7 @@ class QuantileTree:
         if g:
             bound -= running[g - 1]
         inner = self._group_inner[g]
-        if inner is None:
+        if not inner or self._group_fresh[g] < len(inner):
             inner = self._inner_running(g)
         k = bisect_right(inner, bound)
         if k:
@@ -635,8 +645,10 @@ class QuantileTree:
             stale = min(self._group_stale, len(self._group_sums))
             assert self._group_running[:stale] == list(accumulate(self._group_sums))[:stale], "group running sums stale"
             assert len(self._group_inner) == len(self._group_sums), "group inner sums misaligned"
-            for g, inner in enumerate(self._group_inner):
-                assert inner is None or inner == list(accumulate(sums[g * size : (g + 1) * size])), "group inner sums stale"
+            for g, (inner, fresh) in enumerate(zip(self._group_inner, self._group_fresh)):
+                expected = list(accumulate(sums[g * size : (g + 1) * size]))
+                assert len(inner) in (0, len(expected)) and 0 <= fresh <= len(inner), "group inner sums misaligned"
+                assert inner[:fresh] == expected[:fresh], "group inner sums stale"
 
 
 def _fmt(q: Fraction) -> str:
