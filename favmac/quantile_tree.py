@@ -7,13 +7,22 @@ weight's denominator), so sums never drift and ties compare exactly. How a numbe
 read: a float with at most 9 decimal places as printed ("0.331", "4.1", "1e-05") is that
 decimal, so the SPEC's decimal ties are exact; any other float ("0.8444218515250481",
 a random weight) is its exact binary value m / 2^e; ints and Fractions are themselves.
-A Fenwick tree over the sublist totals gives prefix sums in O(log n) (and, while no
-update comes between queries, a plain list of running sums is bisected instead). Inside a
-sublist, blocks of positions with their lengths and totals (built by the first query that
-needs them) reduce the scan to a bisection plus at most ``2 * _block`` additions. An update
-changes one block's length and total and drops the block running sums, which the next query
-of that sublist rebuilds (O(load / _block)); a block that grows past ``2 * _block`` splits.
-``_block`` = load / 32, from 2 to 16.
+
+Prefix sums over the sublists: consecutive sublists form groups of ``2^_group_shift``
+(about sqrt(2 * number of sublists)); the group totals have running sums, and each group
+the running sums of its sublists' totals. An update adds to one group total and marks the
+group running sums stale from that group on, and that group's inner running sums from
+that sublist on; a query refreshes the stale suffixes it needs (O(groups) and O(group
+size)), then bisects twice. A split (which shifts sublist indexes) drops the groups; the
+next query rebuilds them, O(number of sublists).
+
+Inside a sublist, blocks of positions with their lengths and totals (built by the first
+query that needs them) reduce the scan to a bisection plus at most ``2 * _block``
+additions. An update changes one block's length and total and marks the block running
+sums stale from that block on; the next query of that sublist refreshes them
+(O(load / _block)); a block that grows past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
+than ``_FULL_AFTER`` times since its last update also keeps the running sums of all its
+weights (O(load) to build, then a query there is one bisection); an update drops them.
 
 Invariants (checked by ``_check``):
 
@@ -21,13 +30,19 @@ Invariants (checked by ``_check``):
 * ``_maxes[i] == _keys[i][-1]``;
 * every stored weight is a positive integer and ``_sums[i] == sum(_weights[i])``;
 * ``_total == sum(_sums)``;
-* when ``_fenwick`` is not None it is the Fenwick tree of ``_sums``;
-* when ``_cumulative`` is not None, its first ``_stale`` entries are those of
-  ``list(accumulate(_sums))`` (and it has one entry per sublist);
-* when ``_marks[i]`` = [lengths, sums, ends, running] is not None, sublist i is cut into
-  consecutive blocks of 1 to ``2 * _block`` positions: ``lengths`` and ``sums`` are each
-  block's length and total weight; ``ends`` / ``running``, when not None, are their running
-  sums (``list(accumulate(lengths))`` / ``list(accumulate(sums))``).
+* when ``_group_sums`` is not None, with G = 2^``_group_shift``: ``_group_sums[g]`` is the
+  total of sublists g*G to g*G + G - 1 (one entry per group, the last may be partial);
+  ``_group_running`` has one entry per group and its first ``_group_stale`` entries are
+  those of ``list(accumulate(_group_sums))``; ``_group_inner[g]`` is empty (not built yet)
+  or has one entry per sublist of group g, and its first ``_group_fresh[g]`` entries are
+  those of ``list(accumulate(_sums[g*G : g*G + G]))``;
+* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh] is not None,
+  sublist i is cut into consecutive blocks of 1 to ``2 * _block`` positions: ``lengths``
+  and ``sums`` are each block's length and total weight; ``ends``, when not None, is
+  ``list(accumulate(lengths))``; the first ``fresh`` entries of ``running`` are those of
+  ``list(accumulate(sums))`` (an update marks it stale from the changed block on, a query
+  refreshes that suffix); ``full``, when not None, is ``list(accumulate(_weights[i]))``;
+  ``hits`` >= 0 counts the queries since the sublist's last update.
 
 Examples
 --------
@@ -55,6 +70,7 @@ _DECIMAL_PLACES = 9  # floats with at most this many decimal places are read as 
 _DECIMAL_SCALE = 10**_DECIMAL_PLACES
 _FAST_DECIMAL_LIMIT = 1e6  # below it, round(x * 1e9) finds those decimals exactly
 _MAX_SCALE_BITS = 4096
+_FULL_AFTER = 8  # queries of an unchanged sublist before it keeps the running sums of all its weights
 
 
 def _ratio(x) -> tuple[int, int]:
@@ -112,11 +128,13 @@ class QuantileTree:
         self._weights: list[list[int]] = []
         self._maxes: list[float] = []
         self._sums: list[int] = []
-        self._fenwick: list[int] | None = None
-        self._cumulative: list[int] | None = None  # running sums of _sums, valid below _stale
-        self._stale = 0
-        self._quiet = 0  # queries since the last update
-        self._marks: list[list[int] | None] = []
+        self._group_shift = 2
+        self._group_sums: list[int] | None = None  # None: rebuilt by the next query
+        self._group_running: list[int] = []  # running sums of _group_sums, valid below _group_stale
+        self._group_stale = 0
+        self._group_inner: list[list[int]] = []  # running sums within each group, valid below _group_fresh
+        self._group_fresh: list[int] = []
+        self._marks: list[list | None] = []
         self._total = 0
         self._scale = 1  # weights are stored as weight * _scale (an integer)
         self._int_cache: dict = {}
@@ -176,67 +194,63 @@ class QuantileTree:
         self._sums = [s * factor for s in self._sums]
         self._marks = [None] * len(self._weights)
         self._total *= factor
-        self._fenwick = self._cumulative = None
+        self._group_sums = None
 
     def _to_float(self, value: int) -> float:
         return value / self._scale  # int / int is correctly rounded
 
-    # ------------------------------------------------------------------ fenwick
-    def _build_fenwick(self) -> list[int]:
-        tree = [0] + list(self._sums)
-        size = len(tree)
-        for i in range(1, size):
-            j = i + (i & -i)
-            if j < size:
-                tree[j] += tree[i]
-        self._fenwick = tree
-        return tree
+    # ------------------------------------------------------------------ groups
+    def _build_groups(self) -> None:
+        """(Re)build the group sums of the sublist totals. O(number of sublists)."""
+        sums = self._sums
+        shift = self._group_shift = max(2, (len(sums).bit_length() + 1) // 2)
+        size = 1 << shift
+        group_sums = self._group_sums = [sum(sums[k : k + size]) for k in range(0, len(sums), size)]
+        self._group_running = list(accumulate(group_sums))
+        self._group_stale = len(group_sums)
+        self._group_inner = [[] for _ in group_sums]
+        self._group_fresh = [0] * len(group_sums)
 
-    def _fenwick_add(self, index: int, delta: int) -> None:
-        tree = self._fenwick
-        if tree is None:
-            return
-        i = index + 1
-        size = len(tree)
-        while i < size:
-            tree[i] += delta
-            i += i & -i
+    def _fresh_group_running(self) -> list[int]:
+        """The group running sums, refreshed from the first stale group on. O(groups)."""
+        if self._group_sums is None:
+            self._build_groups()
+        running, stale = self._group_running, self._group_stale
+        if stale < len(running):
+            if stale:
+                running[stale:] = accumulate(self._group_sums[stale:], initial=running[stale - 1])
+                del running[stale]  # the initial value
+            else:
+                running[:] = accumulate(self._group_sums)
+            self._group_stale = len(running)
+        return running
 
-    def _fresh_cumulative(self) -> list[int] | None:
-        """Running sums of the sublist totals when they are current (or worth refreshing).
-
-        Updates only mark them stale from the changed sublist on. A query bisects them when
-        they are current; while updates keep coming it walks the Fenwick tree instead, and
-        after enough queries in a row (about as many as a refresh costs) it refreshes them.
-        """
-        cumulative = self._cumulative
-        if cumulative is not None and self._stale >= len(cumulative):
-            return cumulative
-        self._quiet += 1
-        if self._quiet <= 2 + len(self._sums) // 64:
-            return None
-        if cumulative is None or self._stale == 0:
-            cumulative = self._cumulative = list(accumulate(self._sums))
-        else:
-            stale = self._stale
-            cumulative[stale:] = accumulate(self._sums[stale:], initial=cumulative[stale - 1])
-            del cumulative[stale]  # the initial value
-        self._stale = len(cumulative)
-        return cumulative
+    def _inner_running(self, g: int) -> list[int]:
+        """Running sums of the totals of group g's sublists. O(group size) to rebuild."""
+        inner, fresh = self._group_inner[g], self._group_fresh[g]
+        if not inner or fresh < len(inner):  # (re)build it from the first stale entry on
+            shift = self._group_shift
+            first, last = g << shift, (g + 1) << shift
+            if fresh:
+                inner[fresh:] = accumulate(self._sums[first + fresh : last], initial=inner[fresh - 1])
+                del inner[fresh]  # the initial value
+            else:
+                inner[:] = accumulate(self._sums[first:last])
+            self._group_fresh[g] = len(inner)
+        return inner
 
     def _prefix_sublists(self, count: int) -> int:
         """Total weight of the first ``count`` sublists."""
-        cumulative = self._cumulative
-        if cumulative is None or self._stale < len(cumulative):
-            cumulative = self._fresh_cumulative()
-        if cumulative is not None:
-            return cumulative[count - 1] if count else 0
-        tree = self._fenwick if self._fenwick is not None else self._build_fenwick()
-        total = 0
-        i = count
-        while i > 0:
-            total += tree[i]
-            i -= i & -i
+        if not count:
+            return 0
+        running = self._group_running
+        if self._group_sums is None or self._group_stale < len(running):
+            running = self._fresh_group_running()
+        g = count >> self._group_shift
+        r = count - (g << self._group_shift)
+        total = running[g - 1] if g else 0
+        if r:
+            total += self._inner_running(g)[r - 1]
         return total
 
     # ------------------------------------------------------------------ updates
@@ -286,7 +300,7 @@ class QuantileTree:
             maxes.append(key)
             self._sums.append(value)
             self._total = value
-            self._fenwick = self._cumulative = None
+            self._group_sums = None
             return
         i = bisect_left(maxes, key)
         if i == len(maxes):
@@ -311,15 +325,15 @@ class QuantileTree:
                     self._shift_marks(i, j, value, 1)
         self._sums[i] += value
         self._total += value
-        self._quiet = 0
-        if i < self._stale:
-            self._stale = i
-        tree = self._fenwick
-        if tree is not None:  # _fenwick_add, inlined: this is the hot path of an online session
-            node, size = i + 1, len(tree)
-            while node < size:
-                tree[node] += value
-                node += node & -node
+        group_sums = self._group_sums
+        if group_sums is not None:  # _add_to_group, inlined: the hot path of an online session
+            g = i >> self._group_shift
+            group_sums[g] += value
+            if g < self._group_stale:
+                self._group_stale = g
+            r = i - (g << self._group_shift)
+            if r < self._group_fresh[g]:
+                self._group_fresh[g] = r
         if len(keys) > 2 * self._load:
             self._split(i)
 
@@ -331,7 +345,7 @@ class QuantileTree:
         self._marks[i : i + 1] = [None, None]
         self._maxes[i : i + 1] = [keys[half - 1], keys[-1]]
         self._sums[i : i + 1] = [sum(weights[:half]), sum(weights[half:])]
-        self._fenwick = self._cumulative = None
+        self._group_sums = None
 
     def delete(self, key: float, weight=1.0) -> None:
         """Remove ``weight`` from ``key``; the amount must be stored there. O(log n) + O(load).
@@ -359,17 +373,13 @@ class QuantileTree:
             raise QuantileTreeError(f"cannot delete weight {_fmt(Fraction(*_ratio(weight)))} at key {key!r}: {have}")
         self._sums[i] -= value
         self._total -= value
-        self._quiet = 0
-        if i < self._stale:
-            self._stale = i
+        self._add_to_group(i, -value)
         weights = self._weights[i]
         marks = self._marks[i]
         if stored > value:
             weights[j] = stored - value
             if marks is not None:
                 self._shift_marks(i, j, -value, 0)
-            if self._fenwick is not None:
-                self._fenwick_add(i, -value)
             return
         del keys[j]
         del weights[j]
@@ -377,26 +387,47 @@ class QuantileTree:
             self._shift_marks(i, j, -value, -1)
         if keys:
             self._maxes[i] = keys[-1]
-            if self._fenwick is not None:
-                self._fenwick_add(i, -value)
         else:
             del self._keys[i], self._weights[i], self._maxes[i], self._sums[i], self._marks[i]
-            self._fenwick = self._cumulative = None
+            self._group_sums = None
+
+    def _add_to_group(self, i: int, value: int) -> None:
+        """Record that sublist i's total changed by ``value`` in the group sums. O(1)."""
+        group_sums = self._group_sums
+        if group_sums is not None:
+            g = i >> self._group_shift
+            group_sums[g] += value
+            if g < self._group_stale:
+                self._group_stale = g
+            r = i - (g << self._group_shift)
+            if r < self._group_fresh[g]:
+                self._group_fresh[g] = r
 
     def _block_marks(self, i: int) -> list:
-        """Sublist i's blocks [lengths, sums, ends, running], with the two running lists
-        (re)built if an update dropped them. O(load) the first time, O(load / _block) after."""
+        """Sublist i's marks for a query: counts the query, and returns them with ``full``
+        built (after ``_FULL_AFTER`` queries since the last update) or else with the block
+        running sums refreshed. O(load) to build ``full`` or the blocks, O(load / _block)
+        to refresh the running sums."""
         marks = self._marks[i]
         if marks is None:
             block = self._block
             weights = self._weights[i]
             starts = range(0, len(weights), block)
             lengths = [min(block, len(weights) - start) for start in starts]
-            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, None]
-        if marks[2] is None:
-            marks[2] = list(accumulate(marks[0]))
-        if marks[3] is None:
-            marks[3] = list(accumulate(marks[1]))
+            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, [], None, 0, 0]
+        marks[5] += 1
+        if marks[4] is None and marks[5] > _FULL_AFTER:
+            marks[4] = list(accumulate(self._weights[i]))
+        if marks[4] is not None:
+            return marks
+        sums, running, fresh = marks[1], marks[3], marks[6]
+        if fresh < len(sums) or len(running) != len(sums):  # refresh the stale suffix
+            if fresh:
+                running[fresh:] = accumulate(sums[fresh:], initial=running[fresh - 1])
+                del running[fresh]  # the initial value
+            else:
+                running[:] = accumulate(sums)
+            marks[6] = len(sums)
         return marks
 
     def _shift_marks(self, i: int, j: int, value: int, moved: int) -> None:
@@ -408,7 +439,10 @@ class QuantileTree:
             ends = list(accumulate(lengths))
         b = min(bisect_right(ends, j), len(lengths) - 1)  # the block holding (old) position j
         sums[b] += value
-        marks[3] = None
+        marks[4] = None
+        marks[5] = 0
+        if b < marks[6]:
+            marks[6] = b
         if moved:
             lengths[b] += moved
             marks[2] = None
@@ -423,9 +457,14 @@ class QuantileTree:
     def _prefix_within(self, i: int, j: int) -> int:
         """Total weight of the first ``j`` keys of sublist i. O(log load + _block)."""
         marks = self._marks[i]
-        if marks is None or marks[2] is None or marks[3] is None:
+        if marks is None or marks[4] is None:
             marks = self._block_marks(i)
+        full = marks[4]
+        if full is not None:
+            return full[j - 1] if j else 0
         ends, running = marks[2], marks[3]
+        if ends is None:
+            ends = marks[2] = list(accumulate(marks[0]))
         c = bisect_right(ends, j)
         if not c:
             return sum(self._weights[i][:j])
@@ -449,12 +488,18 @@ class QuantileTree:
         return Fraction(self._total, self._scale)
 
     def _cdf_int(self, v: float) -> int:
-        i = bisect_right(self._maxes, v)
-        total = self._prefix_sublists(i)
-        if i < len(self._maxes):
+        maxes = self._maxes
+        i = bisect_right(maxes, v)
+        total = self._prefix_sublists(i) if i else 0
+        if i < len(maxes):
             j = bisect_right(self._keys[i], v)
             if j:
-                total += self._prefix_within(i, j)
+                marks = self._marks[i]
+                if marks is not None and marks[4] is not None:  # _prefix_within, its fast case inlined
+                    marks[5] += 1
+                    total += marks[4][j - 1]
+                else:
+                    total += self._prefix_within(i, j)
         return total
 
     def cdf(self, v: float) -> float:
@@ -475,37 +520,37 @@ class QuantileTree:
             return _INF
         if bound < 0:
             return self._keys[0][0]
-        cumulative = self._cumulative
-        if cumulative is None or self._stale < len(cumulative):
-            cumulative = self._fresh_cumulative()
-        if cumulative is not None:
-            pos = bisect_right(cumulative, bound)
-            acc = cumulative[pos - 1] if pos else 0
-        else:
-            tree = self._fenwick if self._fenwick is not None else self._build_fenwick()
-            # Fenwick descent: largest count of whole sublists whose total is <= bound.
-            pos, acc = 0, 0
-            size = len(tree)
-            step = 1 << (size - 1).bit_length()
-            while step:
-                nxt = pos + step
-                if nxt < size:
-                    here = acc + tree[nxt]
-                    if here <= bound:
-                        pos, acc = nxt, here
-                step >>= 1
-        # Inside sublist pos: bisect the checkpoints, then scan at most one block.
-        bound -= acc
+        # the group, then the sublist within it, whose running sums first exceed bound
+        running = self._group_running
+        if self._group_sums is None or self._group_stale < len(running):
+            running = self._fresh_group_running()
+        g = bisect_right(running, bound)
+        if g:
+            bound -= running[g - 1]
+        inner = self._group_inner[g]
+        if not inner or self._group_fresh[g] < len(inner):
+            inner = self._inner_running(g)
+        k = bisect_right(inner, bound)
+        if k:
+            bound -= inner[k - 1]
+        pos = (g << self._group_shift) + k
+        # inside sublist pos: bisect all its running sums, or the blocks and then one block
         marks = self._marks[pos]
-        if marks is None or marks[3] is None or marks[2] is None:
+        if marks is None or marks[4] is None:
             marks = self._block_marks(pos)
-        ends, running = marks[2], marks[3]
+        else:
+            marks[5] += 1
+        full = marks[4]
+        if full is not None:
+            return self._keys[pos][bisect_right(full, bound)]
+        running = marks[3]
         c = bisect_right(running, bound)
         if c:
-            start, base = ends[c - 1], running[c - 1]
+            ends = marks[2]
+            start, base = ends[c - 1] if ends is not None else sum(marks[0][:c]), running[c - 1]
         else:
             start, base = 0, 0
-        within = list(accumulate(self._weights[pos][start : ends[c]], initial=base))
+        within = list(accumulate(self._weights[pos][start : start + marks[0][c]], initial=base))
         return self._keys[pos][start + bisect_right(within, bound) - 1]
 
     def search_greater(self, m) -> float:
@@ -520,10 +565,17 @@ class QuantileTree:
         """
         if not self._maxes:
             return _INF
-        try:
-            numerator, denominator = _ratio(m)
-        except (TypeError, ValueError):
-            raise QuantileTreeError(f"search_greater: m must be a finite number, got {m!r}") from None
+        if type(m) is float and -_FAST_DECIMAL_LIMIT < m < _FAST_DECIMAL_LIMIT:  # _ratio, inlined
+            decimal = round(m * 1e9)
+            if decimal / 1e9 == m:
+                numerator, denominator = decimal, _DECIMAL_SCALE
+            else:
+                numerator, denominator = m.as_integer_ratio()
+        else:
+            try:
+                numerator, denominator = _ratio(m)
+            except (TypeError, ValueError):
+                raise QuantileTreeError(f"search_greater: m must be a finite number, got {m!r}") from None
         return self._search_int(numerator * self._scale // denominator)  # cdf > m*scale <=> cdf > floor(m*scale)
 
     def quantile(self, q: float) -> float:
@@ -535,10 +587,17 @@ class QuantileTree:
         >>> t.quantile(0.5), t.quantile(0.51), t.quantile(1.0), t.quantile(0.0)
         (2.0, 3.0, 4.0, -inf)
         """
-        try:
-            numerator, denominator = _ratio(q)
-        except (TypeError, ValueError):
-            raise QuantileTreeError(f"quantile level must be a number in [0, 1], got {q!r}") from None
+        if type(q) is float and -_FAST_DECIMAL_LIMIT < q < _FAST_DECIMAL_LIMIT:  # _ratio, inlined
+            decimal = round(q * 1e9)
+            if decimal / 1e9 == q:
+                numerator, denominator = decimal, _DECIMAL_SCALE
+            else:
+                numerator, denominator = q.as_integer_ratio()
+        else:
+            try:
+                numerator, denominator = _ratio(q)
+            except (TypeError, ValueError):
+                raise QuantileTreeError(f"quantile level must be a number in [0, 1], got {q!r}") from None
         if not 0 <= numerator <= denominator:
             raise QuantileTreeError(f"quantile level must be in [0, 1], got {q!r}")
         need_int = -((-numerator * self._total) // denominator)  # ceil(q * total)
@@ -567,21 +626,29 @@ class QuantileTree:
         assert len(self._marks) == len(self._weights), "checkpoints misaligned"
         for marks, weights in zip(self._marks, self._weights):
             if marks is not None:
-                lengths, sums, ends, running = marks
+                lengths, sums, ends, running, fresh = *marks[:4], marks[6]
                 assert all(0 < n <= 2 * self._block for n in lengths), "block empty or too long"
                 assert sum(lengths) == len(weights), "block lengths do not cover the sublist"
                 starts = [0, *accumulate(lengths)]
                 assert sums == [sum(weights[a:b]) for a, b in zip(starts, starts[1:])], "block sums stale"
                 assert ends is None or ends == starts[1:], "block ends stale"
-                assert running is None or running == list(accumulate(sums)), "block running sums stale"
-        if self._cumulative is not None:
-            assert len(self._cumulative) == len(self._sums), "cumulative sums misaligned"
-            stale = min(self._stale, len(self._sums))
-            assert self._cumulative[:stale] == list(accumulate(self._sums))[:stale], "cumulative sums stale"
-        if self._fenwick is not None:
-            expected = self._fenwick
-            self._fenwick = None
-            assert self._build_fenwick() == expected, "fenwick stale"
+                assert 0 <= fresh <= len(running) and running[:fresh] == list(accumulate(sums))[:fresh], "block running sums stale"
+        for marks, weights in zip(self._marks, self._weights):
+            if marks is not None:
+                assert marks[4] is None or marks[4] == list(accumulate(weights)), "full running sums stale"
+                assert isinstance(marks[5], int) and marks[5] >= 0, "query count invalid"
+        if self._group_sums is not None:
+            size = 1 << self._group_shift
+            sums = self._sums
+            assert self._group_sums == [sum(sums[k : k + size]) for k in range(0, len(sums), size)], "group sums stale"
+            assert len(self._group_running) == len(self._group_sums), "group running sums misaligned"
+            stale = min(self._group_stale, len(self._group_sums))
+            assert self._group_running[:stale] == list(accumulate(self._group_sums))[:stale], "group running sums stale"
+            assert len(self._group_inner) == len(self._group_sums), "group inner sums misaligned"
+            for g, (inner, fresh) in enumerate(zip(self._group_inner, self._group_fresh)):
+                expected = list(accumulate(sums[g * size : (g + 1) * size]))
+                assert len(inner) in (0, len(expected)) and 0 <= fresh <= len(inner), "group inner sums misaligned"
+                assert inner[:fresh] == expected[:fresh], "group inner sums stale"
 
 
 def _fmt(q: Fraction) -> str:

@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     levels = [rng.random() for _ in range(n_queries)]
     positions = [rng.randrange(n) for _ in range(n_queries)]
     # warm-up pass: both structures build their lazy indexes (SortedList's positional index;
-    # the tree's Fenwick index and per-sublist checkpoints) as a session's first queries do
+    # the tree's group running sums, per-sublist blocks and full running sums) as a session's first queries do
     for q, i in zip(levels, positions):
         tree.quantile(q)
         reference[i]

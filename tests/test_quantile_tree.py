@@ -260,3 +260,38 @@ def test_insert_many_and_delete_many_match_single_operations():
     tree._check()
     with pytest.raises(QuantileTreeError):
         tree.insert_many([1.0], [-1])
+
+
+def test_lazy_indexes_stay_exact_through_query_runs_and_single_updates():
+    """Runs of queries build a sublist's full running sums (after _FULL_AFTER queries); single
+    updates between queries leave group, inner and block running sums stale from the changed
+    entry on. Every answer matches the brute force and ``_check`` holds after every step."""
+    rng = random.Random(2024)
+    tree, brute = QuantileTree(load=4), BruteForce()
+    for _ in range(300):
+        key, weight = round(rng.uniform(0, 10), 2), rng.choice([rng.random(), 0.25, 1, 0.331])
+        tree.insert(key, weight)
+        brute.insert(key, weight)
+    saw_full = saw_stale_groups = saw_stale_blocks = False
+    for step in range(400):
+        if step % 100 < 60:  # a run of queries only: full running sums get built
+            m = rng.random() * float(brute.total())
+            assert tree.search_greater(m) == brute.search_greater(m)
+        else:  # one update, then one query of each kind
+            key = round(rng.uniform(0, 10), 2)
+            if key in brute.weights and rng.random() < 0.4:
+                tree.delete(key, brute.weights[key])
+                brute.delete(key, brute.weights[key])
+            else:
+                weight = rng.choice([rng.random(), 0.1, 2])
+                tree.insert(key, weight)
+                brute.insert(key, weight)
+            saw_stale_groups |= tree._group_sums is not None and tree._group_stale < len(tree._group_running)
+            saw_stale_blocks |= any(m is not None and m[6] < len(m[1]) for m in tree._marks)
+            probe = rng.uniform(0, 10)
+            assert tree.cdf_exact(probe) == brute.cdf(probe)
+            q = rng.random()
+            assert tree.quantile(q) == brute.quantile(q)
+        saw_full |= any(m is not None and m[4] is not None for m in tree._marks)
+        tree._check()
+    assert saw_full and saw_stale_groups and saw_stale_blocks
