@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_end_to_end import (alerts, assert_healthy, click_button, goto_via_sidebar, keyed, main_text, open_page,
-                             sidebar_text, upload)
+from test_end_to_end import (alerts, assert_healthy, choose_option, click_button, goto_via_sidebar, keyed, main_text,
+                             open_page, sidebar_text, upload)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,8 +26,7 @@ def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
 
     goto_via_sidebar(page, "value_and_cost")
     keyed(page, "use_segments").locator("label").first.click()
-    keyed(page, "segment_column").click()  # the uploaded file's text columns are offered
-    page.get_by_role("option", name="plan").click()
+    choose_option(page, "segment_column", "plan")  # the uploaded file's text columns are offered
     click_button(page, "apply_settings")
     assert_healthy(page, "value & cost with segments")
     table = page.locator('[data-testid="stMain"] [data-testid="stTable"]').first
