@@ -1,8 +1,8 @@
 """The Validity page's pieces: run the check for the current data and settings, draw the evidence.
 
 The check itself is :func:`favmac.validity.validity_check`; this module runs it with the
-session's data and settings (remembered per run key, so revisiting the page does not redo
-it), draws the histogram of the per-ordering statistic against the promise and lays out the
+session's data and settings as a background job (``favmac.ui.jobs``; remembered per run key,
+so revisiting the page does not redo it), draws the histogram of the per-ordering statistic against the promise and lays out the
 per-segment table.
 """
 from __future__ import annotations
@@ -18,20 +18,12 @@ from favmac.ui import settings_form, state
 from favmac.ui.figures import OKABE_ITO, layout
 from favmac.validity import MIN_ORDERINGS, validity_check
 
-__all__ = ["histogram_figure", "report_key", "run", "segment_frame", "stored_report"]
+__all__ = ["histogram_figure", "report_key", "run", "segment_frame"]
 
 
 def report_key(n_orderings: int, seed: int) -> str:
     """Fingerprint of a check: data, settings, orderings and seed."""
     return settings_form.run_key(st.session_state["dataset_key"], state.spec(), ["validity", int(n_orderings), int(seed)])
-
-
-def stored_report(n_orderings: int, seed: int):
-    """The report of this exact check if it was run in this session, else None."""
-    stored = st.session_state.get("validity")
-    if stored is not None and stored[0] == report_key(n_orderings, seed):
-        return stored[1]
-    return None
 
 
 def run(n_orderings: int = MIN_ORDERINGS, seed: int = 0, *, start: bool = True):
