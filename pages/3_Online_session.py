@@ -3,41 +3,54 @@ import time
 
 import streamlit as st
 
-from favmac.ui import figures, guarantees, playback, state, widgets
-from favmac.ui.settings_form import cost_unit, value_unit
-from favmac.ui.bootstrap import page_setup
-from favmac.ui.formats import column_format
+from favmac.ui import bootstrap
 
-page_setup("Online session")
+bootstrap.page_setup("Online session", load_data=False)  # the title first; the data and the replay below
 st.title("Online session")
+bootstrap.load_data()
+
+from favmac.ui import figures, guarantees, playback, state, widgets  # noqa: E402 — after the title: pandas, plotly
+from favmac.ui.settings_form import cost_unit, value_unit  # noqa: E402
+from favmac.ui.formats import column_format  # noqa: E402
+
 widgets.require_dataset()
 
 ds = state.dataset()
 settings = state.settings()
-result = state.online_result()  # the whole replay, computed once per data + settings
-series = playback.running_series(result)
-n_steps = result.n_steps
 session = st.session_state["session"]  # a playback.Playback
 playback.follow(session, state.online_key())  # new data or settings: start over
+result = state.online_result(wait=False)  # the whole replay, computed once per data + settings; None while it runs
+pending = result is None
+n_steps = 0 if pending else result.n_steps
 
-st.caption(
-    f"{ds.n_patients:,} patients: the first {result.burn_in:,} only calibrate (burn-in); each of the next {n_steps:,} gets a set "
-    "chosen with the threshold learned from everyone before it, then its true codes join the calibration data."
-)
+if pending:
+    st.caption(f"{ds.n_patients:,} patients: replaying the stream; the controls turn on when the replay is ready.")
+else:
+    st.caption(
+        f"{ds.n_patients:,} patients: the first {result.burn_in:,} only calibrate (burn-in); each of the next {n_steps:,} gets a set "
+        "chosen with the threshold learned from everyone before it, then its true codes join the calibration data."
+    )
 widgets.show_settings_line()
 
 controls = st.columns([1, 1, 1, 1, 3])
 if session.playing:
-    controls[0].button("Pause", key="pause", icon=":material/pause:", on_click=playback.pause, args=(session,), width="stretch")
+    controls[0].button("Pause", key="pause", icon=":material/pause:", on_click=playback.pause, args=(session,), width="stretch",
+                       disabled=pending)
 else:
-    controls[0].button("Play", key="play", icon=":material/play_arrow:", type="primary", width="stretch",
+    controls[0].button("Play", key="play", icon=":material/play_arrow:", type="primary", width="stretch", disabled=pending,
                        on_click=lambda: playback.play(session, n_steps, time.monotonic()))
-controls[1].button("Step", key="step", icon=":material/skip_next:", on_click=playback.step, args=(session, n_steps), width="stretch")
-controls[2].button("Reset", key="reset", icon=":material/replay:", on_click=playback.reset, args=(session,), width="stretch")
+controls[1].button("Step", key="step", icon=":material/skip_next:", on_click=playback.step, args=(session, n_steps), width="stretch",
+                   disabled=pending)
+controls[2].button("Reset", key="reset", icon=":material/replay:", on_click=playback.reset, args=(session,), width="stretch",
+                   disabled=pending)
 controls[3].button("End", key="to_end", icon=":material/last_page:", on_click=playback.to_end, args=(session, n_steps), width="stretch",
-                   help="Show the whole stream at once")
+                   disabled=pending, help="Show the whole stream at once")
 controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS), value=session.speed if session.speed in playback.SPEEDS else 100,
                           key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
+if pending:
+    state.online_result()  # waits a moment; a longer replay shows its progress here and stops the page
+    st.rerun()  # the replay is ready: draw the page again with the controls on
+series = playback.running_series(result)
 
 
 @st.fragment(run_every=playback.playback_interval(session.speed) if session.playing else None)

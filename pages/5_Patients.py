@@ -16,12 +16,12 @@ widgets.require_dataset()
 ds = state.dataset()
 settings = state.settings()
 weights_df = st.session_state["weights"]
-value, cost = state.value_and_cost()
-result = state.online_result()
 new = st.session_state.get("new_patients")
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
-source = st.radio("Patients from", sources, horizontal=True, key="patient_source")
+source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
+value, cost = state.value_and_cost()
+result = state.online_result()
 if source == "Calibration stream":
     first = patients.first_informative_step(result, ds.label_array(), ds.prob_array())
     if result.n_steps <= patients.MAX_SELECT_OPTIONS:

@@ -1,14 +1,17 @@
 """Validity: did the promise hold on this data? Many random orderings, a test and a plain verdict."""
 import streamlit as st
 
-from favmac.io import DataError
-from favmac.ui import validity, widgets
-from favmac.ui.bootstrap import page_setup
-from favmac.ui.settings_form import cost_unit
-from favmac.ui.text import md
+from favmac.ui import bootstrap
 
-page_setup("Validity")
+bootstrap.page_setup("Validity", load_data=False)  # the title first; the data and plotly below
 st.title("Validity")
+bootstrap.load_data()
+
+from favmac.io import DataError  # noqa: E402
+from favmac.ui import validity, widgets  # noqa: E402 — after the title: pandas, plotly
+from favmac.ui.settings_form import cost_unit  # noqa: E402
+from favmac.ui.text import md  # noqa: E402
+
 widgets.require_dataset()
 widgets.show_settings_line()
 st.markdown(
@@ -17,17 +20,23 @@ st.markdown(
     "holds, the outcomes centre at or below the target. It also replays the order the patients really arrived in: "
     "an outcome far outside the random orders' range is a sign of drift over time."
 )
+# the widgets' own keys are dropped when another page runs; "validity_params" keeps the choice,
+# so coming back finds the same check (and its running job) instead of the defaults
+params = st.session_state.setdefault("validity_params", {"orderings": validity.MIN_ORDERINGS, "seed": 0})
 left, right = st.columns(2)
 n_orderings = left.number_input("Random orderings", min_value=validity.MIN_ORDERINGS, max_value=5000,
-                                value=validity.MIN_ORDERINGS, step=100, key="validity_orderings")
-seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="validity_seed",
+                                value=int(params["orderings"]), step=100, key="validity_orderings",
+                                on_change=lambda: params.update(orderings=st.session_state["validity_orderings"]))
+seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=int(params["seed"]), step=1, key="validity_seed",
+                          on_change=lambda: params.update(seed=st.session_state["validity_seed"]),
                           help="The orderings are numpy.random.RandomState(seed).permutation(N), drawn in sequence.")
-report = validity.stored_report(n_orderings, seed)
-if st.button("Run the validity check", type="primary", key="run_validity", icon=":material/verified:"):
-    try:
-        report = validity.run(int(n_orderings), int(seed))
-    except DataError as err:
-        st.error(md(err))  # the message quotes file names and cells
+pressed = st.button("Run the validity check", type="primary", key="run_validity", icon=":material/verified:")
+report = None
+try:
+    # in the background: a progress bar (kept while you visit other pages) until the report is ready
+    report = validity.run(int(n_orderings), int(seed), start=pressed)
+except DataError as err:
+    st.error(md(err))  # the message quotes file names and cells
 if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
     st.stop()

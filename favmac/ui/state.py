@@ -26,11 +26,14 @@ messages          dict[area, (level, text)] — last message per area ("calibrat
                   "error", "warning" or "success"
 results           dict[run key, ReplayResult] — this session's replays, newest last (at most 4)
 jobs              dict[name, favmac.ui.jobs.Job] — computations running in the background
-                  ("online", "tradeoffs", "exports"); kept across page switches, so leaving a
+                  ("online", "tradeoffs", "exports", "validity"); kept across page switches, so leaving a
                   page does not stop or restart its work
 tradeoffs         dict | None — last trade-off comparison: key, points, table, skipped
 exports           dict | None — CSV bytes and previews of the last export, with the key of the
                   replay, weights and new patients they were made from
+validity          (run key, ValidityReport) | None — the last validity check
+validity_params   dict — the Validity page's orderings and seed (its widgets' keys are dropped
+                  when another page runs)
 _sidebar_summary_slot  this run's sidebar-summary placeholder (``widgets.refresh_sidebar_summary``)
 ================  ===========================================================================
 
@@ -389,11 +392,13 @@ def _follow_job(name: str) -> None:
     st.progress(job.fraction, text=f"{job.label} {int(job.fraction * 100)} % — you can switch pages meanwhile; the work goes on.")
 
 
-def online_result():
+def online_result(*, wait: bool = True):
     """This session's FavMac replay for the current data and settings (memoised per session).
 
     Runs in the background: when it takes longer than a moment the page shows its progress and
-    stops here; leaving and coming back finds the same replay, further along or done.
+    stops here; leaving and coming back finds the same replay, further along or done. With
+    ``wait=False`` it returns None at once while the replay is still running (started if need
+    be), so a page can draw its controls first and call it again with ``wait=True``.
     """
     ss = st.session_state
     key = online_key()
@@ -405,6 +410,8 @@ def online_result():
     groups = ds.segments(run.segment) if run.segment else None
     job = background("online", key, f"Replaying {ds.n_patients:,} patients…",
                      lambda progress: playback.run_online(probs, labels, ds.codes, ds.patient_ids, run, progress=progress, groups=groups))
+    if not wait and not job.done:
+        return None
     result = finish("online", job)
     results[key] = result
     while len(results) > RESULTS_KEPT:

@@ -54,3 +54,14 @@ def shown(text: str) -> str:
     import re
 
     return re.sub(r"\\(.)", r"\1", str(text))
+
+
+def settle_jobs(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
+    """Wait for the session's background jobs (a browser's progress fragment reruns the page when
+    one ends; AppTest does not run timed fragments), then run the page again."""
+    jobs = dict(at.session_state["jobs"]) if "jobs" in at.session_state else {}
+    if not jobs:
+        return at
+    for job in jobs.values():
+        assert job.wait(timeout), f"{job!r} did not finish in {timeout} s"
+    return at.run()

@@ -4,9 +4,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from app_helpers import assert_clean, go, open_page
+from app_helpers import assert_clean, go, open_page, settle_jobs
 
 from favmac.ui import jobs, playback
+from favmac.ui import validity as validity_view
 
 
 @pytest.fixture
@@ -48,6 +49,70 @@ def test_leaving_the_online_session_during_a_replay_keeps_the_work(slow_replay):
     assert len(calls) == 1 and "online" not in at.session_state["jobs"]
     assert at.button(key="play") is not None and not any("Replaying" in t for t in progress_texts(at))
     assert next(iter(at.session_state["results"].values())) is job.result
+
+
+def test_online_session_draws_its_controls_while_the_replay_runs(slow_replay):
+    gate, calls = slow_replay
+    at = open_page("online")
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Online session"]
+    buttons = {key: at.button(key=key) for key in ("play", "step", "reset", "to_end")}
+    assert all(b.disabled for b in buttons.values()), {k: b.disabled for k, b in buttons.items()}
+    assert at.select_slider(key="speed") is not None
+    assert any("Replaying" in t and "25 %" in t for t in progress_texts(at)), progress_texts(at)
+    assert "controls turn on when the replay is ready" in at.caption[0].value
+    assert not at.metric  # the tiles wait for the replay
+    gate.set()
+    at = settle_jobs(at)
+    assert_clean(at)
+    assert not any(at.button(key=key).disabled for key in ("play", "step", "reset", "to_end"))
+    assert "burn-in" in at.caption[0].value and len(calls) == 1
+    at.button(key="step").click().run()
+    assert at.metric[0].value == "1"
+
+
+@pytest.fixture
+def slow_validity(monkeypatch):
+    """``validity_check`` (as the Validity page calls it) that reports 40 % and waits for ``gate``."""
+    gate, calls = threading.Event(), []
+    real = validity_view.validity_check
+
+    def validity_check(*args, progress=None, **kwargs):
+        calls.append(kwargs["n_orderings"])
+        progress(0.4)
+        assert gate.wait(60)
+        return real(*args, progress=progress, **kwargs)
+
+    monkeypatch.setattr(validity_view, "validity_check", validity_check)
+    monkeypatch.setattr(jobs, "FOREGROUND_SECONDS", 0.2)
+    return gate, calls
+
+
+def test_the_validity_check_runs_in_the_background_and_survives_navigation(slow_validity):
+    gate, calls = slow_validity
+    at = open_page("validity")
+    assert_clean(at)
+    at.number_input(key="validity_orderings").set_value(300).run()
+    at.button(key="run_validity").click().run()
+    assert_clean(at)
+    assert any("300 random orderings" in t and "40 %" in t for t in progress_texts(at)), progress_texts(at)
+    job = at.session_state["jobs"]["validity"]
+    go(at, "data")
+    assert_clean(at)
+    go(at, "validity")  # back: the same check, still running, with the orderings it was started with
+    assert at.number_input(key="validity_orderings").value == 300
+    assert at.session_state["jobs"]["validity"] is job and calls == [300]
+    assert any("300 random orderings" in t for t in progress_texts(at)), progress_texts(at)
+    gate.set()
+    at = settle_jobs(at)
+    assert_clean(at)
+    assert calls == [300] and "validity" not in at.session_state["jobs"]
+    verdict = [s.value for s in at.success]
+    assert verdict and verdict[0].startswith("PASS:") and "300 random orderings" in verdict[0], verdict
+    assert not progress_texts(at)
+    go(at, "data")
+    go(at, "validity")  # the report is kept: shown again without running the check again
+    assert [s.value for s in at.success] == verdict and calls == [300]
 
 
 def test_a_replay_for_old_settings_is_cancelled(slow_replay):

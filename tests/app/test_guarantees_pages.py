@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_helpers import assert_clean, go, open_page, shown
+from app_helpers import assert_clean, go, open_page, settle_jobs, shown
 
 
 def table_with(at, column):
@@ -74,7 +74,7 @@ def test_validity_page_runs_and_gives_a_verdict_per_segment():
     at.button(key="apply_settings").click().run()
     at = go(at, "validity")
     assert_clean(at)
-    at.button(key="run_validity").click().run()
+    at = settle_jobs(at.button(key="run_validity").click().run())
     verdict = [s.value for s in at.success] + [e.value for e in at.error]
     assert verdict and verdict[0].startswith(("PASS:", "FAIL:"))
     assert "sign of drift" in verdict[0]  # the drift sample's arrival order is far from random

@@ -9,7 +9,8 @@
   (``.ci/run`` installs it with apt-get).
 * ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
   1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
-  ``page.js_errors``.
+  ``page.js_errors``. When the test fails, a full-page screenshot of the page as it was goes to
+  ``artifacts/screenshots/failed-<test>.png`` (gitignored).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ CHROMIUM = Path(os.environ.get("FAVMAC_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
 VIEWPORT = {"width": 1400, "height": 1000}
 SERVER_START_TIMEOUT = 60.0  # seconds
+FAILURE_SHOTS = REPO_ROOT / "artifacts" / "screenshots"
 
 
 def _free_port() -> int:
@@ -123,8 +125,16 @@ def browser(chromium_path):
             browser.close()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so ``page`` can tell that the test failed."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def page(browser, app_url):
+def page(browser, app_url, request):
     """A page in a fresh context (its own Streamlit session). ``browser`` comes first so a
     missing chromium skips the test before the server is started."""
     context = browser.new_context(accept_downloads=True, viewport=VIEWPORT)
@@ -134,5 +144,9 @@ def page(browser, app_url):
     page.on("pageerror", lambda err: page.js_errors.append(str(err)))
     try:
         yield page
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            FAILURE_SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(FAILURE_SHOTS / f"failed-{request.node.name}.png"), full_page=True)
     finally:
         context.close()

@@ -105,6 +105,19 @@ def keyed(page, key: str):
     return page.locator(f".st-key-{key}")
 
 
+def choose_option(page, key: str, option: str) -> None:
+    """Pick ``option`` in the select box with the given key.
+
+    The box is first scrolled to the middle of the view, as a user would. Clicked where
+    Playwright scrolls it (just inside the bottom edge), the list opens below the view, the
+    page scrolls to show it, and the select box closes its list on that scroll at once.
+    """
+    box = keyed(page, key)
+    box.evaluate("el => el.scrollIntoView({block: 'center'})")
+    box.click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
 def click_button(page, key: str) -> None:
     keyed(page, key).locator("button").first.click()  # .first: a button with help= renders a second, hidden copy
     wait_idle(page)

@@ -1,5 +1,6 @@
 """Segments and validity in a real browser: upload a file with a segment column, turn segments on,
-read the per-segment table, then run the Validity page and read its verdict."""
+read the per-segment table, then run the Validity page and read its verdict; a validity check
+keeps running while the user visits another page."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_end_to_end import (alerts, assert_healthy, click_button, goto_via_sidebar, keyed, main_text, open_page,
-                             sidebar_text, upload)
+from test_end_to_end import (alerts, assert_healthy, choose_option, click_button, goto_via_sidebar, keyed, main_text,
+                             open_page, sidebar_text, upload)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,8 +27,7 @@ def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
 
     goto_via_sidebar(page, "value_and_cost")
     keyed(page, "use_segments").locator("label").first.click()
-    keyed(page, "segment_column").click()  # the uploaded file's text columns are offered
-    page.get_by_role("option", name="plan").click()
+    choose_option(page, "segment_column", "plan")  # the uploaded file's text columns are offered
     click_button(page, "apply_settings")
     assert_healthy(page, "value & cost with segments")
     table = page.locator('[data-testid="stMain"] [data-testid="stTable"]').first
@@ -46,3 +46,22 @@ def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
     assert "random orderings of your patients (1,500 patients)" in verdicts[0]
     per_segment = page.locator('[data-testid="stMain"] [data-testid="stTable"]').first.inner_text()
     assert "East" in per_segment and ("PASS" in per_segment or "FAIL" in per_segment)
+
+
+def test_validity_check_keeps_running_while_you_visit_another_page(page, app_url):
+    open_page(page, app_url, "validity")
+    orderings = keyed(page, "validity_orderings").locator("input")
+    orderings.fill("1000")
+    orderings.press("Enter")
+    page.wait_for_timeout(500)
+    keyed(page, "run_validity").locator("button").first.click()
+    progress = page.locator('[data-testid="stProgress"]', has_text="1000 random orderings")
+    progress.first.wait_for(timeout=60_000)  # the check runs in the background, with its progress
+    goto_via_sidebar(page, "data")
+    assert_healthy(page, "data page while the validity check runs")
+    goto_via_sidebar(page, "validity")  # waits until the progress bar is gone
+    assert keyed(page, "validity_orderings").locator("input").input_value() == "1000"
+    assert not page.locator('[data-testid="stException"]').count()
+    verdicts = [text.strip().split("\n")[-1] for text in alerts(page, "Success") + alerts(page, "Error")]
+    assert verdicts and verdicts[0].startswith(("PASS:", "FAIL:")), verdicts  # not restarted: no second click
+    assert "over 1000 random orderings of your patients (4,000 patients)" in verdicts[0], verdicts[0]
