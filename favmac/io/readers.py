@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..universe import check_universe as _check_universe_name
 from .csv_parsing import (
     ID_COLUMN,
     check_code_names,
@@ -44,7 +43,6 @@ from .parquet import is_parquet, parse_parquet
 __all__ = [
     "SEGMENT_COLUMN",
     "Dataset",
-    "check_universe",
     "file_digests",
     "load_calibration",
     "load_new_patients",
@@ -551,20 +549,3 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
     else:
         description = np.full(len(code_index), "", dtype=object)
     return pd.DataFrame({"weight": weights, "description": description}, index=code_index)
-
-
-def check_universe(n_codes: int, universe: str) -> str:
-    """Validate a universe name for K = ``n_codes`` codes as a DataError; returns the name.
-
-    ``full`` enumerates all 2^K subsets and is refused for K > 14.
-
-    Examples
-    --------
-    >>> check_universe(35, "ratio")
-    'ratio'
-    """
-    try:
-        _check_universe_name(universe, n_codes)
-    except ValueError as err:
-        raise DataError(str(err)) from None
-    return universe

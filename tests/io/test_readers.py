@@ -5,7 +5,6 @@ import numpy as np
 
 from favmac.io import (
     Dataset,
-    check_universe,
     load_calibration,
     load_new_patients,
     read_labels,
@@ -201,10 +200,3 @@ def test_weights_blank_code():
     assert err.row == 3 and "no code" in str(err)
 
 
-def test_check_universe():
-    assert check_universe(35, "ratio") == "ratio"
-    assert check_universe(14, "full") == "full"
-    err = error(check_universe, 35, "full")
-    assert "at most 14 codes" in str(err) and "35 codes" in str(err) and "'ratio'" in str(err)
-    err = error(check_universe, 3, "biggest")
-    assert "unknown universe 'biggest'" in str(err)
