@@ -403,10 +403,11 @@ class QuantileTree:
             if r < self._group_fresh[g]:
                 self._group_fresh[g] = r
 
-    def _block_marks(self, i: int) -> list:
+    def _block_marks(self, i: int, bound: int | None = None) -> list:
         """Sublist i's marks for a query: counts the query, and returns them with ``full``
         built (after ``_FULL_AFTER`` queries since the last update) or else with the block
-        running sums refreshed. O(load) to build ``full`` or the blocks, O(load / _block)
+        running sums refreshed (a search for ``bound`` skips that when a fresh running sum
+        already exceeds it). O(load) to build ``full`` or the blocks, O(load / _block)
         to refresh the running sums."""
         marks = self._marks[i]
         if marks is None:
@@ -421,6 +422,8 @@ class QuantileTree:
         if marks[4] is not None:
             return marks
         sums, running, fresh = marks[1], marks[3], marks[6]
+        if bound is not None and fresh and running[fresh - 1] > bound:
+            return marks  # the search stays within the fresh prefix
         if fresh < len(sums) or len(running) != len(sums):  # refresh the stale suffix
             if fresh:
                 running[fresh:] = accumulate(sums[fresh:], initial=running[fresh - 1])
@@ -520,38 +523,50 @@ class QuantileTree:
             return _INF
         if bound < 0:
             return self._keys[0][0]
-        # the group, then the sublist within it, whose running sums first exceed bound
+        # the group, then the sublist within it, whose running sums first exceed bound; a
+        # stale suffix is refreshed only when the bound lies beyond the still-fresh prefix
         running = self._group_running
-        if self._group_sums is None or self._group_stale < len(running):
+        stale = self._group_stale
+        if self._group_sums is None or (stale < len(running) and not (stale and running[stale - 1] > bound)):
             running = self._fresh_group_running()
-        g = bisect_right(running, bound)
+            stale = len(running)
+        g = bisect_right(running, bound, 0, stale)
         if g:
             bound -= running[g - 1]
-        inner = self._group_inner[g]
-        if not inner or self._group_fresh[g] < len(inner):
+        inner, fresh = self._group_inner[g], self._group_fresh[g]
+        if not inner or (fresh < len(inner) and not (fresh and inner[fresh - 1] > bound)):
             inner = self._inner_running(g)
-        k = bisect_right(inner, bound)
+            fresh = len(inner)
+        k = bisect_right(inner, bound, 0, fresh)
         if k:
             bound -= inner[k - 1]
         pos = (g << self._group_shift) + k
         # inside sublist pos: bisect all its running sums, or the blocks and then one block
         marks = self._marks[pos]
         if marks is None or marks[4] is None:
-            marks = self._block_marks(pos)
+            marks = self._block_marks(pos, bound)
         else:
             marks[5] += 1
         full = marks[4]
         if full is not None:
             return self._keys[pos][bisect_right(full, bound)]
         running = marks[3]
-        c = bisect_right(running, bound)
+        c = bisect_right(running, bound, 0, marks[6])
         if c:
             ends = marks[2]
-            start, base = ends[c - 1] if ends is not None else sum(marks[0][:c]), running[c - 1]
+            start = ends[c - 1] if ends is not None else sum(marks[0][:c])
+            bound -= running[c - 1]
         else:
-            start, base = 0, 0
-        within = list(accumulate(self._weights[pos][start : start + marks[0][c]], initial=base))
-        return self._keys[pos][start + bisect_right(within, bound) - 1]
+            start = 0
+        # the first position of block c at which the running sum passes bound (block c's
+        # total does): read only the weights up to it
+        weights = self._weights[pos]
+        j = start
+        bound -= weights[j]
+        while bound >= 0:
+            j += 1
+            bound -= weights[j]
+        return self._keys[pos][j]
 
     def search_greater(self, m) -> float:
         """Smallest key b with cdf(b) > m (exactly; a tie cdf(b) == m is not "greater").
