@@ -243,14 +243,17 @@ class QuantileTree:
         """Total weight of the first ``count`` sublists."""
         if not count:
             return 0
-        running = self._group_running
-        if self._group_sums is None or self._group_stale < len(running):
-            running = self._fresh_group_running()
+        if self._group_sums is None:
+            self._build_groups()
         g = count >> self._group_shift
         r = count - (g << self._group_shift)
-        total = running[g - 1] if g else 0
+        total = 0
+        if g:
+            running = self._group_running
+            total = running[g - 1] if g <= self._group_stale else self._fresh_group_running()[g - 1]
         if r:
-            total += self._inner_running(g)[r - 1]
+            inner = self._group_inner[g]
+            total += inner[r - 1] if inner and r <= self._group_fresh[g] else self._inner_running(g)[r - 1]
         return total
 
     # ------------------------------------------------------------------ updates
@@ -403,11 +406,12 @@ class QuantileTree:
             if r < self._group_fresh[g]:
                 self._group_fresh[g] = r
 
-    def _block_marks(self, i: int, bound: int | None = None) -> list:
+    def _block_marks(self, i: int, bound: int | None = None, prefix: int = 0) -> list:
         """Sublist i's marks for a query: counts the query, and returns them with ``full``
         built (after ``_FULL_AFTER`` queries since the last update) or else with the block
-        running sums refreshed (a search for ``bound`` skips that when a fresh running sum
-        already exceeds it). O(load) to build ``full`` or the blocks, O(load / _block)
+        running sums refreshed (skipped when the kept running sums answer: a search for
+        ``bound`` where a fresh one exceeds it, or a prefix of ``prefix`` fresh ones; or for
+        a search when a fresh block running sum exceeds ``bound``). O(load) to build ``full`` or the blocks, O(load / _block)
         to refresh the running sums."""
         marks = self._marks[i]
         if marks is None:
@@ -415,12 +419,22 @@ class QuantileTree:
             weights = self._weights[i]
             starts = range(0, len(weights), block)
             lengths = [min(block, len(weights) - start) for start in starts]
-            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, [], None, 0, 0]
+            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, [], None, 0, 0, None, 0]
         marks[5] += 1
         if marks[4] is None and marks[5] > _FULL_AFTER:
-            marks[4] = list(accumulate(self._weights[i]))
+            kept, fresh = marks[7], marks[8]
+            if kept is not None and fresh:  # refresh the stale suffix of the kept running sums
+                kept[fresh:] = accumulate(self._weights[i][fresh:], initial=kept[fresh - 1])
+                del kept[fresh]  # the initial value
+                marks[4] = kept
+            else:
+                marks[4] = list(accumulate(self._weights[i]))
+            marks[7], marks[8] = None, 0
         if marks[4] is not None:
             return marks
+        kept_fresh = marks[8]
+        if kept_fresh and (prefix <= kept_fresh if bound is None else marks[7][kept_fresh - 1] > bound):
+            return marks  # the kept running sums answer
         sums, running, fresh = marks[1], marks[3], marks[6]
         if bound is not None and fresh and running[fresh - 1] > bound:
             return marks  # the search stays within the fresh prefix
@@ -442,13 +456,16 @@ class QuantileTree:
             ends = list(accumulate(lengths))
         b = min(bisect_right(ends, j), len(lengths) - 1)  # the block holding (old) position j
         sums[b] += value
-        marks[4] = None
+        if marks[4] is not None:  # keep the running sums of all weights, fresh below j: freeing
+            marks[7], marks[8] = marks[4], j  # them here would cost O(load) per update
+            marks[4] = None
+        elif j < marks[8]:
+            marks[8] = j
         marks[5] = 0
         if b < marks[6]:
             marks[6] = b
         if moved:
             lengths[b] += moved
-            marks[2] = None
             if moved > 0 and lengths[b] > 2 * self._block:  # split the block that grew
                 start = ends[b - 1] if b else 0
                 first = sum(self._weights[i][start : start + self._block])
@@ -456,15 +473,18 @@ class QuantileTree:
                 sums[b : b + 1] = [first, sums[b] - first]
             elif lengths[b] == 0:
                 del lengths[b], sums[b]
+            marks[2] = None
 
     def _prefix_within(self, i: int, j: int) -> int:
         """Total weight of the first ``j`` keys of sublist i. O(log load + _block)."""
         marks = self._marks[i]
         if marks is None or marks[4] is None:
-            marks = self._block_marks(i)
+            marks = self._block_marks(i, prefix=j)
         full = marks[4]
         if full is not None:
             return full[j - 1] if j else 0
+        if j <= marks[8]:  # within the fresh prefix of the kept running sums (j >= 1 here)
+            return marks[7][j - 1]
         ends, running = marks[2], marks[3]
         if ends is None:
             ends = marks[2] = list(accumulate(marks[0]))
@@ -550,6 +570,9 @@ class QuantileTree:
         full = marks[4]
         if full is not None:
             return self._keys[pos][bisect_right(full, bound)]
+        fresh = marks[8]
+        if fresh and marks[7][fresh - 1] > bound:  # the answer lies in the kept fresh prefix
+            return self._keys[pos][bisect_right(marks[7], bound, 0, fresh)]
         running = marks[3]
         c = bisect_right(running, bound, 0, marks[6])
         if c:
@@ -558,15 +581,8 @@ class QuantileTree:
             bound -= running[c - 1]
         else:
             start = 0
-        # the first position of block c at which the running sum passes bound (block c's
-        # total does): read only the weights up to it
-        weights = self._weights[pos]
-        j = start
-        bound -= weights[j]
-        while bound >= 0:
-            j += 1
-            bound -= weights[j]
-        return self._keys[pos][j]
+        within = list(accumulate(self._weights[pos][start : start + marks[0][c]]))
+        return self._keys[pos][start + bisect_right(within, bound)]
 
     def search_greater(self, m) -> float:
         """Smallest key b with cdf(b) > m (exactly; a tie cdf(b) == m is not "greater").
@@ -651,6 +667,12 @@ class QuantileTree:
         for marks, weights in zip(self._marks, self._weights):
             if marks is not None:
                 assert marks[4] is None or marks[4] == list(accumulate(weights)), "full running sums stale"
+                kept, fresh = marks[7], marks[8]
+                assert kept is not None or fresh == 0, "kept running sums misaligned"
+                assert marks[4] is None or kept is None, "both full and kept running sums"
+                if kept is not None:
+                    assert 0 <= fresh <= min(len(kept), len(weights)), "kept running sums misaligned"
+                    assert kept[:fresh] == list(accumulate(weights))[:fresh], "kept running sums stale"
                 assert isinstance(marks[5], int) and marks[5] >= 0, "query count invalid"
         if self._group_sums is not None:
             size = 1 << self._group_shift
