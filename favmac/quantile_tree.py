@@ -13,7 +13,7 @@ Prefix sums over the sublists: consecutive sublists form groups of ``2^_group_sh
 the running sums of its sublists' totals. An update adds to one group total and marks the
 group running sums stale from that group on, and that group's inner running sums from
 that sublist on; a query refreshes the stale suffixes it needs (O(groups) and O(group
-size)), then bisects twice. A split (which shifts sublist indexes) drops the groups; the
+size)) -- not at all when its answer lies in the still-fresh prefix -- then bisects twice. A split (which shifts sublist indexes) drops the groups; the
 next query rebuilds them, O(number of sublists).
 
 Inside a sublist, blocks of positions with their lengths and totals (built by the first
@@ -22,7 +22,10 @@ additions. An update changes one block's length and total and marks the block ru
 sums stale from that block on; the next query of that sublist refreshes them
 (O(load / _block)); a block that grows past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
 than ``_FULL_AFTER`` times since its last update also keeps the running sums of all its
-weights (O(load) to build, then a query there is one bisection); an update drops them.
+weights (O(load) to build, then a query there is one bisection). An update does not free
+them (that alone costs O(load)): they become ``kept``, fresh below the updated position,
+and answer the queries that fall in that prefix; the next rebuild refreshes only the
+stale suffix.
 
 Invariants (checked by ``_check``):
 
@@ -36,13 +39,16 @@ Invariants (checked by ``_check``):
   those of ``list(accumulate(_group_sums))``; ``_group_inner[g]`` is empty (not built yet)
   or has one entry per sublist of group g, and its first ``_group_fresh[g]`` entries are
   those of ``list(accumulate(_sums[g*G : g*G + G]))``;
-* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh] is not None,
+* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh, kept,
+  kept_fresh] is not None,
   sublist i is cut into consecutive blocks of 1 to ``2 * _block`` positions: ``lengths``
   and ``sums`` are each block's length and total weight; ``ends``, when not None, is
   ``list(accumulate(lengths))``; the first ``fresh`` entries of ``running`` are those of
   ``list(accumulate(sums))`` (an update marks it stale from the changed block on, a query
   refreshes that suffix); ``full``, when not None, is ``list(accumulate(_weights[i]))``;
-  ``hits`` >= 0 counts the queries since the sublist's last update.
+  ``hits`` >= 0 counts the queries since the sublist's last update; ``kept`` is None (then
+  ``kept_fresh`` is 0) or a list whose first ``kept_fresh`` <= len(_weights[i]) entries are
+  those of ``list(accumulate(_weights[i]))``; ``full`` and ``kept`` are never both set.
 
 Examples
 --------
