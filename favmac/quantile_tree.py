@@ -556,14 +556,14 @@ class QuantileTree:
         if self._group_sums is None or (stale < len(running) and not (stale and running[stale - 1] > bound)):
             running = self._fresh_group_running()
             stale = len(running)
-        g = bisect_right(running, bound, 0, stale)
+        g = bisect_right(running, bound) if stale == len(running) else bisect_right(running, bound, 0, stale)
         if g:
             bound -= running[g - 1]
         inner, fresh = self._group_inner[g], self._group_fresh[g]
         if not inner or (fresh < len(inner) and not (fresh and inner[fresh - 1] > bound)):
             inner = self._inner_running(g)
             fresh = len(inner)
-        k = bisect_right(inner, bound, 0, fresh)
+        k = bisect_right(inner, bound) if fresh == len(inner) else bisect_right(inner, bound, 0, fresh)
         if k:
             bound -= inner[k - 1]
         pos = (g << self._group_shift) + k
