@@ -13,7 +13,7 @@ Prefix sums over the sublists: consecutive sublists form groups of ``2^_group_sh
 the running sums of its sublists' totals. An update adds to one group total and marks the
 group running sums stale from that group on, and that group's inner running sums from
 that sublist on; a query refreshes the stale suffixes it needs (O(groups) and O(group
-size)), then bisects twice. A split (which shifts sublist indexes) drops the groups; the
+size)) -- not at all when its answer lies in the still-fresh prefix -- then bisects twice. A split (which shifts sublist indexes) drops the groups; the
 next query rebuilds them, O(number of sublists).
 
 Inside a sublist, blocks of positions with their lengths and totals (built by the first
@@ -22,7 +22,10 @@ additions. An update changes one block's length and total and marks the block ru
 sums stale from that block on; the next query of that sublist refreshes them
 (O(load / _block)); a block that grows past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
 than ``_FULL_AFTER`` times since its last update also keeps the running sums of all its
-weights (O(load) to build, then a query there is one bisection); an update drops them.
+weights (O(load) to build, then a query there is one bisection). An update does not free
+them (that alone costs O(load)): they become ``kept``, fresh below the updated position,
+and answer the queries that fall in that prefix; the next rebuild refreshes only the
+stale suffix.
 
 Invariants (checked by ``_check``):
 
@@ -36,13 +39,16 @@ Invariants (checked by ``_check``):
   those of ``list(accumulate(_group_sums))``; ``_group_inner[g]`` is empty (not built yet)
   or has one entry per sublist of group g, and its first ``_group_fresh[g]`` entries are
   those of ``list(accumulate(_sums[g*G : g*G + G]))``;
-* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh] is not None,
+* when ``_marks[i]`` = [lengths, sums, ends, running, full, hits, fresh, kept,
+  kept_fresh] is not None,
   sublist i is cut into consecutive blocks of 1 to ``2 * _block`` positions: ``lengths``
   and ``sums`` are each block's length and total weight; ``ends``, when not None, is
   ``list(accumulate(lengths))``; the first ``fresh`` entries of ``running`` are those of
   ``list(accumulate(sums))`` (an update marks it stale from the changed block on, a query
   refreshes that suffix); ``full``, when not None, is ``list(accumulate(_weights[i]))``;
-  ``hits`` >= 0 counts the queries since the sublist's last update.
+  ``hits`` >= 0 counts the queries since the sublist's last update; ``kept`` is None (then
+  ``kept_fresh`` is 0) or a list whose first ``kept_fresh`` <= len(_weights[i]) entries are
+  those of ``list(accumulate(_weights[i]))``; ``full`` and ``kept`` are never both set.
 
 Examples
 --------
@@ -243,14 +249,17 @@ class QuantileTree:
         """Total weight of the first ``count`` sublists."""
         if not count:
             return 0
-        running = self._group_running
-        if self._group_sums is None or self._group_stale < len(running):
-            running = self._fresh_group_running()
+        if self._group_sums is None:
+            self._build_groups()
         g = count >> self._group_shift
         r = count - (g << self._group_shift)
-        total = running[g - 1] if g else 0
+        total = 0
+        if g:
+            running = self._group_running
+            total = running[g - 1] if g <= self._group_stale else self._fresh_group_running()[g - 1]
         if r:
-            total += self._inner_running(g)[r - 1]
+            inner = self._group_inner[g]
+            total += inner[r - 1] if inner and r <= self._group_fresh[g] else self._inner_running(g)[r - 1]
         return total
 
     # ------------------------------------------------------------------ updates
@@ -403,10 +412,12 @@ class QuantileTree:
             if r < self._group_fresh[g]:
                 self._group_fresh[g] = r
 
-    def _block_marks(self, i: int) -> list:
+    def _block_marks(self, i: int, bound: int | None = None, prefix: int = 0) -> list:
         """Sublist i's marks for a query: counts the query, and returns them with ``full``
         built (after ``_FULL_AFTER`` queries since the last update) or else with the block
-        running sums refreshed. O(load) to build ``full`` or the blocks, O(load / _block)
+        running sums refreshed (skipped when the kept running sums answer: a search for
+        ``bound`` where a fresh one exceeds it, or a prefix of ``prefix`` fresh ones; or for
+        a search when a fresh block running sum exceeds ``bound``). O(load) to build ``full`` or the blocks, O(load / _block)
         to refresh the running sums."""
         marks = self._marks[i]
         if marks is None:
@@ -414,13 +425,25 @@ class QuantileTree:
             weights = self._weights[i]
             starts = range(0, len(weights), block)
             lengths = [min(block, len(weights) - start) for start in starts]
-            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, [], None, 0, 0]
+            marks = self._marks[i] = [lengths, [sum(weights[start : start + block]) for start in starts], None, [], None, 0, 0, None, 0]
         marks[5] += 1
         if marks[4] is None and marks[5] > _FULL_AFTER:
-            marks[4] = list(accumulate(self._weights[i]))
+            kept, fresh = marks[7], marks[8]
+            if kept is not None and fresh:  # refresh the stale suffix of the kept running sums
+                kept[fresh:] = accumulate(self._weights[i][fresh:], initial=kept[fresh - 1])
+                del kept[fresh]  # the initial value
+                marks[4] = kept
+            else:
+                marks[4] = list(accumulate(self._weights[i]))
+            marks[7], marks[8] = None, 0
         if marks[4] is not None:
             return marks
+        kept_fresh = marks[8]
+        if kept_fresh and (prefix <= kept_fresh if bound is None else marks[7][kept_fresh - 1] > bound):
+            return marks  # the kept running sums answer
         sums, running, fresh = marks[1], marks[3], marks[6]
+        if bound is not None and fresh and running[fresh - 1] > bound:
+            return marks  # the search stays within the fresh prefix
         if fresh < len(sums) or len(running) != len(sums):  # refresh the stale suffix
             if fresh:
                 running[fresh:] = accumulate(sums[fresh:], initial=running[fresh - 1])
@@ -439,13 +462,16 @@ class QuantileTree:
             ends = list(accumulate(lengths))
         b = min(bisect_right(ends, j), len(lengths) - 1)  # the block holding (old) position j
         sums[b] += value
-        marks[4] = None
+        if marks[4] is not None:  # keep the running sums of all weights, fresh below j: freeing
+            marks[7], marks[8] = marks[4], j  # them here would cost O(load) per update
+            marks[4] = None
+        elif j < marks[8]:
+            marks[8] = j
         marks[5] = 0
         if b < marks[6]:
             marks[6] = b
         if moved:
             lengths[b] += moved
-            marks[2] = None
             if moved > 0 and lengths[b] > 2 * self._block:  # split the block that grew
                 start = ends[b - 1] if b else 0
                 first = sum(self._weights[i][start : start + self._block])
@@ -453,15 +479,18 @@ class QuantileTree:
                 sums[b : b + 1] = [first, sums[b] - first]
             elif lengths[b] == 0:
                 del lengths[b], sums[b]
+            marks[2] = None
 
     def _prefix_within(self, i: int, j: int) -> int:
         """Total weight of the first ``j`` keys of sublist i. O(log load + _block)."""
         marks = self._marks[i]
         if marks is None or marks[4] is None:
-            marks = self._block_marks(i)
+            marks = self._block_marks(i, prefix=j)
         full = marks[4]
         if full is not None:
             return full[j - 1] if j else 0
+        if j <= marks[8]:  # within the fresh prefix of the kept running sums (j >= 1 here)
+            return marks[7][j - 1]
         ends, running = marks[2], marks[3]
         if ends is None:
             ends = marks[2] = list(accumulate(marks[0]))
@@ -520,38 +549,46 @@ class QuantileTree:
             return _INF
         if bound < 0:
             return self._keys[0][0]
-        # the group, then the sublist within it, whose running sums first exceed bound
+        # the group, then the sublist within it, whose running sums first exceed bound; a
+        # stale suffix is refreshed only when the bound lies beyond the still-fresh prefix
         running = self._group_running
-        if self._group_sums is None or self._group_stale < len(running):
+        stale = self._group_stale
+        if self._group_sums is None or (stale < len(running) and not (stale and running[stale - 1] > bound)):
             running = self._fresh_group_running()
-        g = bisect_right(running, bound)
+            stale = len(running)
+        g = bisect_right(running, bound) if stale == len(running) else bisect_right(running, bound, 0, stale)
         if g:
             bound -= running[g - 1]
-        inner = self._group_inner[g]
-        if not inner or self._group_fresh[g] < len(inner):
+        inner, fresh = self._group_inner[g], self._group_fresh[g]
+        if not inner or (fresh < len(inner) and not (fresh and inner[fresh - 1] > bound)):
             inner = self._inner_running(g)
-        k = bisect_right(inner, bound)
+            fresh = len(inner)
+        k = bisect_right(inner, bound) if fresh == len(inner) else bisect_right(inner, bound, 0, fresh)
         if k:
             bound -= inner[k - 1]
         pos = (g << self._group_shift) + k
         # inside sublist pos: bisect all its running sums, or the blocks and then one block
         marks = self._marks[pos]
         if marks is None or marks[4] is None:
-            marks = self._block_marks(pos)
+            marks = self._block_marks(pos, bound)
         else:
             marks[5] += 1
         full = marks[4]
         if full is not None:
             return self._keys[pos][bisect_right(full, bound)]
+        fresh = marks[8]
+        if fresh and marks[7][fresh - 1] > bound:  # the answer lies in the kept fresh prefix
+            return self._keys[pos][bisect_right(marks[7], bound, 0, fresh)]
         running = marks[3]
-        c = bisect_right(running, bound)
+        c = bisect_right(running, bound, 0, marks[6])
         if c:
             ends = marks[2]
-            start, base = ends[c - 1] if ends is not None else sum(marks[0][:c]), running[c - 1]
+            start = ends[c - 1] if ends is not None else sum(marks[0][:c])
+            bound -= running[c - 1]
         else:
-            start, base = 0, 0
-        within = list(accumulate(self._weights[pos][start : start + marks[0][c]], initial=base))
-        return self._keys[pos][start + bisect_right(within, bound) - 1]
+            start = 0
+        within = list(accumulate(self._weights[pos][start : start + marks[0][c]]))
+        return self._keys[pos][start + bisect_right(within, bound)]
 
     def search_greater(self, m) -> float:
         """Smallest key b with cdf(b) > m (exactly; a tie cdf(b) == m is not "greater").
@@ -636,6 +673,12 @@ class QuantileTree:
         for marks, weights in zip(self._marks, self._weights):
             if marks is not None:
                 assert marks[4] is None or marks[4] == list(accumulate(weights)), "full running sums stale"
+                kept, fresh = marks[7], marks[8]
+                assert kept is not None or fresh == 0, "kept running sums misaligned"
+                assert marks[4] is None or kept is None, "both full and kept running sums"
+                if kept is not None:
+                    assert 0 <= fresh <= min(len(kept), len(weights)), "kept running sums misaligned"
+                    assert kept[:fresh] == list(accumulate(weights))[:fresh], "kept running sums stale"
                 assert isinstance(marks[5], int) and marks[5] >= 0, "query count invalid"
         if self._group_sums is not None:
             size = 1 << self._group_shift

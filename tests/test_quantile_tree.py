@@ -295,3 +295,35 @@ def test_lazy_indexes_stay_exact_through_query_runs_and_single_updates():
         saw_full |= any(m is not None and m[4] is not None for m in tree._marks)
         tree._check()
     assert saw_full and saw_stale_groups and saw_stale_blocks
+
+
+def test_update_keeps_full_running_sums_as_a_fresh_prefix():
+    """After a run of queries built a sublist's running sums of all weights, an update there
+    keeps them fresh below the updated position (instead of freeing them); queries answered
+    from that prefix, from the blocks beyond it, and after the rebuild all match brute force."""
+    tree, brute = QuantileTree(load=16), BruteForce()
+    for k in range(20):  # one sublist of 20 keys, weights 1..20
+        tree.insert(float(k), k + 1)
+        brute.insert(float(k), k + 1)
+    for _ in range(12):  # more than _FULL_AFTER queries: the full running sums get built
+        assert tree.search_greater(7) == brute.search_greater(7)
+    assert tree._marks[0][4] is not None and tree._marks[0][7] is None
+    tree.insert(10.5, 3)  # new position 11
+    brute.insert(10.5, 3)
+    marks = tree._marks[0]
+    assert marks[4] is None and marks[7] is not None and marks[8] == 11
+    tree._check()
+    tree.delete(4.0, 2)  # position 4 keeps its key: fresh below it
+    brute.delete(4.0, 2)
+    assert tree._marks[0][8] == 4
+    tree._check()
+    for m in [0, 2.5, 5, 9, 9.5, 14, 50, 120, 200.5, 211, 212, 500]:
+        assert tree.search_greater(m) == brute.search_greater(m), m
+        assert tree.cdf_exact(m / 10) == brute.cdf(m / 10), m
+        tree._check()
+    assert tree._marks[0][4] is not None and tree._marks[0][7] is None and tree._marks[0][8] == 0  # rebuilt
+    running, expected = 0, []
+    for weight in tree._weights[0]:
+        running += weight
+        expected.append(running)
+    assert tree._marks[0][4] == expected
