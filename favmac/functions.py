@@ -372,7 +372,7 @@ class FormulaValue:
         except FormulaError:
             raise
         except Exception as err:  # simpleeval raises several types; name the problem for the user
-            raise FormulaError(f"Cannot evaluate the value formula {self.formula!r}: {err}. {_FORMULA_HELP}") from None
+            raise FormulaError(f"Cannot evaluate the value formula {self.formula!r}: {str(err).rstrip('.')}. {_FORMULA_HELP}") from None
         out = np.broadcast_to(np.asarray(out, dtype=float), hits.shape[:-1])
         if not np.all(np.isfinite(out)):
             raise self.non_finite_error()
