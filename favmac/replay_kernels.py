@@ -17,10 +17,12 @@ from numba import njit
 from . import thresholds
 from .fenwick import add, count_le
 
-__all__ = ["adaptive_thresholds", "expected_thresholds", "violation_thresholds", "rank_edge"]
+__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "violation_thresholds", "rank_edge"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True)(thresholds.rank_edge)
+#: :func:`favmac.thresholds.calibration_count`, compiled for the kernels.
+calibration_count = njit(cache=True)(thresholds.calibration_count)
 
 
 @njit(cache=True)
@@ -35,9 +37,7 @@ def expected_thresholds(ptr, ranks, weights, keys, bounds, burn_in, window, star
     n_keys = keys.shape[0]
     for n in range(start, stop):
         if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
+            n_cal = calibration_count(n, window)
             for t in range(bounds.shape[0]):
                 bound = bounds[t, n_cal]
                 if bound < 0:
@@ -63,9 +63,7 @@ def violation_thresholds(score_ranks, scores, ranks_k, burn_in, window, start, s
     n_patients = score_ranks.shape[0]
     for n in range(start, stop):
         if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
+            n_cal = calibration_count(n, window)
             k = ranks_k[n_cal]
             edge = rank_edge(k, n_cal)
             if not math.isnan(edge):
@@ -106,9 +104,7 @@ def adaptive_thresholds(ptr, ranks, weights, keys, cand_keys, preference, realiz
     current = start_targets.copy()
     for n in range(n_patients + 1):
         if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
+            n_cal = calibration_count(n, window)
             for t in range(n_targets):
                 targets_out[t, n - burn_in] = current[t]
                 if abs(current[t]) >= limit // (n_cal + 1):

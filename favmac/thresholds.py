@@ -34,6 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
+    "calibration_count",
     "INT64_LIMIT",
     "ExactCosts",
     "calibration_points",
@@ -318,6 +319,19 @@ def rank_edge(k, n):
     if k <= 0:
         return math.inf
     return math.nan
+
+
+def calibration_count(n, window):
+    """Patients a threshold at stream position ``n`` is calibrated on: all n, or the last ``window``.
+
+    ``window <= 0`` means no window. Plain Python: the numba kernels compile this same function.
+
+    >>> calibration_count(7, 0), calibration_count(7, 5), calibration_count(3, 5)
+    (7, 5, 3)
+    """
+    if window > 0 and n > window:
+        return window
+    return n
 
 
 def quantile_rank(beta, sizes) -> np.ndarray:

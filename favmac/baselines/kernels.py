@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from .. import fenwick
-from ..replay_kernels import rank_edge
+from ..replay_kernels import calibration_count, rank_edge
 
 
 @njit(cache=True)
@@ -84,9 +84,7 @@ def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, 
     final = np.empty(n_targets)
     for n in range(n_patients + 1):
         if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
+            n_cal = calibration_count(n, window)
             for t in range(n_targets):
                 j = ranks_needed[t, n_cal]
                 tau = rank_edge(n_cal + 1 - j, n_cal)  # the j-th smallest is the (n_cal + 1 - j)-th largest
@@ -141,9 +139,7 @@ def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
         if n < n_patients:
             n_above[:] = np.searchsorted(grid, probs[n], side="right")
         if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
+            n_cal = calibration_count(n, window)
             for t in range(n_targets):
                 bound = bounds[t, n_cal]
                 lo = 0
@@ -273,9 +269,7 @@ def crc_kernel(probs, ranks, values, negative_weight, bounds, burn_in, window):
     final = np.empty(n_targets)
     for n in range(n_patients + 1):
         if n >= burn_in:
-            n_cal = n
-            if window > 0 and n_cal > window:
-                n_cal = window
+            n_cal = calibration_count(n, window)
             for t in range(n_targets):
                 bound = bounds[t, n_cal]
                 if bound < 0:
