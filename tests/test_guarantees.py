@@ -16,21 +16,38 @@ def synthetic(n=400, k=6, seed=0):
     return probs, labels, weights
 
 
+def over_orderings(probs, labels, value, cost, targets, n_orderings, figure, **options):
+    """(orderings, targets) array of ``figure(result)`` over seeded random orderings of the stream."""
+    rows = []
+    for seed in range(n_orderings):
+        perm = np.random.RandomState(seed).permutation(len(probs))
+        rows.append(figure(replay(probs[perm], labels[perm], value, cost, targets, **options)))
+    return np.array(rows)
+
+
+def mean_cost(result):
+    return result.cost.mean(axis=1)
+
+
+def violation_rate(result):
+    return result.violations.mean(axis=1)
+
+
+def assert_controlled(per_ordering, bound):
+    """Mean over orderings <= bound + 3 standard errors, and not vacuously below half the bound."""
+    overall = per_ordering.mean(axis=0)
+    stderr = per_ordering.std(axis=0, ddof=1) / np.sqrt(len(per_ordering))
+    assert np.all(overall <= np.asarray(bound) + 3 * stderr), (overall, bound)
+    assert np.all(overall >= 0.5 * np.asarray(bound)), "the control is so loose the test says nothing"
+
+
 @pytest.mark.parametrize("universe", ["ratio", "prob", "value"])
 def test_expected_cost_is_controlled(universe):
     probs, labels, w = synthetic()
     value, cost = AdditiveValue(w), AdditiveCost(w)
     targets = [round(f * w.sum(), 2) for f in (0.05, 0.15, 0.3)]
-    per_ordering = []
-    for seed in range(120):
-        perm = np.random.RandomState(seed).permutation(len(probs))
-        res = replay(probs[perm], labels[perm], value, cost, targets, universe=universe, burn_in=30)
-        per_ordering.append(res.cost.mean(axis=1))
-    means = np.array(per_ordering)  # (orderings, targets)
-    overall = means.mean(axis=0)
-    stderr = means.std(axis=0, ddof=1) / np.sqrt(len(means))
-    assert np.all(overall <= np.array(targets) + 3 * stderr), (overall, targets)
-    assert np.all(overall >= 0.5 * np.array(targets)), "the control is so loose the test says nothing"
+    means = over_orderings(probs, labels, value, cost, targets, 120, mean_cost, universe=universe, burn_in=30)
+    assert_controlled(means, targets)
 
 
 @pytest.mark.parametrize("universe", ["ratio", "prob"])
@@ -39,16 +56,8 @@ def test_violation_rate_is_controlled(universe):
     value, cost = AdditiveValue(w), AdditiveCost(w)
     delta = 0.1
     targets = [round(f * w.sum(), 2) for f in (0.1, 0.3)]
-    rates = []
-    for seed in range(120):
-        perm = np.random.RandomState(seed).permutation(len(probs))
-        res = replay(probs[perm], labels[perm], value, cost, targets, delta=delta, universe=universe, burn_in=30)
-        rates.append(res.violations.mean(axis=1))
-    rates = np.array(rates)
-    overall = rates.mean(axis=0)
-    stderr = rates.std(axis=0, ddof=1) / np.sqrt(len(rates))
-    assert np.all(overall <= delta + 3 * stderr), overall
-    assert np.all(overall >= 0.5 * delta), "the control is so loose the test says nothing"
+    rates = over_orderings(probs, labels, value, cost, targets, 120, violation_rate, delta=delta, universe=universe, burn_in=30)
+    assert_controlled(rates, delta)
 
 
 def test_rolling_window_still_controls_cost():
@@ -69,16 +78,8 @@ def test_price_score_controls_expected_cost(universe):
     probs, labels, w = synthetic(seed=3)
     value, cost = AdditiveValue(np.round(w[::-1], 2)), AdditiveCost(w)  # value and cost weights differ
     targets = [round(f * w.sum(), 2) for f in (0.05, 0.15, 0.3)]
-    per_ordering = []
-    for seed in range(120):
-        perm = np.random.RandomState(seed).permutation(len(probs))
-        res = replay(probs[perm], labels[perm], value, cost, targets, universe=universe, burn_in=30, score="price")
-        per_ordering.append(res.cost.mean(axis=1))
-    means = np.array(per_ordering)
-    overall = means.mean(axis=0)
-    stderr = means.std(axis=0, ddof=1) / np.sqrt(len(means))
-    assert np.all(overall <= np.array(targets) + 3 * stderr), (overall, targets)
-    assert np.all(overall >= 0.5 * np.array(targets)), "the control is so loose the test says nothing"
+    means = over_orderings(probs, labels, value, cost, targets, 120, mean_cost, universe=universe, burn_in=30, score="price")
+    assert_controlled(means, targets)
 
 
 @pytest.mark.parametrize("universe", ["ratio", "value"])
@@ -87,17 +88,9 @@ def test_price_score_controls_violations(universe):
     value, cost = AdditiveValue(np.round(w[::-1], 2)), AdditiveCost(w)
     delta = 0.1
     targets = [round(f * w.sum(), 2) for f in (0.1, 0.3)]
-    rates = []
-    for seed in range(120):
-        perm = np.random.RandomState(seed).permutation(len(probs))
-        res = replay(probs[perm], labels[perm], value, cost, targets, delta=delta, universe=universe, burn_in=30,
-                     score="price")
-        rates.append(res.violations.mean(axis=1))
-    rates = np.array(rates)
-    overall = rates.mean(axis=0)
-    stderr = rates.std(axis=0, ddof=1) / np.sqrt(len(rates))
-    assert np.all(overall <= delta + 3 * stderr), overall
-    assert np.all(overall >= 0.5 * delta), "the control is so loose the test says nothing"
+    rates = over_orderings(probs, labels, value, cost, targets, 120, violation_rate, delta=delta, universe=universe,
+                           burn_in=30, score="price")
+    assert_controlled(rates, delta)
 
 
 def test_price_score_with_a_window_still_controls_cost():
