@@ -25,8 +25,8 @@ Inside a sublist, blocks of positions with their lengths and totals (built by th
 query that needs them) reduce the scan to a bisection plus at most ``2 * _block``
 additions. An update finds its block by bisecting the block bounds with its key (no
 positions to recount), changes that block's length and total and marks the block running
-sums stale from that block on; the next query of that sublist refreshes them
-(O(load / _block)); a block that grows past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
+sums stale from that block on; a search there extends the fresh prefix only as far as it
+needs (at most O(load / _block)); a block that grows past ``2 * _block`` splits. ``_block`` = load / 32, from 2 to 16. A sublist queried more
 than ``_FULL_AFTER`` times since its last update also keeps the running sums of all its
 weights (O(load) to build, then a query there is one bisection). An update does not free
 them (that alone costs O(load)): they become ``kept``, fresh below the updated position,
@@ -286,7 +286,12 @@ class QuantileTree:
                 else:  # its exact binary value
                     numerator, denominator = weight.as_integer_ratio()
                 scale = self._scale
-                value = numerator * (scale // denominator) if not scale % denominator else self._to_int(weight)
+                if scale % denominator:
+                    value = self._to_int(weight)  # refines the scale
+                else:
+                    value = numerator * (scale // denominator)
+                    if len(self._int_cache) < 4096:
+                        self._int_cache[weight] = value
         else:
             value = None
         if value is None:
