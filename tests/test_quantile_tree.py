@@ -327,3 +327,39 @@ def test_update_keeps_full_running_sums_as_a_fresh_prefix():
         running += weight
         expected.append(running)
     assert tree._marks[0][4] == expected
+
+
+def test_block_bounds_stay_separators_through_block_splits_and_emptied_blocks():
+    """An update finds its block by bisecting the block bounds with its key. Deleting a block's
+    first key leaves its bound as a separator; emptying a block (the first one too) drops a
+    bound; a block grown past 2 * _block splits at a new bound. Online-session pattern (one
+    update, one query), sublists of 64-128 keys in blocks of 2-4."""
+    rng = random.Random(4242)
+    tree, brute = QuantileTree(load=64), BruteForce()
+    for _ in range(250):
+        key, weight = round(rng.uniform(0, 10), 3), rng.choice([rng.random(), 0.5, 3])
+        tree.insert(key, weight)
+        brute.insert(key, weight)
+    saw_bounds = False
+    for step in range(500):
+        present = sorted(brute.weights)
+        if present and rng.random() < 0.45:
+            # delete a whole key, often the smallest of the tree or of a block
+            key = present[0] if step % 7 == 0 else rng.choice(present)
+            tree.delete(key, brute.weights[key])
+            brute.delete(key, brute.weights[key])
+        elif present and rng.random() < 0.2:  # more weight on a stored key: same positions
+            key = rng.choice(present)
+            tree.insert(key, 0.25)
+            brute.insert(key, 0.25)
+        else:
+            key, weight = round(rng.uniform(0, 10), 3), rng.random()
+            tree.insert(key, weight)
+            brute.insert(key, weight)
+        saw_bounds |= any(m is not None and len(m[2]) > 3 for m in tree._marks)
+        m = rng.random() * float(brute.total())
+        assert tree.search_greater(m) == brute.search_greater(m)
+        probe = rng.uniform(0, 10)
+        assert tree.cdf_exact(probe) == brute.cdf(probe)
+        tree._check()
+    assert saw_bounds
