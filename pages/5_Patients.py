@@ -4,7 +4,7 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import figures, guarantees, patients, state, widgets
+from favmac.ui import bootstrap, figures, guarantees, patients, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -20,6 +20,8 @@ new = st.session_state.get("new_patients")
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
+state.online_result(wait=False)  # starts the replay (if need be) without waiting for it
+bootstrap.draw_rest_later()  # a first visit shows the choice above first; the patient and its charts a moment later
 value, cost = state.value_and_cost()
 result = state.online_result()
 if source == "Calibration stream":
