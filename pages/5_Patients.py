@@ -20,8 +20,6 @@ new = st.session_state.get("new_patients")
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
-state.online_result(wait=False)  # starts the replay (if need be) without waiting for it
-bootstrap.draw_rest_later()  # a first visit shows the choice above first; the patient and its charts a moment later
 value, cost = state.value_and_cost()
 result = state.online_result()
 if source == "Calibration stream":
@@ -53,6 +51,9 @@ else:
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=state.spec().score)[0]
 
+# a first visit shows the choices above first; the patient's numbers, chart and table a moment later
+# (drawn with them, the patient box would wait for the chart's code to load: about 2 s)
+bootstrap.draw_rest_later()
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])

@@ -73,12 +73,14 @@ def draw_rest_later() -> None:
     """On the session's first page run, end the run here; the rest of the page comes a moment later.
 
     A first visit (a new browser tab or a deep link) has to fetch the front-end code of every
-    kind of widget the run draws, from this same server, before it can show them. Data tables
-    and charts need the largest pieces, and the Python that builds them holds the GIL the server
-    needs to send that code, so a page calls this after its title and first controls: the first
-    run stops here (with a note where the rest will be) and the browser reruns the page
-    ``REST_DELAY`` seconds later, a run that draws everything. Every later run of the session
-    (widget changes, page switches) draws the whole page at once.
+    kind of element the run draws, from this same server, before it can show them. Charts and
+    data tables need the largest pieces (plotly's is 4.7 MB), controls drawn in the same run
+    were seen to wait for them (the Patients page's patient box: about 2.4 s after the page
+    connected, 0.6 s once the chart came in a later run), and the Python that builds them holds
+    the GIL the server needs to send that code. So a page calls this after its title and first
+    controls: the first run stops here (with a note where the rest will be) and the browser
+    reruns the page ``REST_DELAY`` seconds later, a run that draws everything. Every later run
+    of the session (widget changes, page switches) draws the whole page at once.
     """
     if st.session_state.get(PAGE_RUNS, 0) > 1:
         return
