@@ -1,4 +1,5 @@
-"""``page_setup``: the first call of every page, so any page works as a deep link.
+"""``page_setup``: the first call of every page, so any page works as a deep link;
+``draw_rest_later``: where a new session's first run of a page stops (charts and tables next run).
 
 Imports only Streamlit and the page table at module level: ``state`` and ``widgets`` (numpy,
 pandas, the library) are imported when the data is set up, so the Home page can draw its text
