@@ -29,6 +29,7 @@ st.markdown(
 )
 st.caption("  \n".join(EXPLAIN.values()))
 
+bootstrap.draw_rest_later()  # a first visit shows the text above first; the data (and pandas) a moment later
 st.subheader("Loaded now")
 bootstrap.load_data()
 from favmac.ui import state, widgets  # noqa: E402  (after the text: these import the library)

@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import io as fio
 from favmac.validation import MAX_WEIGHT
-from favmac.ui import data_views, figures, samples, state, widgets, weights_view
+from favmac.ui import bootstrap, data_views, figures, samples, state, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 
@@ -45,7 +45,8 @@ with sample_col:
     loaded = st.session_state.get("dataset_key") or ""
     sample_keys = list(samples.SAMPLES)
     current = next((i for i, k in enumerate(sample_keys) if loaded.startswith(f"sample:{k}:")), 0)
-    sample = st.selectbox("Sample dataset", sample_keys, index=current, format_func=lambda k: samples.SAMPLES[k].label, key="sample_choice")
+    # a radio: three samples read at a glance, and its code is small for a first visit to fetch
+    sample = st.radio("Sample dataset", sample_keys, index=current, format_func=lambda k: samples.SAMPLES[k].label, key="sample_choice")
     if st.button("Load sample", key="load_sample", icon=":material/dataset:"):
         state.load_sample(sample)
 with upload_col:
@@ -66,6 +67,7 @@ widgets.show_message("calibration")
 if st.session_state["messages"].get("settings", ("", ""))[0] == "warning":
     widgets.show_message("settings")  # what changed to fit the new data
 widgets.require_dataset()
+bootstrap.draw_rest_later()  # a first visit shows the controls above first; the tables and charts a moment later
 
 ds = state.dataset()
 probs, labels = ds.prob_array(), ds.label_array()

@@ -48,6 +48,7 @@ controls[3].button("End", key="to_end", icon=":material/last_page:", on_click=pl
 controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS), value=session.speed if session.speed in playback.SPEEDS else 100,
                           key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
 if pending:
+    bootstrap.draw_rest_later()  # a first visit ends its run here: the replay goes on, the page comes back a moment later
     state.online_result()  # waits a moment; a longer replay shows its progress here and stops the page
     st.rerun()  # the replay is ready: draw the page again with the controls on
 series = playback.running_series(result)

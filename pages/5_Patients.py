@@ -4,7 +4,7 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import figures, guarantees, patients, state, widgets
+from favmac.ui import bootstrap, figures, guarantees, patients, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -51,6 +51,9 @@ else:
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=state.spec().score)[0]
 
+# a first visit shows the choices above first; the patient's numbers, chart and table a moment later
+# (drawn with them, the patient box would wait for the chart's code to load: about 2 s)
+bootstrap.draw_rest_later()
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])

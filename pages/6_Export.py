@@ -1,7 +1,7 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import guarantees, settings_form, state, widgets
+from favmac.ui import bootstrap, guarantees, settings_form, state, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.playback import format_threshold
@@ -35,6 +35,7 @@ with right:
     widgets.show_message("settings_json")
 
 with sets_area:
+    bootstrap.draw_rest_later()  # a first visit shows the settings below first; the chosen sets a moment later
     st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
     start = ds.n_patients <= state.AUTO_EXPORT_PATIENTS
     if not start:

@@ -4,14 +4,23 @@
 
 1. Starts ``streamlit run`` on a one-line app (``st.write("Hello")``) on a free loopback port and
    times, in a fresh chromium context, the navigation until "Hello" is on screen
-   (the baseline: what any Streamlit app costs on this machine).
+   (the baseline: what any Streamlit app costs on this machine); also opened at ``/x``, to show
+   what a deep link costs any Streamlit app (a row for reference, not a goal).
 2. Starts a fresh ``streamlit run app.py`` and times, each in a fresh context (a new session,
    nothing cached in the browser), Home and then every page opened by deep link (``/Data``,
    ...) until the page's title *and its first control* are drawn ("controls"), and until the
-   script run has finished ("settled": no "Running..." status widget).
+   script run has finished ("settled": no "Running..." status widget, and no "Loading the rest
+   of the page…" note: on a session's first run the pages with tables or charts draw their
+   title and first controls, and the rest in a second run a moment later).
 
 Each page is measured ``--repeat`` times (fresh context each time); the table shows the median.
 The first Home visit of a fresh server also pays the imports; it is listed separately.
+
+"Drawn" is checked in the page on every animation frame (``page.wait_for_function(...,
+polling="raf")``), the same test for the one-line app and the pages. (Playwright's
+``locator.wait_for`` retries after 0, 20, 50, 100, 100 ms and then only every 500 ms, so
+anything drawn after about 0.3 s was reported up to half a second late: earlier versions of
+this script measured that polling step as much as the app.)
 Nothing is asserted: ``tests/browser/test_first_visit.py`` runs this and prints the figures.
 Needs Debian's chromium (/usr/bin/chromium, or $FAVMAC_CHROMIUM) and python playwright.
 """
@@ -33,12 +42,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("FAVMAC_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
 ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
+# The one-line app opened at /x, for reference: Streamlit's front end first looks for the server
+# under the link's path (/x/_stcore/health: 404), waits 100 ms and tries again at the root, so
+# every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
+DEEP_LINK_ROW = "one-line app at /x (a deep link)"
+REST_NOTE = "Loading the rest of the page"  # favmac.ui.bootstrap.REST_NOTE (without its ellipsis)
 
 # (label, URL path, title text, CSS of the page's first control). The control is what a user
 # needs to start working; charts and tables may still be computing.
 PAGES = [
     ("Home", "", "FavMac Studio", "[data-testid='stPageLink']"),
-    ("Data", "Data", "Data", "[data-testid='stSelectbox']"),
+    ("Data", "Data", "Data", "[data-testid='stRadio']"),  # the sample choice (a select box before)
     ("Value & cost", "Value_and_cost", "Value & cost", "[data-testid='stFormSubmitButton']"),
     ("Online session", "Online_session", "Online session", "[data-testid='stButton']"),
     ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
@@ -89,6 +103,22 @@ def stop_server(proc: subprocess.Popen) -> None:
                 pass
 
 
+# True once the page shows what a visit waits for: Playwright's rules for `locator(css,
+# has_text=...).first` being visible (the first match in document order; a non-empty box and
+# not visibility:hidden; text matched case-insensitively with whitespace collapsed).
+DRAWN_JS = """([title, control, text]) => {
+  const norm = s => (s || "").replace(/\\s+/g, " ").trim().toLowerCase();
+  const visible = el => {
+    if (!el) return false;
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && getComputedStyle(el).visibility !== "hidden";
+  };
+  const withText = (css, t) => Array.from(document.querySelectorAll(css)).find(el => norm(el.textContent).includes(norm(t)));
+  if (text !== null) return visible(withText("[data-testid='stMarkdownContainer']", text));
+  return visible(withText("h1", title)) && visible(document.querySelector(control));
+}"""
+
+
 def visit(browser, url: str, title: str | None, control: str | None, text: str | None = None) -> tuple[float, float]:
     """Seconds from navigation start until the page's title and control show, and until the run settles."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -96,16 +126,13 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
     try:
         t0 = time.perf_counter()
         page.goto(url, wait_until="commit")
-        if text is not None:
-            page.locator("[data-testid='stMarkdownContainer']", has_text=text).first.wait_for(state="visible", timeout=120_000)
-        else:
-            page.locator("h1", has_text=title).first.wait_for(state="visible", timeout=120_000)
-            page.locator(control).first.wait_for(state="visible", timeout=120_000)
+        page.wait_for_function(DRAWN_JS, arg=[title, control, text], polling="raf", timeout=120_000)
         drawn = time.perf_counter() - t0
-        # settled: the app's status widget ("Running...") is gone for half a second
+        # settled: the app's status widget ("Running...") and the note of a page whose rest is still
+        # to come (favmac.ui.bootstrap.REST_NOTE) are gone for half a second
         quiet_since = None
         while time.perf_counter() - t0 < 180:
-            running = page.locator("[data-testid='stStatusWidget']").count() > 0
+            running = page.locator("[data-testid='stStatusWidget']").count() > 0 or page.get_by_text(REST_NOTE).count() > 0
             now = time.perf_counter()
             if running:
                 quiet_since = None
@@ -140,8 +167,10 @@ def measure(repeat: int = 3, browser=None) -> dict:
         try:
             first = visit(browser, base + "/", None, None, text="Hello")
             again = [visit(browser, base + "/", None, None, text="Hello") for _ in range(repeat)]
+            deep = [visit(browser, base + "/x", None, None, text="Hello") for _ in range(repeat)]
             figures["one-line app (first view)"] = first
             figures["one-line app"] = tuple(statistics.median(x) for x in zip(*again))
+            figures[DEEP_LINK_ROW] = tuple(statistics.median(x) for x in zip(*deep))
         finally:
             stop_server(proc)
         proc, base = start_server("app.py", ROOT, tmp / "app.log")

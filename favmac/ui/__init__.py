@@ -21,8 +21,9 @@ Streamlit:
 * ``state``     — the documented ``st.session_state`` keys and the actions that change them
   (including the background jobs a session keeps across page switches).
 * ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages.
-* ``bootstrap`` — ``page_setup(title)``, the first call of every page; the sidebar menu; the
-  once-per-server warm-up of the replay kernels.
+* ``bootstrap`` — ``page_setup(title)``, the first call of every page; the sidebar menu;
+  ``draw_rest_later()`` (a new session's first run stops after the first controls, the next
+  draws the rest); the once-per-server warm-up of the replay kernels.
 
 The library core (``favmac/*.py``) never imports this package.
 """

@@ -1,4 +1,5 @@
-"""``page_setup``: the first call of every page, so any page works as a deep link.
+"""``page_setup``: the first call of every page, so any page works as a deep link;
+``draw_rest_later``: where a new session's first run of a page stops (charts and tables next run).
 
 Imports only Streamlit and the page table at module level: ``state`` and ``widgets`` (numpy,
 pandas, the library) are imported when the data is set up, so the Home page can draw its text
@@ -14,6 +15,12 @@ import streamlit as st
 from favmac.ui.navigation import PAGES
 
 SUMMARY_SLOT = "_sidebar_summary_slot"  # session key of this run's sidebar-summary placeholder
+PAGE_RUNS = "_page_runs"  # session key: page runs so far in this session (counted by page_setup)
+REST_PENDING = "_rest_pending"  # session key: the first run stopped at draw_rest_later; its timer reruns the page
+# Seconds between a session's first run (title, menu, first controls) and the run that draws the
+# rest of the page (tables, charts): time for the browser to fetch the first controls' code.
+REST_DELAY = 0.3
+REST_NOTE = "Loading the rest of the page…"  # shown where the rest will be, until that run draws it
 
 _WARM_UP = threading.Lock()
 _warm_up_started = False
@@ -29,6 +36,10 @@ def page_setup(title: str, *, load_data: bool = True) -> None:
     :func:`load_data`, called once the page's own text is on screen: a first visit then shows
     the page before the sample is read (and pandas imported).
     """
+    ss = st.session_state
+    ss[PAGE_RUNS] = ss.get(PAGE_RUNS, 0) + 1
+    if ss[PAGE_RUNS] > 1:
+        ss.pop(REST_PENDING, None)  # left over when the user moved on before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
     show_menu()
     if load_data:
@@ -57,6 +68,36 @@ def load_data() -> None:
 
     state.init_state()
     widgets.refresh_sidebar_summary()
+
+
+def draw_rest_later() -> None:
+    """On the session's first page run, end the run here; the rest of the page comes a moment later.
+
+    A first visit (a new browser tab or a deep link) has to fetch the front-end code of every
+    kind of element the run draws, from this same server, before it can show them. Charts and
+    data tables need the largest pieces (plotly's is 4.7 MB), controls drawn in the same run
+    were seen to wait for them (the Patients page's patient box: about 2.4 s after the page
+    connected, 0.6 s once the chart came in a later run), and the Python that builds them holds
+    the GIL the server needs to send that code. So a page calls this after its title and first
+    controls: the first run stops here (with a note where the rest will be) and the browser
+    reruns the page ``REST_DELAY`` seconds later, a run that draws everything. Every later run
+    of the session (widget changes, page switches) draws the whole page at once.
+    """
+    if st.session_state.get(PAGE_RUNS, 0) > 1:
+        return
+    _rerun_soon()
+    st.stop()
+
+
+@st.fragment(run_every=REST_DELAY)
+def _rerun_soon() -> None:
+    """Drawn by the first run (a note); its first timer tick reruns the whole page."""
+    ss = st.session_state
+    if ss.get(REST_PENDING):
+        ss.pop(REST_PENDING)
+        st.rerun()
+    ss[REST_PENDING] = True
+    st.caption(REST_NOTE)
 
 
 def warm_up(delay: float = 1.0) -> None:

@@ -14,7 +14,7 @@ def table_with(at, column):
 
 def drift_session():
     at = open_page("data")
-    at.selectbox(key="sample_choice").set_value("drift")
+    at.radio(key="sample_choice").set_value("drift")
     at.button(key="load_sample").click().run()
     assert at.session_state["dataset"].segment_columns() == ["segment"]
     return at

@@ -40,7 +40,7 @@ def test_page_switches_keep_state():
 
 def test_loaded_sample_survives_navigation():
     at = open_page("data")
-    at.selectbox(key="sample_choice").set_value("digits")
+    at.radio(key="sample_choice").set_value("digits")
     at.button(key="load_sample").click().run()
     assert at.session_state["dataset"].n_codes == 10
     go(at, "online")
@@ -53,7 +53,7 @@ def test_loaded_sample_survives_navigation():
 
 def test_two_sessions_do_not_share_data():
     first, second = open_page("data"), open_page("data")
-    first.selectbox(key="sample_choice").set_value("digits")
+    first.radio(key="sample_choice").set_value("digits")
     first.button(key="load_sample").click().run()
     go(second, "value_cost")
     second.number_input(key="target").set_value(5.1)

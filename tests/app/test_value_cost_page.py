@@ -61,7 +61,7 @@ def test_full_universe_offered_only_for_small_k():
     at = open_page("value_cost")
     assert not any(o.startswith("full") for o in at.selectbox(key="universe").options)  # 35 codes
     at.switch_page("pages/1_Data.py").run()
-    at.selectbox(key="sample_choice").set_value("digits")
+    at.radio(key="sample_choice").set_value("digits")
     at.button(key="load_sample").click().run()
     at.switch_page("pages/2_Value_and_cost.py").run()
     assert any(o.startswith("full") for o in at.selectbox(key="universe").options)  # 10 codes

@@ -1,0 +1,93 @@
+"""A session's first run: title and first controls first, tables and charts in the next run.
+
+``favmac.ui.bootstrap.draw_rest_later`` ends a fresh session's first run of a page with tables
+or charts right after its first controls; a timer in the browser reruns the page
+``REST_DELAY`` seconds later. AppTest runs no timers: ``open_page(..., first_run_only=True)``
+shows the first run, and ``at.run()`` is what the timer does.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from app_helpers import assert_clean, go, open_page
+
+from favmac.ui import bootstrap
+
+# page: (a control drawn by the first run, element kinds that only the next run draws)
+DEFERRED = {
+    "home": (("page_link", None), ("metric",)),
+    "data": (("radio", "sample_choice"), ("plotly_chart", "dataframe", "arrow_data_frame")),
+    "online": (("button", "play"), ("metric", "progress")),
+    "patients": (("selectbox", "patient_select"), ("plotly_chart", "metric", "dataframe", "arrow_data_frame")),
+    "export": (("file_uploader", "upload_settings"), ("dataframe", "arrow_data_frame")),
+}
+
+
+def notes(at) -> list[str]:
+    return [c.value for c in at.caption if c.value == bootstrap.REST_NOTE]
+
+
+def summary(at) -> bool:
+    return any(m.value == "**Dataset**" for m in at.sidebar.markdown)
+
+
+def count(at, kinds) -> int:
+    return sum(len(at.get(kind)) for kind in kinds)
+
+
+@pytest.mark.parametrize("name", list(DEFERRED))
+def test_first_run_draws_the_controls_then_the_next_run_the_rest(name):
+    (kind, key), later = DEFERRED[name]
+    at = open_page(name, first_run_only=True)
+    assert_clean(at)
+    assert at.session_state["_rest_pending"] is True
+    assert notes(at) == [bootstrap.REST_NOTE]
+    if key is None:  # Home: its first control is the menu
+        assert at.sidebar.get(kind)
+    else:
+        assert [e for e in at.get(kind) if e.proto.id and key in e.proto.id], f"{kind} {key} not drawn by the first run"
+    assert len(at.sidebar.get("page_link")) == 8  # the menu
+    # the dataset summary: with the first controls, except on Home, which leaves the data to the next run
+    assert summary(at) == (name != "home")
+    assert count(at, later) == 0
+
+    at.run()  # what the browser's timer does REST_DELAY seconds later
+    assert_clean(at)
+    assert "_rest_pending" not in at.session_state
+    assert notes(at) == []
+    assert count(at, later) > 0
+    assert summary(at)
+
+
+@pytest.mark.parametrize("name", ["value_cost", "tradeoffs", "validity"])
+def test_pages_without_tables_or_charts_draw_everything_at_once(name):
+    at = open_page(name, first_run_only=True)
+    assert_clean(at)
+    assert "_rest_pending" not in at.session_state and notes(at) == []
+
+
+def test_later_runs_of_the_session_draw_the_whole_page():
+    at = open_page("home")
+    go(at, "data")
+    assert notes(at) == [] and at.get("plotly_chart")
+    go(at, "patients")
+    assert notes(at) == [] and at.get("plotly_chart")
+
+
+def test_using_a_control_before_the_timer_draws_the_whole_page():
+    at = open_page("data", first_run_only=True)
+    at.radio(key="sample_choice").set_value("digits")
+    at.button(key="load_sample").click().run()
+    assert_clean(at)
+    assert at.session_state["dataset"].n_codes == 10
+    assert notes(at) == [] and at.get("plotly_chart")
+    assert "_rest_pending" not in at.session_state
+
+
+def test_the_benchmark_knows_the_note():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    import bench_first_visit
+
+    assert bootstrap.REST_NOTE.startswith(bench_first_visit.REST_NOTE)
