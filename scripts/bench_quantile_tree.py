@@ -116,7 +116,9 @@ def main(argv=None) -> int:
     for q, i in zip(levels, positions):
         tree.quantile(q)
         reference[i]
-    search, lookup = paired(lambda q: tree.search_greater(q * total), levels, reference.__getitem__, positions)
+    # both sides get their arguments precomputed: the cdf bound m for the tree, the position for SortedList
+    bounds = [q * total for q in levels]
+    search, lookup = paired(tree.search_greater, bounds, reference.__getitem__, positions)
     lines.append(row("search_greater at n keys", search, "SortedList sl[i] at n keys", lookup))
     quantile, lookup = paired(tree.quantile, levels, reference.__getitem__, positions)
     lines.append(row("quantile at n keys", quantile, "SortedList sl[i] at n keys", lookup))
