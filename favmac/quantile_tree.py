@@ -276,24 +276,7 @@ class QuantileTree:
         >>> t = QuantileTree(); t.insert(1.0); t.insert(1.0, 0.5); t.total
         1.5
         """
-        if type(weight) is float:
-            value = self._int_cache.get(weight)
-            if value is None and 0.0 < weight < _FAST_DECIMAL_LIMIT:  # _to_int's common case, inlined
-                decimal = round(weight * 1e9)
-                if decimal / 1e9 == weight:  # at most 9 decimal places: that decimal
-                    g = gcd(decimal, _DECIMAL_SCALE)
-                    numerator, denominator = decimal // g, _DECIMAL_SCALE // g
-                else:  # its exact binary value
-                    numerator, denominator = weight.as_integer_ratio()
-                scale = self._scale
-                if scale % denominator:
-                    value = self._to_int(weight)  # refines the scale
-                else:
-                    value = numerator * (scale // denominator)
-                    if len(self._int_cache) < 4096:
-                        self._int_cache[weight] = value
-        else:
-            value = None
+        value = self._int_cache.get(weight) if type(weight) is float else None
         if value is None:
             value = self._to_int(weight)
         if value:
@@ -354,22 +337,8 @@ class QuantileTree:
             else:
                 keys.insert(j, key)
                 self._weights[i].insert(j, value)
-                marks = self._marks[i]
-                if marks is not None:  # _shift_marks(i, key, j, value, 1), inlined but for a block split
-                    b = bisect_right(marks[2], key)
-                    marks[1][b] += value
-                    if marks[4] is not None:
-                        marks[7], marks[8] = marks[4], j
-                        marks[4] = None
-                    elif j < marks[8]:
-                        marks[8] = j
-                    marks[5] = 0
-                    if b < marks[6]:
-                        marks[6] = b
-                    lengths = marks[0]
-                    lengths[b] += 1
-                    if lengths[b] > 2 * self._block:
-                        self._split_block(i, b)
+                if self._marks[i] is not None:
+                    self._shift_marks(i, key, j, value, 1)
         self._sums[i] += value
         self._total += value
         group_sums = self._group_sums
@@ -599,19 +568,11 @@ class QuantileTree:
             return self._keys[0][0]
         # the group, then the sublist within it, whose running sums first exceed bound; a
         # stale suffix is refreshed only when the bound lies beyond the still-fresh prefix
-        # (_fresh_group_running and _inner_running, inlined: this is an online session's hot path)
         running = self._group_running
         stale = self._group_stale
-        if self._group_sums is None:
+        if self._group_sums is None or (stale < len(running) and not (stale and running[stale - 1] > bound)):
             running = self._fresh_group_running()
             stale = len(running)
-        elif stale < len(running) and not (stale and running[stale - 1] > bound):
-            if stale:
-                running[stale:] = accumulate(self._group_sums[stale:], initial=running[stale - 1])
-                del running[stale]  # the initial value
-            else:
-                running[:] = accumulate(self._group_sums)
-            stale = self._group_stale = len(running)
         g = bisect_right(running, bound, 0, stale)
         if g:
             bound -= running[g - 1]
