@@ -46,7 +46,8 @@ ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
 # under the link's path (/x/_stcore/health: 404), waits 100 ms and tries again at the root, so
 # every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
 DEEP_LINK_ROW = "one-line app at /x (a deep link)"
-REST_NOTE = "Loading the rest of the page"  # favmac.ui.bootstrap.REST_NOTE (without its ellipsis)
+sys.path.insert(0, str(ROOT))
+from favmac.ui.bootstrap import REST_NOTE  # noqa: E402  the note of a page whose rest is still to come
 
 # (label, URL path, title text, CSS of the page's first control). The control is what a user
 # needs to start working; charts and tables may still be computing.
@@ -129,7 +130,7 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
         page.wait_for_function(DRAWN_JS, arg=[title, control, text], polling="raf", timeout=120_000)
         drawn = time.perf_counter() - t0
         # settled: the app's status widget ("Running...") and the note of a page whose rest is still
-        # to come (favmac.ui.bootstrap.REST_NOTE) are gone for half a second
+        # to come (REST_NOTE) are gone for half a second
         quiet_since = None
         while time.perf_counter() - t0 < 180:
             running = page.locator("[data-testid='stStatusWidget']").count() > 0 or page.get_by_text(REST_NOTE).count() > 0

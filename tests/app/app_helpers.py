@@ -16,6 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from favmac.ui.bootstrap import REST_PENDING  # noqa: E402
+
 APP = REPO / "app.py"
 SAMPLES = REPO / "sample_data"
 PAGES = {
@@ -43,7 +45,7 @@ def open_page(name: str, *, first_run_only: bool = False) -> AppTest:
     if name != "home":
         at.switch_page(PAGES[name])
     at.run()
-    if not first_run_only and "_rest_pending" in at.session_state and at.session_state["_rest_pending"]:
+    if not first_run_only and REST_PENDING in at.session_state and at.session_state[REST_PENDING]:
         at.run()
     return at
 
