@@ -64,7 +64,7 @@ PAGES = [
     ("Online session", "Online_session", "Online session", "[data-testid='stButton']"),
     ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
     ("Patients", "Patients", "Patients", "[data-testid='stRadio'], [data-testid='stTextInput'], [data-testid='stSelectbox']"),
-    ("Export", "Export", "Export", "[data-testid='stFileUploader']"),
+    ("Export", "Export", "Export", "[data-testid='stDownloadButton']"),  # the settings download (the uploader comes next run)
     ("Validity", "Validity", "Validity", "[data-testid='stButton']"),
 ]
 

@@ -21,7 +21,7 @@ DEFERRED = {
     "data": (("radio", "sample_choice"), ("plotly_chart", "dataframe", "arrow_data_frame")),
     "online": (("button", "play"), ("metric", "progress", "select_slider")),
     "patients": (("radio", "patient_source"), ("selectbox", "text_input", "plotly_chart", "metric", "dataframe", "arrow_data_frame")),
-    "export": (("file_uploader", "upload_settings"), ("dataframe", "arrow_data_frame")),
+    "export": (("download_button", "download_settings"), ("file_uploader", "dataframe", "arrow_data_frame")),
     "validity": (("button", "run_validity"), ("number_input",)),
 }
 
