@@ -38,28 +38,31 @@ def page_setup(title: str, *, load_data: bool = True, menu_first: bool = False) 
     :func:`load_data`, called once the page's own text is on screen: a first visit then shows
     the page before the sample is read (and pandas imported).
 
-    On a session's first run the menu comes a moment later (the run :func:`draw_rest_later`
-    describes, started here when the page does not start it itself): the browser renders the
-    menu's page links before the page, and fetching their code first held a deep link's title
-    and controls back by about 0.1 s (docs/first_visit.md). ``menu_first=True`` (Home, whose
-    first control is the menu) draws it at once.
+    On a session's first run the menu and the dataset summary come a moment later (the run
+    :func:`draw_rest_later` describes, started here when the page does not start it itself):
+    the browser renders the sidebar before the page, and fetching the page links' code first held
+    a deep link's title and controls back by about 0.1 s (docs/first_visit.md). ``menu_first=True``
+    (Home, whose first control is the menu) draws the menu at once.
     """
     ss = st.session_state
     ss[PAGE_RUNS] = ss.get(PAGE_RUNS, 0) + 1
     if ss[PAGE_RUNS] > 1:
         ss.pop(REST_PENDING, None)  # left over when the user moved on before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
-    if menu_first or not first_run():
-        show_menu()
-    else:
+    later = first_run() and not menu_first  # menu and summary come with the next run
+    if later:
         with st.sidebar:
             _rerun_soon(MENU_NOTE)  # where the menu will be; its timer reruns the page with it
+        ss.pop(SUMMARY_SLOT, None)  # no summary this run: refresh_sidebar_summary() has nothing to redraw
+    else:
+        show_menu()
     if load_data:
         from favmac.ui import state, widgets
 
         state.init_state()
-        widgets.show_sidebar_summary()
-    else:
+        if not later:
+            widgets.show_sidebar_summary()
+    elif not later:
         with st.sidebar:
             st.divider()
             st.session_state[SUMMARY_SLOT] = st.empty()  # filled by load_data()

@@ -56,8 +56,8 @@ def test_first_run_draws_the_controls_then_the_next_run_the_rest(name):
     # the menu: Home's first control; on the other pages it comes with the rest (a note in its place)
     assert len(at.sidebar.get("page_link")) == (8 if name == "home" else 0)
     assert menu_notes(at) == ([] if name == "home" else [bootstrap.MENU_NOTE])
-    # the dataset summary: with the first controls, except on Home, which leaves the data to the next run
-    assert summary(at) == (name != "home")
+    # the dataset summary comes with the rest
+    assert not summary(at)
     assert count(at, later) == 0
 
     at.run()  # what the browser's timer does REST_DELAY seconds later
@@ -70,14 +70,14 @@ def test_first_run_draws_the_controls_then_the_next_run_the_rest(name):
 
 
 @pytest.mark.parametrize("name", ["value_cost", "tradeoffs"])
-def test_pages_without_tables_or_charts_draw_all_but_the_menu_at_once(name):
+def test_pages_without_tables_or_charts_draw_all_but_the_sidebar_at_once(name):
     at = open_page(name, first_run_only=True)
     assert_clean(at)
     assert notes(at) == [] and at.get("form")
     assert at.session_state["_rest_pending"] is True and menu_notes(at) == [bootstrap.MENU_NOTE]
-    assert not at.sidebar.get("page_link")
-    at.run()  # the timer: the menu
-    assert "_rest_pending" not in at.session_state and menu_notes(at) == []
+    assert not at.sidebar.get("page_link") and not summary(at)
+    at.run()  # the timer: menu and summary
+    assert "_rest_pending" not in at.session_state and menu_notes(at) == [] and summary(at)
     assert len(at.sidebar.get("page_link")) == 8
 
 
