@@ -239,8 +239,8 @@ def table(figures: dict, markdown: bool = False) -> str:
                "|---|---:|---:|---:|"]
         out += [f"| {n} | {d:.2f} | {s:.2f} | {r:.2f}x |" for n, d, s, r in rows]
     else:
-        out = [f"{'visit (fresh browser context)':40s} {'controls':>9s} {'settled':>9s} {'ratio':>7s}"]
-        out += [f"{n:40s} {d:8.2f}s {s:8.2f}s {r:6.2f}x" for n, d, s, r in rows]
+        out = [f"{'visit (fresh browser context)':45s} {'controls':>9s} {'settled':>9s} {'ratio':>7s}"]
+        out += [f"{n:45s} {d:8.2f}s {s:8.2f}s {r:6.2f}x" for n, d, s, r in rows]
     return "\n".join(out)
 
 
