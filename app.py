@@ -1,12 +1,12 @@
-"""FavMac Studio — the router. Start with: streamlit run app.py
+"""FavMac Studio. Start with: streamlit run app.py
 
-Every URL (``/``, ``/Data``, ``/Online_session``, ...) runs this file, which hands over to the
-page's script; each page calls ``favmac.ui.bootstrap.page_setup`` first, so a deep link works
-on a fresh session. The sidebar menu is drawn by ``page_setup`` (the built-in one is hidden).
+This file is the server: Streamlit's ``st.App`` running the router ``studio.py`` (which hands
+every URL to its page), with routes that serve the pages' HTML so a deep link (``/Data``, ...)
+connects at once (``favmac.ui.server``).
 """
 import streamlit as st
 
 from favmac.ui.navigation import PAGES
+from favmac.ui.server import page_routes
 
-pages = [st.Page(p.path, title=p.title, icon=p.icon, url_path=p.url_path or None, default=not p.url_path) for p in PAGES]
-st.navigation(pages, position="hidden").run()
+app = st.App("studio.py", routes=page_routes(p.url_path for p in PAGES))

@@ -4,7 +4,7 @@ import streamlit as st
 from favmac.ui import bootstrap
 from favmac.ui.navigation import EXPLAIN, PAGES
 
-bootstrap.page_setup("Home", load_data=False)  # the text first; the data (and pandas) below
+bootstrap.page_setup("Home", load_data=False, menu_first=True)  # menu and text first; the data (and pandas) below
 
 st.title("FavMac Studio")
 st.info("**Start here:** open **Online session** to watch FavMac choose codes patient by patient on the loaded data "

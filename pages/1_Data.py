@@ -49,6 +49,9 @@ with sample_col:
     sample = st.radio("Sample dataset", sample_keys, index=current, format_func=lambda k: samples.SAMPLES[k].label, key="sample_choice")
     if st.button("Load sample", key="load_sample", icon=":material/dataset:"):
         state.load_sample(sample)
+    # a first visit shows the sample choice first; the uploaders (their front-end code is large),
+    # tables and charts a moment later
+    bootstrap.draw_rest_later()
 with upload_col:
     st.markdown("**Your files** (patients in arrival order; `patient_id` plus one column per code)")
     layouts = ["One wide file", "Probabilities + labels files"]
@@ -67,7 +70,6 @@ widgets.show_message("calibration")
 if st.session_state["messages"].get("settings", ("", ""))[0] == "warning":
     widgets.show_message("settings")  # what changed to fit the new data
 widgets.require_dataset()
-bootstrap.draw_rest_later()  # a first visit shows the controls above first; the tables and charts a moment later
 
 ds = state.dataset()
 probs, labels = ds.prob_array(), ds.label_array()

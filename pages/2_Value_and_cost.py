@@ -44,7 +44,8 @@ with st.form("settings_form"):
                                  help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
         delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
         options = form.universe_options(ds.n_codes)
-        universe = st.selectbox("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
+        # a radio: three or four choices read at a glance (and no select box's code for a first visit to fetch)
+        universe = st.radio("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
                                 format_func=form.UNIVERSE_LABELS.get, key="universe",
                                 help=form.EXPLAIN["universe"] + f" 'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
         score = st.radio("Threshold on", list(form.SCORE_LABELS), format_func=form.SCORE_LABELS.get,

@@ -45,10 +45,12 @@ controls[2].button("Reset", key="reset", icon=":material/replay:", on_click=play
                    disabled=pending)
 controls[3].button("End", key="to_end", icon=":material/last_page:", on_click=playback.to_end, args=(session, n_steps), width="stretch",
                    disabled=pending, help="Show the whole stream at once")
-controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS), value=session.speed if session.speed in playback.SPEEDS else 100,
-                          key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
+if not bootstrap.first_run():  # the slider's code is large: a first visit shows the buttons first
+    controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS),
+                              value=session.speed if session.speed in playback.SPEEDS else 100,
+                              key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
+bootstrap.draw_rest_later()  # a first visit ends its run here: the replay goes on, the page comes back a moment later
 if pending:
-    bootstrap.draw_rest_later()  # a first visit ends its run here: the replay goes on, the page comes back a moment later
     state.online_result()  # waits a moment; a longer replay shows its progress here and stops the page
     st.rerun()  # the replay is ready: draw the page again with the controls on
 series = playback.running_series(result)

@@ -20,6 +20,9 @@ new = st.session_state.get("new_patients")
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
+# a first visit shows the choice above first; the patient box (its front-end code is large, and it
+# needs the replay), the patient's numbers, chart and table a moment later
+bootstrap.draw_rest_later()
 value, cost = state.value_and_cost()
 result = state.online_result()
 if source == "Calibration stream":
@@ -51,9 +54,6 @@ else:
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=state.spec().score)[0]
 
-# a first visit shows the choices above first; the patient's numbers, chart and table a moment later
-# (drawn with them, the patient box would wait for the chart's code to load: about 2 s)
-bootstrap.draw_rest_later()
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])

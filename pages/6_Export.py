@@ -25,14 +25,15 @@ with left:
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
-with right:
+with right:  # the uploader's code is large: a first visit shows the download buttons first, the uploader a moment later
     def on_settings_upload():
         file = st.session_state.get("upload_settings")
         if file is not None:
             state.apply_settings_json(file.getvalue(), file.name)
 
-    st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
-    widgets.show_message("settings_json")
+    if not bootstrap.first_run():
+        st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
+        widgets.show_message("settings_json")
 
 with sets_area:
     bootstrap.draw_rest_later()  # a first visit shows the settings below first; the chosen sets a moment later

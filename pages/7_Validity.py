@@ -23,14 +23,18 @@ st.markdown(
 # the widgets' own keys are dropped when another page runs; "validity_params" keeps the choice,
 # so coming back finds the same check (and its running job) instead of the defaults
 params = st.session_state.setdefault("validity_params", {"orderings": validity.MIN_ORDERINGS, "seed": 0})
-left, right = st.columns(2)
-n_orderings = left.number_input("Random orderings", min_value=validity.MIN_ORDERINGS, max_value=5000,
-                                value=int(params["orderings"]), step=100, key="validity_orderings",
-                                on_change=lambda: params.update(orderings=st.session_state["validity_orderings"]))
-seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=int(params["seed"]), step=1, key="validity_seed",
-                          on_change=lambda: params.update(seed=st.session_state["validity_seed"]),
-                          help="The orderings are numpy.random.RandomState(seed).permutation(N), drawn in sequence.")
+inputs = st.container()  # the check's two numbers, above the button
+if not bootstrap.first_run():  # their front-end code is large: a first visit shows the button first
+    with inputs:
+        left, right = st.columns(2)
+        n_orderings = left.number_input("Random orderings", min_value=validity.MIN_ORDERINGS, max_value=5000,
+                                        value=int(params["orderings"]), step=100, key="validity_orderings",
+                                        on_change=lambda: params.update(orderings=st.session_state["validity_orderings"]))
+        seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=int(params["seed"]), step=1, key="validity_seed",
+                                  on_change=lambda: params.update(seed=st.session_state["validity_seed"]),
+                                  help="The orderings are numpy.random.RandomState(seed).permutation(N), drawn in sequence.")
 pressed = st.button("Run the validity check", type="primary", key="run_validity", icon=":material/verified:")
+bootstrap.draw_rest_later()  # a first visit: the numbers above the button and the report come a moment later
 report = None
 try:
     # in the background: a progress bar (kept while you visit other pages) until the report is ready

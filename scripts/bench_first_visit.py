@@ -6,15 +6,23 @@
    times, in a fresh chromium context, the navigation until "Hello" is on screen
    (the baseline: what any Streamlit app costs on this machine); also opened at ``/x``, to show
    what a deep link costs any Streamlit app (a row for reference, not a goal).
-2. Starts a fresh ``streamlit run app.py`` and times, each in a fresh context (a new session,
-   nothing cached in the browser), Home and then every page opened by deep link (``/Data``,
+2. Starts a fresh ``streamlit run app.py`` (both servers stay up) and times, each in a fresh
+   context (a new session, nothing cached in the browser), Home and every page opened by deep
+   link (``/Data``,
    ...) until the page's title *and its first control* are drawn ("controls"), and until the
    script run has finished ("settled": no "Running..." status widget, and no "Loading the rest
    of the page…" note: on a session's first run the pages with tables or charts draw their
    title and first controls, and the rest in a second run a moment later).
 
-Each page is measured ``--repeat`` times (fresh context each time); the table shows the median.
-The first Home visit of a fresh server also pays the imports; it is listed separately.
+Visits go in rounds: one-line app, its deep link, Home, every page; ``--repeat`` rounds (a
+fresh context each visit), and the table shows each row's median. Interleaved, the baseline and
+the pages meet the same machine load (on a shared 2-core machine a run of page visits after a
+run of baseline visits drifted by 0.1-0.2 s). Each server's very first view is listed
+separately (the app's also pays for the imports): a single visit, which moved between 0.9 and
+1.35 s from run to run. The ratio column divides by the one-line app's median over the rounds,
+visits made in the same condition as the pages' (a fresh browser context on a running server). Before every visit the script waits until
+both servers are idle (under 5 % of a core for 0.3 s): a page's background work (its second
+run, a replay) must not land on the next visit, least of all on the baseline's.
 
 "Drawn" is checked in the page on every animation frame (``page.wait_for_function(...,
 polling="raf")``), the same test for the one-line app and the pages. (Playwright's
@@ -47,7 +55,7 @@ ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
 # every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
 DEEP_LINK_ROW = "one-line app at /x (a deep link)"
 sys.path.insert(0, str(ROOT))
-from favmac.ui.bootstrap import REST_NOTE  # noqa: E402  the note of a page whose rest is still to come
+from favmac.ui.bootstrap import MENU_NOTE, REST_NOTE  # noqa: E402  the notes of a page whose rest is still to come
 
 # (label, URL path, title text, CSS of the page's first control). The control is what a user
 # needs to start working; charts and tables may still be computing.
@@ -58,7 +66,7 @@ PAGES = [
     ("Online session", "Online_session", "Online session", "[data-testid='stButton']"),
     ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
     ("Patients", "Patients", "Patients", "[data-testid='stRadio'], [data-testid='stTextInput'], [data-testid='stSelectbox']"),
-    ("Export", "Export", "Export", "[data-testid='stFileUploader']"),
+    ("Export", "Export", "Export", "[data-testid='stDownloadButton']"),  # the settings download (the uploader comes next run)
     ("Validity", "Validity", "Validity", "[data-testid='stButton']"),
 ]
 
@@ -120,6 +128,30 @@ DRAWN_JS = """([title, control, text]) => {
 }"""
 
 
+def cpu_seconds(pids) -> float:
+    """CPU seconds used so far by the processes ``pids`` (Linux /proc; 0 where unreadable)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def wait_until_idle(pids, quiet: float = 0.3, busy_share: float = 0.05, timeout: float = 10.0) -> None:
+    """Wait until the servers ``pids`` used less than ``busy_share`` of a core for ``quiet``
+    seconds (at most ``timeout``), so that no visit starts while the previous one's background
+    work (a page's second run, a replay, a warm-up) still holds the CPU."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pids)
+        time.sleep(quiet)
+        if cpu_seconds(pids) - before < busy_share * quiet:
+            return
+
+
 def visit(browser, url: str, title: str | None, control: str | None, text: str | None = None) -> tuple[float, float]:
     """Seconds from navigation start until the page's title and control show, and until the run settles."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -130,10 +162,11 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
         page.wait_for_function(DRAWN_JS, arg=[title, control, text], polling="raf", timeout=120_000)
         drawn = time.perf_counter() - t0
         # settled: the app's status widget ("Running...") and the note of a page whose rest is still
-        # to come (REST_NOTE) are gone for half a second
+        # to come (REST_NOTE, MENU_NOTE) are gone for half a second
         quiet_since = None
         while time.perf_counter() - t0 < 180:
-            running = page.locator("[data-testid='stStatusWidget']").count() > 0 or page.get_by_text(REST_NOTE).count() > 0
+            running = (page.locator("[data-testid='stStatusWidget']").count() > 0 or page.get_by_text(REST_NOTE).count() > 0
+                       or page.get_by_text(MENU_NOTE).count() > 0)
             now = time.perf_counter()
             if running:
                 quiet_since = None
@@ -160,30 +193,42 @@ def measure(repeat: int = 3, browser=None) -> dict:
                 return measure(repeat, own)
             finally:
                 own.close()
-    figures = {}
+    runs: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "one_line.py").write_text(ONE_LINE_APP)
-        proc, base = start_server("one_line.py", tmp, tmp / "one_line.log")
+        one_line, one_base = start_server("one_line.py", tmp, tmp / "one_line.log")
         try:
-            first = visit(browser, base + "/", None, None, text="Hello")
-            again = [visit(browser, base + "/", None, None, text="Hello") for _ in range(repeat)]
-            deep = [visit(browser, base + "/x", None, None, text="Hello") for _ in range(repeat)]
-            figures["one-line app (first view)"] = first
-            figures["one-line app"] = tuple(statistics.median(x) for x in zip(*again))
-            figures[DEEP_LINK_ROW] = tuple(statistics.median(x) for x in zip(*deep))
+            app, base = start_server("app.py", ROOT, tmp / "app.log")
+            try:
+                # each server's very first view (the app's also pays for the imports)
+                wait_until_idle((one_line.pid, app.pid))
+                first = {"one-line app (first view of a fresh server)": visit(browser, one_base + "/", None, None, text="Hello")}
+                label, path, title, control = PAGES[0]
+                wait_until_idle((one_line.pid, app.pid))
+                first["Home (first view of a fresh server)"] = visit(browser, f"{base}/{path}", title, control)
+                # then rounds: the one-line app, its deep link and every page, one visit each per
+                # round, so a change in the machine's load meets the baseline and the pages alike
+                visits = [("one-line app", one_base + "/", None, None, "Hello"),
+                          (DEEP_LINK_ROW, one_base + "/x", None, None, "Hello")]
+                visits += [(label, f"{base}/{path}", title, control, None) for label, path, title, control in PAGES]
+                for _ in range(repeat):
+                    for label, url, title, control, text in visits:
+                        wait_until_idle((one_line.pid, app.pid))
+                        runs.setdefault(label, []).append(visit(browser, url, title, control, text=text))
+            finally:
+                stop_server(app)
         finally:
-            stop_server(proc)
-        proc, base = start_server("app.py", ROOT, tmp / "app.log")
-        try:
-            label, path, title, control = PAGES[0]
-            figures["Home (first view of a fresh server)"] = visit(browser, f"{base}/{path}", title, control)
-            for label, path, title, control in PAGES:
-                runs = [visit(browser, f"{base}/{path}", title, control) for _ in range(repeat)]
-                figures[label] = tuple(statistics.median(x) for x in zip(*runs))
-        finally:
-            stop_server(proc)
+            stop_server(one_line)
+    figures = {"one-line app (first view of a fresh server)": first["one-line app (first view of a fresh server)"],
+               "one-line app": _median(runs["one-line app"]), DEEP_LINK_ROW: _median(runs[DEEP_LINK_ROW]),
+               "Home (first view of a fresh server)": first["Home (first view of a fresh server)"]}
+    figures.update((label, _median(runs[label])) for label, *_ in PAGES)
     return figures
+
+
+def _median(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return tuple(statistics.median(x) for x in zip(*pairs))
 
 
 def table(figures: dict, markdown: bool = False) -> str:
@@ -194,8 +239,8 @@ def table(figures: dict, markdown: bool = False) -> str:
                "|---|---:|---:|---:|"]
         out += [f"| {n} | {d:.2f} | {s:.2f} | {r:.2f}x |" for n, d, s, r in rows]
     else:
-        out = [f"{'visit (fresh browser context)':40s} {'controls':>9s} {'settled':>9s} {'ratio':>7s}"]
-        out += [f"{n:40s} {d:8.2f}s {s:8.2f}s {r:6.2f}x" for n, d, s, r in rows]
+        out = [f"{'visit (fresh browser context)':45s} {'controls':>9s} {'settled':>9s} {'ratio':>7s}"]
+        out += [f"{n:45s} {d:8.2f}s {s:8.2f}s {r:6.2f}x" for n, d, s, r in rows]
     return "\n".join(out)
 
 

@@ -9,7 +9,7 @@ No Streamlit (plain functions, unit-tested directly):
 * ``playback``      — the Online session: its replay, running series and playback state machine.
 * ``tradeoffs``     — the Trade-offs comparison over the method registry (``favmac.methods``).
 * ``patients``      — one patient's codes, the greedy cut and the chosen set's numbers.
-* ``navigation``    — the page table (file, title, icon, URL path) used by ``app.py`` and the menu,
+* ``navigation``    — the page table (file, title, icon, URL path) used by ``studio.py`` and the menu,
   and ``EXPLAIN``, one-line explanations of C_max, universe, burn-in, exchangeable.
 * ``figures``       — plotly figure builders (Okabe-Ito palette, axis titles with units).
 * ``text``          — ``md`` / ``plain_html``: user text (ids, codes, file names, cells) shown literally.
@@ -21,6 +21,8 @@ Streamlit:
 * ``state``     — the documented ``st.session_state`` keys and the actions that change them
   (including the background jobs a session keeps across page switches).
 * ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages.
+* ``server``    — the pages' HTML for ``app.py`` (an ``st.App``): it tells Streamlit's front end the
+  server's address, so a deep link (``/Data``) connects at once (starlette, no ``st`` calls).
 * ``bootstrap`` — ``page_setup(title)``, the first call of every page; the sidebar menu;
   ``draw_rest_later()`` (a new session's first run stops after the first controls, the next
   draws the rest); the once-per-server warm-up of the replay kernels.

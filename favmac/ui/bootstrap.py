@@ -1,5 +1,6 @@
 """``page_setup``: the first call of every page, so any page works as a deep link;
-``draw_rest_later``: where a new session's first run of a page stops (charts and tables next run).
+``draw_rest_later``: where a new session's first run of a page stops (menu, charts and tables
+next run).
 
 Imports only Streamlit and the page table at module level: ``state`` and ``widgets`` (numpy,
 pandas, the library) are imported when the data is set up, so the Home page can draw its text
@@ -21,33 +22,47 @@ REST_PENDING = "_rest_pending"  # session key: the first run stopped at draw_res
 # rest of the page (tables, charts): time for the browser to fetch the first controls' code.
 REST_DELAY = 0.3
 REST_NOTE = "Loading the rest of the page…"  # shown where the rest will be, until that run draws it
+MENU_NOTE = "Loading the menu…"  # the same, in the sidebar where the menu will be
 
 _WARM_UP = threading.Lock()
 _warm_up_started = False
 
 
-def page_setup(title: str, *, load_data: bool = True) -> None:
+def page_setup(title: str, *, load_data: bool = True, menu_first: bool = False) -> None:
     """Page config, session-state defaults (sample data if nothing is loaded) and the sidebar.
 
-    Every page calls this first; nothing relies on ``app.py`` having run. The first call in a
+    Every page calls this first; nothing relies on ``studio.py`` having run. The first call in a
     server process also starts :func:`warm_up` in the background.
 
     ``load_data=False`` (the Home page) draws the menu and leaves the data for
     :func:`load_data`, called once the page's own text is on screen: a first visit then shows
     the page before the sample is read (and pandas imported).
+
+    On a session's first run the menu and the dataset summary come a moment later (the run
+    :func:`draw_rest_later` describes, started here when the page does not start it itself):
+    the browser renders the sidebar before the page, and fetching the page links' code first held
+    a deep link's title and controls back by about 0.1 s (docs/first_visit.md). ``menu_first=True``
+    (Home, whose first control is the menu) draws the menu at once.
     """
     ss = st.session_state
     ss[PAGE_RUNS] = ss.get(PAGE_RUNS, 0) + 1
     if ss[PAGE_RUNS] > 1:
         ss.pop(REST_PENDING, None)  # left over when the user moved on before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
-    show_menu()
+    later = first_run() and not menu_first  # menu and summary come with the next run
+    if later:
+        with st.sidebar:
+            _rerun_soon(MENU_NOTE)  # where the menu will be; its timer reruns the page with it
+        ss.pop(SUMMARY_SLOT, None)  # no summary this run: refresh_sidebar_summary() has nothing to redraw
+    else:
+        show_menu()
     if load_data:
         from favmac.ui import state, widgets
 
         state.init_state()
-        widgets.show_sidebar_summary()
-    else:
+        if not later:
+            widgets.show_sidebar_summary()
+    elif not later:
         with st.sidebar:
             st.divider()
             st.session_state[SUMMARY_SLOT] = st.empty()  # filled by load_data()
@@ -55,7 +70,7 @@ def page_setup(title: str, *, load_data: bool = True) -> None:
 
 
 def show_menu() -> None:
-    """Sidebar menu (app.py hides st.navigation's own list so every page shows this one)."""
+    """Sidebar menu (studio.py hides st.navigation's own list so every page shows this one)."""
     with st.sidebar:
         st.markdown("### FavMac Studio")
         for entry in PAGES:
@@ -83,21 +98,31 @@ def draw_rest_later() -> None:
     reruns the page ``REST_DELAY`` seconds later, a run that draws everything. Every later run
     of the session (widget changes, page switches) draws the whole page at once.
     """
-    if st.session_state.get(PAGE_RUNS, 0) > 1:
+    if not first_run():
         return
-    _rerun_soon()
+    if st.session_state.get(REST_PENDING):  # page_setup's timer (the menu's) already runs
+        st.caption(REST_NOTE)
+    else:
+        _rerun_soon(REST_NOTE)
     st.stop()
 
 
+def first_run() -> bool:
+    """True during the session's first page run (a new tab or a deep link), the run that
+    :func:`draw_rest_later` ends early. A page may leave out of it a control whose front-end code
+    is large (a slider) when a control drawn beside it is what the visitor needs first."""
+    return st.session_state.get(PAGE_RUNS, 0) <= 1
+
+
 @st.fragment(run_every=REST_DELAY)
-def _rerun_soon() -> None:
-    """Drawn by the first run (a note); its first timer tick reruns the whole page."""
+def _rerun_soon(note: str) -> None:
+    """Drawn by the first run (a note); its first timer tick reruns the whole page. One per run."""
     ss = st.session_state
     if ss.get(REST_PENDING):
         ss.pop(REST_PENDING)
         st.rerun()
     ss[REST_PENDING] = True
-    st.caption(REST_NOTE)
+    st.caption(note)
 
 
 def warm_up(delay: float = 1.0) -> None:

@@ -36,9 +36,10 @@ validity_params   dict — the Validity page's orderings and seed (its widgets' 
                   when another page runs)
 _sidebar_summary_slot  this run's sidebar-summary placeholder (``widgets.refresh_sidebar_summary``)
 _page_runs        int — page runs so far in this session (``bootstrap.page_setup`` counts them); the
-                  first one draws the page's title and first controls and leaves tables and charts
-                  to the next (``bootstrap.draw_rest_later``)
-_rest_pending     bool — that first run stopped early and its timer is about to rerun the page
+                  first one draws the page's title and first controls and leaves the menu (except
+                  on Home), tables and charts to the next (``bootstrap.draw_rest_later``)
+_rest_pending     bool — that first run left things for the next and its timer is about to rerun
+                  the page
 ================  ===========================================================================
 
 Widget keys (``upload_wide``, ``target``, ...) hold only what a widget shows; callbacks and

@@ -1,9 +1,9 @@
 """Helpers shared by the AppTest suite of FavMac Studio.
 
 A deep link (a browser opening ``/Data`` directly) runs only that page's script in a fresh
-session; ``AppTest.from_file(app.py).switch_page(page)`` before the first ``run()`` does
+session; ``AppTest.from_file(studio.py).switch_page(page)`` before the first ``run()`` does
 exactly that. (``AppTest.from_file(page)`` would instead treat the page as the app's
-entrypoint, where the shared menu's links to ``app.py`` cannot resolve.)
+entrypoint, where the shared menu's links to ``studio.py`` cannot resolve.)
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:
 
 from favmac.ui.bootstrap import REST_PENDING  # noqa: E402
 
-APP = REPO / "app.py"
+APP = REPO / "studio.py"  # the router (app.py is the st.App server around it)
 SAMPLES = REPO / "sample_data"
 PAGES = {
     "home": "pages/0_Home.py",

@@ -19,14 +19,19 @@ from favmac.ui import bootstrap
 DEFERRED = {
     "home": (("page_link", None), ("metric",)),
     "data": (("radio", "sample_choice"), ("plotly_chart", "dataframe", "arrow_data_frame")),
-    "online": (("button", "play"), ("metric", "progress")),
-    "patients": (("selectbox", "patient_select"), ("plotly_chart", "metric", "dataframe", "arrow_data_frame")),
-    "export": (("file_uploader", "upload_settings"), ("dataframe", "arrow_data_frame")),
+    "online": (("button", "play"), ("metric", "progress", "select_slider")),
+    "patients": (("radio", "patient_source"), ("selectbox", "text_input", "plotly_chart", "metric", "dataframe", "arrow_data_frame")),
+    "export": (("download_button", "download_settings"), ("file_uploader", "dataframe", "arrow_data_frame")),
+    "validity": (("button", "run_validity"), ("number_input",)),
 }
 
 
 def notes(at) -> list[str]:
     return [c.value for c in at.caption if c.value == bootstrap.REST_NOTE]
+
+
+def menu_notes(at) -> list[str]:
+    return [c.value for c in at.sidebar.caption if c.value == bootstrap.MENU_NOTE]
 
 
 def summary(at) -> bool:
@@ -48,24 +53,32 @@ def test_first_run_draws_the_controls_then_the_next_run_the_rest(name):
         assert at.sidebar.get(kind)
     else:
         assert [e for e in at.get(kind) if e.proto.id and key in e.proto.id], f"{kind} {key} not drawn by the first run"
-    assert len(at.sidebar.get("page_link")) == 8  # the menu
-    # the dataset summary: with the first controls, except on Home, which leaves the data to the next run
-    assert summary(at) == (name != "home")
+    # the menu: Home's first control; on the other pages it comes with the rest (a note in its place)
+    assert len(at.sidebar.get("page_link")) == (8 if name == "home" else 0)
+    assert menu_notes(at) == ([] if name == "home" else [bootstrap.MENU_NOTE])
+    # the dataset summary comes with the rest
+    assert not summary(at)
     assert count(at, later) == 0
 
     at.run()  # what the browser's timer does REST_DELAY seconds later
     assert_clean(at)
     assert "_rest_pending" not in at.session_state
-    assert notes(at) == []
+    assert notes(at) == [] and menu_notes(at) == []
     assert count(at, later) > 0
+    assert len(at.sidebar.get("page_link")) == 8
     assert summary(at)
 
 
-@pytest.mark.parametrize("name", ["value_cost", "tradeoffs", "validity"])
-def test_pages_without_tables_or_charts_draw_everything_at_once(name):
+@pytest.mark.parametrize("name", ["value_cost", "tradeoffs"])
+def test_pages_without_tables_or_charts_draw_all_but_the_sidebar_at_once(name):
     at = open_page(name, first_run_only=True)
     assert_clean(at)
-    assert "_rest_pending" not in at.session_state and notes(at) == []
+    assert notes(at) == [] and at.get("form")
+    assert at.session_state["_rest_pending"] is True and menu_notes(at) == [bootstrap.MENU_NOTE]
+    assert not at.sidebar.get("page_link") and not summary(at)
+    at.run()  # the timer: menu and summary
+    assert "_rest_pending" not in at.session_state and menu_notes(at) == [] and summary(at)
+    assert len(at.sidebar.get("page_link")) == 8
 
 
 def test_later_runs_of_the_session_draw_the_whole_page():

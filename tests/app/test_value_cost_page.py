@@ -14,7 +14,7 @@ def test_submit_updates_settings_and_shows_percent_of_cmax():
     at.number_input(key="target").set_value(7.1)
     at.radio(key="control").set_value("violation")
     at.number_input(key="delta").set_value(0.2)
-    at.selectbox(key="universe").set_value("prob")
+    at.radio(key="universe").set_value("prob")
     at.number_input(key="burn_in").set_value(500)
     at.checkbox(key="use_window").check()
     at.number_input(key="window").set_value(800)
@@ -59,13 +59,13 @@ def test_valid_formula_is_saved_and_previewed():
 
 def test_full_universe_offered_only_for_small_k():
     at = open_page("value_cost")
-    assert not any(o.startswith("full") for o in at.selectbox(key="universe").options)  # 35 codes
+    assert not any(o.startswith("full") for o in at.radio(key="universe").options)  # 35 codes
     at.switch_page("pages/1_Data.py").run()
     at.radio(key="sample_choice").set_value("digits")
     at.button(key="load_sample").click().run()
     at.switch_page("pages/2_Value_and_cost.py").run()
-    assert any(o.startswith("full") for o in at.selectbox(key="universe").options)  # 10 codes
-    at.selectbox(key="universe").set_value("full")
+    assert any(o.startswith("full") for o in at.radio(key="universe").options)  # 10 codes
+    at.radio(key="universe").set_value("full")
     submit(at)
     assert_clean(at)
     assert at.session_state["settings"]["universe"] == "full"

@@ -1,8 +1,8 @@
 """Fixtures for the real-browser tests: ``streamlit run`` on a free loopback port + chromium.
 
 * ``app_url`` (session): starts ``python -m streamlit run app.py`` from the repository root
-  on a free 127.0.0.1 port, waits for ``/_stcore/health`` to answer ``ok`` and stops the
-  server (and any children) at the end. The server log is kept under pytest's tmp dir and
+  on a free 127.0.0.1 port (``serve_app``, also used directly for a server with other options),
+  waits for ``/_stcore/health`` to answer ``ok`` and stops the server (and any children) at the end. The server log is kept under pytest's tmp dir and
   its tail is shown when the server does not come up.
 * ``browser`` (session): Debian's chromium (``/usr/bin/chromium``) through Playwright's sync
   API. Never ``playwright install``: when the executable is missing the tests are skipped
@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -81,23 +82,29 @@ def chromium_path() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory) -> str:
-    """Base URL (no trailing slash) of a ``streamlit run app.py`` server for this test session."""
+@contextlib.contextmanager
+def serve_app(log_dir: Path, *extra_args: str):
+    """Run ``python -m streamlit run app.py [extra_args]`` from the repository root on a free
+    127.0.0.1 port; yields the base URL (no trailing slash, ``/<baseUrlPath>`` included when given
+    as ``--server.baseUrlPath``) once ``_stcore/health`` answers ``ok``; stops the server after."""
     port = _free_port()
-    log_path = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
+    log_path = log_dir / "streamlit.log"
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",
         "--browser.gatherUsageStats", "false",
+        *extra_args,
     ]
+    prefix = ""
+    if "--server.baseUrlPath" in extra_args:
+        prefix = "/" + extra_args[extra_args.index("--server.baseUrlPath") + 1].strip("/")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://127.0.0.1:{port}{prefix}"
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     try:
         while True:
@@ -112,6 +119,13 @@ def app_url(tmp_path_factory) -> str:
         yield base
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory) -> str:
+    """Base URL (no trailing slash) of a ``streamlit run app.py`` server for this test session."""
+    with serve_app(tmp_path_factory.mktemp("streamlit")) as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
