@@ -511,10 +511,9 @@ class QuantileTree:
         if j == len(keys):
             return self._sums[i]
         c = bisect_right(marks[2], keys[j])  # the block holding position j; blocks before it lie in the prefix
-        start = sum(marks[0][:c])
         if not c:
             return sum(self._weights[i][:j])
-        return marks[3][c - 1] + sum(self._weights[i][start:j])
+        return marks[3][c - 1] + sum(self._weights[i][sum(marks[0][:c]) : j])
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
