@@ -51,9 +51,14 @@ def with_base_url(html: str, page_path: str) -> str:
 
 
 @lru_cache(maxsize=None)
+def _index_html() -> str:
+    return index_html_path().read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
 def page_html(page_path: str) -> bytes:
-    """Streamlit's index.html for the page at ``page_path``, with :func:`base_url_script`."""
-    return with_base_url(index_html_path().read_text(encoding="utf-8"), page_path).encode("utf-8")
+    """Streamlit's index.html (read once) for the page at ``page_path``, with :func:`base_url_script`."""
+    return with_base_url(_index_html(), page_path).encode("utf-8")
 
 
 def page_routes(page_paths, base_url_path: str | None = None) -> list:
