@@ -23,7 +23,7 @@ st.markdown(
 # the widgets' own keys are dropped when another page runs; "validity_params" keeps the choice,
 # so coming back finds the same check (and its running job) instead of the defaults
 params = st.session_state.setdefault("validity_params", {"orderings": validity.MIN_ORDERINGS, "seed": 0})
-inputs = st.container()  # the check's two numbers, above the button
+inputs = st.container()  # the two numbers, above the button; empty on a first run, so the button keeps its place
 if not bootstrap.first_run():  # their front-end code is large: a first visit shows the button first
     with inputs:
         left, right = st.columns(2)

@@ -53,7 +53,6 @@ def page_setup(title: str, *, load_data: bool = True, menu_first: bool = False) 
     if later:
         with st.sidebar:
             _rerun_soon(MENU_NOTE)  # where the menu will be; its timer reruns the page with it
-        ss.pop(SUMMARY_SLOT, None)  # no summary this run: refresh_sidebar_summary() has nothing to redraw
     else:
         show_menu()
     if load_data:
