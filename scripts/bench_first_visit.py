@@ -54,6 +54,8 @@ ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
 # under the link's path (/x/_stcore/health: 404), waits 100 ms and tries again at the root, so
 # every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
 DEEP_LINK_ROW = "one-line app at /x (a deep link)"
+ONE_LINE_FIRST = "one-line app (first view of a fresh server)"  # a single visit, as is HOME_FIRST
+HOME_FIRST = "Home (first view of a fresh server)"
 sys.path.insert(0, str(ROOT))
 from favmac.ui.bootstrap import MENU_NOTE, REST_NOTE  # noqa: E402  the notes of a page whose rest is still to come
 
@@ -201,30 +203,25 @@ def measure(repeat: int = 3, browser=None) -> dict:
         try:
             app, base = start_server("app.py", ROOT, tmp / "app.log")
             try:
-                # each server's very first view (the app's also pays for the imports)
-                wait_until_idle((one_line.pid, app.pid))
-                first = {"one-line app (first view of a fresh server)": visit(browser, one_base + "/", None, None, text="Hello")}
+                pids = (one_line.pid, app.pid)
                 label, path, title, control = PAGES[0]
-                wait_until_idle((one_line.pid, app.pid))
-                first["Home (first view of a fresh server)"] = visit(browser, f"{base}/{path}", title, control)
-                # then rounds: the one-line app, its deep link and every page, one visit each per
-                # round, so a change in the machine's load meets the baseline and the pages alike
-                visits = [("one-line app", one_base + "/", None, None, "Hello"),
+                # each server's very first view (the app's also pays for the imports), then rounds:
+                # the one-line app, its deep link and every page, one visit each per round, so a
+                # change in the machine's load meets the baseline and the pages alike
+                firsts = [(ONE_LINE_FIRST, one_base + "/", None, None, "Hello"),
+                          (HOME_FIRST, f"{base}/{path}", title, control, None)]
+                rounds = [("one-line app", one_base + "/", None, None, "Hello"),
                           (DEEP_LINK_ROW, one_base + "/x", None, None, "Hello")]
-                visits += [(label, f"{base}/{path}", title, control, None) for label, path, title, control in PAGES]
-                for _ in range(repeat):
-                    for label, url, title, control, text in visits:
-                        wait_until_idle((one_line.pid, app.pid))
-                        runs.setdefault(label, []).append(visit(browser, url, title, control, text=text))
+                rounds += [(label, f"{base}/{path}", title, control, None) for label, path, title, control in PAGES]
+                for label, url, title, control, text in firsts + rounds * repeat:
+                    wait_until_idle(pids)
+                    runs.setdefault(label, []).append(visit(browser, url, title, control, text=text))
             finally:
                 stop_server(app)
         finally:
             stop_server(one_line)
-    figures = {"one-line app (first view of a fresh server)": first["one-line app (first view of a fresh server)"],
-               "one-line app": _median(runs["one-line app"]), DEEP_LINK_ROW: _median(runs[DEEP_LINK_ROW]),
-               "Home (first view of a fresh server)": first["Home (first view of a fresh server)"]}
-    figures.update((label, _median(runs[label])) for label, *_ in PAGES)
-    return figures
+    order = [ONE_LINE_FIRST, "one-line app", DEEP_LINK_ROW, HOME_FIRST] + [label for label, *_ in PAGES]
+    return {label: _median(runs[label]) for label in order}
 
 
 def _median(pairs: list[tuple[float, float]]) -> tuple[float, float]:
