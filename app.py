@@ -2,11 +2,12 @@
 
 This file is the server: Streamlit's ``st.App`` running the router ``studio.py`` (which hands
 every URL to its page), with routes that serve the pages' HTML so a deep link (``/Data``, ...)
-connects at once (``favmac.ui.server``).
+connects at once, and a start-up hook that turns Nagle's algorithm off on the server's socket
+(about 40 ms saved on each small file and message of a first visit; ``favmac.ui.server``).
 """
 import streamlit as st
 
 from favmac.ui.navigation import PAGES
-from favmac.ui.server import page_routes
+from favmac.ui.server import lifespan, page_routes
 
-app = st.App("studio.py", routes=page_routes(p.url_path for p in PAGES))
+app = st.App("studio.py", routes=page_routes(p.url_path for p in PAGES), lifespan=lifespan)

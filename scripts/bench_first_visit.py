@@ -29,12 +29,21 @@ polling="raf")``), the same test for the one-line app and the pages. (Playwright
 ``locator.wait_for`` retries after 0, 20, 50, 100, 100 ms and then only every 500 ms, so
 anything drawn after about 0.3 s was reported up to half a second late: earlier versions of
 this script measured that polling step as much as the app.)
+A third server, for reference (a row, not the goal's baseline): the same one-line app served as an
+``st.App`` with FavMac Studio's start-up hook (``favmac.ui.server.lifespan``), which turns Nagle's
+algorithm off on the server's socket. Its row shows how much of the pages' lead over the one-line
+app is that server fix, and how much the pages' own design. Below the table the script prints,
+for each server, the median time of a small response (``/_stcore/health``) on a reused
+connection: about 40 ms where Nagle's algorithm holds the body back, about 1 ms where it is off.
+
 Nothing is asserted: ``tests/browser/test_first_visit.py`` runs this and prints the figures.
 Needs Debian's chromium (/usr/bin/chromium, or $FAVMAC_CHROMIUM) and python playwright.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.client
 import os
 import signal
 import socket
@@ -54,6 +63,10 @@ ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
 # under the link's path (/x/_stcore/health: 404), waits 100 ms and tries again at the root, so
 # every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
 DEEP_LINK_ROW = "one-line app at /x (a deep link)"
+# The one-line app as an st.App with FavMac Studio's start-up hook (TCP_NODELAY on its socket)
+NODELAY_ROW = "one-line app, TCP_NODELAY (reference)"
+NODELAY_APP = ('import streamlit as st\n\nfrom favmac.ui.server import lifespan\n\n'
+               'app = st.App("one_line.py", lifespan=lifespan)\n')
 ONE_LINE_FIRST = "one-line app (first view of a fresh server)"  # a single visit, as is HOME_FIRST
 HOME_FIRST = "Home (first view of a fresh server)"
 sys.path.insert(0, str(ROOT))
@@ -80,12 +93,14 @@ def free_port() -> int:
 
 
 def start_server(script: str, cwd: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    """``streamlit run script`` in ``cwd`` on a free loopback port (the repo importable); (process, URL)."""
     port = free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                                             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -154,6 +169,22 @@ def wait_until_idle(pids, quiet: float = 0.3, busy_share: float = 0.05, timeout:
             return
 
 
+def reused_connection_ms(base: str, n: int = 21) -> float:
+    """Median milliseconds of ``GET /_stcore/health`` (a 2-byte answer) on one kept-alive connection."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    times = []
+    try:
+        for _ in range(n + 1):
+            t0 = time.perf_counter()
+            conn.request("GET", "/_stcore/health")
+            conn.getresponse().read()
+            times.append(time.perf_counter() - t0)
+    finally:
+        conn.close()
+    return 1000 * statistics.median(times[1:])  # the first request also opens the connection
+
+
 def visit(browser, url: str, title: str | None, control: str | None, text: str | None = None) -> tuple[float, float]:
     """Seconds from navigation start until the page's title and control show, and until the run settles."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -183,44 +214,50 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
         context.close()
 
 
-def measure(repeat: int = 3, browser=None) -> dict:
+def measure(repeat: int = 3, browser=None, latency: dict | None = None) -> dict:
     """{visit: (seconds until controls drawn, seconds until the run settled)}. ``browser``: a
-    Playwright chromium browser to use (e.g. the test suite's); launched here when None."""
+    Playwright chromium browser to use (e.g. the test suite's); launched here when None.
+    ``latency``: a dict to fill with {server: :func:`reused_connection_ms`}."""
     if browser is None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as pw:
             own = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
-                return measure(repeat, own)
+                return measure(repeat, own, latency)
             finally:
                 own.close()
     runs: dict[str, list[tuple[float, float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
         tmp = Path(tmp)
         (tmp / "one_line.py").write_text(ONE_LINE_APP)
-        one_line, one_base = start_server("one_line.py", tmp, tmp / "one_line.log")
-        try:
-            app, base = start_server("app.py", ROOT, tmp / "app.log")
-            try:
-                pids = (one_line.pid, app.pid)
-                label, path, title, control = PAGES[0]
-                # each server's very first view (the app's also pays for the imports), then rounds:
-                # the one-line app, its deep link and every page, one visit each per round, so a
-                # change in the machine's load meets the baseline and the pages alike
-                firsts = [(ONE_LINE_FIRST, one_base + "/", None, None, "Hello"),
-                          (HOME_FIRST, f"{base}/{path}", title, control, None)]
-                rounds = [("one-line app", one_base + "/", None, None, "Hello"),
-                          (DEEP_LINK_ROW, one_base + "/x", None, None, "Hello")]
-                rounds += [(label, f"{base}/{path}", title, control, None) for label, path, title, control in PAGES]
-                for label, url, title, control, text in firsts + rounds * repeat:
-                    wait_until_idle(pids)
-                    runs.setdefault(label, []).append(visit(browser, url, title, control, text=text))
-            finally:
-                stop_server(app)
-        finally:
-            stop_server(one_line)
-    order = [ONE_LINE_FIRST, "one-line app", DEEP_LINK_ROW, HOME_FIRST] + [label for label, *_ in PAGES]
+        (tmp / "one_line_app.py").write_text(NODELAY_APP)
+        procs = []
+        bases = {}
+        for name, script, cwd in [("one-line app", "one_line.py", tmp), (NODELAY_ROW, "one_line_app.py", tmp),
+                                  ("FavMac Studio", "app.py", ROOT)]:
+            proc, bases[name] = start_server(script, cwd, tmp / f"{script}.log")
+            servers.callback(stop_server, proc)
+            procs.append(proc)
+        pids = [proc.pid for proc in procs]
+        one_base, nodelay_base, base = bases.values()
+        label, path, title, control = PAGES[0]
+        # each server's very first view (the app's also pays for the imports), then rounds:
+        # the one-line app, its deep link, the reference and every page, one visit each per
+        # round, so a change in the machine's load meets the baseline and the pages alike
+        firsts = [(ONE_LINE_FIRST, one_base + "/", None, None, "Hello"),
+                  (HOME_FIRST, f"{base}/{path}", title, control, None)]
+        rounds = [("one-line app", one_base + "/", None, None, "Hello"),
+                  (DEEP_LINK_ROW, one_base + "/x", None, None, "Hello"),
+                  (NODELAY_ROW, nodelay_base + "/", None, None, "Hello")]
+        rounds += [(label, f"{base}/{path}", title, control, None) for label, path, title, control in PAGES]
+        for label, url, title, control, text in firsts + rounds * repeat:
+            wait_until_idle(pids)
+            runs.setdefault(label, []).append(visit(browser, url, title, control, text=text))
+        if latency is not None:
+            wait_until_idle(pids)
+            latency.update({name: reused_connection_ms(url) for name, url in bases.items()})
+    order = [ONE_LINE_FIRST, "one-line app", DEEP_LINK_ROW, NODELAY_ROW, HOME_FIRST] + [label for label, *_ in PAGES]
     return {label: _median(runs[label]) for label in order}
 
 
@@ -241,12 +278,19 @@ def table(figures: dict, markdown: bool = False) -> str:
     return "\n".join(out)
 
 
+def latency_lines(latency: dict) -> str:
+    return "\n".join(f"small response on a reused connection, {name}: {ms:.1f} ms" for name, ms in latency.items())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="visits per page (median shown); default 3")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
-    print(table(measure(args.repeat), markdown=args.markdown))
+    latency: dict = {}
+    print(table(measure(args.repeat, latency=latency), markdown=args.markdown))
+    print()
+    print(latency_lines(latency))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The pages' HTML, served so that a deep link connects without Streamlit's detour.
+"""The server side of a first visit: the pages' HTML, served so that a deep link connects without
+Streamlit's detour, and small responses sent without the 40 ms wait of Nagle's algorithm.
 
 ``app.py`` is an ``st.App`` (Streamlit's ASGI server) running the router ``studio.py``, with
 :func:`page_routes` in front of Streamlit's own routes. They answer ``GET /``, ``/Data``, ...
@@ -15,10 +16,21 @@ proxy that mounts the app under a prefix.
 
 Everything else (the websocket, assets, unknown paths) is Streamlit's own handling; a Streamlit
 whose ``index.html`` has no ``<script`` gets its file unchanged.
+
+:func:`lifespan` (the st.App's start-up hook) sets ``TCP_NODELAY`` on the server's listening
+socket, so every connection it accepts inherits it. ``streamlit run`` binds that socket itself
+(``socket.socket(family)``, protocol number 0), and asyncio turns Nagle's algorithm off only for
+sockets created with ``IPPROTO_TCP``: on Streamlit's server a keep-alive connection held back
+each small response's body until the browser acknowledged its headers, which a browser delays by
+up to 40 ms. A first visit fetches about 60 small script files over 6 such connections (and the
+page's messages come over the websocket), docs/first_visit.md has the measurements.
 """
 from __future__ import annotations
 
 import json
+import os
+import socket
+from contextlib import asynccontextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -86,3 +98,41 @@ def page_routes(page_paths, base_url_path: str | None = None) -> list:
         url = f"/{base}/{page_path}" if base else f"/{page_path}"
         routes.append(Route(url, endpoint, methods=["GET"]))
     return routes
+
+
+def nodelay_on_listening_sockets() -> int:
+    """Set ``TCP_NODELAY`` on every TCP socket of this process that listens; returns how many.
+
+    Connections a listening socket accepts inherit the option (Linux, macOS), so the server's
+    responses and websocket messages go out as soon as they are written. Looks through the
+    process's open descriptors (``/proc/self/fd`` or ``/dev/fd``); where neither exists (Windows)
+    it does nothing and returns 0. Only the option changes: each socket is reached through a
+    duplicate descriptor, closed at once.
+    """
+    fd_dir = next((d for d in ("/proc/self/fd", "/dev/fd") if os.path.isdir(d)), None)
+    if fd_dir is None:
+        return 0
+    done = 0
+    for name in os.listdir(fd_dir):
+        try:
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except (OSError, ValueError):  # not a socket, or closed meanwhile
+            continue
+        with sock:
+            try:
+                if (sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM
+                        and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    done += 1
+            except OSError:
+                pass
+    return done
+
+
+@asynccontextmanager
+async def lifespan(app):
+    """The st.App's start-up hook: :func:`nodelay_on_listening_sockets` once the server's socket
+    listens (``streamlit run`` binds it before the app starts). A server that binds its own
+    socket (``uvicorn app:app``) already has the option from asyncio; setting it again is harmless."""
+    nodelay_on_listening_sockets()
+    yield None

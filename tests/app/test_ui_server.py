@@ -1,9 +1,11 @@
 """favmac.ui.server: the pages' HTML carries the server's address before Streamlit's bundle runs,
-and app.py is an st.App that ``streamlit run`` recognises. (The browser side, that a deep link
+the server's connections send small responses without Nagle's wait, and app.py is an st.App that
+``streamlit run`` recognises. (The browser side, that a deep link
 then connects without looking under the page's path, is tests/browser/test_deep_link.py.)"""
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,60 @@ def test_app_py_is_an_st_app_over_the_router():
     assert found.is_asgi_app and found.app_name == "app"
     source = (REPO / "app.py").read_text()
     assert 'st.App("studio.py"' in source and (REPO / "studio.py").is_file()
+    # the start-up hook that sets TCP_NODELAY (app.py is not imported here: an st.App pins
+    # Streamlit's process-wide config to its script)
+    assert "from favmac.ui.server import lifespan, page_routes" in source and "lifespan=lifespan)" in source
     # every page's URL path is one the script accepts (a bad one fails at start-up)
     for entry in PAGES:
         server.base_url_script(entry.url_path)
+
+
+def _listener() -> socket.socket:
+    """A listening socket bound the way ``streamlit run`` binds its own: ``socket.socket(family)``,
+    protocol number 0, which asyncio does not recognise as TCP when it accepts connections."""
+    sock = socket.socket(socket.AF_INET)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.setblocking(False)
+    return sock
+
+
+def _accepted_nodelay(listener: socket.socket) -> int:
+    """TCP_NODELAY of a connection that an asyncio server on ``listener`` accepts (as uvicorn's does)."""
+    async def main():
+        seen = asyncio.get_running_loop().create_future()
+
+        def on_connect(reader, writer):
+            if not seen.done():
+                seen.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        srv = await asyncio.start_server(on_connect, sock=listener)
+        async with srv:
+            _, writer = await asyncio.open_connection(*listener.getsockname())
+            value = await asyncio.wait_for(seen, 10)
+            writer.close()
+        return value
+
+    return asyncio.run(main())
+
+
+def test_connections_of_a_streamlit_style_socket_get_nodelay():
+    with _listener() as untouched:
+        assert _accepted_nodelay(untouched) == 0  # the defect: Nagle's algorithm stays on
+    with _listener() as listener:
+        assert server.nodelay_on_listening_sockets() >= 1
+        assert _accepted_nodelay(listener) != 0
+
+
+def test_lifespan_sets_nodelay_and_leaves_other_sockets_alone():
+    with _listener() as listener, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp, \
+            socket.socket(socket.AF_INET) as unconnected:
+        async def start():
+            async with server.lifespan(None) as state:
+                return state
+
+        assert asyncio.run(start()) is None
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert unconnected.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # not listening
+        assert udp.fileno() >= 0 and listener.fileno() >= 0  # the duplicates were closed, not these

@@ -15,7 +15,9 @@ import bench_first_visit  # noqa: E402
 
 
 def test_first_visit_figures(browser):
-    figures = bench_first_visit.measure(repeat=1, browser=browser)
-    print("\n" + bench_first_visit.table(figures))
+    latency = {}
+    figures = bench_first_visit.measure(repeat=1, browser=browser, latency=latency)
+    print("\n" + bench_first_visit.table(figures) + "\n" + bench_first_visit.latency_lines(latency))
     assert {"one-line app", "Home"} <= set(figures)
     assert all(drawn > 0 for drawn, _ in figures.values())
+    assert set(latency) == {"one-line app", bench_first_visit.NODELAY_ROW, "FavMac Studio"}
