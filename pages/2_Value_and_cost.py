@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import guarantees, playback, settings_form as form, state, widgets
+from favmac.ui import bootstrap, guarantees, playback, settings_form as form, state, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.text import md
@@ -16,6 +16,30 @@ current = state.settings()
 weights = state.weights()
 spec = state.spec()
 cmax_fp, cmax_w = spec.replace(cost_kind="fp").c_max(ds.n_codes), spec.replace(cost_kind="weighted_fp").c_max(ds.n_codes)
+
+def guarantee_inputs() -> dict:
+    """The form's right column: the guarantee and how it is calibrated; the values chosen (``score`` as picked)."""
+    st.subheader("Guarantee")
+    control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
+                       index=list(form.CONTROLS).index(current["control"]), key="control",
+                       help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
+    target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format=INPUT_FORMAT, key="target",
+                             help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
+    delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
+    options = form.universe_options(ds.n_codes)
+    # a radio: three or four choices read at a glance (and no select box's code for a first visit to fetch)
+    universe = st.radio("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
+                            format_func=form.UNIVERSE_LABELS.get, key="universe",
+                            help=form.EXPLAIN["universe"] + f" 'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
+    score = st.radio("Threshold on", list(form.SCORE_LABELS), format_func=form.SCORE_LABELS.get,
+                     index=list(form.SCORE_LABELS).index(state.spec().score), key="score", help=form.SCORE_HELP)
+    burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in",
+                              help=form.EXPLAIN["burn_in"])
+    use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
+    window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
+    return {"control": control, "target": target, "delta": delta, "universe": universe, "score": score, "burn_in": burn_in,
+            "window": int(window) if use_window else None, **guarantees.settings_fields(current, ds)}
+
 
 with st.form("settings_form"):
     left, right = st.columns(2, gap="large")
@@ -36,36 +60,20 @@ with st.form("settings_form"):
         st.caption(f"Largest possible cost C_max: {cmax_fp:g} false positives (FP count) or {cmax_w:.4g} risk-weight units (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])
     with right:
-        st.subheader("Guarantee")
-        control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
-                           index=list(form.CONTROLS).index(current["control"]), key="control",
-                           help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
-        target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format=INPUT_FORMAT, key="target",
-                                 help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
-        delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
-        options = form.universe_options(ds.n_codes)
-        # a radio: three or four choices read at a glance (and no select box's code for a first visit to fetch)
-        universe = st.radio("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
-                                format_func=form.UNIVERSE_LABELS.get, key="universe",
-                                help=form.EXPLAIN["universe"] + f" 'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
-        score = st.radio("Threshold on", list(form.SCORE_LABELS), format_func=form.SCORE_LABELS.get,
-                         index=list(form.SCORE_LABELS).index(state.spec().score), key="score", help=form.SCORE_HELP)
-        burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in",
-                                  help=form.EXPLAIN["burn_in"])
-        use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
-        window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
-        guarantee_fields = guarantees.settings_fields(current, ds)
+        if bootstrap.first_run():
+            # a first visit draws the value and cost first; these inputs (number inputs and a select
+            # box: the largest front-end code on this page) come with the next run, a moment later
+            st.caption(bootstrap.REST_NOTE)
+        else:
+            chosen = guarantee_inputs()
     submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings")
+bootstrap.draw_rest_later(note=False)  # the note is in the form's right column
 
 if submitted:
-    state.apply_settings({
-        **current,
-        "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind, "control": control,
-        "target": target, "delta": delta, "universe": universe, "score": form.score_for(universe, score), "burn_in": burn_in,
-        "window": int(window) if use_window else None, **guarantee_fields,
-    })
+    state.apply_settings({**current, "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind,
+                          **chosen, "score": form.score_for(chosen["universe"], chosen["score"])})
 widgets.show_message("settings")
-if submitted and universe == "full" and score == "price":
+if submitted and chosen["universe"] == "full" and chosen["score"] == "price":
     st.caption("The 'full' universe has no greedy order, so it has no price score: the cost score is used.")
 st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Data page", icon=":material/table_view:")
 

@@ -84,7 +84,7 @@ def load_data() -> None:
     widgets.refresh_sidebar_summary()
 
 
-def draw_rest_later() -> None:
+def draw_rest_later(note: bool = True) -> None:
     """On the session's first page run, end the run here; the rest of the page comes a moment later.
 
     A first visit (a new browser tab or a deep link) has to fetch the front-end code of every
@@ -96,11 +96,15 @@ def draw_rest_later() -> None:
     controls: the first run stops here (with a note where the rest will be) and the browser
     reruns the page ``REST_DELAY`` seconds later, a run that draws everything. Every later run
     of the session (widget changes, page switches) draws the whole page at once.
+
+    ``note=False``: the page showed :data:`REST_NOTE` itself, where the rest will be (the note
+    still comes here if this call has to start the timer).
     """
     if not first_run():
         return
     if st.session_state.get(REST_PENDING):  # page_setup's timer (the menu's) already runs
-        st.caption(REST_NOTE)
+        if note:
+            st.caption(REST_NOTE)
     else:
         _rerun_soon(REST_NOTE)
     st.stop()
