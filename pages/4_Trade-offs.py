@@ -20,8 +20,10 @@ with st.form("tradeoff_form"):
     high = c2.number_input("Highest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["high_pct"]), step=1.0, key="grid_high")
     n_targets = c3.number_input("Number of targets", min_value=2, max_value=50, value=int(grid["n_targets"]), step=1, key="grid_n")
     choices = tradeoffs.applicable_methods(method_labels(ds.n_codes), settings["control"], ds.n_codes)  # options follow applicability
-    methods = st.multiselect("Methods", choices, default=[m for m in grid["methods"] if m in choices], key="grid_methods",
-                             help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
+    # pills: the handful of methods read at a glance, and (unlike a multiselect's) their front-end
+    # code is small for a first visit to fetch
+    methods = st.pills("Methods", choices, selection_mode="multi", default=[m for m in grid["methods"] if m in choices], key="grid_methods",
+                       help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
     run = state.apply_settings({**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})

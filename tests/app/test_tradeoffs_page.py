@@ -11,7 +11,7 @@ def test_default_comparison_runs_on_demand_and_matches_metrics():
     assert_clean(at)
     assert at.session_state["tradeoffs"] is None  # computed on demand, not on the first visit
     assert any("Run comparison" in i.value for i in at.info)
-    assert "RCPS" not in at.multiselect(key="grid_methods").options  # expected-cost control: not offered
+    assert "RCPS" not in at.pills(key="grid_methods").options  # expected-cost control: not offered
     at.button(key="run_tradeoffs").click().run()
     assert_clean(at)
     out = at.session_state["tradeoffs"]
@@ -35,7 +35,7 @@ def test_grid_form_changes_targets_and_methods():
     at.number_input(key="grid_low").set_value(10.0)
     at.number_input(key="grid_high").set_value(30.0)
     at.number_input(key="grid_n").set_value(3)
-    at.multiselect(key="grid_methods").set_value(["FavMac (ratio)", "InnerSet"])
+    at.pills(key="grid_methods").set_value(["FavMac (ratio)", "InnerSet"])
     at.button(key="run_tradeoffs").click().run()
     assert_clean(at)
     out = at.session_state["tradeoffs"]
@@ -51,7 +51,7 @@ def test_violation_control_offers_rcps_not_crc():
     at.session_state["settings"]["grid"]["methods"] = ["FavMac (ratio)", "RCPS", "CRC", "ClassWise"]
     go(at, "tradeoffs")
     assert_clean(at)
-    options = at.multiselect(key="grid_methods").options
+    options = at.pills(key="grid_methods").options
     assert "RCPS" in options and "CRC" not in options and "ClassWise" not in options  # options follow applicability
     at.button(key="run_tradeoffs").click().run()
     out = at.session_state["tradeoffs"]
