@@ -29,6 +29,7 @@ polling="raf")``), the same test for the one-line app and the pages. (Playwright
 ``locator.wait_for`` retries after 0, 20, 50, 100, 100 ms and then only every 500 ms, so
 anything drawn after about 0.3 s was reported up to half a second late: earlier versions of
 this script measured that polling step as much as the app.)
+
 A third server, for reference (a row, not the goal's baseline): the same one-line app served as an
 ``st.App`` with FavMac Studio's start-up hook (``favmac.ui.server.lifespan``), which turns Nagle's
 algorithm off on the server's socket. Its row shows how much of the pages' lead over the one-line

@@ -22,8 +22,8 @@ socket, so every connection it accepts inherits it. ``streamlit run`` binds that
 (``socket.socket(family)``, protocol number 0), and asyncio turns Nagle's algorithm off only for
 sockets created with ``IPPROTO_TCP``: on Streamlit's server a keep-alive connection held back
 each small response's body until the browser acknowledged its headers, which a browser delays by
-up to 40 ms. A first visit fetches about 60 small script files over 6 such connections (and the
-page's messages come over the websocket), docs/first_visit.md has the measurements.
+up to 40 ms. A first visit fetches about 60 small script files over 6 such connections, and the
+page's messages come over the websocket (measurements in docs/first_visit.md).
 """
 from __future__ import annotations
 
