@@ -31,9 +31,10 @@ anything drawn after about 0.3 s was reported up to half a second late: earlier 
 this script measured that polling step as much as the app.)
 
 A third server, for reference (a row, not the goal's baseline): the same one-line app served as an
-``st.App`` with FavMac Studio's start-up hook (``favmac.ui.server.lifespan``), which turns Nagle's
-algorithm off on the server's socket. Its row shows how much of the pages' lead over the one-line
-app is that server fix, and how much the pages' own design. Below the table the script prints,
+``st.App`` the way FavMac Studio's ``app.py`` is: with its start-up hook, which turns Nagle's
+algorithm off on the server's socket, and its middleware, which answers Streamlit's front-end
+files from memory (``favmac.ui.server``). Its row shows how much of the pages' lead over the
+one-line app is those server changes, and how much the pages' own design. Below the table the script prints,
 for each server, the median time of a small response (``/_stcore/health``) on a reused
 connection: about 40 ms where Nagle's algorithm holds the body back, about 1 ms where it is off.
 
@@ -64,10 +65,10 @@ ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
 # under the link's path (/x/_stcore/health: 404), waits 100 ms and tries again at the root, so
 # every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
 DEEP_LINK_ROW = "one-line app at /x (a deep link)"
-# The one-line app as an st.App with FavMac Studio's start-up hook (TCP_NODELAY on its socket)
-NODELAY_ROW = "one-line app, TCP_NODELAY (reference)"
-NODELAY_APP = ('import streamlit as st\n\nfrom favmac.ui.server import lifespan\n\n'
-               'app = st.App("one_line.py", lifespan=lifespan)\n')
+# The one-line app as an st.App on FavMac Studio's server setup (TCP_NODELAY, front-end files from memory)
+REFERENCE_ROW = "one-line app on our server (reference)"
+REFERENCE_APP = ('import streamlit as st\n\nfrom favmac.ui.server import lifespan, middleware\n\n'
+                 'app = st.App("one_line.py", lifespan=lifespan, middleware=middleware())\n')
 ONE_LINE_FIRST = "one-line app (first view of a fresh server)"  # a single visit, as is HOME_FIRST
 HOME_FIRST = "Home (first view of a fresh server)"
 sys.path.insert(0, str(ROOT))
@@ -232,16 +233,16 @@ def measure(repeat: int = 3, browser=None, latency: dict | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
         tmp = Path(tmp)
         (tmp / "one_line.py").write_text(ONE_LINE_APP)
-        (tmp / "one_line_app.py").write_text(NODELAY_APP)
+        (tmp / "one_line_app.py").write_text(REFERENCE_APP)
         procs = []
         bases = {}
-        for name, script, cwd in [("one-line app", "one_line.py", tmp), (NODELAY_ROW, "one_line_app.py", tmp),
+        for name, script, cwd in [("one-line app", "one_line.py", tmp), (REFERENCE_ROW, "one_line_app.py", tmp),
                                   ("FavMac Studio", "app.py", ROOT)]:
             proc, bases[name] = start_server(script, cwd, tmp / f"{script}.log")
             servers.callback(stop_server, proc)
             procs.append(proc)
         pids = [proc.pid for proc in procs]
-        one_base, nodelay_base, base = bases.values()
+        one_base, reference_base, base = bases.values()
         label, path, title, control = PAGES[0]
         # each server's very first view (the app's also pays for the imports), then rounds:
         # the one-line app, its deep link, the reference and every page, one visit each per
@@ -250,7 +251,7 @@ def measure(repeat: int = 3, browser=None, latency: dict | None = None) -> dict:
                   (HOME_FIRST, f"{base}/{path}", title, control, None)]
         rounds = [("one-line app", one_base + "/", None, None, "Hello"),
                   (DEEP_LINK_ROW, one_base + "/x", None, None, "Hello"),
-                  (NODELAY_ROW, nodelay_base + "/", None, None, "Hello")]
+                  (REFERENCE_ROW, reference_base + "/", None, None, "Hello")]
         rounds += [(label, f"{base}/{path}", title, control, None) for label, path, title, control in PAGES]
         for label, url, title, control, text in firsts + rounds * repeat:
             wait_until_idle(pids)
@@ -258,7 +259,7 @@ def measure(repeat: int = 3, browser=None, latency: dict | None = None) -> dict:
         if latency is not None:
             wait_until_idle(pids)
             latency.update({name: reused_connection_ms(url) for name, url in bases.items()})
-    order = [ONE_LINE_FIRST, "one-line app", DEEP_LINK_ROW, NODELAY_ROW, HOME_FIRST] + [label for label, *_ in PAGES]
+    order = [ONE_LINE_FIRST, "one-line app", DEEP_LINK_ROW, REFERENCE_ROW, HOME_FIRST] + [label for label, *_ in PAGES]
     return {label: _median(runs[label]) for label in order}
 
 
