@@ -22,8 +22,9 @@ Streamlit:
   (including the background jobs a session keeps across page switches).
 * ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages.
 * ``server``    — the pages' HTML for ``app.py`` (an ``st.App``): it tells Streamlit's front end the
-  server's address, so a deep link (``/Data``) connects at once; and the start-up hook that
-  turns Nagle's algorithm off on the server's socket (starlette, no ``st`` calls).
+  server's address, so a deep link (``/Data``) connects at once; the start-up hook that turns
+  Nagle's algorithm off on the server's socket; the middleware that answers Streamlit's
+  front-end files from memory (starlette, no ``st`` calls).
 * ``bootstrap`` — ``page_setup(title)``, the first call of every page; the sidebar menu;
   ``draw_rest_later()`` (a new session's first run stops after the first controls, the next
   draws the rest); the once-per-server warm-up of the replay kernels.
