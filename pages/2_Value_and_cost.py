@@ -32,7 +32,7 @@ def guarantee_inputs() -> dict:
                             format_func=form.UNIVERSE_LABELS.get, key="universe",
                             help=form.EXPLAIN["universe"] + f" 'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
     score = st.radio("Threshold on", list(form.SCORE_LABELS), format_func=form.SCORE_LABELS.get,
-                     index=list(form.SCORE_LABELS).index(state.spec().score), key="score", help=form.SCORE_HELP)
+                     index=list(form.SCORE_LABELS).index(spec.score), key="score", help=form.SCORE_HELP)
     burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in",
                               help=form.EXPLAIN["burn_in"])
     use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")

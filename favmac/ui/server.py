@@ -81,6 +81,17 @@ def page_html(page_path: str) -> bytes:
     return with_base_url(_index_html(), page_path).encode("utf-8")
 
 
+def url_prefix(base_url_path: str | None = None) -> str:
+    """The server's path prefix: ``""``, or ``"/<base>"`` for ``server.baseUrlPath`` ``base``
+    (``base_url_path``; read from Streamlit's config when None)."""
+    if base_url_path is None:
+        from streamlit import config
+
+        base_url_path = config.get_option("server.baseUrlPath") or ""
+    base = base_url_path.strip("/")
+    return f"/{base}" if base else ""
+
+
 def page_routes(page_paths, base_url_path: str | None = None) -> list:
     """Starlette routes answering each page's URL (``""`` = home) with :func:`page_html`.
 
@@ -89,11 +100,7 @@ def page_routes(page_paths, base_url_path: str | None = None) -> list:
     from starlette.responses import Response
     from starlette.routing import Route
 
-    if base_url_path is None:
-        from streamlit import config
-
-        base_url_path = config.get_option("server.baseUrlPath") or ""
-    base = base_url_path.strip("/")
+    prefix = url_prefix(base_url_path)
     routes = []
     for page_path in dict.fromkeys(page_paths):
         page_html(page_path)  # a bad path fails at start-up, not at the first visit
@@ -103,8 +110,7 @@ def page_routes(page_paths, base_url_path: str | None = None) -> list:
 
         # the page's own URL: "/Data" or "/<base>/Data"; home "/" or "/<base>/" (the page's assets are
         # relative, "./static/...", so "/<base>" without the slash is left to Streamlit)
-        url = f"/{base}/{page_path}" if base else f"/{page_path}"
-        routes.append(Route(url, endpoint, methods=["GET"]))
+        routes.append(Route(f"{prefix}/{page_path}", endpoint, methods=["GET"]))
     return routes
 
 
@@ -164,12 +170,7 @@ class FrontEndFromMemory:
 
     def __init__(self, app, base_url_path: str | None = None):
         self.app = app
-        if base_url_path is None:
-            from streamlit import config
-
-            base_url_path = config.get_option("server.baseUrlPath") or ""
-        base = base_url_path.strip("/")
-        self.prefix = f"/{base}/static/" if base else "/static/"
+        self.prefix = f"{url_prefix(base_url_path)}/static/"
         self.root = index_html_path().parent / "static"
         self.names = frozenset(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
         self._answers: dict[str, tuple[bytes, list]] = {}
@@ -200,11 +201,12 @@ class FrontEndFromMemory:
         if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
             return None
         path = scope["path"]
-        if not path.startswith(self.prefix) or path[len(self.prefix):] not in self.names:
+        name = path[len(self.prefix):] if path.startswith(self.prefix) else None
+        if name not in self.names:
             return None
         if any(key in (b"range", b"if-none-match", b"if-modified-since") for key, _ in scope["headers"]):
             return None
-        return path[len(self.prefix):]
+        return name
 
 
 def middleware() -> list:

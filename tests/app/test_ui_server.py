@@ -47,29 +47,11 @@ def test_streamlit_index_gets_the_address_before_its_bundle():
     assert html.count("BACKEND_BASE_URL") == 1
 
 
-def _get(route) -> tuple[int, dict, bytes]:
-    """Call a Starlette route's endpoint as ASGI with a GET; (status, headers, body)."""
-    sent = []
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        sent.append(message)
-
-    scope = {"type": "http", "method": "GET", "path": route.path, "raw_path": route.path.encode(), "query_string": b"",
-             "headers": [], "root_path": "", "scheme": "http", "server": ("127.0.0.1", 80), "path_params": {}}
-    asyncio.run(route.app(scope, receive, send))
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
-
-
 @pytest.mark.parametrize("base, paths", [("", ["/", "/Data", "/Validity"]), ("/studio/", ["/studio/", "/studio/Data", "/studio/Validity"])])
 def test_routes_answer_each_page_with_its_html(base, paths):
     routes = server.page_routes(["", "Data", "Validity", "Data"], base_url_path=base)
     assert [r.path for r in routes] == paths  # one route per page, duplicates dropped
-    status, headers, body = _get(routes[1])
+    status, headers, body = _asgi(routes[1].app, routes[1].path)
     assert status == 200
     assert headers["content-type"].startswith("text/html") and headers["cache-control"] == "no-cache"
     assert body == server.page_html("Data")
