@@ -45,8 +45,8 @@ __all__ = [
 UNIVERSES = ("ratio", "prob", "value", "full")
 #: The scores a threshold can be on: "cost" (Chat, the paper's) and "price" (marginal price).
 SCORES = ("cost", "price")
-#: The default score: under expected-cost control it found more value at the same budget on
-#: every workload measured (docs/score_comparison.md). The ``full`` universe has no price.
+#: The default score under expected-cost control: it found more value at the same budget on
+#: every workload measured (docs/score_comparison.md). See default_score for the whole rule.
 DEFAULT_SCORE = "price"
 _GAIN_TOLERANCE = 1e-12
 _ROWS = 65_536  # patients per chunk when building additive candidates
@@ -68,13 +68,20 @@ def check_universe(universe: str, n_codes: int) -> None:
         )
 
 
-def default_score(universe: str | None = None) -> str:
-    """The default score for ``universe``: :data:`DEFAULT_SCORE`, or "cost" for ``full`` (which has no price).
+def default_score(universe: str | None = None, delta=None) -> str:
+    """The score a run uses when none is given: the one place this decision lives (SPEC "Default score").
 
-    >>> default_score("ratio"), default_score("full")
-    ('price', 'cost')
+    Expected-cost control (``delta is None``) -> "price"; violation control (a ``delta``) ->
+    "cost" (under violation control the price score spends well below c); the ``full``
+    universe has no price, so "cost" there whatever the control. FavMac, replay,
+    predict_with_threshold, the distributed engine, RunSpec, the CLI and the app all call this.
+
+    >>> default_score("ratio"), default_score("ratio", delta=0.1), default_score("full")
+    ('price', 'cost', 'cost')
     """
-    return "cost" if universe == "full" else DEFAULT_SCORE
+    if universe == "full" or delta is not None:
+        return "cost"
+    return DEFAULT_SCORE
 
 
 def check_score(score: str, universe: str | None = None) -> str:
