@@ -20,7 +20,7 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_score, check_universe
+from .universe import candidate_sets, check_score, check_universe, default_score
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ _INF = math.inf
 class FavMac:
     """Online FavMac: prediction sets that maximize value with controlled cost.
 
-    Constructing only stores the settings; ``update`` adds labelled patients, ``threshold``
-    is calibrated on everything added so far, ``predict`` chooses sets.
+    Constructing only stores and checks the settings (a bad one is a ValueError naming it);
+    the calibration state is built by :meth:`reset` or on first use. ``update`` adds labelled
+    patients, ``threshold`` is calibrated on everything added so far, ``predict`` chooses sets.
 
     Parameters
     ----------
@@ -50,8 +51,9 @@ class FavMac:
         Largest possible cost (default: the sum of the cost weights).
     window : int, optional
         Keep only the last ``window`` patients (rolling window for distribution shift).
-    score : {"cost", "price"}
-        What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
+    score : {"cost", "price"} or None
+        None (the default): :func:`favmac.universe.default_score` — "price" under expected-cost
+        control, "cost" under violation control and on the "full" universe. What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
         patient gets the same false-flag budget) or the price score (running max of the
         step prices Chat increment / Vhat increment: one budget spent across patients where
         each flag is most likely to pay off). "price" needs a nested universe (not "full").
@@ -78,32 +80,44 @@ class FavMac:
     >>> fm = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
     >>> fm.threshold  # no calibration yet: (0 + C_max) / 1 = 3 > 1.5
     -inf
-    >>> fm.update(np.array([[0.9, 0.2, 0.6]]), np.array([[1, 0, 0]])).threshold
-    0.5
+    >>> fm.update(np.array([[0.9, 0.2, 0.6]]), np.array([[1, 0, 0]])).threshold  # on the price score
+    0.6666666666666667
     >>> fm.predict([0.95, 0.1, 0.5]).tolist()
     [True, False, False]
     >>> seg = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
     >>> seg.update([[0.9, 0.2, 0.6]], [[1, 0, 0]], group="north").threshold_for("north"), seg.threshold_for("south")
-    (0.5, -inf)
+    (0.6666666666666667, -inf)
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None, score: str = "cost", adaptive_rate=None):
+                 n_codes=None, score: str | None = None, adaptive_rate=None):
+        if n_codes is not None and (isinstance(n_codes, bool) or int(n_codes) != n_codes or n_codes < 1):
+            raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
+        check_universe(universe, 0 if n_codes is None else int(n_codes))
         self.value = value
         self.cost = cost
         self.target = check_target(target)
         self.delta = check_delta(delta)
         self.universe = universe
-        self.score = check_score(score, universe)
+        self.score = check_score(default_score(universe, self.delta) if score is None else score, universe)
+        if c_max is not None and not (isinstance(c_max, (int, float, np.number)) and 0 < c_max < _INF):
+            raise ValueError(f"c_max: expected None (the sum of the cost weights) or a finite cost > 0, got {c_max!r}")
         self.c_max = c_max
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
         self._n_codes_arg = n_codes
-        if n_codes is not None and (int(n_codes) != n_codes or n_codes < 1):
-            raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
-        self.reset()
 
     # -------------------------------------------------------------- bookkeeping
+    #: The calibration state: built by reset(), which the first use calls (see __getattr__).
+    _STATE = frozenset({"_n_codes", "_tree", "_history", "_costs", "_segments", "_rule", "_current"})
+
+    def __getattr__(self, name):
+        # called only for an attribute not set yet: the state, before the first reset()
+        if name in FavMac._STATE:
+            self.reset()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def reset(self) -> "FavMac":
         """Forget every calibration patient (settings and a given ``n_codes`` stay). Returns self."""
         self._n_codes: int | None = None
@@ -308,5 +322,5 @@ class FavMac:
         control = "expected" if self.delta is None else f"violation, delta={self.delta}"
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
-        score = "" if self.score == "cost" else f", score={self.score!r}"
+        score = "" if self.score == default_score(self.universe, self.delta) else f", score={self.score!r}"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

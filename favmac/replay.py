@@ -29,7 +29,7 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe
+from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score
 from .validation import check_stream
 
 __all__ = ["replay", "predict_with_threshold", "method_name"]
@@ -68,7 +68,7 @@ def replay(
     progress=None,
     groups=None,
     adaptive_rate=None,
-    score: str = "cost",
+    score: str | None = None,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -130,7 +130,7 @@ def replay(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
-    check_score(score, universe)
+    score = check_score(default_score(universe, delta) if score is None else score, universe)
     rate = check_adaptive_rate(adaptive_rate, delta)
     group_labels = None if groups is None else check_group_labels(groups, n_patients)
     window_int = 0 if window is None else int(window)
@@ -419,7 +419,8 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
     return out, targets_out
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost") -> np.ndarray:
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
+                           delta=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
     ``score`` must be the score the threshold was calibrated on ("cost" or "price").
@@ -428,7 +429,7 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
     [[True, False], [False, True]]
     """
-    check_score(score, universe)
+    score = check_score(default_score(universe, delta) if score is None else score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):

@@ -71,7 +71,7 @@ bootstrap.draw_rest_later(note=False)  # the note is in the form's right column
 
 if submitted:
     state.apply_settings({**current, "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind,
-                          **chosen, "score": form.score_for(chosen["universe"], chosen["score"])})
+                          **chosen, "score": form.score_for(current, chosen)})
 widgets.show_message("settings")
 if submitted and chosen["universe"] == "full" and chosen["score"] == "price":
     st.caption("The 'full' universe has no greedy order, so it has no price score: the cost score is used.")

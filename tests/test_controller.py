@@ -22,7 +22,7 @@ def test_expected_threshold_matches_oracle(universe, integer_weights):
         probs, labels, v, w = random_instance(rng, integer_weights)
         N = len(probs) - 3
         for c in targets_for(rng, w, integer_weights):
-            fm = FavMac(AdditiveValue(v), AdditiveCost(w), c, universe=universe, n_codes=len(v))
+            fm = FavMac(AdditiveValue(v), AdditiveCost(w), c, universe=universe, n_codes=len(v), score="cost")
             for n in range(N + 1):
                 cal = list(zip(probs[:n], labels[:n]))
                 expect = oracle.expected_threshold(cal, v, w, c, universe)
@@ -55,7 +55,7 @@ def test_exact_ties_integer_costs():
     probs[:, 0] = 0.9  # code 0 first in every order
     labels = np.zeros((9, K), bool)
     # each patient: one point per code; F(b) counts false positives with Chat <= b
-    fm = FavMac(AdditiveValue(), AdditiveCost(), 4.1, universe="prob")
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 4.1, universe="prob", score="cost")
     fm.update(probs, labels)
     cal = list(zip(probs, labels))
     assert fm.threshold == oracle.expected_threshold(cal, np.ones(K), np.ones(K), 4.1, "prob")

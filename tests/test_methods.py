@@ -78,7 +78,7 @@ def test_burn_in_override_and_unsupported_options():
     spec = RunSpec(targets=(0.6,), burn_in=10, score="cost")
     result = run_method(spec, "favmac", probs, labels, burn_in=len(probs))  # predict: calibrate on all, no steps
     value, cost = spec.build()
-    direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs))
+    direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs), score="cost")
     assert result.n_steps == 0 and result.final_thresholds.tolist() == direct.final_thresholds.tolist()
     if not METHODS["crc"].accepts("window"):
         with pytest.raises(ValueError, match="window is not supported by CRC"):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from favmac.methods import applicability, method_labels, run_method
-from favmac.runspec import RunSpec, SettingsError, as_integer, as_number
+from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
 #: cost-score universes, then the baselines.
@@ -44,13 +44,11 @@ def validate_grid(grid: dict) -> dict:
 def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: int, integer_cost: bool) -> np.ndarray:
     """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units.
 
-    For integer costs a target that lands on an integer is moved up by 0.1, as the paper does,
-    to stay clear of exact ties.
+    Each is :func:`favmac.runspec.target_from_percent` to 6 decimals: for integer costs a target
+    that lands on an integer below C_max is moved up by 0.1, as the paper does, to stay clear of exact ties.
     """
-    targets = np.round(np.linspace(low_pct, high_pct, int(n_targets)) / 100.0 * cmax, 6)
-    if integer_cost:
-        targets = np.where(targets == np.round(targets), targets + 0.1, targets)
-    return np.unique(targets)
+    percents = np.linspace(low_pct, high_pct, int(n_targets)).tolist()
+    return np.unique([target_from_percent(p, cmax, decimals=6, integer_cost=integer_cost) for p in percents])
 
 
 def method_applicability(control: str, methods=None, n_codes: int | None = None) -> dict[str, str | None]:
