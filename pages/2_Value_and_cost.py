@@ -41,6 +41,14 @@ def guarantee_inputs() -> dict:
             "window": int(window) if use_window else None, **guarantees.settings_fields(current, ds)}
 
 
+def follow_default_score():
+    """On submit, before the form is read: a score left at the default it showed follows the chosen
+    control (form.score_for), so the radio shows the score that is saved."""
+    ss, keys = st.session_state, ("control", "delta", "universe", "score")
+    if all(k in ss for k in keys) and ss["universe"] != "full":
+        ss["score"] = form.score_for(state.settings(), {k: ss[k] for k in keys})
+
+
 with st.form("settings_form"):
     left, right = st.columns(2, gap="large")
     with left:
@@ -66,7 +74,7 @@ with st.form("settings_form"):
             st.caption(bootstrap.REST_NOTE)
         else:
             chosen = guarantee_inputs()
-    submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings")
+    submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings", on_click=follow_default_score)
 bootstrap.draw_rest_later(note=False)  # the note is in the form's right column
 
 if submitted:

@@ -128,6 +128,31 @@ def test_bad_inputs_name_the_argument():
         fm.update([0.1, 1.2, 0.3], [0, 1, 1])
 
 
+def test_constructor_only_stores_and_checks_the_settings():
+    """Estimator habit: no calibration state until reset() or the first use; bad settings named at once."""
+    value, cost = AdditiveValue(), AdditiveCost()
+    fm = FavMac(value, cost, 1.5, n_codes=3, window=5)
+    assert set(vars(fm)) == {"value", "cost", "target", "delta", "universe", "score", "c_max", "window",
+                             "adaptive_rate", "_n_codes_arg"}
+    assert fm.threshold == -math.inf and fm.n_codes == 3  # the state is built on first use
+    assert "_tree" in vars(fm)
+    assert FavMac(value, cost, 1.5).reset().n_calibration == 0
+    with pytest.raises(ValueError, match="unknown universe 'ratios'"):
+        FavMac(value, cost, 1.0, universe="ratios")
+    with pytest.raises(ValueError, match="the 'full' universe .* at most 14 codes"):
+        FavMac(value, cost, 1.0, universe="full", n_codes=20)
+    with pytest.raises(ValueError, match="score: expected one of cost, price"):
+        FavMac(value, cost, 1.0, score="prices")
+    with pytest.raises(ValueError, match="score: the price score is defined on nested sequences"):
+        FavMac(value, cost, 1.0, universe="full", score="price")
+    with pytest.raises(ValueError, match="c_max: expected None .* finite cost > 0"):
+        FavMac(value, cost, 1.0, c_max=-2)
+    with pytest.raises(ValueError, match="adaptive_rate"):
+        FavMac(value, cost, 1.0, delta=0.1, adaptive_rate=0.1)
+    with pytest.raises(AttributeError, match="no attribute 'thresholds'"):
+        fm.thresholds  # noqa: B018  (a typo is still an AttributeError)
+
+
 def test_oracle_imports_nothing_from_favmac():
     """The oracle is the independent slow reference: it must not share code with the package."""
     import ast

@@ -101,3 +101,14 @@ def test_score_routing():
         assert "score" not in run_method(spec, "crc", probs, labels).settings
     assert get_method("favmac").display_label(RunSpec(universe="value", score="price")) == "FavMac (value, price)"
 
+
+def test_declared_options_are_the_functions_keywords():
+    """Methods declare what they take as data (Method.options); it must be what the function accepts."""
+    import inspect
+
+    from favmac.methods import BASELINE_OPTIONS, FAVMAC_OPTIONS
+
+    for method in METHODS.values():
+        keywords = set(inspect.signature(method.function).parameters)
+        assert {name for name in FAVMAC_OPTIONS + BASELINE_OPTIONS if name in keywords} == set(method.options), method.key
+        assert method.accepts("window") and method.accepts("score") == method.is_favmac
