@@ -332,8 +332,8 @@ def test_predict_writes_parquet_parts_equal_to_favmac(tmp_path):
     weights = np.array([1.0, 2.5, 0.5, 1.5, 1.0])
     value, cost = AdditiveValue(weights), AdditiveCost(weights)
     write_parts(tmp_path / "cal", probs, labels, [0, 1, 99, 100])
-    threshold = float(calibrate(str(tmp_path / "cal"), value, cost, 2.5, scheduler="synchronous"))
-    fm = FavMac(value, cost, 2.5)
+    threshold = float(calibrate(str(tmp_path / "cal"), value, cost, 2.5, score="cost", scheduler="synchronous"))
+    fm = FavMac(value, cost, 2.5, score="cost")
     fm.update(probs, labels)
     assert threshold == fm.threshold
     new_probs, _ = tied_data(72, 120, 5, 2)
@@ -347,7 +347,7 @@ def test_predict_writes_parquet_parts_equal_to_favmac(tmp_path):
     os.remove(tmp_path / "new" / "b.csv")
     new.iloc[1:].to_parquet(tmp_path / "new" / "b.parquet", index=False)
     n = predict(str(tmp_path / "new"), value, cost, threshold, tmp_path / "out", codes=[f"C{k}" for k in range(5)],
-                target=2.5, scheduler="synchronous")
+                target=2.5, score="cost", scheduler="synchronous")
     assert n == 120
     written = pd.read_parquet(tmp_path / "out")
     assert list(written.columns) == ["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
@@ -528,8 +528,8 @@ def test_csv_segment_labels_stay_text(tmp_path):
     frame.insert(1, "plan", ["007", "010"] * 15)
     frame.to_csv(tmp_path / "a.csv", index=False)
     _, by_segment = calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
-                              scheduler="synchronous")
-    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0).update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
+                              score="cost", scheduler="synchronous")
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0, score="cost").update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
     assert {k: float(v[0]) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
 
 
