@@ -482,7 +482,7 @@ def test_cli_calibrate_writes_settings_that_predict_loads(tmp_path, capsys):
     status = main(["predict", "--settings", str(settings), "--target", "1.1", "--new", str(tmp_path / "new"),
                    "--out", str(tmp_path / "chosen")])
     assert status == 0
-    fm = FavMac(value, cost, 1.1)
+    fm = FavMac(value, cost, 1.1, score="cost")  # the run's --score
     fm.update(probs, labels)
     chosen = pd.read_parquet(tmp_path / "chosen")
     assert chosen["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in fm.predict(new.iloc[:, 1:].to_numpy())]
