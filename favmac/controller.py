@@ -52,11 +52,12 @@ class FavMac:
     window : int, optional
         Keep only the last ``window`` patients (rolling window for distribution shift).
     score : {"cost", "price"} or None
-        None (the default): :func:`favmac.universe.default_score` — "price" under expected-cost
-        control, "cost" under violation control and on the "full" universe. What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
+        What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
         patient gets the same false-flag budget) or the price score (running max of the
         step prices Chat increment / Vhat increment: one budget spent across patients where
         each flag is most likely to pay off). "price" needs a nested universe (not "full").
+        None (the default): :func:`favmac.universe.default_score` — "price" under expected-cost
+        control, "cost" under violation control and on the "full" universe.
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
         when the threshold is needed before any patient is seen (it fixes C_max).

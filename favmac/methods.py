@@ -26,7 +26,8 @@ from .replay import method_name, replay
 from .runspec import CONTROLS, RunSpec
 from .universe import MAX_FULL_CODES
 
-__all__ = ["BASELINE_OPTIONS", "FAVMAC_OPTIONS", "METHODS", "Method", "applicability", "get_method", "method_keys", "method_labels", "run_method"]
+__all__ = ["BASELINE_OPTIONS", "FAVMAC_OPTIONS", "METHODS", "Method", "applicability", "get_method", "method_keys",
+           "method_labels", "run_method"]
 
 BOTH_CONTROLS = ("expected", "violation")
 #: The optional keywords each kind of engine takes (besides delta, burn_in, codes, patient_ids).
