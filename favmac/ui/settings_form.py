@@ -243,15 +243,16 @@ def settings_to_json(settings: dict, weights_table, dataset_name: str) -> bytes:
     return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras={"grid": settings["grid"]})
 
 
-def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None) -> tuple[dict, dict | None, list[str]]:
+def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None, dataset=None) -> tuple[dict, dict | None, list[str]]:
     """Read a settings JSON (``favmac.runspec.read_settings_json``) over the current settings.
 
     Returns ``(settings, weights, notes)``: validated settings (fields missing from the file
     keep their current values), a {code: weight} dict when the file's weights cover the
-    loaded codes (else None, with a note), and notes for the user. Raises SettingsError.
+    loaded codes (else None, with a note), and notes for the user. Raises SettingsError, also
+    for a setting the ``dataset`` cannot serve (``favmac.runspec.check_against_data``).
     """
     base_weights = np.ones(len(codes)) if weights is None else np.asarray(weights, dtype=float)
-    parsed = read_settings_json(raw, codes=codes, n_patients=n_patients, base=to_spec(current, base_weights))
+    parsed = read_settings_json(raw, codes=codes, n_patients=n_patients, base=to_spec(current, base_weights), dataset=dataset)
     grid = validate_grid({**current.get("grid", {}), **parsed.extras.get("grid", {})})
     restored = dict(zip(codes, parsed.spec.weights)) if parsed.weights_restored else None
     return from_spec(parsed.spec, grid), restored, list(parsed.notes)
