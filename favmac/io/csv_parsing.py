@@ -391,8 +391,10 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
             file=file, row=int(bad_rows[0]), column=ID_COLUMN,
             fix="Fill in an id for every patient or delete those rows.",
         )
-    index = pd.Index(ids.to_numpy(dtype=object), name=ID_COLUMN, dtype=object)
-    if BIDI_CONTROLS.search("\n".join(index)):  # one scan of all ids; the row only on a hit
+    values = ids.to_numpy(dtype=object)
+    index = pd.Index(values, name=ID_COLUMN, dtype=object)
+    joined = "\n".join(values.tolist())
+    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
         at = next(i for i, pid in enumerate(index) if BIDI_CONTROLS.search(pid))
         raise DataError(f"the patient id {index[at]!r} {_bidi_message(index[at])}.", file=file, row=int(rows[at]),
                         column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
