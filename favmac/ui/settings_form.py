@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from favmac.functions import FormulaValue
-from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, read_settings_json
+from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data, read_settings_json
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
@@ -156,13 +156,18 @@ def universe_options(n_codes: int) -> list[str]:
     return [u for u in UNIVERSES if u != "full" or n_codes <= MAX_FULL_CODES]
 
 
-def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np.ndarray | None = None) -> dict:
+def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np.ndarray | None = None,
+                      dataset=None) -> dict:
     """Check every field (through RunSpec.validate); return a cleaned copy or raise SettingsError.
 
-    A formula value is compiled here, so a formula error surfaces on submit.
+    A formula value is compiled here, so a formula error surfaces on submit. With ``dataset``
+    the settings are also checked against it (``favmac.runspec.check_against_data``: a segment
+    column must label every patient).
     """
     w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
     spec = to_spec(settings, w).validate(n_codes=n_codes, n_patients=n_patients)
+    if dataset is not None:
+        check_against_data(spec, dataset)
     return from_spec(spec, validate_grid(settings.get("grid") or {}))
 
 

@@ -300,7 +300,7 @@ def apply_settings(new_settings: dict) -> bool:
     ss = st.session_state
     dataset = ss["dataset"]
     try:
-        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights())
+        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights(), dataset=dataset)
     except (SettingsError, FormulaError) as err:
         set_message("settings", "error", str(err))
         return False

@@ -83,3 +83,25 @@ def test_a_segment_column_with_a_blank_label_is_refused():
     assert any("segment column 'region' cannot be used" in shown(e.value) and "P40" in shown(e.value) for e in at.error), \
         [e.value for e in at.error]
     assert at.session_state["settings"] == before
+
+
+def test_the_settings_form_refuses_a_segment_column_with_a_blank_label_too():
+    """The same check on Apply: the form lists every text column, and one missing a label was saved,
+    after which Online session, Patients and Export showed the DataError as a traceback."""
+    rows = ["patient_id,prob_A,label_A,prob_B,label_B,region"]
+    rows += [f"P{i},{(i % 7) / 7:.3f},{i % 2},{(i % 3) / 3:.3f},{(i // 2) % 2},{'' if i == 40 else 'NS'[i % 2]}"
+             for i in range(120)]
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("regions.csv", "\n".join(rows).encode(), "text/csv"))
+    at.run()
+    go(at, "value_cost")
+    before = dict(at.session_state["settings"])
+    at.checkbox(key="use_segments").check()
+    at.selectbox(key="segment_column").set_value("region")
+    at.button(key="apply_settings").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("segment column 'region' cannot be used" in shown(e.value) for e in at.error), [e.value for e in at.error]
+    assert at.session_state["settings"] == before
+    for page in ("online", "patients", "export"):
+        go(at, page)
+        assert_clean(at)
