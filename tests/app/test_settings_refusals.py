@@ -32,6 +32,18 @@ def restore(at, payload: bytes, name: str = "other_data.json"):
     return at.run()
 
 
+def regions_session():
+    """A wide upload with an extra text column ``region`` that misses the label of patient P40."""
+    rows = ["patient_id,prob_A,label_A,prob_B,label_B,region"]
+    rows += [f"P{i},{(i % 7) / 7:.3f},{i % 2},{(i % 3) / 3:.3f},{(i // 2) % 2},{'' if i == 40 else 'NS'[i % 2]}"
+             for i in range(120)]
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("regions.csv", "\n".join(rows).encode(), "text/csv"))
+    at.run()
+    assert_clean(at)
+    return at
+
+
 REFUSED = {
     "missing segment column": ({"segment": "region", "target": 1.1}, "segment names the column 'region'"),
     "burn-in beyond the data": ({"burn_in": 3000}, "burn_in must be between 0 and 2999"),
@@ -70,12 +82,7 @@ def test_the_datas_own_segment_column_is_restored():
 
 def test_a_segment_column_with_a_blank_label_is_refused():
     """A wide upload with an extra text column that misses one label: usable as data, not as segments."""
-    rows = ["patient_id,prob_A,label_A,prob_B,label_B,region"]
-    rows += [f"P{i},{(i % 7) / 7:.3f},{i % 2},{(i % 3) / 3:.3f},{(i // 2) % 2},{'' if i == 40 else 'NS'[i % 2]}"
-             for i in range(120)]
-    at = open_page("data")
-    at.file_uploader(key="upload_wide").set_value(("regions.csv", "\n".join(rows).encode(), "text/csv"))
-    at.run()
+    at = regions_session()
     assert_clean(at)
     before = dict(at.session_state["settings"])
     at = restore(at, doc({"segment": "region"}), "regions.json")
@@ -88,12 +95,7 @@ def test_a_segment_column_with_a_blank_label_is_refused():
 def test_the_settings_form_refuses_a_segment_column_with_a_blank_label_too():
     """The same check on Apply: the form lists every text column, and one missing a label was saved,
     after which Online session, Patients and Export showed the DataError as a traceback."""
-    rows = ["patient_id,prob_A,label_A,prob_B,label_B,region"]
-    rows += [f"P{i},{(i % 7) / 7:.3f},{i % 2},{(i % 3) / 3:.3f},{(i // 2) % 2},{'' if i == 40 else 'NS'[i % 2]}"
-             for i in range(120)]
-    at = open_page("data")
-    at.file_uploader(key="upload_wide").set_value(("regions.csv", "\n".join(rows).encode(), "text/csv"))
-    at.run()
+    at = regions_session()
     go(at, "value_cost")
     before = dict(at.session_state["settings"])
     at.checkbox(key="use_segments").check()
