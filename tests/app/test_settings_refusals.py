@@ -83,7 +83,6 @@ def test_the_datas_own_segment_column_is_restored():
 def test_a_segment_column_with_a_blank_label_is_refused():
     """A wide upload with an extra text column that misses one label: usable as data, not as segments."""
     at = regions_session()
-    assert_clean(at)
     before = dict(at.session_state["settings"])
     at = restore(at, doc({"segment": "region"}), "regions.json")
     assert not at.exception, [e.value for e in at.exception]
