@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 # The library's calibration pieces, input checks and export table, imported in one place.
-from .export import chosen_sets
-from .io import ID_COLUMN, DataError
-from .io.csv_parsing import (
+from ..export import chosen_sets
+from ..io import ID_COLUMN, DataError
+from ..io.csv_parsing import (
     check_delimiter,
     check_not_binary,
     finish_frame,
@@ -66,11 +66,11 @@ from .io.csv_parsing import (
     patient_ids,
     raise_ragged_row,
 )
-from .io.errors import LIST_LIMIT, plural
-from .io.parquet import as_text
-from .replay import method_name
-from .segments import check_group_labels, group_rows, too_small_reason
-from .thresholds import (
+from ..io.errors import LIST_LIMIT, plural
+from ..io.parquet import as_text
+from ..replay import method_name
+from ..segments import check_group_labels, group_rows, too_small_reason
+from ..thresholds import (
     INT64_LIMIT,
     ExactCosts,
     calibration_points,
@@ -79,7 +79,7 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_score, check_universe
+from ..universe import candidate_sets, check_score, check_universe
 
 __all__ = ["EXACT_LIMIT", "calibrate", "predict", "source_codes", "list_pieces", "ordered_bits", "key_of_bits"]
 
