@@ -1,0 +1,181 @@
+"""favmac.distributed.sources: files read and refused by favmac.io's rules, batch by batch."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("pyarrow")
+
+from dist_helpers import tied_data, tree_thresholds, wide_frame, write_parts  # noqa: E402
+
+from favmac import AdditiveCost, AdditiveValue, DataError, FavMac  # noqa: E402
+from favmac.distributed import calibrate, sources  # noqa: E402
+
+
+def _one_bad_cell(tmp_path, column, value, fmt="parquet"):
+    probs, labels = tied_data(51, 40, 3, 1)
+    paths = write_parts(tmp_path, probs, labels, [20, 20], fmt=fmt)
+    frame = pd.read_parquet(paths[1]) if fmt == "parquet" else pd.read_csv(paths[1], dtype={column: object})
+    frame[column] = frame[column].astype(object)
+    frame.loc[7, column] = value
+    if fmt == "parquet":
+        frame[column] = pd.to_numeric(frame[column], errors="coerce") if not isinstance(value, str) else frame[column].astype(str)
+        frame.to_parquet(paths[1], index=False)
+    else:
+        frame.to_csv(paths[1], index=False)
+    return paths[1]
+
+@pytest.mark.parametrize("column,value,message", [
+    ("prob_C1", np.nan, "empty"),
+    ("prob_C0", 1.5, "outside \\[0, 1\\]"),
+    ("label_C2", 2, "is not 0 or 1"),
+    ("prob_C2", np.inf, "infinite"),
+    ("prob_C1", "abc", "not a number"),
+])
+def test_bad_cells_name_file_row_and_column(tmp_path, column, value, message):
+    bad = _one_bad_cell(tmp_path, column, value)
+    with pytest.raises(DataError, match=message) as err:
+        calibrate(str(tmp_path), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert err.value.file == bad and err.value.row == 9 and err.value.column == column
+
+def test_bad_csv_cell(tmp_path):
+    bad = _one_bad_cell(tmp_path, "prob_C0", "x1", fmt="csv")
+    with pytest.raises(DataError, match="not a number") as err:
+        calibrate(str(tmp_path / "*.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (bad, 9, "prob_C0")
+
+def test_missing_columns_and_mismatched_codes(tmp_path):
+    probs, labels = tied_data(61, 20, 3, 1)
+    paths = write_parts(tmp_path, probs, labels, [10, 10])
+    frame = pd.read_parquet(paths[1])
+    frame.drop(columns=["label_C1"]).to_parquet(paths[1], index=False)
+    with pytest.raises(DataError, match="no matching label_C1") as err:
+        calibrate(str(tmp_path), AdditiveValue(), AdditiveCost(), [1.0])
+    assert err.value.file == paths[1] and err.value.row == 1
+    frame.rename(columns={"prob_C1": "prob_X", "label_C1": "label_X"}).to_parquet(paths[1], index=False)
+    with pytest.raises(DataError, match="unknown code not in") as err:
+        calibrate(str(tmp_path), AdditiveValue(), AdditiveCost(), [1.0])
+    assert err.value.file == paths[1]
+    with pytest.raises(DataError, match="matches no file"):
+        calibrate(str(tmp_path / "nothing*.parquet"), AdditiveValue(), AdditiveCost(), [1.0])
+
+def _csv_text(frame):
+    return frame.to_csv(index=False, lineterminator="\n")
+
+def test_csv_bom_crlf_header_spaces_blank_rows_and_column_order(tmp_path):
+    """SPEC "Input files": tolerated silently, and the thresholds equal FavMac's on the clean data."""
+    probs, labels = tied_data(151, 60, 4, 1)
+    frame = wide_frame(probs, labels)
+    value, cost = AdditiveValue(), AdditiveCost()
+    targets = [0.5, 1.1, 2.0]
+    want = tree_thresholds(probs, labels, value, cost, targets)
+    lines = _csv_text(frame.iloc[:30]).split("\n")
+    header = ", ".join(f" {name} " for name in lines[0].split(",")) + ",,"  # spaces, two empty unnamed columns
+    body = [line + ",," for line in lines[1:] if line]
+    body.insert(5, "")  # a blank line and a line of commas: skipped
+    body.insert(9, ",,,,,,,,,,")
+    (tmp_path / "a.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join([header] + body).encode() + b"\r\n\r\n")
+    later = frame.iloc[30:][["label_C2", "patient_id", "prob_C3", "prob_C0", "label_C1", "label_C0", "prob_C1",
+                             "prob_C2", "label_C3"]]
+    (tmp_path / "b.csv").write_bytes(_csv_text(later).replace("\n", "\r").encode())  # old-Mac line endings
+    got = calibrate(str(tmp_path / "*.csv"), value, cost, targets, scheduler="synchronous")
+    assert np.array_equal(got, want)
+
+def test_csv_rows_are_numbered_as_favmac_io_numbers_them(tmp_path, monkeypatch):
+    """Blank lines count (header = row 1); batches continue the numbering."""
+    from favmac.io import read_wide
+
+    monkeypatch.setattr(sources, "BATCH_ROWS", 4)
+    probs, labels = tied_data(152, 12, 3, 1)
+    lines = _csv_text(wide_frame(probs, labels)).split("\n")
+    lines[10] = lines[10].replace(lines[10].split(",")[3], "1.5", 1)  # prob_C1 of patient P9 (file row 11)
+    lines.insert(3, "")
+    lines.insert(6, "")  # P9 is now on row 13
+    (tmp_path / "a.csv").write_text("\n".join(lines))
+    with pytest.raises(DataError, match="outside \\[0, 1\\]") as err:
+        calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (str(tmp_path / "a.csv"), 13, "prob_C1")
+    with pytest.raises(DataError) as in_memory:
+        read_wide(tmp_path / "a.csv")
+    assert (in_memory.value.row, in_memory.value.column) == (13, "prob_C1")
+
+@pytest.mark.parametrize("column,cell,message", [
+    ("prob_C1", "", "empty"),
+    ("prob_C1", "nan", "empty"),
+    ("prob_C2", "inf", "infinite"),
+    ("prob_C0", "-0.1", "outside \\[0, 1\\]"),
+    ("label_C2", "0.5", "is not 0 or 1"),
+    ("label_C0", "TRUE", "not a number"),
+])
+def test_bad_csv_cells_after_blank_lines(tmp_path, column, cell, message):
+    probs, labels = tied_data(153, 10, 3, 1)
+    frame = wide_frame(probs, labels).astype(object)
+    frame.loc[6, column] = cell  # file row 8, row 9 after the blank line below
+    lines = _csv_text(frame).split("\n")
+    lines.insert(2, "   ")
+    (tmp_path / "a.csv").write_text("\n".join(lines))
+    with pytest.raises(DataError, match=message) as err:
+        calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.row, err.value.column) == (9, column)
+
+@pytest.mark.parametrize("content,message,row,column", [
+    (b"", "the file is empty", None, None),
+    (b"\xef\xbb\xbf\r\n\r\n", "the file is empty", None, None),
+    (b"\npatient_id,prob_A,label_A\nx,0.5,1\n", "first row is empty", 1, None),
+    (b"patient_id;prob_A;label_A\nx;0.5;1\n", "separated by semicolons", 1, None),
+    (b"patient_id\tprob_A\tlabel_A\nx\t0.5\t1\n", "separated by tabs", 1, None),
+    (b"patient_id,prob_A,prob_A,label_A\nx,0.5,0.5,1\n", "appears more than once", 1, None),
+    (b"patient_id,prob_A,label_A\nx,0.5,1\n\ny,0.5,0,7\n", "has 4 cells but the header has 3", 4, None),
+    (b"patient_id,prob_A,label_A,\nx,0.5,1,\ny,0.5,0,9\n", "values but no name", 3, "4"),
+    (b"patient_id,prob_A,label_A\nx,0.5,1\n  ,0.5,0\n", "no patient id", 3, "patient_id"),
+    (b"patient_id,prob_A,label_A,prob_B\nx,0.5,1,0.5\n", "no matching label_B", 1, "prob_B"),
+    (b"patient_id,prob_A,label_A,age\nx,0.5,1,40\n", "neither patient_id", 1, "age"),
+    (b"id,prob_A,label_A\nx,0.5,1\n", "no 'patient_id' column .* Rename the column 'id'", 1, None),
+    (b"PAR1" + bytes(range(256)), "not a text CSV file", None, None),
+])
+def test_csv_faults_are_refused_like_favmac_io(tmp_path, content, message, row, column):
+    (tmp_path / "a.csv").write_bytes(content)
+    with pytest.raises(DataError, match=message) as err:
+        calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert (err.value.file, err.value.row, err.value.column) == (str(tmp_path / "a.csv"), row, column)
+
+def test_csv_codes_unknown_or_missing_in_a_later_file(tmp_path):
+    probs, labels = tied_data(154, 20, 3, 1)
+    wide_frame(probs[:10], labels[:10]).to_csv(tmp_path / "a.csv", index=False)
+    later = wide_frame(probs[10:], labels[10:], codes=["C0", "C1", "C9"], first_id=10)
+    later.to_csv(tmp_path / "b.csv", index=False)
+    a, b = str(tmp_path / "a.csv"), str(tmp_path / "b.csv")
+    with pytest.raises(DataError) as err:
+        calibrate(str(tmp_path / "*.csv"), AdditiveValue(), AdditiveCost(), [1.0], scheduler="synchronous")
+    assert f"1 code in {a} is missing from {b}: C2; {b} has 1 unknown code not in {a}: C9." in str(err.value)
+    assert (err.value.file, err.value.row) == (b, 1)
+
+def test_csv_in_windows_1252_and_utf16(tmp_path):
+    probs, labels = tied_data(155, 20, 2, 1)
+    frame = wide_frame(probs, labels)
+    frame["patient_id"] = [f"Zoë{i}" for i in range(20)]
+    (tmp_path / "a.csv").write_bytes(_csv_text(frame.iloc[:10]).encode("cp1252"))
+    (tmp_path / "b.csv").write_bytes(_csv_text(frame.iloc[10:]).encode("utf-16"))
+    got = calibrate(str(tmp_path / "*.csv"), AdditiveValue(), AdditiveCost(), [0.5, 1.0], scheduler="synchronous")
+    assert np.array_equal(got, tree_thresholds(probs, labels, AdditiveValue(), AdditiveCost(), [0.5, 1.0]))
+
+def test_csv_segment_labels_stay_text(tmp_path):
+    probs, labels = tied_data(141, 30, 3, 1)
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", ["007", "010"] * 15)
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    _, by_segment = calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
+                              score="cost", scheduler="synchronous")
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0).update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
+    assert {k: float(v[0]) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
+
+def test_glob_with_a_character_class_selects_those_files(tmp_path):
+    """'part-00[01].parquet' is a glob too (fsspec alone expands only '*'): it reads parts 0 and 1."""
+    probs, labels = tied_data(11, 60, 4, 2)
+    write_parts(tmp_path, probs, labels, [20, 25, 15])
+    value, cost = AdditiveValue(), AdditiveCost()
+    got = calibrate(str(tmp_path / "part-00[01].parquet"), value, cost, [0.5, 1.1])
+    want = tree_thresholds(probs[:45], labels[:45], value, cost, [0.5, 1.1])
+    assert got.tolist() == want.tolist()
