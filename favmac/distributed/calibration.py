@@ -209,8 +209,8 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         Show dask's progress bar (``dask.diagnostics.ProgressBar`` locally,
         ``distributed.progress`` on a cluster) for every pass.
     return_details : bool
-        Also return a dict with ``n_patients``, ``codes``, ``passes``, the exact ``c_max`` and,
-        with ``segment``, ``segment_sizes`` (label -> patients).
+        Also return a dict with ``n_patients``, ``codes``, ``passes``, the exact ``c_max``, the
+        ``score`` used and, with ``segment``, ``segment_sizes`` (label -> patients).
 
     Returns
     -------
@@ -309,7 +309,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         out = (out, {group: thresholds_of(group) for group in sorted(g for g in sizes if g is not None)})
     if return_details:
         details = {"n_patients": sizes[None], "codes": list(runner.codes), "passes": passes, "c_max": costs.c_max,
-                   "scale": costs.scale}
+                   "scale": costs.scale, "score": score}
         if segment is not None:
             details["segment_sizes"] = {g: n for g, n in sorted((g, n) for g, n in sizes.items() if g is not None)}
         return (*out, details) if segment is not None else (out, details)

@@ -214,3 +214,36 @@ def test_segment_column_missing_or_empty(tmp_path):
         calibrate(str(tmp_path / "a.parquet"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
                   scheduler="synchronous")
     assert (err.value.row, err.value.column) == (14, "plan")
+
+
+# ----------------------------------------------------------------------------- the default score
+
+
+@pytest.mark.parametrize("universe,delta,expected", [
+    ("ratio", None, "price"),  # expected-cost control
+    ("prob", None, "price"),
+    ("ratio", 0.1, "cost"),  # violation control
+    ("value", 0.2, "cost"),
+    ("full", None, "cost"),  # the full universe has no price
+    ("full", 0.1, "cost"),
+])
+def test_default_score_is_favmac_universe_default_score(tmp_path, universe, delta, expected):
+    """No score given: calibrate uses favmac.universe.default_score(universe, delta) (SPEC "Default score")."""
+    from favmac.universe import default_score
+
+    assert default_score(universe, delta) == expected
+    probs, labels = tied_data(201, 80, 4, 2)
+    value, cost = AdditiveValue([1.0, 2.0, 0.5, 1.5]), AdditiveCost([1.0, 0.5, 2.0, 1.0])
+    write_parts(tmp_path, probs, labels, [40, 40])
+    targets = [0.3, 0.8, 1.6]
+    got, details = calibrate(str(tmp_path), value, cost, targets, delta=delta, universe=universe,
+                             scheduler="synchronous", return_details=True)
+    assert details["score"] == expected
+    explicit = calibrate(str(tmp_path), value, cost, targets, delta=delta, universe=universe, score=expected,
+                         scheduler="synchronous")
+    assert np.array_equal(got, explicit)
+    assert np.array_equal(got, tree_thresholds(probs, labels, value, cost, targets, delta, universe, score=expected))
+    if universe == "ratio":  # the other score gives other thresholds here, so the default really was applied
+        other = {"price": "cost", "cost": "price"}[expected]
+        assert not np.array_equal(got, calibrate(str(tmp_path), value, cost, targets, delta=delta, universe=universe,
+                                                 score=other, scheduler="synchronous"))

@@ -96,3 +96,40 @@ def test_predict_says_why_a_too_small_segment_gets_the_empty_set(tmp_path):
     predict(str(tmp_path / "new.csv"), AdditiveValue(), AdditiveCost(), thresholds, tmp_path / "out2",
             segment="plan", scheduler="synchronous")  # sizes unknown: still says why the set is empty
     assert "threshold is -inf" in pd.read_parquet(tmp_path / "out2").set_index("patient_id").loc["N4", "note"]
+
+
+@pytest.mark.parametrize("delta", [None, 0.2])
+def test_predict_default_score_is_calibrates(tmp_path, delta):
+    """No score given: predict and calibrate both use favmac.universe.default_score(universe, delta)."""
+    probs, labels = tied_data(211, 120, 4, 2)
+    write_parts(tmp_path / "cal", probs, labels, [60, 60])
+    value, cost = AdditiveValue([1.0, 2.0, 0.5, 1.5]), AdditiveCost([1.0, 0.5, 2.0, 1.0])
+    threshold = float(calibrate(str(tmp_path / "cal"), value, cost, 1.2, delta=delta, scheduler="synchronous"))
+    new = pd.DataFrame(tied_data(212, 30, 4, 2)[0], columns=["A", "B", "C", "D"])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(30)])
+    new.to_parquet(tmp_path / "new.parquet", index=False)
+    predict(str(tmp_path / "new.parquet"), value, cost, threshold, tmp_path / "out", delta=delta, scheduler="synchronous")
+    written = pd.read_parquet(tmp_path / "out")
+    expected = default_score("ratio", delta)
+    assert (written["score"] == expected).all()
+    fm = FavMac(value, cost, 1.2, delta=delta, score=expected).update(probs, labels)
+    assert fm.threshold == threshold
+    assert written["codes"].tolist() == [";".join("ABCD"[k] for k in np.flatnonzero(m))
+                                         for m in fm.predict(new.iloc[:, 1:].to_numpy())]
+
+
+def test_predict_reads_a_wide_file_without_labels(tmp_path):
+    """patient_id and prob_<code> columns only (labels dropped): the prob_ columns hold the codes, as
+    favmac.io.load_new_patients reads them."""
+    from favmac.io import load_new_patients
+    from favmac.replay import predict_with_threshold
+
+    frame = pd.DataFrame({"patient_id": ["a", "b"], "prob_B": [0.9, 0.1], "prob_A": [0.2, 0.8]})
+    frame.to_csv(tmp_path / "new.csv", index=False)
+    assert list(load_new_patients(tmp_path / "new.csv", ["A", "B"]).columns) == ["A", "B"]
+    predict(str(tmp_path / "new.csv"), AdditiveValue(), AdditiveCost(), 0.5, tmp_path / "out", codes=["A", "B"],
+            score="cost", scheduler="synchronous")
+    masks = predict_with_threshold(frame[["prob_A", "prob_B"]].to_numpy(), AdditiveValue(), AdditiveCost(), 0.5)
+    written = pd.read_parquet(tmp_path / "out")
+    assert written["patient_id"].tolist() == ["a", "b"]
+    assert written["codes"].tolist() == [";".join("AB"[k] for k in np.flatnonzero(m)) for m in masks] == ["B", "A"]

@@ -179,3 +179,138 @@ def test_glob_with_a_character_class_selects_those_files(tmp_path):
     got = calibrate(str(tmp_path / "part-00[01].parquet"), value, cost, [0.5, 1.1])
     want = tree_thresholds(probs[:45], labels[:45], value, cost, [0.5, 1.1])
     assert got.tolist() == want.tolist()
+
+
+# ----------------------------------------------------------------------------- the same rules as favmac.io
+
+
+def _outcome(call):
+    """What a reader makes of a file: its codes, or the DataError's (problem, file, row, column, fix)."""
+    try:
+        return "codes", list(call())
+    except DataError as err:
+        return "error", (err.problem, err.file, err.row, err.column, err.fix)
+
+
+def _cell(column):
+    return {"patient_id": "x", "segment": "s", "plan": "s"}.get(column, "1" if column.startswith("label_") else "0.5")
+
+
+def _write_csv(path, header):
+    names = header.split(",")
+    path.write_text(header + "\n" + ",".join("" if not n else _cell(n) for n in names) + "\n")
+    return str(path)
+
+
+WIDE_HEADERS = [
+    "patient_id,prob_A,label_A,prob_B,label_B",
+    "label_B,patient_id,prob_B,prob_A,label_A",
+    "patient_id,segment,prob_A,label_A",
+    "patient_id,prob_A,label_A,",
+    "patient_id,prob_A,label_A,age",
+    "patient_id,prob_A,label_A,age,zip",
+    "patient_id,age",
+    "patient_id,prob_A,prob_B,label_A",
+    "patient_id,label_A",
+    "patient_id",
+    "id,prob_A,label_A",
+    "patient_id,prob_,label_",
+    "patient_id,prob_A;B,label_A;B",
+]
+
+
+@pytest.mark.parametrize("segment", [None, "plan"])
+@pytest.mark.parametrize("header", WIDE_HEADERS + ["patient_id,plan,prob_A,label_A"])
+def test_wide_headers_are_judged_as_read_wide_judges_them(tmp_path, header, segment):
+    """favmac.io.column_layout is the one rule: read_wide and the engine agree on codes and on every message."""
+    from favmac.io import read_wide
+
+    path = _write_csv(tmp_path / "w.csv", header)
+    in_memory = _outcome(lambda: read_wide(path, name=path, segment_column=segment).codes)
+    engine = _outcome(lambda: sources.source_codes(path, labelled=True, segment=segment))
+    assert engine == in_memory
+
+
+NEW_PATIENT_HEADERS = [
+    "patient_id,A,B",
+    "patient_id,B,A",
+    "patient_id,prob_A,prob_B",
+    "patient_id,prob_A,label_A,prob_B,label_B",
+    "patient_id,prob_A,prob_B,label_A",
+    "patient_id,segment,B,A",
+    "patient_id,A",
+    "patient_id,A,B,C",
+    "patient_id,prob_A,B",
+    "patient_id",
+    "patient,A,B",
+]
+
+
+@pytest.mark.parametrize("header", NEW_PATIENT_HEADERS)
+def test_new_patient_headers_are_judged_as_load_new_patients_judges_them(tmp_path, header):
+    from favmac.io import load_new_patients
+
+    path = _write_csv(tmp_path / "n.csv", header)
+    in_memory = _outcome(lambda: load_new_patients(path, ["A", "B"], name=path).columns)
+    engine = _outcome(lambda: sources.checked_source(path, labelled=False, codes=["A", "B"])[1])
+    assert engine == in_memory
+
+
+def test_parquet_index_columns_are_left_out_as_favmac_io_leaves_them_out(tmp_path):
+    from favmac.io import read_wide
+
+    frame = pd.DataFrame({"patient_id": ["a", "b"], "prob_A": [0.5, 0.25], "label_A": [1, 0]}, index=[7, 9])
+    frame.to_parquet(tmp_path / "w.parquet")  # a non-default index: stored as __index_level_0__
+    path = str(tmp_path / "w.parquet")
+    assert "__index_level_0__" in pq_names(path)
+    assert sources.source_codes(path) == read_wide(path).codes == ["A"]
+
+
+def pq_names(path):
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).schema_arrow.names
+
+
+ZOE = "Zoë"  # a character outside ASCII: its bytes tell the encodings apart
+
+
+@pytest.mark.parametrize("encoding,bom", [
+    ("utf-8", b""),
+    ("utf-8", b"\xef\xbb\xbf"),
+    ("cp1252", b""),
+    ("latin-1", b""),
+    ("utf-16-le", b"\xff\xfe"),
+    ("utf-16-be", b"\xfe\xff"),
+])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_text_encodings_as_favmac_io_decodes_them(tmp_path, encoding, bom, newline):
+    """Every encoding favmac.io reads: the engine decodes the file as favmac.io.text_encoding says, and
+    reads the same ids and probabilities as read_wide."""
+    from favmac.io import read_wide, text_encoding
+
+    text = newline.join(["patient_id,prob_A,label_A", f"{ZOE}1,0.25,1", f"café 2,0.5,0", ""])
+    data = bom + text.encode(encoding)
+    (tmp_path / "w.csv").write_bytes(data)
+    path = str(tmp_path / "w.csv")
+    pieces, _ = sources.list_pieces(path)
+    assert pieces[0].encoding == text_encoding(data) == {"utf-8": "utf-8-sig", "cp1252": "cp1252", "latin-1": "cp1252",
+                                                        "utf-16-le": "utf-16", "utf-16-be": "utf-16"}[encoding]
+    rows, frame = next(sources.batches(pieces[0], ["patient_id", "prob_A", "label_A"]))
+    dataset = read_wide(path)
+    assert [str(i).strip() for i in frame["patient_id"]] == dataset.patient_ids.tolist() == [f"{ZOE}1", "café 2"]
+    assert frame["prob_A"].tolist() == dataset.prob_array()[:, 0].tolist() and rows.tolist() == [2, 3]
+
+
+def test_a_character_cut_at_the_header_sample_end_is_still_utf8(tmp_path):
+    """The engine judges a CSV from its first 64 KB; a UTF-8 character cut there must not make it cp1252."""
+    from favmac.io import text_encoding
+
+    prefix = b"patient_id,prob_A,label_A\n" + b"".join(b"p%d,0.5,1\n" % i for i in range(5000))
+    pad = 65535 - len(prefix) - 1
+    data = prefix + b"q" + b"x" * pad + "é,0.5,1\n".encode()  # 'é' (2 bytes) straddles byte 65536
+    assert pad > 0 and data[65535:65537] == "é".encode()
+    (tmp_path / "w.csv").write_bytes(data)
+    pieces, _ = sources.list_pieces(str(tmp_path / "w.csv"))
+    assert text_encoding(data[:65536], truncated=True) == text_encoding(data) == pieces[0].encoding == "utf-8-sig"
+    assert text_encoding(data[:65536]) == "cp1252"  # without the allowance the cut would count against UTF-8
