@@ -39,14 +39,16 @@ def test_cli_calibrate_writes_settings_that_predict_loads(tmp_path, capsys):
     new.insert(0, "patient_id", [f"N{i}" for i in range(50)])
     os.makedirs(tmp_path / "new")
     new.to_parquet(tmp_path / "new" / "part-0.parquet", index=False)
-    status = main(["predict", "--settings", str(settings), "--target", "1.1", "--new", str(tmp_path / "new"),
+    status = main(["predict", "--engine", "dask", "--settings", str(settings),
+                   "--target", "1.1", "--new", str(tmp_path / "new"),
                    "--out", str(tmp_path / "chosen")])
     assert status == 0
     fm = FavMac(value, cost, 1.1)
     fm.update(probs, labels)
     chosen = pd.read_parquet(tmp_path / "chosen")
     assert chosen["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in fm.predict(new.iloc[:, 1:].to_numpy())]
-    status = main(["predict", "--settings", str(settings), "--target", "3", "--new", str(tmp_path / "new"),
+    status = main(["predict", "--engine", "dask", "--settings", str(settings),
+                   "--target", "3", "--new", str(tmp_path / "new"),
                    "--out", str(tmp_path / "chosen3")])
     assert status == 2 and "calibrated for targets 0.5, 1.1, 2.25 only" in capsys.readouterr().err
     assert not (tmp_path / "chosen3").exists()
@@ -71,7 +73,8 @@ def test_cli_segments_round_trip(tmp_path, capsys):
     new.to_parquet(tmp_path / "new.parquet", index=False)
     os.makedirs(tmp_path / "new")
     os.replace(tmp_path / "new.parquet", tmp_path / "new" / "new.parquet")
-    assert main(["predict", "--settings", str(settings), "--target", "1.2", "--new", str(tmp_path / "new"),
+    assert main(["predict", "--engine", "dask", "--settings", str(settings),
+                 "--target", "1.2", "--new", str(tmp_path / "new"),
                  "--out", str(tmp_path / "out")]) == 0
     fm = FavMac(AdditiveValue(), AdditiveCost(), 1.2, delta=0.2).update(probs, labels, group=plans)
     masks = fm.predict(new.iloc[:, 2:].to_numpy(), group=new["plan"].to_numpy(dtype=object))
@@ -95,8 +98,68 @@ def test_cli_predict_notes_a_too_small_segment_from_the_settings(tmp_path, capsy
     new.insert(1, "plan", ["a", "tiny", "a", "tiny"])
     os.makedirs(tmp_path / "new")
     new.to_parquet(tmp_path / "new" / "n.parquet", index=False)
-    assert main(["predict", "--settings", str(settings), "--target", "0.5", "--new", str(tmp_path / "new"),
+    assert main(["predict", "--engine", "dask", "--settings", str(settings),
+                 "--target", "0.5", "--new", str(tmp_path / "new"),
                  "--out", str(tmp_path / "out")]) == 0
     written = pd.read_parquet(tmp_path / "out")
     assert written["note"].tolist() == ["", "segment 'tiny': " + too_small_reason(3, 0.5, 3)] * 2
     assert written.loc[written["plan" if "plan" in written else "segment"] == "tiny", "codes"].eq("").all()
+
+
+# ----------------------------------------------------------------------------- choosing the engine
+
+
+def _small_sets(tmp_path):
+    """A labelled folder of two Parquet parts, a folder of new patients, and a single new-patients CSV."""
+    probs, labels = tied_data(191, 80, 3, 1)
+    write_parts(tmp_path / "cal", probs, labels, [40, 40])
+    new = pd.DataFrame(tied_data(192, 10, 3, 1)[0], columns=["C0", "C1", "C2"])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(10)])
+    os.makedirs(tmp_path / "new")
+    new.to_parquet(tmp_path / "new" / "n.parquet", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    return probs, labels, new
+
+
+@pytest.mark.parametrize("which", ["calibration glob", "calibration folder", "new folder", "settings", "scheduler"])
+def test_memory_engine_refuses_file_sets_and_says_to_pass_engine_dask(tmp_path, capsys, which):
+    """No silent switch: the default engine (memory) refuses what only Dask reads, naming --engine dask
+    and what it writes; nothing is written."""
+    _small_sets(tmp_path)
+    calibration = {"calibration glob": str(tmp_path / "cal" / "*.parquet"),
+                   "calibration folder": str(tmp_path / "cal")}.get(which, str(tmp_path / "cal" / "part-001.parquet"))
+    new = str(tmp_path / "new") if which == "new folder" else str(tmp_path / "new.csv")
+    extra = {"settings": ["--settings", str(tmp_path / "run.json")], "scheduler": ["--scheduler", "synchronous"]}
+    status = main(["predict", "--calibration", calibration, "--new", new, "--target", "1.1",
+                   "--out", str(tmp_path / "out.csv"), *extra.get(which, [])])
+    err = capsys.readouterr().err
+    assert status == 2 and "Pass --engine dask" in err and "folder of Parquet parts" in err and "not a CSV" in err
+    assert ("the Dask engine only" in err) and not (tmp_path / "out.csv").exists()
+
+
+def test_engine_dask_says_what_it_writes_where_and_equals_the_memory_engine(tmp_path, capsys):
+    probs, labels, new = _small_sets(tmp_path)
+    common = ["--target", "1.1", "--score", "cost"]
+    assert main(["predict", "--engine", "dask", "--calibration", str(tmp_path / "cal"), "--new", str(tmp_path / "new"),
+                 "--out", str(tmp_path / "chosen"), *common]) == 0
+    captured = capsys.readouterr()
+    assert f"the chosen sets go to the folder {tmp_path / 'chosen'} as Parquet parts" in captured.err
+    assert f"wrote 10 patients as Parquet parts to {tmp_path / 'chosen'}" in captured.out
+    assert sorted(os.listdir(tmp_path / "chosen")) == ["part-00000.parquet"]
+    # the in-memory engine on one file of the same patients: the same sets
+    pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "cal").iterdir())]).to_csv(tmp_path / "cal.csv", index=False)
+    assert main(["predict", "--calibration", str(tmp_path / "cal.csv"), "--new", str(tmp_path / "new.csv"),
+                 "--out", str(tmp_path / "chosen.csv"), *common]) == 0
+    in_memory = pd.read_csv(tmp_path / "chosen.csv", keep_default_na=False)
+    on_dask = pd.read_parquet(tmp_path / "chosen")
+    assert on_dask["codes"].tolist() == in_memory["codes"].tolist()
+    assert on_dask["threshold"].tolist() == in_memory["threshold"].tolist()
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.1).update(probs, labels)
+    assert on_dask["threshold"].iloc[0] == fm.threshold
+
+
+def test_engine_dask_refuses_standard_output(tmp_path, capsys):
+    _small_sets(tmp_path)
+    assert main(["predict", "--engine", "dask", "--calibration", str(tmp_path / "cal"), "--new", str(tmp_path / "new"),
+                 "--target", "1.1", "--out", "-"]) == 2
+    assert "cannot write to standard output" in capsys.readouterr().err
