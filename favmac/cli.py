@@ -423,7 +423,7 @@ def run_replay(args) -> int:
 # ----------------------------------------------------------------------------- distributed engine (Dask)
 
 
-_DASK_WRITES = "it writes a folder of Parquet parts (part-NNNNN.parquet) at --out, not a CSV"
+_DASK_WRITES = "it writes --out as a folder of Parquet parts, part-NNNNN.parquet, not as a CSV"
 
 
 def _refuse_dask_inputs(args) -> None:
@@ -503,8 +503,8 @@ def run_calibrate(args) -> int:
     if args.settings_out:
         with open(args.settings_out, "wb") as handle:
             handle.write(settings)
-        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --settings "
-              f"{args.settings_out} --target C --new FILES --out FOLDER).")
+        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --engine dask "
+              f"--settings {args.settings_out} --target C --new FILES --out FOLDER).")
     else:
         print(settings.decode())
     return 0

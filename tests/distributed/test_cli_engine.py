@@ -133,7 +133,7 @@ def test_memory_engine_refuses_file_sets_and_says_to_pass_engine_dask(tmp_path, 
     status = main(["predict", "--calibration", calibration, "--new", new, "--target", "1.1",
                    "--out", str(tmp_path / "out.csv"), *extra.get(which, [])])
     err = capsys.readouterr().err
-    assert status == 2 and "Pass --engine dask" in err and "folder of Parquet parts" in err and "not a CSV" in err
+    assert status == 2 and "Pass --engine dask" in err and "folder of Parquet parts" in err and "not as a CSV" in err
     assert ("the Dask engine only" in err) and not (tmp_path / "out.csv").exists()
 
 
