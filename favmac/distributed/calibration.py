@@ -40,7 +40,20 @@ from ..thresholds import (
     violation_scores,
 )
 from ..universe import candidate_sets, check_score, check_universe, default_score
-from .histograms import WIDTHS, add, bucket, crossing, cumsum, descend, group_sum, key_of_bits, merge, ordered_bits, select, sparse_histogram
+from .histograms import (
+    WIDTHS,
+    add,
+    bucket,
+    crossing,
+    cumsum,
+    descend,
+    group_sum,
+    key_of_bits,
+    merge,
+    ordered_bits,
+    select,
+    sparse_histogram,
+)
 from .runner import Runner, hash_series, id_hashes
 from .sources import Piece, rows_of, segment_labels
 

@@ -30,7 +30,7 @@ from ..io.csv_parsing import (
 from ..io.errors import DataError
 from ..io.parquet import as_text, data_columns
 from ..io.readers import column_layout
-from ..segments import check_group_labels
+from ..io.readers import segment_labels as io_segment_labels
 
 __all__ = ["BATCH_ROWS", "PIECE_ROWS", "Piece", "list_pieces", "source_codes", "checked_source", "batches",
            "rows_of", "segment_labels", "is_dask_frame"]
@@ -225,6 +225,9 @@ def batches(piece: Piece, wanted: list[str], text_columns=(ID_COLUMN,)):
                     frame[ID_COLUMN] = pd.Series(pd.arrays.ArrowExtensionArray(ids), index=frame.index)
                 else:  # integer ids etc.: text as favmac.io's Parquet reader makes it (7 -> "7")
                     frame[ID_COLUMN] = as_text(ids.to_pandas()).to_numpy()
+                for column in text_columns:  # segment labels: text as favmac.io makes them (7.0 -> "7")
+                    if column != ID_COLUMN and column in frame.columns:
+                        frame[column] = as_text(frame[column])
                 yield np.arange(row, row + len(frame)), frame
                 row += len(frame)
         return
@@ -269,16 +272,9 @@ def rows_of(item, name: str, wanted: list[str], text_columns):
 
 
 def segment_labels(frame, segment, file, rows):
-    """The batch's segment labels as text (favmac.segments' rule), or None without segments."""
-    if segment is None:
-        return None
-    try:
-        return check_group_labels(np.asarray(frame[segment], dtype=object), len(frame), name=segment)
-    except ValueError:
-        values = frame[segment]
-        empty = np.flatnonzero(values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy())
-        raise DataError("the segment label is empty.", file=file, row=int(rows[empty[0]]), column=segment,
-                        fix="Every patient needs a segment label.") from None
+    """The batch's segment labels as text (favmac.io's rule, ``favmac.io.readers.segment_labels``),
+    or None without segments."""
+    return None if segment is None else io_segment_labels(frame[segment], rows, file, segment)
 
 
 def is_dask_frame(source) -> bool:

@@ -57,6 +57,7 @@ __all__ = [
     "read_table",
     "read_weights",
     "read_wide",
+    "segment_labels",
 ]
 
 
@@ -168,7 +169,19 @@ def _take_segment(frame, rows, file, column, required: bool):
         if required:
             raise _no_segment_column(column, file)
         return frame, None
-    values = frame[column]
+    return frame.drop(columns=column), segment_labels(frame[column], rows, file, column)
+
+
+def segment_labels(values, rows, file, column) -> np.ndarray:
+    """A segment column's labels as stripped text (object array); a missing or blank label is refused.
+
+    ``rows`` are the spreadsheet row numbers of ``values`` (for the message). The readers and the
+    distributed engine (batch by batch) read segment labels with this one rule.
+
+    >>> segment_labels(pd.Series([" East", "7"]), np.array([2, 3]), "p.csv", "plan").tolist()
+    ['East', '7']
+    """
+    values = pd.Series(values)
     text = values.astype(object).where(values.notna(), None).tolist()
     for i, label in enumerate(text):
         if label is None or not str(label).strip():
@@ -176,8 +189,7 @@ def _take_segment(frame, rows, file, column, required: bool):
                 "this patient has no segment label.", file=file, row=int(rows[i]), column=column,
                 fix="Give every patient a segment (e.g. its plan or region), or turn segments off.",
             )
-    labels = np.array([str(label).strip() for label in text], dtype=object)
-    return frame.drop(columns=column), labels
+    return np.array([str(label).strip() for label in text], dtype=object)
 
 
 def read_table(source, name=None) -> pd.DataFrame:

@@ -210,7 +210,7 @@ def test_segment_column_missing_or_empty(tmp_path):
         calibrate(str(tmp_path / "a.parquet"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan")
     frame.insert(1, "plan", ["x"] * 12 + [None] + ["y"] * 7)
     frame.to_parquet(tmp_path / "a.parquet", index=False)
-    with pytest.raises(DataError, match="segment label is empty") as err:
+    with pytest.raises(DataError, match="this patient has no segment label") as err:
         calibrate(str(tmp_path / "a.parquet"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
                   scheduler="synchronous")
     assert (err.value.row, err.value.column) == (14, "plan")

@@ -314,3 +314,24 @@ def test_a_character_cut_at_the_header_sample_end_is_still_utf8(tmp_path):
     pieces, _ = sources.list_pieces(str(tmp_path / "w.csv"))
     assert text_encoding(data[:65536], truncated=True) == text_encoding(data) == pieces[0].encoding == "utf-8-sig"
     assert text_encoding(data[:65536]) == "cp1252"  # without the allowance the cut would count against UTF-8
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_segment_labels_are_read_as_favmac_io_reads_them(tmp_path, fmt):
+    """Numeric plan codes become the same text; a missing label is refused in the same words."""
+    from favmac.io import read_wide
+
+    probs, labels = tied_data(221, 12, 2, 1)
+    frame = wide_frame(probs, labels)
+    frame.insert(1, "plan", [7.0, 8.0, 7.0] * 4)
+    path = str(tmp_path / f"w.{fmt}")
+    frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
+    _, by_segment = calibrate(path, AdditiveValue(), AdditiveCost(), [1.0], segment="plan", scheduler="synchronous")
+    written = ["7.0", "8.0"] if fmt == "csv" else ["7", "8"]  # a CSV cell is its text; Parquet's 7.0 reads as "7"
+    assert sorted(by_segment) == sorted(set(read_wide(path, segment_column="plan").groups)) == written
+    frame.loc[5, "plan"] = None
+    frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
+    in_memory = _outcome(lambda: read_wide(path, name=path, segment_column="plan").codes)
+    engine = _outcome(lambda: calibrate(path, AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
+                                        scheduler="synchronous"))
+    assert engine == in_memory and in_memory[1][:4] == ("this patient has no segment label.", path, 7, "plan")
