@@ -42,7 +42,8 @@ EXIT_BAD_INPUT = 2
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
 OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
-                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate"}
+                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
+                   "recalibration": "--recalibration"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -85,6 +86,11 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     method.add_argument("--segment-column", metavar="NAME",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only")
+    method.add_argument("--recalibrate", type=int, metavar="R",
+                        help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
+                        "prediction and do not calibrate; --burn-in counts patients after them)")
+    method.add_argument("--recalibration", default="platt", choices=["platt", "isotonic"],
+                        help="the per-code map fitted with --recalibrate (default platt)")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -232,6 +238,8 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         window=window,
         segment=args.segment_column,
         adaptive_rate=adaptive_rate,
+        recalibrate=args.recalibrate,
+        recalibration=args.recalibration,
     )
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
@@ -279,7 +287,7 @@ def _write(frame: pd.DataFrame, out: str) -> bytes:
     return data
 
 
-def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
+def _write_provenance(args, spec, data, written: bytes, new=None, result=None) -> None:
     """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
     from pathlib import Path
 
@@ -294,9 +302,22 @@ def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
     if args.weights:
         inputs.update(file_digests(args.weights))
     cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
-    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written})
+    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written},
+                     recalibration=None if result is None else result.settings.get("recalibration_maps"))
     with open(f"{args.out}.provenance.json", "wb") as handle:
         handle.write(provenance_json(doc))
+
+
+def _print_recalibration(args, result) -> None:
+    """One line on the recalibration fold, when there is one."""
+    if "recalibration_maps" in result.settings:
+        from .recalibration import recalibration_of
+
+        maps = recalibration_of(result)
+        fallback = maps.fallback_codes
+        print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration)"
+              + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
+                 if fallback else "") + ".", file=_report_stream(args))
 
 
 def _report_stream(args):
@@ -341,15 +362,15 @@ def run_predict(args) -> int:
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
-        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
-                            progress=progress, groups=_groups(args, data))
+        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress,
+                            burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data))
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
-    _write_provenance(args, spec, data, _write(frame, args.out), new)
+    _write_provenance(args, spec, data, _write(frame, args.out), new, result)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
@@ -359,6 +380,7 @@ def run_predict(args) -> int:
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
         file=_report_stream(args),
     )
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         for label, final in result.group_thresholds.items():
             print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
@@ -393,7 +415,7 @@ def run_replay(args) -> int:
                             groups=groups)
     finally:
         progress.close()
-    _write_provenance(args, spec, data, _write(result.to_frame(), args.out))
+    _write_provenance(args, spec, data, _write(result.to_frame(), args.out), result=result)
 
     summary = summarize(result)
     stream = _report_stream(args)
@@ -404,6 +426,7 @@ def run_replay(args) -> int:
         file=stream,
     )
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"), file=stream)
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         from .segments import segment_table
 
@@ -431,6 +454,9 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
+    if args.recalibrate is not None:
+        raise DataError("--recalibrate is not supported by the distributed engine (file sets, calibrate, "
+                        "predict --settings) yet.", fix="Drop --recalibrate, or give one file to use the in-memory engine.")
     codes = source_codes(source, segment=args.segment_column)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
