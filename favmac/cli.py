@@ -362,7 +362,7 @@ def run_predict(args) -> int:
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
-        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress,
+        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress, codes=data.codes,
                             burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data))
     finally:
         progress.close()
@@ -374,7 +374,7 @@ def run_predict(args) -> int:
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
-        f"{result.method}: calibrated on {data.n_patients} patients x {data.n_codes} codes "
+        f"{result.method}: calibrated on {data.n_patients - (spec.recalibrate or 0)} patients x {data.n_codes} codes "
         f"({control}, target {target:g} of C_max {c_max:g}); threshold {threshold:g}.\n"
         f"Wrote {len(frame)} patients to {where}: {frame['n_codes'].mean():.2f} codes per patient on average, "
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
