@@ -17,6 +17,7 @@ from favmac.recalibration import (
     check_recalibrate,
     fit_recalibration,
     recalibration_of,
+    recalibration_report,
     reliability,
 )
 from favmac.runspec import SettingsError, read_settings_json
@@ -367,3 +368,26 @@ def test_calibration_error_and_reliability():
     index = np.minimum((p[rows, 0] * 10).astype(int), 9)
     for _, row in one.iterrows():
         assert row["rate"] == pytest.approx(y[rows, 0][index == row["bin"]].mean())
+
+
+def test_recalibration_report_is_out_of_fold():
+    p, y, _, _ = _stream(20, n=1500, k=3)
+    y[:500, 2] = False  # never in the fold
+    maps, table = recalibration_report(p, y, 500, codes=["A", "B", "C"])
+    assert maps == fit_recalibration(p[:500], y[:500], codes=["A", "B", "C"])
+    assert table["n"].tolist() == [1000] * 3 and table["fold_positives"].tolist()[2] == 0
+    assert table["fallback"].tolist() == [False, False, True]
+    assert table["ece_after"].tolist() == pytest.approx(
+        calibration_error(maps.apply(p[500:]), y[500:])["ece"].tolist())
+    assert table["ece_after"][0] < table["ece_before"][0]
+
+
+def test_favmac_with_fitted_maps_applies_them_from_the_start():
+    p, y, v, c = _stream(21, n=400)
+    maps = fit_recalibration(p[:100], y[:100])
+    fm = FavMac(v, c, 1.0, recalibration=maps, score="price").update(p[100:300], y[100:300])
+    plain = FavMac(v, c, 1.0, score="price").update(maps.apply(p[100:300]), y[100:300])
+    assert fm.n_fold == 0 and fm.threshold == plain.threshold
+    assert np.array_equal(fm.predict(p[300:]), plain.predict(maps.apply(p[300:])))
+    with pytest.raises(ValueError, match="leave recalibrate=None"):
+        FavMac(v, c, 1.0, recalibration=maps, recalibrate=100)
