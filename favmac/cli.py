@@ -29,6 +29,7 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS
 from .runspec import RunSpec, SettingsError
 from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
@@ -89,8 +90,8 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     method.add_argument("--recalibrate", type=int, metavar="R",
                         help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
                         "prediction and do not calibrate; --burn-in counts patients after them)")
-    method.add_argument("--recalibration", default="platt", choices=["platt", "isotonic"],
-                        help="the per-code map fitted with --recalibrate (default platt)")
+    method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
+                        help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:

@@ -366,4 +366,6 @@ class FavMac:
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
         score = "" if self.score == "cost" else f", score={self.score!r}"
+        if self.recalibrate is not None:
+            score += f", recalibrate={self.recalibrate} ({self.recalibration})"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
 from .segments import check_group_labels, group_rows
 from .thresholds import (
@@ -70,7 +71,7 @@ def replay(
     adaptive_rate=None,
     score: str = "cost",
     recalibrate=None,
-    recalibration: str = "platt",
+    recalibration: str = DEFAULT_RECALIBRATION,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
