@@ -350,6 +350,7 @@ def test_cli_replay_and_predict_with_recalibration(tmp_path):
     assert pd.read_csv(tmp_path / "r.csv")["position"].min() == 120
     assert main(["replay", "--calibration", str(tmp_path / "cal.csv"), "--targets", "0.5", "--recalibrate", "30",
                  "--out", str(tmp_path / "r.csv")]) == 2
+    assert main(["calibrate", "--data", str(tmp_path / "cal.csv"), "--targets", "0.5", "--recalibrate", "100"]) == 2
 
 
 # ---------------------------------------------------------------------- figures for the Data page
