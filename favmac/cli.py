@@ -469,9 +469,6 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
-    if args.recalibrate is not None:
-        raise DataError("--recalibrate is not supported by the distributed engine (file sets, calibrate, "
-                        "predict --settings) yet.", fix="Drop --recalibrate, or give one file to use the in-memory engine.")
     codes = source_codes(source, segment=args.segment_column)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
@@ -483,7 +480,8 @@ def _engine_calibrate(args, source, spec, targets):
 
     out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
                     score=spec.score, segment=spec.segment, scheduler=args.scheduler,
-                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+                    progress=args.progress or sys.stderr.isatty(), return_details=True,
+                    recalibrate=spec.recalibrate, recalibration=spec.recalibration)
     return out if spec.segment is not None else (out[0], None, out[1])
 
 
@@ -505,7 +503,8 @@ def _calibration_extras(spec, codes, thresholds, by_segment, details, source) ->
     if by_segment is not None:
         block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
                              for label, values in by_segment.items()}
-    return {"calibration": block}
+    maps = details.get("recalibration_maps")  # the fold's maps: predict --settings applies them
+    return {"calibration": block, **({"recalibration_maps": maps} if maps is not None else {})}
 
 
 def run_calibrate(args) -> int:
@@ -553,12 +552,16 @@ def _predict_distributed(args) -> int:
     if args.settings:
         with open(args.settings, "rb") as handle:
             raw = handle.read()
-        calibration = read_settings_json(raw, extras=("calibration",)).extras.get("calibration")
+        stored = read_settings_json(raw, extras=("calibration", "recalibration_maps")).extras
+        calibration, maps = stored.get("calibration"), stored.get("recalibration_maps")
         if not calibration or "thresholds" not in calibration or "codes" not in calibration:
             raise DataError("the settings file holds no thresholds.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
-        spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
+        spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
+        if spec.recalibrate is not None and maps is None:
+            raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
+                            fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
@@ -582,12 +585,13 @@ def _predict_distributed(args) -> int:
         target, index = spec.target, 0
         thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
-        segment_sizes = details.get("segment_sizes")
+        segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
     value, cost = spec.build()
     chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
     written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
-                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty(),
+                      recalibration=maps)
     per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
     print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
           f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",

@@ -350,7 +350,8 @@ def test_cli_replay_and_predict_with_recalibration(tmp_path):
     assert pd.read_csv(tmp_path / "r.csv")["position"].min() == 120
     assert main(["replay", "--calibration", str(tmp_path / "cal.csv"), "--targets", "0.5", "--recalibrate", "30",
                  "--out", str(tmp_path / "r.csv")]) == 2
-    assert main(["calibrate", "--data", str(tmp_path / "cal.csv"), "--targets", "0.5", "--recalibrate", "100"]) == 2
+    assert main(["calibrate", "--data", str(tmp_path / "cal.csv"), "--targets", "0.5", "--recalibrate", "30",
+                 "--scheduler", "synchronous"]) == 2
 
 
 # ---------------------------------------------------------------------- figures for the Data page
@@ -392,3 +393,61 @@ def test_favmac_with_fitted_maps_applies_them_from_the_start():
     assert np.array_equal(fm.predict(p[300:]), plain.predict(maps.apply(p[300:])))
     with pytest.raises(ValueError, match="leave recalibrate=None"):
         FavMac(v, c, 1.0, recalibration=maps, recalibrate=100)
+
+
+# ---------------------------------------------------------------------- the distributed engine
+@pytest.mark.parametrize("kind", ["dask_frame", "parquet_files"])
+@pytest.mark.parametrize("delta", [None, 0.2])
+def test_distributed_calibrate_equals_favmac_with_the_fold(tmp_path, kind, delta):
+    dd = pytest.importorskip("dask.dataframe")
+    from favmac.distributed import calibrate
+
+    p, y, v, c = _stream(22, n=700, k=4)
+    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(700)]})
+    for k in range(4):
+        frame[f"prob_C{k}"], frame[f"label_C{k}"] = p[:, k], y[:, k].astype(int)
+    if kind == "dask_frame":
+        source = dd.from_pandas(frame, npartitions=4)  # 175 rows each: the fold ends inside the second
+    else:
+        for i in range(3):  # sorted by name: the fold ends inside part1
+            frame.iloc[i * 250:(i + 1) * 250].to_parquet(tmp_path / f"part{i}.parquet")
+        source = str(tmp_path / "*.parquet")
+    for method in ("platt", "isotonic"):
+        got, details = calibrate(source, v, c, [0.8, 1.5], delta=delta, score="price", recalibrate=300,
+                                 recalibration=method, return_details=True, scheduler="synchronous")
+        want = [FavMac(v, c, t, delta=delta, score="price", recalibrate=300, recalibration=method).update(p, y).threshold
+                for t in (0.8, 1.5)]
+        assert got.tolist() == want
+        assert details["n_patients"] == 400
+        assert Recalibration.from_dict(details["recalibration_maps"]) == fit_recalibration(
+            p[:300], y[:300], method, codes=[f"C{k}" for k in range(4)])
+    with pytest.raises(ValueError, match=r"recalibrate: R = 800 .*\(700 - 0 = 700\)"):
+        calibrate(source, v, c, [1.0], recalibrate=800, scheduler="synchronous")
+
+
+def test_cli_calibrate_and_predict_on_dask_carry_the_maps(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    from favmac.cli import main
+
+    p, y, _, _ = _stream(23, n=400, k=3)
+    wide = pd.DataFrame({"patient_id": [f"P{i}" for i in range(400)]})
+    for k in range(3):
+        wide[f"prob_C{k}"], wide[f"label_C{k}"] = p[:, k], y[:, k].astype(int)
+    (tmp_path / "cal").mkdir()
+    wide.to_parquet(tmp_path / "cal" / "a.parquet")
+    new = pd.DataFrame({"patient_id": [f"N{i}" for i in range(30)]})
+    new_p = _stream(24, n=30, k=3)[0]
+    for k in range(3):
+        new[f"C{k}"] = new_p[:, k]
+    new.to_parquet(tmp_path / "new.parquet")
+    settings = tmp_path / "settings.json"
+    assert main(["calibrate", "--data", str(tmp_path / "cal"), "--targets", "0.5", "--recalibrate", "100",
+                 "--scheduler", "synchronous", "--settings-out", str(settings)]) == 0
+    doc = json.loads(settings.read_text())
+    assert doc["settings"]["recalibrate"] == 100 and doc["settings"]["recalibration_maps"]["n_fold"] == 100
+    assert main(["predict", "--engine", "dask", "--settings", str(settings), "--target", "0.5",
+                 "--new", str(tmp_path / "new.parquet"), "--scheduler", "synchronous", "--out", str(tmp_path / "out")]) == 0
+    written = pd.read_parquet(tmp_path / "out").sort_values("patient_id")
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 0.5, score="price", recalibrate=100).update(p, y)  # --value tp
+    want = fm.predict(new_p[np.argsort([f"N{i}" for i in range(30)])]).sum(axis=1)
+    assert written["n_codes"].tolist() == want.tolist()
