@@ -169,7 +169,7 @@ class FavMac:
         until R have arrived, then the maps are fitted on them (SPEC "Recalibration on a split")."""
         if self._maps is None and self.recalibrate is not None:
             take = min(self.recalibrate - self.n_fold, probs.shape[0])
-            self._fold.append((probs[:take], labels[:take]))
+            self._fold.append((probs[:take].copy(), labels[:take].copy()))  # the caller may reuse its arrays
             if self.n_fold == self.recalibrate:
                 self._maps = fit_recalibration(np.concatenate([p for p, _ in self._fold]),
                                                np.concatenate([y for _, y in self._fold]), self.recalibration)
