@@ -48,6 +48,8 @@ _EXPORTS = {
     "run_method": "methods",
     "RunSpec": "runspec",
     "SettingsError": "runspec",
+    "Recalibration": "recalibration",
+    "fit_recalibration": "recalibration",
     "QuantileTree": "quantile_tree",
     "QuantileTreeError": "quantile_tree",
     "ReplayResult": "result",
