@@ -31,7 +31,7 @@ __all__ = ["BASELINE_OPTIONS", "FAVMAC_OPTIONS", "METHODS", "Method", "applicabi
 
 BOTH_CONTROLS = ("expected", "violation")
 #: The optional keywords each kind of engine takes (besides delta, burn_in, codes, patient_ids).
-FAVMAC_OPTIONS = ("window", "c_max", "progress", "groups", "adaptive_rate", "score")
+FAVMAC_OPTIONS = ("window", "c_max", "progress", "groups", "adaptive_rate", "score", "recalibrate", "recalibration")
 BASELINE_OPTIONS = ("window", "c_max", "progress")
 
 
