@@ -38,14 +38,14 @@ def settings_fields(current: dict, dataset) -> dict:
     chosen = current.get("segment") if current.get("segment") in columns else (columns[0] if columns else None)
     column = st.selectbox("Segment column", columns or ["(none in this file)"],
                           index=columns.index(chosen) if chosen in columns else 0, key="segment_column",
-                          disabled=not columns)
+                          disabled=not (columns and on))
     adaptive = st.checkbox("Adaptive target under drift (expected cost only)", value=current.get("adaptive_rate") is not None,
                            key="use_adaptive",
                            help="The target moves with the cost of each chosen set: c(n+1) = c(n) + γ (c − C(n)). "
                                 "The mean cost stays within c + (c + γ C_max)/(γ S) for ANY stream, drifting or not.")
     rate = st.number_input("Adaptive rate γ", min_value=0.001, max_value=10.0,
                            value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format="%.3f",
-                           key="adaptive_rate")
+                           key="adaptive_rate", disabled=not adaptive)
     return {"segment": column if on and columns else None, "adaptive_rate": float(rate) if adaptive else None}
 
 

@@ -45,7 +45,7 @@ def test_too_small_segment_is_warned():
 
 def test_adaptive_rate_on_the_online_session():
     at = go(drift_session(), "value_cost")
-    at.checkbox(key="use_adaptive").check()
+    at.checkbox(key="use_adaptive").check().run()
     at.number_input(key="adaptive_rate").set_value(0.05)
     at.button(key="apply_settings").click().run()
     assert_clean(at)
