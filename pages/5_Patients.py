@@ -8,6 +8,7 @@ from favmac.ui import bootstrap, figures, guarantees, patients, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
+from favmac.ui.units import cost_unit, threshold_tile, value_unit
 
 page_setup("Patients")
 st.title("Patients")
@@ -57,12 +58,16 @@ else:
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
-tiles[1].metric("Threshold T", format_threshold(threshold), help=where)
-tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
-tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order whose score "
-                "(Ĉ, or the price score) is < T")
+label, shown_threshold, why = threshold_tile(threshold, settings, state.spec().score)
+tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {where}.")
+tiles[2].metric("Expected value of the set", f"{summary['vhat']:.3f}",
+                help=f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities.")
+tiles[3].metric(f"Expected {cost_unit(settings)}", f"{summary['chat']:.3f}",
+                help="Ĉ, the cost proxy. The chosen set is the largest prefix of the greedy order whose score "
+                     "(Ĉ, or the price score) is < T.")
 if summary["value"] is not None:
-    tiles[4].metric("Realized value / cost", f"{summary['value']:.3g} / {summary['cost']:.3g}")
+    tiles[4].metric(f"Confirmed value / {cost_unit(settings)}", f"{summary['value']:.3g} / {summary['cost']:.3g}",
+                    help=f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}.")
 st.caption(f"Patient {md(pick)}: {where}.")
 
 if settings["universe"] == "full":

@@ -63,4 +63,6 @@ else:
 segments = validity.segment_frame(report)
 if segments is not None:
     st.subheader("Per segment")
-    st.table(segments.set_index("segment"))
+    from favmac.ui.guarantees import segment_column_config  # noqa: E402
+
+    st.dataframe(segments, hide_index=True, key="validity_segments", column_config=segment_column_config(settings))

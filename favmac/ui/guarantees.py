@@ -14,9 +14,10 @@ from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.text import md
+from favmac.ui.units import cost_unit, per_100_charts, threshold_text
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
-           "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
+           "segment_column_config", "segment_display", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
            "stream_patient_where"]
 
 DEFAULT_RATE = 0.05
@@ -50,26 +51,53 @@ def settings_fields(current: dict, dataset) -> dict:
 
 
 def segment_display(result, settings: dict) -> pd.DataFrame:
-    """The per-segment table as shown: numbers rounded, status words for the within-target flag."""
+    """The per-segment table as shown: numbers as they are (the page formats each column with
+    :func:`segment_column_config`), status words for the within-target flag.
+
+    ``patients``: the segment's patients in the whole stream (its calibration data by the end);
+    ``predicted``: those after the burn-in, over whom mean cost and violation rate are taken.
+    """
     table = segment_table(result)
     shown = pd.DataFrame({
-        "segment": table["segment"],
+        "segment": table["segment"].astype(str),
         "patients": table["patients"],
+        "predicted": table["predicted"],
         "threshold": table["threshold"],
-        "mean cost": table["mean_cost"].round(3),
+        "mean cost": table["mean_cost"],
         "target c": table["target"],
-        "violation rate": (100 * table["violation_rate"]).round(1).astype(str) + " %",
+        "violation rate": 100 * table["violation_rate"],
     })
     if settings["control"] == "violation":
         shown["δ"] = table["delta"]
     adaptive = table["bound"].notna().any()
     if adaptive:
-        shown["bound (adaptive)"] = table["bound"].round(3)
+        shown["bound (adaptive)"] = table["bound"]
     line = "bound" if adaptive else "target"
     shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
                        for w, ok in zip(table["warning"], table["within_target"])]
     shown["warning"] = table["warning"]
     return shown
+
+
+def segment_column_config(settings: dict) -> dict:
+    """``st.dataframe`` column formats of the per-segment tables (the Value & cost and Validity
+    pages): counts with thousands separators, costs to 3 decimals, rates in %, each with its unit."""
+    unit = cost_unit(settings)
+    number = st.column_config.NumberColumn
+    return {
+        "segment": st.column_config.TextColumn("segment"),
+        "patients": number("patients", format="%d", help="The segment's patients in the whole stream"),
+        "predicted": number("predicted", format="%d", help="The segment's patients after the burn-in: the means are over these"),
+        "threshold": number("threshold T", format="%.4g", help="The segment's final threshold (learned from all its patients)"),
+        "mean cost": number(f"mean cost ({unit} per chart)", format="%.3f"),
+        "mean": number(f"mean cost ({unit} per chart)", format="%.3f"),
+        "target c": number("target c", format="%g"),
+        "promised": number("promised at most", format="%g"),
+        "violation rate": number("charts over the target", format="%.1f %%"),
+        "δ": number("δ", format="%g"),
+        "bound (adaptive)": number(f"bound (adaptive, {unit} per chart)", format="%.3f"),
+        "warning": st.column_config.TextColumn("warning", width="large"),
+    }
 
 
 def show_segment_table(result, settings: dict) -> None:
@@ -78,24 +106,41 @@ def show_segment_table(result, settings: dict) -> None:
         return
     st.subheader("Per segment")
     table = segment_display(result, settings)
-    shown = table.assign(threshold=[f"{t:.4g}" for t in table["threshold"]]).set_index("segment")
-    st.table(shown)  # a few rows: a plain table, readable and printable
+    st.dataframe(table, hide_index=True, key="segment_table", column_config=segment_column_config(settings))
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")
+
+
+def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.DataFrame | None:
+    """Each segment's final threshold as the new patients get it (None when the run is pooled or
+    the new-patients file has no segment column): segment, threshold, the rule it applies in
+    the user's units, its calibration patients and its new patients."""
+    groups = None if new_patients is None else new_patients.attrs.get("groups")
+    if result.group_thresholds is None or groups is None:
+        return None
+    labels = pd.Series([str(g).strip() for g in groups])
+    counts = labels.value_counts()
+    rows = [{"segment": str(label), "threshold": float(final[0]), "rule": threshold_text(float(final[0]), settings, score),
+             "calibration patients": int(result.group_sizes[label]), "new patients": int(counts.get(label, 0))}
+            for label, final in result.group_thresholds.items()]
+    rows += [{"segment": str(label), "threshold": float("-inf"), "rule": "no calibration patients in this segment: every set is empty",
+              "calibration patients": 0, "new patients": int(n)}
+             for label, n in counts.items() if label not in result.group_thresholds]
+    return pd.DataFrame(rows)
 
 
 def show_adaptive_tiles(result, position: int, columns) -> None:
     """c_n beside the threshold, and the running mean cost against the deterministic bound."""
     series = adaptive_series(result)
     if position <= 0:
-        columns[0].metric("Adaptive target c_n", f"{float(result.targets[0]):g}")
+        columns[0].metric("Adaptive target c_n (per chart)", f"{float(result.targets[0]):g}")
         return
     row = series.iloc[position - 1]
-    columns[0].metric("Adaptive target c_n", f"{row['adaptive_target']:.4g}",
+    columns[0].metric("Adaptive target c_n (per chart)", f"{row['adaptive_target']:.4g}",
                       help="The target used for this patient; it moves by γ (c − cost of the last set).")
-    columns[1].metric("Bound on the mean cost", f"{row['bound']:.3f}",
-                      help="c + (c + γ C_max)/(γ S): the running mean cost (tile above) never exceeds it, for any stream.")
+    columns[1].metric("Bound (per 100 charts)", per_100_charts(row["bound"]),
+                      help="c + (c + γ C_max)/(γ S), per 100 charts: the running mean cost (tile above) never exceeds it, for any stream.")
 
 
 def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:

@@ -59,11 +59,16 @@ def value_unit(settings: dict) -> str:
 
 
 def per_100_charts(per_chart: float) -> str:
-    """A per-chart mean as a figure per 100 charts, three significant digits (``—`` for NaN)."""
-    x = float(per_chart)
+    """A per-chart mean as a figure per 100 charts: three significant digits, whole numbers from
+    100 on (``—`` for NaN).
+
+    >>> per_100_charts(0.36), per_100_charts(12.345), per_100_charts(float("nan"))
+    ('36', '1,234', '—')
+    """
+    x = CHARTS * float(per_chart)
     if math.isnan(x):
         return "—"
-    return f"{CHARTS * x:.3g}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def cost_per_100_label(settings: dict) -> str:

@@ -92,12 +92,13 @@ def segment_frame(report) -> pd.DataFrame | None:
         return None
     table = report.segments
     expected = report.control == "expected"
+    scale = 1 if expected else 100  # violation control: rates in %
     return pd.DataFrame({
-        "segment": table["segment"],
+        "segment": table["segment"].astype(str),
         "patients": table["patients"],
-        "mean cost" if expected else "violation rate": table["mean"].round(3) if expected
-        else (100 * table["mean"]).round(1).astype(str) + " %",
-        "promised": table["promised"] if expected else (100 * table["promised"]).round(1).astype(str) + " %",
+        "predicted": table["predicted"],
+        "mean cost" if expected else "violation rate": scale * table["mean"],
+        "promised": scale * table["promised"],
         "p-value": table["p_value"].map(lambda p: "—" if p != p else ("< 0.001" if p < 0.001 else f"{p:.3f}")),
         "verdict": table["passed"].map(lambda ok: "—" if ok is None else ("PASS" if ok else "FAIL")),
     })

@@ -8,8 +8,8 @@ from app_helpers import assert_clean, go, open_page, settle_jobs, shown
 
 
 def table_with(at, column):
-    """The first static table on the page with ``column``, its index (segment) as a column."""
-    return next(t.value.reset_index() for t in at.table if column in t.value.columns)
+    """The first table on the page with ``column``."""
+    return next(t.value for t in at.dataframe if column in t.value.columns)
 
 
 def drift_session():
@@ -54,9 +54,9 @@ def test_adaptive_rate_on_the_online_session():
     at.button(key="to_end").click().run()
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "Adaptive target c_n" in labels and "Bound on the mean cost" in labels
-    limit = float(next(m.value for m in at.metric if m.label == "Bound on the mean cost"))
-    mean = float(next(m.value for m in at.metric if m.label == "Running mean cost"))
+    assert "Adaptive target c_n (per chart)" in labels and "Bound (per 100 charts)" in labels
+    limit = float(next(m.value for m in at.metric if m.label == "Bound (per 100 charts)").replace(",", ""))
+    mean = float(next(m.value for m in at.metric if m.label == "False flags per 100 charts").replace(",", ""))
     assert mean <= limit
 
 
