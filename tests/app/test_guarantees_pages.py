@@ -135,8 +135,9 @@ def test_new_patient_uses_its_segments_threshold_on_the_patients_page():
     new = at.session_state["new_patients"]
     pick = at.selectbox(key="patient_select_new").value
     label = new.attrs["groups"][new.index.get_loc(pick)]
-    shown = next(m.value for m in at.metric if m.label == "Threshold T")
-    assert shown == f"{result.group_thresholds[label][0]:.3g}"
+    # the price score: the tile shows the value per false flag the segment's threshold T asks, 1/T
+    shown = next(m.value for m in at.metric if m.label == "Value per false flag needed")
+    assert shown == f"{1 / result.group_thresholds[label][0]:.3g}"
 
 
 def test_segment_table_with_the_adaptive_target_compares_with_each_segments_bound():
