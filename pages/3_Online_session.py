@@ -99,7 +99,8 @@ def live_view():
     recent = playback.recent_patients(result, ds.label_array(), position)
     st.dataframe(recent, hide_index=True, key="recent_table",
                  column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
-                                "value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
+                                "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
+                                "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
                                 "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"], at_most=4))})
 
 

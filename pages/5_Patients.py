@@ -98,7 +98,9 @@ else:
                f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}.")
     st.dataframe(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
-                                "chat": st.column_config.NumberColumn("cumulative Ĉ", format="%.3f"),
-                                "vhat": st.column_config.NumberColumn("cumulative V̂", format="%.3f"),
+                                "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",
+                                                                      help="Ĉ: the cost proxy of the set up to this code"),
+                                "vhat": st.column_config.NumberColumn(f"expected {value_unit(settings)} so far", format="%.3f",
+                                                                      help="V̂: the value proxy of the set up to this code"),
                                 "score": st.column_config.NumberColumn("score (compared with T)", format="%.4g"),
                                 "selected": st.column_config.CheckboxColumn("chosen")})

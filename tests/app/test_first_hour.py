@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from app_helpers import assert_clean, go, open_page, shown
+from app_helpers import SAMPLES, assert_clean, go, open_page, shown
 
 from favmac.segments import segment_table
 from favmac.ui import figures, units
@@ -118,9 +118,11 @@ def test_old_upload_errors_go_when_other_data_is_loaded():
     at.file_uploader(key="upload_new").set_value(("new.csv", b"patient_id,prob_X\nA,2\n", "text/csv")).run()
     at.file_uploader(key="upload_weights").set_value(("w.csv", b"code,weight\nHCC18,-1\n", "text/csv")).run()
     assert len(at.error) == 2
-    at.radio(key="sample_choice").set_value("drift")
-    at.button(key="load_sample").click().run()
-    assert_clean(at)  # both errors were about the HCC sample's codes
+    # new calibration data with the same codes: the sample's new patients and weights stay in use,
+    # and the errors about the two refused files (made for the data before) go
+    at.file_uploader(key="upload_wide").set_value(("mine.csv", (SAMPLES / "hcc_calibration.csv").read_bytes(), "text/csv")).run()
+    assert at.session_state["dataset"].name == "mine.csv" and at.session_state["new_patients"] is not None
+    assert_clean(at)
 
 
 def test_formula_box_is_empty_and_disabled_unless_custom_formula_is_chosen():
