@@ -67,16 +67,16 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns(5)
+    tiles = st.columns([1, 1.2, 1, 1.2, 0.9])
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, state.spec().score)
     if m["segment"] is not None:
-        label, why = f"{label} (segment {md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
+        label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
     tiles[1].metric(label, shown_threshold, help=why)
     tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else per_100_charts(m["mean_cost"]),
                     help=f"Running mean cost per chart × 100; the target is {target_text(settings)}.")
-    tiles[3].metric(value_per_100_label(settings), "—" if position == 0 else per_100_charts(m["mean_value"]),
-                    help=f"Running mean value per chart × 100, in {value_unit(settings)}.")
+    tiles[3].metric("Value captured per 100 charts", "—" if position == 0 else per_100_charts(m["mean_value"]),
+                    help=f"{value_per_100_label(settings)}: the running mean value per chart × 100, in {value_unit(settings)}.")
     tiles[4].metric("Charts over the target", "—" if position == 0 else f"{m['violation_rate']:.1%}",
                     help=f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")
     if result.adaptive_targets is not None:
@@ -93,8 +93,9 @@ def live_view():
     extra = st.columns(2)
     if result.adaptive_targets is not None:
         extra[0].plotly_chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart")
-    if result.groups is not None and extra[1].checkbox("Split the cost curve by segment", value=True, key="split_segments"):
-        extra[1].plotly_chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart")
+    segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
+    if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
+        segment_slot.plotly_chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart")
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
     st.dataframe(recent, hide_index=True, key="recent_table",

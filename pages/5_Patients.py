@@ -8,7 +8,7 @@ from favmac.ui import bootstrap, figures, guarantees, patients, state, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
-from favmac.ui.units import cost_unit, threshold_tile, value_unit
+from favmac.ui.units import cost_unit, threshold_text, threshold_tile, value_unit
 
 page_setup("Patients")
 st.title("Patients")
@@ -95,7 +95,8 @@ else:
     n_in = int(explain["selected"].sum())
     key_name = "price score (running max of Ĉ step / V̂ step)" if spec.score == "price" else "cumulative cost proxy Ĉ"
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
-               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}.")
+               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}, that is: "
+               f"{threshold_text(threshold, settings, spec.score)}.")
     st.dataframe(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",

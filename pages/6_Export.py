@@ -79,6 +79,7 @@ with sets_area:
             st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}. Per-segment control: each "
                        "new patient gets its own segment's threshold, calibrated on that segment's labelled patients:")
             st.dataframe(per_segment, hide_index=True, key="segment_thresholds",
+                         column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
                          column_config={"threshold": st.column_config.NumberColumn("threshold T", format="%.4g"),
                                         "rule": st.column_config.TextColumn("what it means", width="large")})
             st.caption("First 20 rows:")

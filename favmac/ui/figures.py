@@ -155,7 +155,7 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
     thr = np.asarray(series["threshold"], dtype=float)
     y_all = threshold_plot_values(thr, score)
     fig = go.Figure()
-    hover = ("patient #%{x}<br>" + ("value needed per false flag %{y:.4g}" if score == "price" else "false flags allowed %{y:.4g}")
+    hover = ("patient #%{x}<br>" + ("value needed per false flag %{y:.4g} " + plain_html(value_unit) if score == "price" else "false flags allowed %{y:.4g}")
              + "<br>T = %{customdata:.4g}<extra>%{fullData.name}</extra>")
     if "segment" in series.columns:
         segments = sorted(series["segment"].astype(str).unique())
@@ -174,7 +174,7 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
-        axis = f"Value needed per expected false flag ({value_unit})"
+        axis = "Value needed per expected false flag"
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"

@@ -174,7 +174,7 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.update_yaxes(rangemode="tozero")
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    return layout(fig, title, "Stream position (patients)", "Mean cost" if expected else "Violation rate", height=320)
+    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str) -> bytes:

@@ -126,7 +126,7 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
     if t == -math.inf:
         return "Threshold", "nothing flagged", f"{rule[0].upper()}{rule[1:]}. {math_note}."
     if score == "price":
-        label = "Value per false flag needed"
+        label = "Value per false flag"
         shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else f"{1 / t:.3g}"))
     else:
         label = "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"

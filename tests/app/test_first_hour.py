@@ -77,8 +77,9 @@ def test_online_threshold_chart_has_one_line_per_segment_and_the_tile_names_the_
     assert spec["layout"]["legend"]["title"]["text"] == "Segment"
     result = result_of(at)
     last_segment = str(result.groups[-1])
-    tile = next(m for m in at.metric if "segment" in m.label)
-    assert f"(segment {last_segment})" in shown(tile.label)
+    tile = next(m for m in at.metric if m.label.startswith("Value per false flag"))
+    assert shown(tile.label) == f"Value per false flag ({last_segment})"
+    assert f"The latest patient's segment, {last_segment}" in shown(tile.help)
     assert tile.value == f"{1 / result.group_thresholds[last_segment][0]:.3g}"  # the price score: value per false flag
     captions = " ".join(c.value for c in at.caption)
     assert "learned from everyone before it" not in captions and "its own segment's threshold" in captions
@@ -194,7 +195,7 @@ def test_every_page_speaks_in_the_auditors_units():
     at = go(drift_session(), "online")
     at.button(key="to_end").click().run()
     labels = [m.label for m in at.metric]
-    assert "False flags per 100 charts" in labels and "Risk-weighted value captured per 100 charts" in labels
+    assert "False flags per 100 charts" in labels and "Value captured per 100 charts" in labels
     spec = chart(at, "Threshold")
     assert "per expected false flag" in spec["layout"]["yaxis"]["title"]["text"]
     at = go(at, "value_cost")
@@ -220,7 +221,7 @@ def test_units_module():
     assert units.threshold_text(float("-inf"), fp, "price").startswith("flag nothing")
     assert units.threshold_text(float("nan"), fp, "cost") == "no threshold yet"
     label, value, help_text = units.threshold_tile(0.25, fp, "price")
-    assert (label, value) == ("Value per false flag needed", "4") and "T = 0.25" in help_text
+    assert (label, value) == ("Value per false flag", "4") and "T = 0.25" in help_text
     label, value, help_text = units.threshold_tile(1.5, fp, "cost")
     assert (label, value) == ("Expected false flags allowed", "< 1.5") and "cost proxy" in help_text
     assert units.threshold_tile(float("-inf"), fp, "price")[1] == "nothing flagged"

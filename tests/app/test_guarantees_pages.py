@@ -136,7 +136,7 @@ def test_new_patient_uses_its_segments_threshold_on_the_patients_page():
     pick = at.selectbox(key="patient_select_new").value
     label = new.attrs["groups"][new.index.get_loc(pick)]
     # the price score: the tile shows the value per false flag the segment's threshold T asks, 1/T
-    shown = next(m.value for m in at.metric if m.label == "Value per false flag needed")
+    shown = next(m.value for m in at.metric if m.label == "Value per false flag")
     assert shown == f"{1 / result.group_thresholds[label][0]:.3g}"
 
 
