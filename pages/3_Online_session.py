@@ -67,7 +67,7 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns([1, 1.2, 1, 1.2, 0.9])
+    tiles = st.columns([0.95, 1.3, 1.2, 1.3, 1.1])  # wide enough for each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, state.spec().score)
     if m["segment"] is not None:

@@ -6,7 +6,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
-from favmac.ui.units import threshold_text
+from favmac.ui.units import threshold_label, threshold_rule, threshold_text
 
 page_setup("Export")
 st.title("Export")
@@ -80,8 +80,12 @@ with sets_area:
                        "new patient gets its own segment's threshold, calibrated on that segment's labelled patients:")
             st.dataframe(per_segment, hide_index=True, key="segment_thresholds",
                          column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
-                         column_config={"threshold": st.column_config.NumberColumn("threshold T", format="%.4g"),
-                                        "rule": st.column_config.TextColumn("what it means", width="large")})
+                         column_config={"segment": st.column_config.TextColumn(width="small"),
+                                        "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
+                                        "calibration patients": st.column_config.NumberColumn(width="small"),
+                                        "new patients": st.column_config.NumberColumn(width="small"),
+                                        "rule": st.column_config.TextColumn(threshold_label(settings, state.spec().score),
+                                                                            help=threshold_rule(settings, state.spec().score))})
             st.caption("First 20 rows:")
         st.dataframe(blank_missing(files["new_preview"]), **PREVIEW)
 

@@ -14,7 +14,7 @@ from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.text import md
-from favmac.ui.units import cost_unit, per_100_charts, threshold_text
+from favmac.ui.units import cost_unit, per_100_charts, threshold_tile
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
            "segment_column_config", "segment_display", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
@@ -114,17 +114,17 @@ def show_segment_table(result, settings: dict) -> None:
 
 def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.DataFrame | None:
     """Each segment's final threshold as the new patients get it (None when the run is pooled or
-    the new-patients file has no segment column): segment, threshold, the rule it applies in
-    the user's units, its calibration patients and its new patients."""
+    the new-patients file has no segment column): segment, threshold, rule (the threshold in the
+    user's units, as ``units.threshold_tile`` shows it), its calibration patients and its new patients."""
     groups = None if new_patients is None else new_patients.attrs.get("groups")
     if result.group_thresholds is None or groups is None:
         return None
     labels = pd.Series([str(g).strip() for g in groups])
     counts = labels.value_counts()
-    rows = [{"segment": str(label), "threshold": float(final[0]), "rule": threshold_text(float(final[0]), settings, score),
+    rows = [{"segment": str(label), "threshold": float(final[0]), "rule": threshold_tile(float(final[0]), settings, score)[1],
              "calibration patients": int(result.group_sizes[label]), "new patients": int(counts.get(label, 0))}
             for label, final in result.group_thresholds.items()]
-    rows += [{"segment": str(label), "threshold": float("-inf"), "rule": "no calibration patients in this segment: every set is empty",
+    rows += [{"segment": str(label), "threshold": float("-inf"), "rule": "nothing flagged (no calibration patients)",
               "calibration patients": 0, "new patients": int(n)}
              for label, n in counts.items() if label not in result.group_thresholds]
     return pd.DataFrame(rows)

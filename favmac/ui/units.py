@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -116,6 +116,25 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
     return f"flag codes while the expected {unit} for the chart stay below {t:.3g}"
 
 
+def threshold_label(settings: dict, score: str) -> str:
+    """The name of a threshold in the user's units (a tile's or a column's label)."""
+    if score == "price":
+        return "Value per false flag"
+    return "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
+
+
+def threshold_rule(settings: dict, score: str) -> str:
+    """What the number :func:`threshold_tile` shows means, for any threshold (a column's help).
+
+    >>> threshold_rule({"cost_kind": "fp", "value_kind": "tp"}, "price")
+    'A code is flagged when it brings at least this many confirmed codes per expected false flag (1/T).'
+    """
+    if score == "price":
+        per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
+        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {per} (1/T)."
+    return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
+
+
 def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, str, str]:
     """(label, value, help) of a metric tile showing a threshold in the user's units; the help
     keeps the math (T and what it is compared with)."""
@@ -124,11 +143,10 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
                  if score == "price" else f"T = {t:.4g} on the cost proxy Ĉ (codes are flagged while Ĉ stays below T)")
     rule = threshold_text(t, settings, score)
     if t == -math.inf:
-        return "Threshold", "nothing flagged", f"{rule[0].upper()}{rule[1:]}. {math_note}."
+        return threshold_label(settings, score), "nothing flagged", f"{rule[0].upper()}{rule[1:]}. {math_note}."
+    label = threshold_label(settings, score)
     if score == "price":
-        label = "Value per false flag"
         shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else f"{1 / t:.3g}"))
     else:
-        label = "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
         shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
     return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."

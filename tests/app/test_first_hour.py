@@ -58,6 +58,7 @@ def test_export_names_each_segments_threshold_not_the_pooled_one():
     assert sorted(table["segment"]) == ["East", "North", "South"]
     for _, row in table.iterrows():
         assert row["threshold"] == result.group_thresholds[row["segment"]][0]
+        assert row["rule"] == f"{1 / row['threshold']:.3g}"  # the price score: value per expected false flag
         assert row["calibration patients"] == result.group_sizes[row["segment"]]
     new = at.session_state["new_patients"]
     assert table["new patients"].sum() == len(new)
