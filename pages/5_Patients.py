@@ -59,7 +59,7 @@ summary = patients.patient_summary(selected_row, probs_row, labels_row, value, c
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
 label, shown_threshold, why = threshold_tile(threshold, settings, state.spec().score)
-tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {where}.")
+tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {md(where)}.")
 tiles[2].metric("Expected value of the set", f"{summary['vhat']:.3f}",
                 help=f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities.")
 tiles[3].metric(f"Expected {cost_unit(settings)}", f"{summary['chat']:.3f}",
@@ -68,7 +68,7 @@ tiles[3].metric(f"Expected {cost_unit(settings)}", f"{summary['chat']:.3f}",
 if summary["value"] is not None:
     tiles[4].metric(f"Confirmed value / {cost_unit(settings)}", f"{summary['value']:.3g} / {summary['cost']:.3g}",
                     help=f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}.")
-st.caption(f"Patient {md(pick)}: {where}.")
+st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
 
 if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")

@@ -4,12 +4,14 @@
 3
 >>> column_format([1.5, 1.501, float("inf")])
 '%.3f'
+>>> fixed([0.432, 1.0, float("nan")], 3)
+['0.432', '1.000', '—']
 """
 from __future__ import annotations
 
 import math
 
-__all__ = ["INPUT_FORMAT", "blank_missing", "column_format", "decimals_needed"]
+__all__ = ["INPUT_FORMAT", "blank_missing", "column_format", "decimals_needed", "fixed"]
 
 # Number inputs whose value may come from anywhere (a restored file, 3 % of C_max): six
 # significant digits, trailing zeros dropped — 0.3397 shows as 0.3397, not 0.340. The format must
@@ -51,3 +53,12 @@ def blank_missing(frame):
         if values.dtype.kind == "f" and values.isna().any():
             out[column] = ["" if v != v else f"{v:.6g}" for v in values]
     return out
+
+
+def fixed(values, decimals: int, suffix: str = "") -> list[str]:
+    """``values`` as text with exactly ``decimals`` decimals (NaN or None as "—"), for static tables.
+
+    ``st.table`` prints floats with its own precision (a 3-decimal 0.432 shows as 0.4320); text
+    shows as written.
+    """
+    return ["—" if v is None or v != v else f"{float(v):.{decimals}f}{suffix}" for v in values]

@@ -13,11 +13,12 @@ from favmac.adaptive import adaptive_series
 from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
-from favmac.ui.text import md
+from favmac.ui.formats import fixed
+from favmac.ui.text import md, md_frame, plain_html
 from favmac.ui.units import cost_unit, per_100_charts, threshold_tile
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
-           "segment_column_config", "segment_display", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
+           "segment_display", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
            "stream_patient_where"]
 
 DEFAULT_RATE = 0.05
@@ -51,53 +52,29 @@ def settings_fields(current: dict, dataset) -> dict:
 
 
 def segment_display(result, settings: dict) -> pd.DataFrame:
-    """The per-segment table as shown: numbers as they are (the page formats each column with
-    :func:`segment_column_config`), status words for the within-target flag.
-
-    ``patients``: the segment's patients in the whole stream (its calibration data by the end);
-    ``predicted``: those after the burn-in, over whom mean cost and violation rate are taken.
-    """
+    """The per-segment table as shown: numbers as text with fixed decimals, status words for the
+    within-target flag; ``patients`` counts the segment's calibration patients (burn-in included),
+    ``predicted`` those after the burn-in, over whom the mean cost and violation rate are taken."""
     table = segment_table(result)
     shown = pd.DataFrame({
         "segment": table["segment"].astype(str),
         "patients": table["patients"],
         "predicted": table["predicted"],
-        "threshold": table["threshold"],
-        "mean cost": table["mean_cost"],
-        "target c": table["target"],
-        "violation rate": 100 * table["violation_rate"],
+        "threshold": [f"{t:.4g}" for t in table["threshold"]],
+        "mean cost": fixed(table["mean_cost"], 3),
+        "target c": [f"{t:g}" for t in table["target"]],
+        "violation rate": fixed(100 * table["violation_rate"], 1, " %"),
     })
     if settings["control"] == "violation":
-        shown["δ"] = table["delta"]
+        shown["δ"] = [f"{d:g}" for d in table["delta"]]
     adaptive = table["bound"].notna().any()
     if adaptive:
-        shown["bound (adaptive)"] = table["bound"]
+        shown["bound (adaptive)"] = fixed(table["bound"], 3)
     line = "bound" if adaptive else "target"
     shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
                        for w, ok in zip(table["warning"], table["within_target"])]
     shown["warning"] = table["warning"]
     return shown
-
-
-def segment_column_config(settings: dict) -> dict:
-    """``st.dataframe`` column formats of the per-segment tables (the Value & cost and Validity
-    pages): counts with thousands separators, costs to 3 decimals, rates in %, each with its unit."""
-    unit = cost_unit(settings)
-    number = st.column_config.NumberColumn
-    return {
-        "segment": st.column_config.TextColumn("segment"),
-        "patients": number("patients", format="%d", help="The segment's patients in the whole stream"),
-        "predicted": number("predicted", format="%d", help="The segment's patients after the burn-in: the means are over these"),
-        "threshold": number("threshold T", format="%.4g", help="The segment's final threshold (learned from all its patients)"),
-        "mean cost": number(f"mean cost ({unit} per chart)", format="%.3f"),
-        "mean": number(f"mean cost ({unit} per chart)", format="%.3f"),
-        "target c": number("target c", format="%g"),
-        "promised": number("promised at most", format="%g"),
-        "violation rate": number("charts over the target", format="%.1f %%"),
-        "δ": number("δ", format="%g"),
-        "bound (adaptive)": number(f"bound (adaptive, {unit} per chart)", format="%.3f"),
-        "warning": st.column_config.TextColumn("warning", width="large"),
-    }
 
 
 def show_segment_table(result, settings: dict) -> None:
@@ -106,7 +83,7 @@ def show_segment_table(result, settings: dict) -> None:
         return
     st.subheader("Per segment")
     table = segment_display(result, settings)
-    st.dataframe(table, hide_index=True, key="segment_table", column_config=segment_column_config(settings))
+    st.table(md_frame(table.set_index("segment")))  # a few rows: a plain table, readable and printable
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")
@@ -168,7 +145,7 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     column = "mean_cost" if expected else "violation_rate"
     fig = go.Figure()
     for i, (segment, part) in enumerate(runs.groupby("segment", sort=True)):
-        fig.add_scatter(x=part["position"], y=part[column], mode="lines", name=str(segment),
+        fig.add_scatter(x=part["position"], y=part[column], mode="lines", name=plain_html(segment),
                         line={"color": PALETTE[i % len(PALETTE)]})
     line = settings["target"] if expected else settings["delta"]
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
