@@ -13,7 +13,8 @@ from favmac.ui import figures, guarantees, playback, state, widgets  # noqa: E40
 from favmac.ui.settings_form import cost_unit, value_unit  # noqa: E402
 from favmac.ui.formats import column_format  # noqa: E402
 from favmac.ui.text import md  # noqa: E402
-from favmac.ui.units import cost_per_100_label, per_100_charts, target_text, threshold_tile, value_per_100_label  # noqa: E402
+from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule,  # noqa: E402
+                             threshold_tile, value_per_100_label)
 
 widgets.require_dataset()
 
@@ -98,11 +99,14 @@ def live_view():
         segment_slot.plotly_chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart")
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
+    score = state.spec().score
+    recent["threshold"] = figures.threshold_plot_values(recent["threshold"], score)  # as the tile and the chart show it
     st.dataframe(recent, hide_index=True, key="recent_table",
-                 column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
+                 column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
                                 "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
-                                "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"], at_most=4))})
+                                "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
+                                                                           format=column_format(recent["threshold"], at_most=4))})
 
 
 live_view()

@@ -190,6 +190,9 @@ def test_every_page_speaks_in_the_auditors_units():
     assert "False flags per 100 charts" in labels and "Value captured per 100 charts" in labels
     spec = chart(at, "Threshold")
     assert "per expected false flag" in spec["layout"]["yaxis"]["title"]["text"]
+    recent = next(d.value for d in at.dataframe if "selected_codes" in d.value.columns)
+    newest = result_of(at).thresholds[0, -len(recent):][::-1]
+    np.testing.assert_allclose(recent["threshold"], 1 / newest)  # the table shows the threshold as the tile does
     at = go(at, "value_cost")
     universes = at.radio(key="universe").options
     assert not any("p·v" in o or "FPCP" in o for o in universes)  # the math is in the help
