@@ -64,8 +64,8 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
     several groupings a group holding a single patient is refused: it is never calibrated
     (its patient always gets the empty set), which is almost always a mislabelled row.
 
-    >>> [(name, labels.tolist()) for name, labels in check_groupings([[1, 1, 2], ["a", "b", "a"]], 3)]
-    [('grouping 1', ['1', '1', '2']), ('grouping 2', ['a', 'b', 'a'])]
+    >>> [(name, labels.tolist()) for name, labels in check_groupings([[1, 1, 2, 2], ["a", "b", "a", "b"]], 4)]
+    [('grouping 1', ['1', '1', '2', '2']), ('grouping 2', ['a', 'b', 'a', 'b'])]
     >>> [name for name, _ in check_groupings(["x", "y", "x"], 3)]
     ['segment']
     """
@@ -101,7 +101,7 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
             values, first, counts = np.unique(labels.astype(str), return_index=True, return_counts=True)
             if (counts == 1).any():
                 j = int(np.argmax(counts == 1))
-                raise ValueError(f"groups[{i}] ({name}): group {values[j]!r} has a single patient (patient {first[j]}, "
+                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first[j]}, "
                                  "0-based); a one-patient group is never calibrated, so that patient would always get "
                                  "the empty set. Merge the group into another one, or correct its label.")
     return out
