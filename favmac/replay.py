@@ -27,10 +27,12 @@ import numpy as np
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .arrivals import ArrivalSchedule, check_label_delay
 from .result import ReplayResult
-from .segments import GroupingResult, check_groupings
+from .segments import GroupingResult, check_groupings, group_index
 from .thresholds import (
     INT64_LIMIT,
     ExactCosts,
+    rank_edge,
+    violation_rank,
     calibration_points,
     common_scale,
     expected_bounds,
@@ -275,16 +277,15 @@ class _Session:
         n_parts = max(len(self.groupings), 1)
         per_grouping = []
         for i, (name, labels) in enumerate(self.groupings):
-            names, index = np.unique(labels.astype(str), return_inverse=True)
-            part = engine.thresholds(index.ravel().astype(np.int64), len(names), opts.burn_in, self.rate,
+            names, index = group_index(labels)
+            part = engine.thresholds(index, len(names), opts.burn_in, self.rate,
                                      lambda f, i=i: report(0.25 + 0.6 * (i + f) / n_parts))
-            per_grouping.append((name, labels, [str(g) for g in names], index.ravel(), part))
+            per_grouping.append((name, labels, names, index, part))
         n_patients = self.probs.shape[0]
         if per_grouping:
             thresholds = np.minimum.reduce([part.steps for *_, part in per_grouping])
             step_targets = per_grouping[0][-1].step_targets
-            pooled = engine.thresholds(np.zeros(n_patients, dtype=np.int64), 1, n_patients, None, lambda f: None)
-            final, final_targets = pooled.final[:, 0], None
+            final, final_targets = engine.pooled_final(), None
         else:
             part = engine.thresholds(np.zeros(n_patients, dtype=np.int64), 1, opts.burn_in, self.rate,
                                      lambda f: report(0.25 + 0.6 * f))
@@ -384,7 +385,7 @@ class _Engine:
 
     def __init__(self, session: _Session, cands, realized, costs):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
-        self._points = None
+        self._points = self._scores = self._by_rank = None
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
         """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
@@ -402,6 +403,40 @@ class _Engine:
             out = self._loop(group, n_groups, burn_in, rate)
         return out
 
+    def pooled_final(self) -> np.ndarray:
+        """(T,) thresholds calibrated on the whole stream (the last ``window`` arrived), at the base
+        targets: the final query of a one-group pass, computed directly from the points (no walk)."""
+        s = self.session
+        schedule, window, n_patients = s.schedule, s.options.window, self.cands.n_patients
+        patients = schedule.order[-window:] if window else schedule.order
+        m = len(patients)
+        if s.options.delta is not None:
+            out = np.empty(len(s.targets))
+            for t, scores in enumerate(self.scores()):
+                k = violation_rank(s.options.delta, m)
+                edge = rank_edge(k, m)
+                out[t] = edge if not math.isnan(edge) else np.sort(scores[patients])[m - k]
+            return out
+        points = self.points()
+        if points is None:
+            return self._loop(np.zeros(n_patients, dtype=np.int64), 1, n_patients, None).final[:, 0]
+        from .replay_kernels import weight_totals
+
+        ptr, ranks, weights, keys = points
+        cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
+        bounds = expected_bounds(s.targets, self.costs, m)[:, m]
+        found = np.searchsorted(cumulative, bounds, side="right")  # first key whose F exceeds the bound
+        return np.where(bounds < 0, -np.inf, np.where(found >= len(keys), np.inf, keys[np.minimum(found, len(keys) - 1)]
+                                                      if len(keys) else np.inf))
+
+    def scores(self) -> list:
+        """Violation scores T_i of every patient, one (N,) array per target (computed once)."""
+        if self._scores is None:
+            s = self.session
+            self._scores = [violation_scores(self.cands, self.realized, self.costs.bound(target), s.score)
+                            for target in s.targets]
+        return self._scores
+
     # ------------------------------------------------------------------ shared arrays
     def points(self):
         """(ptr, ranks, weights, sorted_keys) of the whole stream's calibration points (expected
@@ -412,13 +447,23 @@ class _Engine:
             self._points = _expected_points(self.cands, self.realized, self.costs, self.session.score)
         return self._points
 
-    def _grouped(self, ranks, keys, group, n_groups, point_group):
-        """Ranks within each group's own sorted keys, those keys end to end, and where each begins."""
-        from .replay_kernels import group_slots
+    def points_by_rank(self):
+        """The points ordered by rank (shared by the groupings)."""
+        from .replay_kernels import rank_order
+
+        if self._by_rank is None:
+            self._by_rank = rank_order(self._points[1], len(self._points[3]))
+        return self._by_rank
+
+    def _grouped(self, ranks, keys, group, n_groups, point_group, by_rank=None):
+        """Ranks within each group's own sorted keys, those keys end to end, and where each begins.
+        ``by_rank`` is :func:`~favmac.replay_kernels.rank_order` of ``ranks`` (computed if None)."""
+        from .replay_kernels import group_slots, rank_order
 
         if n_groups == 1:
             return ranks, keys, np.array([0, len(keys)], dtype=np.int64)
-        local, key_start = group_slots(point_group, ranks, n_groups, len(keys))
+        by_rank = rank_order(ranks, len(keys)) if by_rank is None else by_rank
+        local, key_start = group_slots(point_group, by_rank, n_groups)
         grouped_keys = np.empty(len(ranks))  # one slot per point
         grouped_keys[key_start[point_group] + local] = keys[ranks]
         return local, grouped_keys, key_start
@@ -436,7 +481,8 @@ class _Engine:
             return None
         ptr, ranks, weights, sorted_keys = points
         point_group = np.repeat(group, np.diff(ptr)) if n_groups > 1 else None
-        ranks, keys, key_start = self._grouped(ranks, sorted_keys, group, n_groups, point_group)
+        by_rank = self.points_by_rank() if n_groups > 1 else None
+        ranks, keys, key_start = self._grouped(ranks, sorted_keys, group, n_groups, point_group, by_rank)
         n_patients = len(group)
         bounds = expected_bounds(s.targets, self.costs, n_patients)
         tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
@@ -457,8 +503,7 @@ class _Engine:
         ranks_k = violation_ranks(s.options.delta, n_patients)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
-        for t, target in enumerate(s.targets):
-            scores = violation_scores(self.cands, self.realized, self.costs.bound(target), s.score)
+        for t, scores in enumerate(self.scores()):
             unique_scores, score_ranks = np.unique(scores, return_inverse=True)
             ranks, keys, key_start = self._grouped(score_ranks.ravel().astype(np.int64), unique_scores, group, n_groups,
                                                    group)

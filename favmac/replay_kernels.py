@@ -23,8 +23,8 @@ from numba import njit
 from . import thresholds
 from .fenwick import add, count_le
 
-__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "violation_thresholds",
-           "rank_edge"]
+__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "rank_order",
+           "violation_thresholds", "rank_edge", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True)(thresholds.rank_edge)
@@ -33,9 +33,25 @@ calibration_count = njit(cache=True)(thresholds.calibration_count)
 
 
 @njit(cache=True)
-def group_slots(point_group, point_rank, n_groups, n_ranks):
-    """Each point's slot in the per-group sorted key arrays laid end to end: points ordered by
-    (group, global rank, index), by two counting sorts. O(P + n_ranks + n_groups).
+def rank_order(point_rank, n_ranks):
+    """The points ordered by rank (stable: ties in point order), by a counting sort. O(P + n_ranks)."""
+    n_points = point_rank.shape[0]
+    fill = np.zeros(n_ranks + 1, dtype=np.int64)
+    for p in range(n_points):
+        fill[point_rank[p] + 1] += 1
+    for r in range(n_ranks):
+        fill[r + 1] += fill[r]
+    by_rank = np.empty(n_points, dtype=np.int64)
+    for p in range(n_points):
+        by_rank[fill[point_rank[p]]] = p
+        fill[point_rank[p]] += 1
+    return by_rank
+
+
+@njit(cache=True)
+def group_slots(point_group, by_rank, n_groups):
+    """Each point's rank inside its group's sorted keys, the groups' keys laid end to end: points
+    ordered by (group, global rank, index), walking ``by_rank`` (:func:`rank_order`). O(P + n_groups).
 
     Returns ``(local, key_start)``: ``local[p]`` is the point's rank inside its group's keys,
     ``key_start`` (n_groups + 1) where each group's keys begin.
@@ -46,15 +62,6 @@ def group_slots(point_group, point_rank, n_groups, n_ranks):
         key_start[point_group[p] + 1] += 1
     for g in range(n_groups):
         key_start[g + 1] += key_start[g]
-    rank_fill = np.zeros(n_ranks + 1, dtype=np.int64)
-    for p in range(n_points):
-        rank_fill[point_rank[p] + 1] += 1
-    for r in range(n_ranks):
-        rank_fill[r + 1] += rank_fill[r]
-    by_rank = np.empty(n_points, dtype=np.int64)
-    for p in range(n_points):
-        by_rank[rank_fill[point_rank[p]]] = p
-        rank_fill[point_rank[p]] += 1
     running = np.zeros(n_groups, dtype=np.int64)
     local = np.empty(n_points, dtype=np.int64)
     for j in range(n_points):
@@ -63,6 +70,16 @@ def group_slots(point_group, point_rank, n_groups, n_ranks):
         local[p] = running[g]
         running[g] += 1
     return local, key_start
+
+
+@njit(cache=True)
+def weight_totals(ptr, ranks, weights, patients, n_keys):
+    """(n_keys,) int64: the total weight at each key rank of the points of ``patients``. O(points)."""
+    out = np.zeros(n_keys, dtype=np.int64)
+    for i in patients:
+        for q in range(ptr[i], ptr[i + 1]):
+            out[ranks[q]] += weights[q]
+    return out
 
 
 @njit(cache=True)

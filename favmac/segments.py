@@ -31,7 +31,7 @@ from .thresholds import exact, violation_rank
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["GroupingResult", "check_group_labels", "check_groupings", "group_rows", "grouping_tables", "min_calibration",
+__all__ = ["GroupingResult", "check_group_labels", "check_groupings", "group_index", "group_rows", "grouping_tables", "min_calibration",
            "running_by_segment", "segment_table", "too_small_reason"]
 
 
@@ -46,12 +46,38 @@ def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.n
         arr = np.full(n_patients, arr.item(), dtype=object)
     if arr.shape != (n_patients,):
         raise ValueError(f"{name}: expected one group label per patient, shape ({n_patients},), got {arr.shape}")
+    values = arr.tolist()
+    try:  # each distinct value is checked and converted once (keyed by type: 1 and 1.0 are "1" and "1.0")
+        text = {key: None for key in zip(map(type, values), values)}
+    except TypeError:  # unhashable labels
+        text = None
+    for key in (text or {}):
+        g = key[1]
+        if g is None or (isinstance(g, float) and math.isnan(g)) or (isinstance(g, str) and not g.strip()):
+            text = None  # find the first such patient below
+            break
+        text[key] = g.strip() if isinstance(g, str) else str(g)
     out = np.empty(n_patients, dtype=object)
-    for i, g in enumerate(arr.tolist()):
+    if text is not None:
+        out[:] = [text[key] for key in zip(map(type, values), values)]
+        return out
+    for i, g in enumerate(values):
         if g is None or (isinstance(g, float) and math.isnan(g)) or (isinstance(g, str) and not g.strip()):
             raise ValueError(f"{name}: patient {i} (0-based) has no group label; every patient needs one")
         out[i] = g.strip() if isinstance(g, str) else str(g)
     return out
+
+
+def group_index(labels) -> tuple[list, np.ndarray]:
+    """``(names, index)``: the distinct labels sorted, and each patient's position in them (int64).
+
+    >>> group_index(np.array(["b", "a", "b"], dtype=object))
+    (['a', 'b'], array([1, 0, 1]))
+    """
+    values = [str(g) for g in np.asarray(labels, dtype=object).tolist()]
+    names = sorted(set(values))
+    position = {name: i for i, name in enumerate(names)}
+    return names, np.array([position[g] for g in values], dtype=np.int64)
 
 
 def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
