@@ -386,6 +386,7 @@ class _Engine:
     def __init__(self, session: _Session, cands, realized, costs):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
         self._points = self._scores = self._by_rank = None
+        self._ranked = {}
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
         """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
@@ -415,7 +416,7 @@ class _Engine:
             for t, scores in enumerate(self.scores()):
                 k = violation_rank(s.options.delta, m)
                 edge = rank_edge(k, m)
-                out[t] = edge if not math.isnan(edge) else np.sort(scores[patients])[m - k]
+                out[t] = edge if not math.isnan(edge) else np.partition(scores[patients], m - k)[m - k]
             return out
         points = self.points()
         if points is None:
@@ -436,6 +437,20 @@ class _Engine:
             self._scores = [violation_scores(self.cands, self.realized, self.costs.bound(target), s.score)
                             for target in s.targets]
         return self._scores
+
+    def ranked_scores(self, t: int):
+        """(sorted distinct scores, each patient's rank in them, patients by rank) of target t;
+        kept for the next grouping when there are several."""
+        from .replay_kernels import rank_order
+
+        if t in self._ranked:
+            return self._ranked[t]
+        unique_scores, ranks = np.unique(self.scores()[t], return_inverse=True)
+        ranks = ranks.ravel().astype(np.int64)
+        out = (unique_scores, ranks, rank_order(ranks, len(unique_scores)) if self.session.groupings else None)
+        if len(self.session.groupings) > 1:
+            self._ranked[t] = out
+        return out
 
     # ------------------------------------------------------------------ shared arrays
     def points(self):
@@ -503,10 +518,9 @@ class _Engine:
         ranks_k = violation_ranks(s.options.delta, n_patients)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
-        for t, scores in enumerate(self.scores()):
-            unique_scores, score_ranks = np.unique(scores, return_inverse=True)
-            ranks, keys, key_start = self._grouped(score_ranks.ravel().astype(np.int64), unique_scores, group, n_groups,
-                                                   group)
+        for t in range(len(s.targets)):
+            unique_scores, score_ranks, by_rank = self.ranked_scores(t)
+            ranks, keys, key_start = self._grouped(score_ranks, unique_scores, group, n_groups, group, by_rank)
             tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
             counts = np.zeros(n_groups, dtype=np.int64)
             for start, stop in _chunks(0, n_patients + 1):
