@@ -291,6 +291,7 @@ class _Session:
                                      lambda f: report(0.25 + 0.6 * f))
             thresholds, final, step_targets = part.steps, part.final[:, 0], part.step_targets
             final_targets = None if part.final_targets is None else part.final_targets[:, 0]
+        del engine  # its calibration points are not needed for the selection (peak memory)
         report(0.85)
         chosen, realized_cost, realized_value, exceeds = self.select(cands, realized, costs, thresholds)
         report(1.0)
