@@ -386,8 +386,8 @@ class _Engine:
 
     def __init__(self, session: _Session, cands, realized, costs):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
-        self._points = self._scores = self._by_rank = None
-        self._ranked = {}
+        self._points = self._scores = None
+        self._by_rank, self._ranked = {}, {}
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
         """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
@@ -440,15 +440,12 @@ class _Engine:
         return self._scores
 
     def ranked_scores(self, t: int):
-        """(sorted distinct scores, each patient's rank in them, patients by rank) of target t;
-        kept for the next grouping when there are several."""
-        from .replay_kernels import rank_order
-
+        """(sorted distinct scores, each patient's rank in them) of target t; kept for the next
+        grouping when there are several."""
         if t in self._ranked:
             return self._ranked[t]
         unique_scores, ranks = np.unique(self.scores()[t], return_inverse=True)
-        ranks = ranks.ravel().astype(np.int64)
-        out = (unique_scores, ranks, rank_order(ranks, len(unique_scores)) if self.session.groupings else None)
+        out = (unique_scores, ranks.ravel().astype(np.int64))
         if len(self.session.groupings) > 1:
             self._ranked[t] = out
         return out
@@ -463,26 +460,23 @@ class _Engine:
             self._points = _expected_points(self.cands, self.realized, self.costs, self.session.score)
         return self._points
 
-    def points_by_rank(self):
-        """The points ordered by rank (shared by the groupings)."""
+    def points_by_rank(self, ptr, ranks, n_ranks, key):
+        """:func:`~favmac.replay_kernels.rank_order` of some points (``key`` names them), kept for
+        the next grouping."""
         from .replay_kernels import rank_order
 
-        if self._by_rank is None:
-            self._by_rank = rank_order(self._points[1], len(self._points[3]))
-        return self._by_rank
+        if key not in self._by_rank:
+            self._by_rank[key] = rank_order(ptr, ranks, n_ranks)
+        return self._by_rank[key]
 
-    def _grouped(self, ranks, keys, group, n_groups, point_group, by_rank=None):
-        """Ranks within each group's own sorted keys, those keys end to end, and where each begins.
-        ``by_rank`` is :func:`~favmac.replay_kernels.rank_order` of ``ranks`` (computed if None)."""
-        from .replay_kernels import group_slots, rank_order
+    def _grouped(self, ptr, ranks, keys, group, n_groups, key):
+        """Ranks within each group's own sorted keys, those keys end to end, and where each begins
+        (:func:`~favmac.replay_kernels.group_slots`); one group: the global ones."""
+        from .replay_kernels import group_slots
 
         if n_groups == 1:
             return ranks, keys, np.array([0, len(keys)], dtype=np.int64)
-        by_rank = rank_order(ranks, len(keys)) if by_rank is None else by_rank
-        local, key_start = group_slots(point_group, by_rank, n_groups)
-        grouped_keys = np.empty(len(ranks))  # one slot per point
-        grouped_keys[key_start[point_group] + local] = keys[ranks]
-        return local, grouped_keys, key_start
+        return group_slots(ptr, group, *self.points_by_rank(ptr, ranks, len(keys), key), keys, n_groups)
 
     def _schedule_args(self, group):
         schedule = self.session.schedule
@@ -496,9 +490,7 @@ class _Engine:
         if points is None:
             return None
         ptr, ranks, weights, sorted_keys = points
-        point_group = np.repeat(group, np.diff(ptr)) if n_groups > 1 else None
-        by_rank = self.points_by_rank() if n_groups > 1 else None
-        ranks, keys, key_start = self._grouped(ranks, sorted_keys, group, n_groups, point_group, by_rank)
+        ranks, keys, key_start = self._grouped(ptr, ranks, sorted_keys, group, n_groups, "points")
         n_patients = len(group)
         bounds = expected_bounds(s.targets, self.costs, n_patients)
         tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
@@ -520,8 +512,9 @@ class _Engine:
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
         for t in range(len(s.targets)):
-            unique_scores, score_ranks, by_rank = self.ranked_scores(t)
-            ranks, keys, key_start = self._grouped(score_ranks, unique_scores, group, n_groups, group, by_rank)
+            unique_scores, score_ranks = self.ranked_scores(t)
+            ranks, keys, key_start = self._grouped(np.arange(n_patients + 1), score_ranks, unique_scores, group, n_groups,
+                                                   ("scores", t))
             tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
             counts = np.zeros(n_groups, dtype=np.int64)
             for start, stop in _chunks(0, n_patients + 1):
@@ -549,8 +542,7 @@ class _Engine:
         if points is None:
             return None
         ptr, ranks, weights, sorted_keys = points
-        point_group = np.repeat(group, np.diff(ptr)) if n_groups > 1 else None
-        ranks, keys, key_start = self._grouped(ranks, sorted_keys, group, n_groups, point_group)
+        ranks, keys, key_start = self._grouped(ptr, ranks, sorted_keys, group, n_groups, "points")
         tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
         steps = n_patients - burn_in
         out = np.empty((len(s.targets), steps))

@@ -33,43 +33,59 @@ calibration_count = njit(cache=True)(thresholds.calibration_count)
 
 
 @njit(cache=True)
-def rank_order(point_rank, n_ranks):
-    """The points ordered by rank (stable: ties in point order), by a counting sort. O(P + n_ranks)."""
+def rank_order(ptr, point_rank, n_ranks):
+    """The points ordered by rank (stable: ties in point order), by a counting sort. O(P + n_ranks).
+
+    Returns ``(by_rank, patient, rank)``: the j-th point in that order is ``by_rank[j]``, of
+    patient ``patient[j]`` (int32) with rank ``rank[j]`` (non-decreasing), so that
+    :func:`group_slots` reads them in sequence.
+    """
     n_points = point_rank.shape[0]
+    n_patients = ptr.shape[0] - 1
     fill = np.zeros(n_ranks + 1, dtype=np.int64)
     for p in range(n_points):
         fill[point_rank[p] + 1] += 1
     for r in range(n_ranks):
         fill[r + 1] += fill[r]
     by_rank = np.empty(n_points, dtype=np.int64)
-    for p in range(n_points):
-        by_rank[fill[point_rank[p]]] = p
-        fill[point_rank[p]] += 1
-    return by_rank
+    patient = np.empty(n_points, dtype=np.int32)
+    rank = np.empty(n_points, dtype=np.int32)
+    for i in range(n_patients):
+        for p in range(ptr[i], ptr[i + 1]):
+            r = point_rank[p]
+            j = fill[r]
+            by_rank[j] = p
+            patient[j] = i
+            rank[j] = r
+            fill[r] = j + 1
+    return by_rank, patient, rank
 
 
 @njit(cache=True)
-def group_slots(point_group, by_rank, n_groups):
-    """Each point's rank inside its group's sorted keys, the groups' keys laid end to end: points
-    ordered by (group, global rank, index), walking ``by_rank`` (:func:`rank_order`). O(P + n_groups).
+def group_slots(ptr, group, by_rank, patient, rank, keys, n_groups):
+    """Each point's rank inside its group's sorted keys, and those keys laid end to end: points
+    ordered by (group, global rank, index), walking the points in rank order once
+    (:func:`rank_order`'s arrays). O(P + N + n_groups).
 
-    Returns ``(local, key_start)``: ``local[p]`` is the point's rank inside its group's keys,
-    ``key_start`` (n_groups + 1) where each group's keys begin.
+    Returns ``(local, grouped_keys, key_start)``: ``local[p]`` is point p's rank inside its
+    group's keys ``grouped_keys[key_start[g]:key_start[g + 1]]``.
     """
-    n_points = point_group.shape[0]
+    n_points = by_rank.shape[0]
     key_start = np.zeros(n_groups + 1, dtype=np.int64)
-    for p in range(n_points):
-        key_start[point_group[p] + 1] += 1
+    for i in range(group.shape[0]):
+        key_start[group[i] + 1] += ptr[i + 1] - ptr[i]
     for g in range(n_groups):
         key_start[g + 1] += key_start[g]
-    running = np.zeros(n_groups, dtype=np.int64)
+    running = key_start[:-1].copy()
     local = np.empty(n_points, dtype=np.int64)
+    grouped_keys = np.empty(n_points)
     for j in range(n_points):
-        p = by_rank[j]
-        g = point_group[p]
-        local[p] = running[g]
-        running[g] += 1
-    return local, key_start
+        g = group[patient[j]]
+        slot = running[g]
+        grouped_keys[slot] = keys[rank[j]]
+        local[by_rank[j]] = slot - key_start[g]
+        running[g] = slot + 1
+    return local, grouped_keys, key_start
 
 
 @njit(cache=True)
