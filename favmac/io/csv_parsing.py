@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import warnings
 
 import numpy as np
@@ -38,12 +39,27 @@ __all__ = [
     "raise_ragged_row",
     "patient_ids",
     "check_code_names",
+    "BIDI_CONTROLS",
     "numeric_block",
 ]
 
 ID_COLUMN = "patient_id"
 
 SAVE_AS_CSV = "Save it as comma-separated CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')."
+
+# Unicode's bidirectional controls (embeddings, overrides, isolates and the invisible direction
+# marks): they reorder how the text around them is drawn ("Trojan Source"), so an id or a code
+# holding one reads as something else. Refused in ids and code names; shown as a visible
+# [U+XXXX] marker wherever other user text is displayed (favmac/ui/text.py).
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_FIX = ("Remove the invisible direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, "
+             "U+061C) from {what}: they make the text display in another order than it is written.")
+
+
+def _bidi_message(text: str) -> str:
+    found = BIDI_CONTROLS.search(text).group()
+    return f"contains the invisible direction-control character U+{ord(found):04X}"
+
 
 _DELIMITER_NAMES = {";": "semicolons (;)", "\t": "tabs", "|": "vertical bars (|)"}
 
@@ -375,7 +391,13 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
             file=file, row=int(bad_rows[0]), column=ID_COLUMN,
             fix="Fill in an id for every patient or delete those rows.",
         )
-    index = pd.Index(ids.to_numpy(dtype=object), name=ID_COLUMN, dtype=object)
+    values = ids.to_numpy(dtype=object)
+    index = pd.Index(values, name=ID_COLUMN, dtype=object)
+    joined = "\n".join(values.tolist())
+    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
+        at = next(i for i, pid in enumerate(index) if BIDI_CONTROLS.search(pid))
+        raise DataError(f"the patient id {index[at]!r} {_bidi_message(index[at])}.", file=file, row=int(rows[at]),
+                        column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
     duplicated = index.duplicated(keep=False)
     if duplicated.any():
         dup_ids = pd.unique(index[duplicated])
@@ -394,8 +416,12 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
 
 
 def check_code_names(codes, file: str) -> None:
-    """Refuse code names containing ';' (FavMac joins codes with it in its output)."""
+    """Refuse code names containing ';' (FavMac joins codes with it in its output) or a
+    direction-control character (:data:`BIDI_CONTROLS`)."""
     for code in codes:
+        if BIDI_CONTROLS.search(code):
+            raise DataError(f"the code name {code!r} {_bidi_message(code)}.", file=file, row=1, column=code,
+                            fix=_BIDI_FIX.format(what="the code names"))
         if ";" in code:
             raise DataError(
                 f"the code name {code!r} contains ';', which FavMac uses to join codes in its output.",
