@@ -465,8 +465,8 @@ class _Engine:
         the next grouping."""
         from .replay_kernels import rank_order
 
-        if key not in self._by_rank:
-            self._by_rank[key] = rank_order(ptr, ranks, n_ranks)
+        if key not in self._by_rank:  # the points' ranks are first slots (_expected_points); the scores' are not
+            self._by_rank[key] = rank_order(ptr, ranks, n_ranks, key == "points")
         return self._by_rank[key]
 
     def _grouped(self, ptr, ranks, keys, group, n_groups, key):

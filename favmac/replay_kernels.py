@@ -33,20 +33,25 @@ calibration_count = njit(cache=True)(thresholds.calibration_count)
 
 
 @njit(cache=True)
-def rank_order(ptr, point_rank, n_ranks):
+def rank_order(ptr, point_rank, n_ranks, first_slots):
     """The points ordered by rank (stable: ties in point order), by a counting sort. O(P + n_ranks).
 
+    ``first_slots``: every rank is the first of as many slots as points share it (the replay's
+    expected-control ranks, one slot per point), so the counts are known without counting.
     Returns ``(by_rank, patient, rank)``: the j-th point in that order is ``by_rank[j]``, of
     patient ``patient[j]`` (int32) with rank ``rank[j]`` (non-decreasing), so that
     :func:`group_slots` reads them in sequence.
     """
     n_points = point_rank.shape[0]
     n_patients = ptr.shape[0] - 1
-    fill = np.zeros(n_ranks + 1, dtype=np.int64)
-    for p in range(n_points):
-        fill[point_rank[p] + 1] += 1
-    for r in range(n_ranks):
-        fill[r + 1] += fill[r]
+    if first_slots:
+        fill = np.arange(n_ranks + 1, dtype=np.int64)
+    else:
+        fill = np.zeros(n_ranks + 1, dtype=np.int64)
+        for p in range(n_points):
+            fill[point_rank[p] + 1] += 1
+        for r in range(n_ranks):
+            fill[r + 1] += fill[r]
     by_rank = np.empty(n_points, dtype=np.int64)
     patient = np.empty(n_points, dtype=np.int32)
     rank = np.empty(n_points, dtype=np.int32)
