@@ -125,6 +125,15 @@ def _move(tree, key_start, g, ptr, ranks, weights, i, sign):
 
 
 @njit(cache=True)
+def _join(tree, key_start, g, ptr, ranks, weights, counts, i, evicted):
+    """Patient i's labels arrive: its points join group g's tree, ``evicted`` (>= 0) leaves the window."""
+    _move(tree, key_start, g, ptr, ranks, weights, i, 1)
+    counts[g] += 1
+    if evicted >= 0:
+        _move(tree, key_start, g, ptr, ranks, weights, evicted, -1)
+
+
+@njit(cache=True)
 def expected_thresholds(ptr, ranks, weights, keys, key_start, group, order, arrival_ptr, evict, bounds, burn_in,
                         window, start, stop, tree, counts, out, final):
     """Expected-cost thresholds for stream positions start..stop-1 (all targets at once).
@@ -152,10 +161,7 @@ def expected_thresholds(ptr, ranks, weights, keys, key_start, group, order, arri
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             g = group[i]
-            _move(tree, key_start, g, ptr, ranks, weights, i, 1)
-            counts[g] += 1
-            if evict[e] >= 0:
-                _move(tree, key_start, g, ptr, ranks, weights, evict[e], -1)
+            _join(tree, key_start, g, ptr, ranks, weights, counts, i, evict[e])
 
 
 @njit(cache=True)
@@ -251,10 +257,7 @@ def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arri
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             g = group[i]
-            _move(tree, key_start, g, ptr, ranks, weights, i, 1)
-            counts[g] += 1
-            if evict[e] >= 0:
-                _move(tree, key_start, g, ptr, ranks, weights, evict[e], -1)
+            _join(tree, key_start, g, ptr, ranks, weights, counts, i, evict[e])
             if i >= burn_in:
                 for t in range(n_targets):
                     current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)

@@ -9,10 +9,7 @@ from favmac import AdditiveCost, AdditiveValue, FavMac, replay
 from favmac.segments import check_groupings, grouping_tables, segment_table
 
 import oracle
-from instances import UNIVERSES, random_instance, targets_for
-
-SCORED = [(u, "cost") for u in UNIVERSES] + [(u, "price") for u in UNIVERSES if u != "full"]
-
+from instances import SCORED, random_instance, targets_for
 
 def labels_without_singletons(rng, n_patients, names):
     """Random group labels in which every group present has at least two patients."""
