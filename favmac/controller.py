@@ -246,6 +246,11 @@ class FavMac:
         """The target in force for segment ``group`` (its own c_n with ``adaptive_rate``; c for an unseen one)."""
         if group is None:
             return self.current_target
+        if isinstance(group, tuple):  # one label per grouping
+            if len(group) != 1:  # several: refused with adaptive_rate, so the target is c
+                self._groupings_of(tuple([g] for g in group), 1)
+                return exact(self.target)
+            group = group[0]
         label = check_group_labels([group], 1, name="group")[0]
         return self._segments[label].current_target if label in self._segments else exact(self.target)
 
