@@ -29,6 +29,7 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS
 from .runspec import RunSpec, SettingsError
 from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
@@ -42,7 +43,8 @@ EXIT_BAD_INPUT = 2
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
 OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
-                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "label_delay": "--label-delay",
+                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
+                   "recalibration": "--recalibration", "label_delay": "--label-delay",
                    "label_available_column": "--label-available-column"}
 
 
@@ -88,6 +90,11 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
                         "Repeat it for several groupings at once (replay), e.g. --segment-column plan "
                         "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
+    method.add_argument("--recalibrate", type=int, metavar="R",
+                        help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
+                        "prediction and do not calibrate; --burn-in counts patients after them)")
+    method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
+                        help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -247,6 +254,8 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         window=window,
         segment=None if not args.segment_column else tuple(args.segment_column),
         adaptive_rate=adaptive_rate,
+        recalibrate=args.recalibrate,
+        recalibration=args.recalibration,
         label_delay=label_delay,
         label_available_column=label_available_column,
     )
@@ -296,7 +305,7 @@ def _write(frame: pd.DataFrame, out: str) -> bytes:
     return data
 
 
-def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
+def _write_provenance(args, spec, data, written: bytes, new=None, result=None) -> None:
     """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
     from pathlib import Path
 
@@ -311,9 +320,22 @@ def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
     if args.weights:
         inputs.update(file_digests(args.weights))
     cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
-    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written})
+    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written},
+                     recalibration=None if result is None else result.settings.get("recalibration_maps"))
     with open(f"{args.out}.provenance.json", "wb") as handle:
         handle.write(provenance_json(doc))
+
+
+def _print_recalibration(args, result) -> None:
+    """One line on the recalibration fold, when there is one."""
+    if "recalibration_maps" in result.settings:
+        from .recalibration import recalibration_of
+
+        maps = recalibration_of(result)
+        fallback = maps.fallback_codes
+        print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration)"
+              + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
+                 if fallback else "") + ".", file=_report_stream(args))
 
 
 def _report_stream(args):
@@ -374,24 +396,25 @@ def run_predict(args) -> int:
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
-        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
-                            progress=progress, groups=_groups(args, data))
+        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress, codes=data.codes,
+                            burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data))
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
-    _write_provenance(args, spec, data, _write(frame, args.out), new)
+    _write_provenance(args, spec, data, _write(frame, args.out), new, result)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
-        f"{result.method}: calibrated on {data.n_patients} patients x {data.n_codes} codes "
+        f"{result.method}: calibrated on {data.n_patients - (spec.recalibrate or 0)} patients x {data.n_codes} codes "
         f"({control}, target {target:g} of C_max {c_max:g}); threshold {threshold:g}.\n"
         f"Wrote {len(frame)} patients to {where}: {frame['n_codes'].mean():.2f} codes per patient on average, "
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
         file=_report_stream(args),
     )
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         for label, final in result.group_thresholds.items():
             print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
@@ -430,7 +453,7 @@ def run_replay(args) -> int:
                             groups=groups, label_available_at=data.label_available_at)
     finally:
         progress.close()
-    _write_provenance(args, spec, data, _write(result.to_frame(), args.out))
+    _write_provenance(args, spec, data, _write(result.to_frame(), args.out), result=result)
 
     summary = summarize(result)
     stream = _report_stream(args)
@@ -445,6 +468,7 @@ def run_replay(args) -> int:
         pending, sizes = result.labels_pending, result.calibration_sizes
         print(f"labels pending: {pending.mean():.1f} on average, at most {pending.max()}; calibration patients: "
               f"{sizes[0]} at the first prediction, {sizes[-1]} at the last.", file=stream)
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         from .segments import grouping_tables
 
@@ -496,7 +520,8 @@ def _engine_calibrate(args, source, spec, targets):
 
     out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
                     score=spec.score, segment=spec.segment, scheduler=args.scheduler,
-                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+                    progress=args.progress or sys.stderr.isatty(), return_details=True,
+                    recalibrate=spec.recalibrate, recalibration=spec.recalibration)
     return out if spec.segment is not None else (out[0], None, out[1])
 
 
@@ -518,7 +543,8 @@ def _calibration_extras(spec, codes, thresholds, by_segment, details, source) ->
     if by_segment is not None:
         block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
                              for label, values in by_segment.items()}
-    return {"calibration": block}
+    maps = details.get("recalibration_maps")  # the fold's maps: predict --settings applies them
+    return {"calibration": block, **({"recalibration_maps": maps} if maps is not None else {})}
 
 
 def run_calibrate(args) -> int:
@@ -566,12 +592,16 @@ def _predict_distributed(args) -> int:
     if args.settings:
         with open(args.settings, "rb") as handle:
             raw = handle.read()
-        calibration = read_settings_json(raw, extras=("calibration",)).extras.get("calibration")
+        stored = read_settings_json(raw, extras=("calibration", "recalibration_maps")).extras
+        calibration, maps = stored.get("calibration"), stored.get("recalibration_maps")
         if not calibration or "thresholds" not in calibration or "codes" not in calibration:
             raise DataError("the settings file holds no thresholds.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
-        spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
+        spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
+        if spec.recalibrate is not None and maps is None:
+            raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
+                            fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
@@ -595,12 +625,13 @@ def _predict_distributed(args) -> int:
         target, index = spec.target, 0
         thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
-        segment_sizes = details.get("segment_sizes")
+        segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
     value, cost = spec.build()
     chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
     written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
-                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty(),
+                      recalibration=maps)
     per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
     print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
           f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",

@@ -195,6 +195,7 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
                          f"{spec.label_available_column!r} but none were given")
     optional = {"window": spec.window, "c_max": c_max, "score": score,
                 "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate,
+                "recalibrate": spec.recalibrate, "recalibration": None if spec.recalibrate is None else spec.recalibration,
                 "label_delay": spec.label_delay,
                 "label_available_at": None if spec.label_available_column is None else label_available_at}
     for name, given in optional.items():

@@ -26,6 +26,7 @@ import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .arrivals import ArrivalSchedule, check_label_delay
+from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
 from .segments import GroupingResult, check_groupings, group_index
 from .thresholds import (
@@ -116,6 +117,8 @@ def replay(
     label_delay=None,
     label_available_at=None,
     options: ReplayOptions | None = None,
+    recalibrate=None,
+    recalibration: str = DEFAULT_RECALIBRATION,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -174,6 +177,14 @@ def replay(
     options : ReplayOptions, optional
         The settings keywords above (delta ... label_delay) as one object; then leave those
         keywords at their defaults.
+    recalibrate : int, optional
+        R >= 50: the first R rows are a recalibration fold (:mod:`favmac.recalibration`):
+        per-code maps fitted on them replace p for the rest; the fold gets no prediction and
+        never joins calibration, ``burn_in`` counts patients after it, and the result's
+        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``. One grouping
+        at most, and ``label_delay`` rather than ``label_available_at``.
+    recalibration : {"platt", "isotonic"}
+        The map (default "platt").
 
     Returns
     -------
@@ -210,9 +221,31 @@ def replay(
         if changed:
             raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
                              f"(also given: {', '.join(changed)})")
+    if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
+        return _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
+                           patient_ids, progress, method, recalibrate, recalibration)
     session = _Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
                                patient_ids, progress)
     return session.run(method)
+
+
+def _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
+                progress, method, recalibrate, recalibration):
+    """``replay`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`)."""
+    from .recalibration import replay_after_fold
+
+    if label_available_at is not None:
+        raise ValueError("label_available_at: not with recalibrate (its positions count the fold's rows); give "
+                         "label_delay instead, or leave recalibrate unset")
+    if len(check_groupings(groups, len(np.asarray(probs)))) > 1:
+        raise ValueError("recalibrate: one grouping at most (yet); give one grouping, or leave recalibrate unset")
+    probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
+        probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
+    settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
+    return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
+                             recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
+                             patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
+                             **settings)
 
 
 @dataclass
@@ -674,10 +707,13 @@ def _preference(cands) -> np.ndarray:
     return np.lexsort((steps, cands.chat, -cands.vhat), axis=-1).astype(np.int64)
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost") -> np.ndarray:
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost",
+                           recalibration=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
-    ``score`` must be the score the threshold was calibrated on ("cost" or "price").
+    ``score`` must be the score the threshold was calibrated on ("cost" or "price");
+    ``recalibration`` the maps it was calibrated with (a ``Recalibration`` or its dict, e.g.
+    ``result.settings["recalibration_maps"]``), applied to ``probs`` first.
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
@@ -685,6 +721,9 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     """
     check_score(score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    if recalibration is not None:
+        from .recalibration import as_recalibration
+        probs = as_recalibration(recalibration).apply(probs)
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS, check_recalibrate
 from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 from .validation import MAX_WEIGHT
 
@@ -61,7 +62,8 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
-                "burn_in", "window", "score", "segment", "adaptive_rate", "label_delay", "label_available_column")
+                "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration", "label_delay",
+                "label_available_column")
 
 
 class SettingsError(ValueError):
@@ -158,6 +160,13 @@ class RunSpec:
         groupings at once (each patient uses the smallest of its groups' thresholds).
     adaptive_rate : float or None
         Step size of an adaptive target (> 0; engines honour it later).
+    recalibrate : int or None
+        R >= 50: the first R patients are a recalibration fold (:mod:`favmac.recalibration`);
+        ``burn_in`` counts patients after it, so R + burn_in <= N - 1, and a ``window`` must
+        hold at least R patients. The fitted maps are data, not settings: the settings file
+        carries them beside the fields as ``recalibration_maps``.
+    recalibration : {"platt", "isotonic"}
+        The map fitted on the fold.
     label_delay : int or None
         Labels arrive this many stream positions after the prediction (:mod:`favmac.arrivals`).
     label_available_column : str or None
@@ -177,6 +186,8 @@ class RunSpec:
     score: str | None = None
     segment: str | None = None
     adaptive_rate: float | None = None
+    recalibrate: int | None = None
+    recalibration: str = DEFAULT_RECALIBRATION
     label_delay: int | None = None
     label_available_column: str | None = None
 
@@ -306,8 +317,18 @@ class RunSpec:
             raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
         if rate is not None and isinstance(segment, tuple):
             raise SettingsError("adaptive_rate", "applies to one segment column at most; leave it unset with several")
+        recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
+        if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
+            raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
+        try:
+            check_recalibrate(recalibrate, window=window)
+        except ValueError as err:
+            raise SettingsError("recalibrate", str(err).removeprefix("recalibrate: ")) from None
+        if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
+            raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
+                                f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
-                            segment=segment, label_delay=delay)
+                            recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong
         return spec
@@ -360,6 +381,8 @@ class RunSpec:
             "score": self.score,
             "segment": list(self.segment) if isinstance(self.segment, tuple) else self.segment,
             "adaptive_rate": None if self.adaptive_rate is None else float(self.adaptive_rate),
+            "recalibrate": None if self.recalibrate is None else int(self.recalibrate),
+            "recalibration": self.recalibration,
         }
         if self.label_delay is not None:
             out["label_delay"] = int(self.label_delay)
@@ -425,7 +448,7 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
 
 
 def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None, base: RunSpec | None = None,
-                       extras: tuple = ("grid",), dataset=None) -> SettingsFile:
+                       extras: tuple = ("grid", "recalibration_maps"), dataset=None) -> SettingsFile:
     """Parse and validate a settings file written by :meth:`RunSpec.to_json`; never crashes.
 
     Fields missing from the file keep ``base``'s values; unknown fields are ignored with a
@@ -473,8 +496,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             changes["targets"] = (as_number(value, "target"),)
         elif key == "targets":
             changes["targets"] = _as_tuple(value, "targets", MAX_TARGETS)
-        elif key in ("burn_in", "window"):
-            changes[key] = None if key == "window" and value in (None, "", 0) else as_integer(value, key)
+        elif key in ("burn_in", "window", "recalibrate"):
+            changes[key] = None if key != "burn_in" and value in (None, "", 0) else as_integer(value, key)
         elif key in ("delta", "adaptive_rate"):
             changes[key] = None if key == "adaptive_rate" and value is None else as_number(value, key)
         elif key == "segment":
