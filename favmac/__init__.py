@@ -8,7 +8,7 @@ from ._version import __version__
 
 # ``replay`` is both a submodule and a function: importing the submodule anywhere would set
 # the package attribute to the module, so the function is bound here, eagerly (numpy only).
-from .replay import predict_with_threshold, replay
+from .replay import ReplayOptions, predict_with_threshold, replay
 
 # Other public names and the submodule that defines each: the one list of them (__all__ is these
 # and the two above). They are imported on first use (favmac._lazy), so ``import favmac`` and
