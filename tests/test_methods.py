@@ -114,4 +114,4 @@ def test_declared_options_are_the_functions_keywords():
         assert {name for name in FAVMAC_OPTIONS + BASELINE_OPTIONS if name in keywords} == set(method.options), method.key
         assert method.accepts("window") and method.accepts("score") == method.is_favmac
     # every keyword replay takes is declared: a new one must be added to FAVMAC_OPTIONS
-    assert set(inspect.signature(replay).parameters) - always - {"universe", "method"} == set(FAVMAC_OPTIONS)
+    assert set(inspect.signature(replay).parameters) - always - {"universe", "method", "options"} == set(FAVMAC_OPTIONS)
