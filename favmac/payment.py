@@ -274,10 +274,19 @@ class CmsHccValue:
         The ``value`` universe ranks by p_k times these; with several cells it is refused."""
         if n_codes != len(self.codes):
             raise ValueError(f"CmsHccValue has {len(self.codes)} codes, got K = {n_codes}")
-        if len(self.cell_names) != 1:
+        used = np.unique(self._cell_index) if self._cell_index is not None else np.zeros(1, dtype=np.int64)
+        if len(used) != 1:
             raise ValueError("the per-code weights of a CmsHccValue differ by cell; with several cells use the "
                              "ratio or prob universe")
-        return self._tables.hcc_coef[0] * self.factor
+        return self._tables.hcc_coef[int(used[0])] * self.factor
+
+    def proxy_extensions(self, base, candidates, probs) -> np.ndarray:
+        """Vhat(S ∪ {k}) for every code k in ``candidates``, one patient (the reference greedy's call)."""
+        base = np.asarray(base, dtype=bool)
+        candidates = np.asarray(candidates, dtype=np.int64)
+        trials = np.repeat(base[None, :], len(candidates), axis=0)
+        trials[np.arange(len(candidates)), candidates] = True
+        return np.asarray(self.proxy(trials, probs), dtype=float).reshape(len(candidates))
 
     def sequences(self, probs, cost_steps, order=None, tolerance: float = _GAIN_TOLERANCE):
         """Greedy ratio orders (or Vhat of the prefixes of ``order``), compiled: (order (N, K), vhat (N, K + 1)).

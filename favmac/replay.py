@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .functions import bind_rows
 from .result import ReplayResult
 from .segments import check_group_labels, group_rows
 from .thresholds import (
@@ -156,7 +157,7 @@ def replay(
         part = engine.run()
         if part is None:
             warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
-            part = _loop_thresholds(probs[rows], labels[rows], value, cost, targets, delta, universe, sub_burn,
+            part = _loop_thresholds(probs[rows], labels[rows], bind_rows(value, rows), cost, targets, delta, universe, sub_burn,
                                     window, c_max, score, rate)
         part_thresholds, part_targets = part
         positions = rows[sub_burn:] - burn_in
@@ -200,7 +201,7 @@ def replay(
             chosen_index[t, steps_here] = index
             realized_cost[t, steps_here] = cost_table[rows, index]
             exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
-            realized_value[t, steps_here] = value_table[rows, index] if value_table is not None else value(part.masks(index), part_labels)
+            realized_value[t, steps_here] = value_table[rows, index] if value_table is not None else bind_rows(value, slice(start, stop))(part.masks(index), part_labels)
     tail = slice(burn_in, n_patients)
     chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
     report(1.0)
@@ -262,7 +263,8 @@ def _candidates(probs, value, cost, universe, report):
         return candidate_sets(probs, value, cost, universe)
     parts = []
     for start in range(0, len(probs), _FORMULA_CHUNK):
-        parts.append(candidate_sets(probs[start : start + _FORMULA_CHUNK], value, cost, universe))
+        rows = slice(start, start + _FORMULA_CHUNK)
+        parts.append(candidate_sets(probs[rows], bind_rows(value, rows), cost, universe))
         report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
     return Candidates.concatenate(parts)
 
@@ -409,13 +411,13 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
         fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window,
                     n_codes=probs.shape[1], adaptive_rate=rate, score=score)
         if burn_in:
-            fm.update(probs[:burn_in], labels[:burn_in], adapt=False)
+            fm.update(probs[:burn_in], labels[:burn_in], adapt=False, value=bind_rows(value, slice(0, burn_in)))
         for n in range(burn_in, probs.shape[0] + 1):
             out[t, n - burn_in] = fm.threshold
             if rate is not None:
                 targets_out[t, n - burn_in] = float(fm.current_target)
             if n < probs.shape[0]:
-                fm.update(probs[n], labels[n])
+                fm.update(probs[n], labels[n], value=bind_rows(value, n))
     return out, targets_out
 
 

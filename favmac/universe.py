@@ -221,12 +221,17 @@ def general_sequences(probs, value, cost, order=None, *, reference: bool = False
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     cost_steps = (1.0 - probs) * cost.weights_for(n_codes)
-    compiled = None if reference else value.compiled(n_codes)
+    own = None if reference else getattr(value, "sequences", None)
+    if own is not None:  # a value with its own compiled greedy (e.g. favmac.payment.CmsHccValue)
+        return own(probs, cost_steps, order, _GAIN_TOLERANCE)
+    compiled = None if reference else getattr(value, "compiled", lambda n: None)(n_codes)
     if compiled is None:
+        from .functions import bind_rows
+
         if order is None:
-            sequences = [_greedy_ratio_reference(p, value, cost_steps[i]) for i, p in enumerate(probs)]
+            sequences = [_greedy_ratio_reference(p, bind_rows(value, i), cost_steps[i]) for i, p in enumerate(probs)]
         else:
-            sequences = [_prefix_reference(p, value, row) for p, row in zip(probs, np.asarray(order))]
+            sequences = [_prefix_reference(p, bind_rows(value, i), row) for i, (p, row) in enumerate(zip(probs, np.asarray(order)))]
         out_order = np.array([seq[0] for seq in sequences], dtype=np.int64).reshape(n_patients, n_codes)
         return out_order, np.array([seq[1] for seq in sequences], dtype=float).reshape(n_patients, n_codes + 1)
     from .formula_kernels import STATUS_OK, formula_sequences
@@ -509,7 +514,9 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         if value.is_additive:
             vhat = np.sum(subsets[None, :, :] * (probs * value.weights_for(n_codes))[:, None, :], axis=2)
         else:
-            vhat = np.stack([value.proxy(subsets, p) for p in probs]) if n_patients else np.zeros((0, len(subsets)))
+            from .functions import bind_rows
+
+            vhat = np.stack([bind_rows(value, i).proxy(subsets, p) for i, p in enumerate(probs)]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
     if universe == "ratio" and not value.is_additive:
         order, vhat = general_sequences(probs, value, cost)
