@@ -219,30 +219,61 @@ def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
 
 
 @njit(cache=True)
+def _convolve_into(a, b, b_len, out):
+    """out = a (*) b (capped), b supported on 0 .. b_len - 1."""
+    for n in range(_CAP + 1):
+        out[n] = 0.0
+    for i in range(_CAP + 1):
+        ai = a[i]
+        if ai == 0.0:
+            continue
+        for j in range(b_len):
+            if b[j] != 0.0:
+                out[min(i + j, _CAP)] += ai * b[j]
+
+
+@njit(cache=True)
+def _count_weights(rest, count_coef, cell, size, out):
+    """out[m] = E[c(N_rest + m)] for m = 0 .. size."""
+    for m in range(size + 1):
+        w = 0.0
+        for n in range(_CAP + 1):
+            if rest[n] != 0.0:
+                w += rest[n] * count_coef[cell, min(n + m, _CAP)]
+        out[m] = w
+
+
+@njit(cache=True)
 def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
                sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
-               count_coef, out_order, out_vhat):
+               if_slot, count_coef, out_order, out_vhat):
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
-    n_inter = inter_atoms.shape[0]
     width = 1
     for f in range(n_fam):
         width = max(width, fi_ptr[f + 1] - fi_ptr[f])
     uncertain = np.zeros(n_fam, dtype=np.int64)
     fixed = np.zeros(n_fam, dtype=np.int64)
+    trivial = np.zeros(n_fam, dtype=np.bool_)
     ecoef = np.zeros(n_fam)
     dist = np.zeros((n_fam, _CAP + 1))
     m1 = np.ones((n_fam, width))
     m2 = np.ones((n_fam, width))
     m12 = np.ones((n_fam, width))
-    new_dist = np.empty(_CAP + 1)
-    new_m1 = np.empty(width)
-    new_m2 = np.empty(width)
-    new_m12 = np.empty(width)
+    # each candidate's family summary after adding it (valid until its family changes)
+    c_ecoef = np.zeros(n_codes)
+    c_dist = np.zeros((n_codes, _CAP + 1))
+    c_m1 = np.ones((n_codes, width))
+    c_m2 = np.ones((n_codes, width))
+    c_m12 = np.ones((n_codes, width))
+    valid = np.zeros(n_codes, dtype=np.bool_)
+    nontrivial = np.empty(n_fam, dtype=np.int64)
+    position = np.full(n_fam, -1, dtype=np.int64)
     prefix = np.zeros((n_fam + 1, _CAP + 1))
     suffix = np.zeros((n_fam + 1, _CAP + 1))
-    rest = np.empty((n_fam, _CAP + 1))
-    weight = np.empty((n_fam, _CAP + 1))
+    rest = np.empty(_CAP + 1)
+    weight = np.zeros((n_fam, _CAP + 1))
+    weight_total = np.zeros(_CAP + 1)
     has_candidates = np.zeros(n_fam, dtype=np.bool_)
     chosen = np.zeros(n_codes, dtype=np.bool_)
     gains = np.empty(n_codes)
@@ -251,16 +282,17 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     for i in range(n_patients):
         p = probs[i]
         cell = cells[i]
+        chosen[:] = False
+        valid[:] = False
         _masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
         for f in range(n_fam):
             uncertain[f] = 0
             ecoef[f] = _family(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
                                inter_atoms, fi_ptr, fi_idx, dist[f], m1[f], m2[f], m12[f])
-        chosen[:] = False
+            trivial[f] = dist[f, 0] == 1.0
         current = 0.0
         out_vhat[i, 0] = 0.0
         for step in range(n_codes):
-            # N without family f, for every family with a remaining candidate: prefix / suffix convolutions
             for f in range(n_fam):
                 has_candidates[f] = False
             if greedy:
@@ -269,23 +301,33 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                         has_candidates[code_fam[k]] = True
             else:
                 has_candidates[code_fam[fixed_order[i, step]]] = True
+            # N's distribution without family f: prefix / suffix convolutions over the non-trivial families
+            n_l = 0
+            for f in range(n_fam):
+                position[f] = -1
+                if not trivial[f]:
+                    position[f] = n_l
+                    nontrivial[n_l] = f
+                    n_l += 1
             prefix[0, :] = 0.0
             prefix[0, 0] = 1.0
+            for j in range(n_l):
+                f = nontrivial[j]
+                _convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
+            suffix[n_l, :] = 0.0
+            suffix[n_l, 0] = 1.0
+            for j in range(n_l - 1, -1, -1):
+                f = nontrivial[j]
+                _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
+            largest = 0
             for f in range(n_fam):
-                _convolve(prefix[f], dist[f], prefix[f + 1])
-            suffix[n_fam, :] = 0.0
-            suffix[n_fam, 0] = 1.0
-            for f in range(n_fam - 1, -1, -1):
-                _convolve(suffix[f + 1], dist[f], suffix[f])
+                largest = max(largest, fam_ptr[f + 1] - fam_ptr[f])
+            _count_weights(prefix[n_l], count_coef, cell, min(largest, _CAP), weight_total)
             for f in range(n_fam):
-                if has_candidates[f]:
-                    _convolve(prefix[f], suffix[f + 1], rest[f])
-                    for m in range(_CAP + 1):
-                        w = 0.0
-                        for n in range(_CAP + 1):
-                            if rest[f, n] != 0.0:
-                                w += rest[f, n] * count_coef[cell, min(n + m, _CAP)]
-                        weight[f, m] = w
+                if has_candidates[f] and not trivial[f]:
+                    j = position[f]
+                    _convolve_into(prefix[j], suffix[j + 1], _CAP + 1, rest)
+                    _count_weights(rest, count_coef, cell, min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
             best = -1
             best_key = -math.inf
             first = 0
@@ -299,11 +341,12 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 f = code_fam[k]
                 gain = 0.0
                 if not known[i, k]:
-                    bit = 1 << code_bit[k]
-                    new_ecoef = _family(f, uncertain[f] | bit, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr,
-                                        sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, new_dist, new_m1,
-                                        new_m2, new_m12)
-                    gain = new_ecoef - ecoef[f]
+                    if not valid[k]:
+                        c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
+                                             fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
+                                             fi_idx, c_dist[k], c_m1[k], c_m2[k], c_m12[k])
+                        valid[k] = True
+                    gain = c_ecoef[k] - ecoef[f]
                     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
                         inter = fi_idx[fi_ptr[f] + s]
                         o1 = 1.0
@@ -313,18 +356,20 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                             g = if_idx[e]
                             if g == f:
                                 continue
-                            sg = _slot(g, inter, fi_ptr, fi_idx)
+                            sg = if_slot[e]
                             o1 *= m1[g, sg]
                             o2 *= m2[g, sg]
                             o12 *= m12[g, sg]
                         if inter_atoms[inter, 1] < 0:
-                            delta = -o1 * new_m1[s] + o1 * m1[f, s]
+                            delta = o1 * (m1[f, s] - c_m1[k, s])
                         else:
-                            delta = (-o1 * new_m1[s] - o2 * new_m2[s] + o12 * new_m12[s]) - (
-                                -o1 * m1[f, s] - o2 * m2[f, s] + o12 * m12[f, s])
+                            delta = o1 * (m1[f, s] - c_m1[k, s]) + o2 * (m2[f, s] - c_m2[k, s]) + o12 * (
+                                c_m12[k, s] - m12[f, s])
                         gain += inter_coef[cell, inter] * delta
-                    for m in range(_CAP + 1):
-                        gain += (new_dist[m] - dist[f, m]) * weight[f, m]
+                    size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
+                    for m in range(size + 1):
+                        w = weight_total[m] if trivial[f] else weight[f, m]
+                        gain += (c_dist[k, m] - dist[f, m]) * w
                 if abs(gain) <= tolerance * max(1.0, abs(current)):
                     gain = 0.0
                 den = cost_steps[i, k]
@@ -356,11 +401,16 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             if not known[i, best]:
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
-                ecoef[f] = _family(f, uncertain[f], fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
-                                   sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, dist[f], m1[f], m2[f], m12[f])
+                ecoef[f] = c_ecoef[best]
+                dist[f, :] = c_dist[best]
+                m1[f, :] = c_m1[best]
+                m2[f, :] = c_m2[best]
+                m12[f, :] = c_m12[best]
+                trivial[f] = dist[f, 0] == 1.0
+                for j in range(fam_ptr[f], fam_ptr[f + 1]):
+                    valid[fam_codes[j]] = False
             current += gains[best]
             out_vhat[i, step + 1] = current
-        chosen[:] = False
 
 
 def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None):
@@ -377,5 +427,5 @@ def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None)
     _sequences(probs, np.ascontiguousarray(known, dtype=np.bool_), np.ascontiguousarray(cells, dtype=np.int64),
                np.ascontiguousarray(cost_steps, dtype=np.float64), fixed_order, greedy, float(tolerance), t.code_fam,
                t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms,
-               t.inter_coef, t.fi_ptr, t.fi_idx, t.if_ptr, t.if_idx, t.count_coef, out_order, out_vhat)
+               t.inter_coef, t.fi_ptr, t.fi_idx, t.if_ptr, t.if_idx, t.if_slot, t.count_coef, out_order, out_vhat)
     return out_order, out_vhat

@@ -253,6 +253,7 @@ class RestrictedTables:
     fi_idx: np.ndarray
     if_ptr: np.ndarray
     if_idx: np.ndarray
+    if_slot: np.ndarray  # for each (interaction, family) entry: the interaction's slot in that family's list
     count_coef: np.ndarray
     hcc_coef: np.ndarray  # (C, K) each code's own coefficient
     families: tuple  # tuple of tuples of data code indices
@@ -363,6 +364,7 @@ def restrict(tables: ModelTables, numbers: list, cells: list) -> RestrictedTable
                 for f in range(len(families))]
     fi_ptr, fi_idx = _csr(touching)
     if_ptr, if_idx = _csr([[f for f in range(len(families)) if j in touching[f]] for j in range(len(used))])
+    _, if_slot = _csr([[touching[f].index(j) for f in range(len(families)) if j in touching[f]] for j in range(len(used))])
     count_coef = np.zeros((n_cells, COUNT_CAP + 1))
     for c_i, cell in enumerate(cells):
         for n in range(1, COUNT_CAP):
@@ -370,4 +372,4 @@ def restrict(tables: ModelTables, numbers: list, cells: list) -> RestrictedTable
         count_coef[c_i, COUNT_CAP] = tables.coefficient(cell.prefix, f"d{COUNT_CAP}p")
     return RestrictedTables(fam_ptr, fam_codes, code_fam, code_bit, sub_ptr, sub_count, sub_atoms, sub_alive,
                             sub_coef, inter_atoms, inter_coef, tuple(tables.interactions[i][0] for i in used), fi_ptr, fi_idx,
-                            if_ptr, if_idx, count_coef, hcc_coef, families)
+                            if_ptr, if_idx, if_slot, count_coef, hcc_coef, families)
