@@ -145,7 +145,7 @@ def applicability(name: str, control: str, n_codes: int | None = None) -> str | 
 
 
 def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,
-               c_max=None, burn_in: int | None = None, groups=None):
+               c_max=None, burn_in: int | None = None, groups=None, members=None):
     """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
 
     Parameters
@@ -167,6 +167,8 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     groups : array (N,), optional
         Segment labels, read from the ``spec.segment`` column (required when it is set;
         :attr:`favmac.io.Dataset.groups`).
+    members : dict, optional
+        The payment value's member context (:attr:`favmac.io.Dataset.members`), rows as ``probs``.
 
     Returns
     -------
@@ -179,7 +181,7 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
         (``window``, ``c_max``, a non-default ``score``/``segment``/``adaptive_rate``), named.
     """
     chosen = get_method(method)
-    value, cost = spec.build()
+    value, cost = spec.build(codes, members)  # members: the CMS payment value's per-patient context
     burn_in = spec.burn_in if burn_in is None else burn_in
     kwargs = dict(delta=spec.control_delta, burn_in=burn_in, codes=None if codes is None else list(codes),
                   patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object))

@@ -42,11 +42,14 @@ from .parquet import is_parquet, parse_parquet
 
 __all__ = [
     "SEGMENT_COLUMN",
+    "CELL_COLUMN",
+    "KNOWN_CODES_COLUMN",
     "Dataset",
     "file_digests",
     "load_calibration",
     "load_new_patients",
     "load_new_patients_segmented",
+    "member_context",
     "parse_table",
     "read_labels",
     "read_probabilities",
@@ -58,6 +61,12 @@ __all__ = [
 
 #: The column name read as segment labels when no other is chosen.
 SEGMENT_COLUMN = "segment"
+#: Member-context columns for the CMS-HCC payment value (:mod:`favmac.payment`): the coefficient
+#: cell of each member, and the codes already on the record (``known_codes``, ";"-joined, or one
+#: 0/1 ``known_<code>`` column per code).
+CELL_COLUMN = "cms_cell"
+KNOWN_CODES_COLUMN = "known_codes"
+_MEMBER_TEXT = (CELL_COLUMN, KNOWN_CODES_COLUMN)
 
 
 @dataclass
@@ -76,6 +85,7 @@ class Dataset:
     segment_column: str | None = None
     attributes: pd.DataFrame | None = None
     sources: dict | None = None  # file name -> SHA-256 of its bytes (for provenance)
+    members: dict | None = None  # CMS member context: {"cells": (N,) or None, "known": (N, K) bool or None}
 
     def segment_columns(self) -> list[str]:
         """Columns that can serve as segments: the segment column read, then the kept text columns."""
@@ -172,6 +182,65 @@ def _take_segment(frame, rows, file, column, required: bool):
     return frame.drop(columns=column), labels
 
 
+def _take_members(frame, rows, file):
+    """Remove the member-context columns (``cms_cell``, ``known_codes``, ``known_<code>``); return
+    ``(frame, raw)`` where ``raw`` is None or what :func:`member_context` checks against the codes."""
+    known_columns = [c for c in frame.columns if c.startswith("known_") and c != KNOWN_CODES_COLUMN]
+    present = [c for c in _MEMBER_TEXT if c in frame.columns] + known_columns
+    if not present:
+        return frame, None
+    raw = {"file": file, "rows": np.asarray(rows)}
+    if CELL_COLUMN in frame.columns:
+        raw["cells"] = frame[CELL_COLUMN].astype(object).where(frame[CELL_COLUMN].notna(), None).tolist()
+    if KNOWN_CODES_COLUMN in frame.columns:
+        raw["known_codes"] = frame[KNOWN_CODES_COLUMN].astype(object).where(frame[KNOWN_CODES_COLUMN].notna(), None).tolist()
+    if known_columns:
+        raw["known_columns"] = {c[len("known_"):]: numeric_block(frame, [c], rows, file, "label")[:, 0] for c in known_columns}
+    return frame.drop(columns=present), raw
+
+
+def member_context(raw, codes) -> dict | None:
+    """The checked member context of a file: ``{"cells": (N,) names or None, "known": (N, K) bool or None}``.
+
+    A cell that is not a CMS-HCC coefficient cell, or a known code that is not one of the data's
+    ``codes``, is a DataError naming the file, row and column.
+    """
+    if raw is None:
+        return None
+    from ..payment_tables import CELL_NAMES
+
+    file, rows, codes = raw["file"], raw["rows"], [str(c) for c in codes]
+    out = {"cells": None, "known": None}
+    if "cells" in raw:
+        cells = []
+        for i, cell in enumerate(raw["cells"]):
+            key = "" if cell is None else str(cell).strip().upper()
+            if key not in CELL_NAMES:
+                raise DataError(f"{cell!r} is not a CMS-HCC coefficient cell.", file=file, row=int(rows[i]),
+                                column=CELL_COLUMN, fix=f"Use one of {', '.join(CELL_NAMES)} for every member.")
+            cells.append(key)
+        out["cells"] = np.array(cells, dtype=object)
+    if "known_codes" in raw or "known_columns" in raw:
+        position = {c: k for k, c in enumerate(codes)}
+        known = np.zeros((len(rows), len(codes)), dtype=bool)
+        for code, column in raw.get("known_columns", {}).items():
+            if code not in position:
+                raise DataError(f"the column known_{code} names a code that is not in the data.", file=file, row=1,
+                                column=f"known_{code}", fix=f"Name known_<code> columns after the data's codes "
+                                f"(e.g. known_{codes[0]}), or drop the column.")
+            known[:, position[code]] = column.astype(bool)
+        for i, text in enumerate(raw.get("known_codes", [])):
+            for code in ([] if text is None else [c.strip() for c in str(text).split(";") if c.strip()]):
+                if code not in position:
+                    raise DataError(f"known code {code!r} is not one of the data's codes.", file=file,
+                                    row=int(rows[i]), column=KNOWN_CODES_COLUMN,
+                                    fix="List known codes by their column names, separated by ';' (e.g. "
+                                    f"{';'.join(codes[:2])}).")
+                known[i, position[code]] = True
+        out["known"] = known
+    return out
+
+
 def read_table(source, name=None) -> pd.DataFrame:
     """A CSV or Parquet file as a DataFrame, ``patient_id`` (if present) as text, no other checks.
 
@@ -256,15 +325,18 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
 
 def _read_probabilities(source, name, column, required):
     """Probabilities frame and segment labels (or None) of a probabilities file."""
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column, *_MEMBER_TEXT))
     frame, groups = _take_segment(frame, rows, file, column, required)
+    frame, members = _take_members(frame, rows, file)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
             file=file, row=1,
             fix="Upload it as a single calibration file, or keep only patient_id and the probability columns.",
         )
-    return _layout_frame(frame, rows, file, "probability"), groups
+    probs = _layout_frame(frame, rows, file, "probability")
+    probs.attrs["members"] = member_context(members, probs.columns)
+    return probs, groups
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -291,9 +363,10 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     being refused.
     """
     column = segment_column or SEGMENT_COLUMN
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column, *_MEMBER_TEXT))
     ids = patient_ids(frame, rows, file)
     frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+    frame, members = _take_members(frame, rows, file)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
@@ -341,6 +414,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         groups=groups,
         segment_column=None if groups is None else column,
         attributes=attributes,
+        members=member_context(members, prob_codes),
     )
 
 
@@ -423,7 +497,7 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
     return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)),
                    groups=groups, segment_column=None if groups is None else column,
-                   sources=file_digests(probs_source, labels_source))
+                   sources=file_digests(probs_source, labels_source), members=probs.attrs.pop("members", None))
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -459,8 +533,9 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         when the file has no segment column).
     """
     column = segment_column or SEGMENT_COLUMN
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column, *_MEMBER_TEXT))
     frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+    frame, members = _take_members(frame, rows, file)
     if _looks_wide(frame.columns):
         keep = [ID_COLUMN] + [c for c in frame.columns if c.startswith("prob_")]
         frame = frame[keep].rename(columns=lambda c: c[5:] if c.startswith("prob_") else c)
@@ -473,6 +548,7 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     frame = probs[codes]
     frame.attrs["sources"] = file_digests(source, names=[file])
     frame.attrs["groups"] = None if groups is None else groups.tolist()
+    frame.attrs["members"] = member_context(members, codes)  # CMS cells / known codes, rows as frame
     return frame, groups
 
 
