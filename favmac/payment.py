@@ -87,8 +87,8 @@ class CmsHccValue:
     >>> v = CmsHccValue(["HCC36", "HCC37", "HCC38", "HCC226"], model="V28", segment="CNA")
     >>> round(float(v([True, False, True, False], [1, 1, 1, 1])), 3)  # 36 removes 38
     0.166
-    >>> round(float(v([True, False, False, True], [1, 1, 1, 1])), 3)  # + heart failure, DIABETES_HF, D2
-    0.678
+    >>> round(float(v([True, False, False, True], [1, 1, 1, 1])), 3)  # 36 + 226 + DIABETES_HF_V28
+    0.638
     >>> round(float(v.proxy([True, False, True, False], [0.5, 0.5, 0.5, 0.5])), 4)
     0.1245
     """
