@@ -230,11 +230,11 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
     weights_table = _load_weights(args, data.codes)
     weights = None if weights_table is None else weights_table["weight"].to_numpy(dtype=float)
     value = args.value.strip()
-    payment = dict(value_kind="cms_payment", cms_model=args.cms_model or "V28", cms_year=args.cms_year,
+    payment = dict(cms_model=args.cms_model or "V28", cms_year=args.cms_year,
                    cms_segment=args.cms_segment or "CNA", normalization=args.normalization,
                    coding_intensity=args.coding_intensity, base_rate=args.base_rate) if _is_payment(args) else {}
     spec = RunSpec(
-        value_kind=value if value in ("tp", "weighted_tp") else "formula",
+        value_kind="cms_payment" if payment else value if value in ("tp", "weighted_tp") else "formula",
         formula="" if value in ("tp", "weighted_tp") or payment else value,
         cost_kind=args.cost,
         weights=None if weights is None else tuple(weights),

@@ -343,3 +343,83 @@ def test_breakdown_names_the_marginal_payments_and_interactions():
     assert rows["HCC37"]["marginal"] == pytest.approx(0.0)  # 38 would take its place (same CNA coefficient)
     assert "DIABETES_HF_V28" in out["interactions"] and out["count"] == 2
     assert out["value"] == pytest.approx(float(v([True, True, True, False], [1, 1, 1, 1])))
+
+
+def _wide_file(tmp_path, rows, codes, extra=None):
+    header = ["patient_id", *(extra or {}).keys()] + [f"{kind}_{c}" for c in codes for kind in ("prob", "label")]
+    lines = [",".join(header)]
+    rng = np.random.RandomState(0)
+    for i in range(rows):
+        cells = [f"P{i:03d}", *[str(values[i]) for values in (extra or {}).values()]]
+        for _ in codes:
+            p = round(float(rng.rand()), 3)
+            cells += [str(p), str(int(rng.rand() < p))]
+        lines.append(",".join(cells))
+    path = tmp_path / "members.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_readers_take_cells_and_known_codes(tmp_path):
+    from favmac.io import DataError, load_calibration
+
+    codes = ["HCC37", "HCC38", "HCC226"]
+    path = _wide_file(tmp_path, 4, codes, {"cms_cell": ["CNA", "cfd", "INS", "CPA"],
+                                           "known_codes": ["HCC37", "", "HCC38;HCC226", ""]})
+    data = load_calibration(path)
+    assert data.codes == codes
+    assert data.members["cells"].tolist() == ["CNA", "CFD", "INS", "CPA"]
+    assert data.members["known"].astype(int).tolist() == [[1, 0, 0], [0, 0, 0], [0, 1, 1], [0, 0, 0]]
+    bad = _wide_file(tmp_path, 2, codes, {"cms_cell": ["CNA", "NE"]})
+    with pytest.raises(DataError, match=r"members.csv, row 3, column cms_cell: 'NE' is not a CMS-HCC coefficient cell"):
+        load_calibration(bad)
+    bad = _wide_file(tmp_path, 2, codes, {"known_codes": ["HCC37", "HCC18"]})
+    with pytest.raises(DataError, match=r"row 3, column known_codes: known code 'HCC18' is not one of the data's codes"):
+        load_calibration(bad)
+    bad = _wide_file(tmp_path, 2, codes, {"known_HCC19": [0, 1]})
+    with pytest.raises(DataError, match="column known_HCC19"):
+        load_calibration(bad)
+
+
+def test_runspec_settings_round_trip_and_errors():
+    from favmac.runspec import RunSpec, SettingsError
+
+    spec = RunSpec(value_kind="cms_payment", cost_kind="fp", targets=(0.5,), cms_model="v24", cms_segment="cfd",
+                   normalization=1.045, coding_intensity=0.059, base_rate=11000).validate(3, 10)
+    assert (spec.cms_model, spec.cms_segment) == ("V24", "CFD")
+    again = RunSpec.from_json(spec.to_json(["HCC18", "HCC85", "HCC19"]), codes=["HCC18", "HCC85", "HCC19"])
+    assert again == spec
+    value, _ = again.build(["HCC18", "HCC85", "HCC19"], {"cells": np.array(["CNA", "INS"]), "known": None})
+    assert isinstance(value, CmsHccValue) and value.n_rows == 2 and value.model == "V24"
+    for field, bad in (("cms_year", 2019), ("cms_model", "V99"), ("cms_segment", "NE"), ("base_rate", -1),
+                       ("coding_intensity", 1.5), ("normalization", 0)):
+        with pytest.raises(SettingsError, match=field):
+            RunSpec(value_kind="cms_payment", targets=(0.5,), **{field: bad}).validate(3, 10)
+    assert "cms_model" not in RunSpec(value_kind="tp").to_dict()  # other runs' settings files are unchanged
+
+
+def test_cli_replay_and_predict_with_the_payment_value(tmp_path, capsys):
+    import json
+
+    from favmac.cli import main
+
+    codes = ["HCC37", "HCC38", "HCC226", "HCC280"]
+    path = _wide_file(tmp_path, 60, codes, {"cms_cell": ["CNA", "CFD", "INS"] * 20,
+                                            "known_codes": (["HCC38", "", "", ""] * 15)})
+    out = tmp_path / "steps.csv"
+    assert main(["replay", "--calibration", str(path), "--cms-model", "V28", "--value", "cms-payment",
+                 "--cost", "weighted_fp", "--targets", "0.3", "--burn-in", "20", "--base-rate", "10000",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "FavMac (price): 60 patients x 4 codes" in printed
+    record = json.loads((tmp_path / "steps.csv.provenance.json").read_text())
+    assert record["settings"]["run"]["value_kind"] == "cms_payment" and record["settings"]["run"]["base_rate"] == 10000
+    new = tmp_path / "new.csv"
+    new.write_text("patient_id,cms_cell,known_codes,HCC37,HCC38,HCC226,HCC280\nN1,CNA,,0.9,0.2,0.8,0.1\n"
+                   "N2,INS,HCC226,0.2,0.9,0.1,0.7\n")
+    assert main(["predict", "--calibration", str(path), "--cms-model", "V28", "--value", "cms-payment", "--cost",
+                 "weighted_fp", "--target", "0.3", "--new", str(new), "--out", str(tmp_path / "sets.csv")]) == 0
+    assert "Wrote 2 patients" in capsys.readouterr().out
+    assert main(["replay", "--calibration", str(path), "--value", "cms-payment", "--targets", "0.3",
+                 "--base-rate", "-5", "--out", str(out)]) == 2
+    assert "--base-rate" in capsys.readouterr().err
