@@ -423,3 +423,14 @@ def test_cli_replay_and_predict_with_the_payment_value(tmp_path, capsys):
     assert main(["replay", "--calibration", str(path), "--value", "cms-payment", "--targets", "0.3",
                  "--base-rate", "-5", "--out", str(out)]) == 2
     assert "--base-rate" in capsys.readouterr().err
+
+
+def test_baselines_score_their_sets_with_each_members_payment():
+    from favmac import classwise, crc, inner_set, rcps
+
+    probs, labels, value, cost = _payment_stream(6, n=120)
+    for function, kwargs in ((classwise, {}), (crc, {}), (inner_set, {}), (rcps, {"delta": 0.2})):
+        res = function(probs, labels, value, cost, [0.8], burn_in=40, **kwargs)
+        sets = res.selected[0]
+        want = [float(value.take(40 + i)(sets[i], labels[40 + i])) for i in range(len(sets))]
+        np.testing.assert_allclose(res.value[0], want)

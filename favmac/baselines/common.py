@@ -107,6 +107,12 @@ def _realized(function, selected, labels, hit):
         from .kernels import masked_sums
 
         return masked_sums(selected, np.ascontiguousarray(per_code))
+    rows = getattr(function, "n_rows", None)
+    if rows is not None:  # per-patient context (favmac.payment.CmsHccValue): the steps are the stream's last rows
+        from ..functions import bind_rows
+
+        bound = bind_rows(function, slice(rows - n_steps, rows))
+        return np.array([bound(selected[t], labels) for t in range(n_targets)], dtype=float).reshape(n_targets, n_steps)
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
 
 
