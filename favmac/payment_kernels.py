@@ -24,6 +24,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .formula_kernels import lowest_tied, offer
+
 __all__ = ["raf_sets", "proxy_sets", "payment_sequences"]
 
 _CAP = 10
@@ -370,32 +372,9 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                     for m in range(size + 1):
                         w = weight_total[m] if trivial[f] else weight[f, m]
                         gain += (c_dist[k, m] - dist[f, m]) * w
-                if abs(gain) <= tolerance * max(1.0, abs(current)):
-                    gain = 0.0
-                den = cost_steps[i, k]
-                if den == 0.0:
-                    key = math.inf if gain > 0.0 else -math.inf
-                else:
-                    key = gain / den
-                gains[k] = gain
-                keys[k] = key
-                if best < 0 or key > best_key:
-                    best = k
-                    best_key = key
+                best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, best, best_key)
             if greedy:
-                # the lowest code index among ties (universe.first_tied_maximum's rule)
-                allowance = tolerance * max(1.0, abs(current))
-                for k in range(best):
-                    if chosen[k]:
-                        continue
-                    if math.isinf(best_key):
-                        tied = keys[k] == best_key
-                    else:
-                        den = cost_steps[i, k]
-                        tied = keys[k] == best_key or (den > 0.0 and gains[k] >= best_key * den - allowance)
-                    if tied:
-                        best = k
-                        break
+                best = lowest_tied(best, best_key, chosen, keys, gains, cost_steps[i], tolerance * max(1.0, abs(current)))
             chosen[best] = True
             out_order[i, step] = best
             if not known[i, best]:
