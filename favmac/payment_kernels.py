@@ -281,6 +281,9 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     gains = np.empty(n_codes)
     keys = np.empty(n_codes)
     empty = np.zeros(n_fam, dtype=np.int64)
+    largest = 0  # the largest family, capped: how far a family's count distribution reaches
+    for f in range(n_fam):
+        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), _CAP)
     for i in range(n_patients):
         p = probs[i]
         cell = cells[i]
@@ -316,15 +319,16 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             for j in range(n_l):
                 f = nontrivial[j]
                 _convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
-            suffix[n_l, :] = 0.0
-            suffix[n_l, 0] = 1.0
-            for j in range(n_l - 1, -1, -1):
-                f = nontrivial[j]
-                _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
-            largest = 0
-            for f in range(n_fam):
-                largest = max(largest, fam_ptr[f + 1] - fam_ptr[f])
-            _count_weights(prefix[n_l], count_coef, cell, min(largest, _CAP), weight_total)
+            needs_rest = False  # a non-trivial family with candidates needs N without itself
+            for j in range(n_l):
+                needs_rest = needs_rest or has_candidates[nontrivial[j]]
+            if needs_rest:
+                suffix[n_l, :] = 0.0
+                suffix[n_l, 0] = 1.0
+                for j in range(n_l - 1, -1, -1):
+                    f = nontrivial[j]
+                    _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
+            _count_weights(prefix[n_l], count_coef, cell, largest, weight_total)
             for f in range(n_fam):
                 if has_candidates[f] and not trivial[f]:
                     j = position[f]
