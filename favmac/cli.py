@@ -59,8 +59,8 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     else:
         data.add_argument("--calibration", required=data_required, metavar="FILE",
                           help="labelled patients: a wide CSV or Parquet file (patient_id, prob_<code>, label_<code>) "
-                          "or, with --labels, a probabilities file; a glob or folder of Parquet files uses the "
-                          "distributed engine")
+                          "or, with --labels, a probabilities file; predict --engine dask also reads a glob, a folder "
+                          "or a URL")
         data.add_argument("--labels", metavar="FILE", help="labels CSV (patient_id, one 0/1 column per code)")
     weights = data.add_mutually_exclusive_group()
     weights.add_argument("--weights", metavar="FILE", help="per-code weights CSV (code, weight, description)")
@@ -126,12 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(predict, data_required=False)
     predict.add_argument("--new", required=True, metavar="FILE",
-                         help="new patients' probabilities (CSV or Parquet); a glob or folder of Parquet files "
-                         "uses the distributed engine and --out is then a folder of Parquet parts")
+                         help="new patients' probabilities (CSV or Parquet); with --engine dask also a glob, a folder "
+                         "or a URL")
     target = predict.add_mutually_exclusive_group(required=True)
     target.add_argument("--target", type=float, metavar="C", help="target cost in the cost's units")
     target.add_argument("--target-percent", type=float, metavar="P", help="target cost as a percent of C_max")
     engine = predict.add_argument_group("distributed engine")
+    engine.add_argument("--engine", choices=["memory", "dask"], default="memory",
+                        help="memory (default): one file each, in this process, --out is a CSV; dask: files, globs, "
+                        "folders or URLs on Dask (favmac.distributed), --out is a folder of Parquet parts")
     engine.add_argument("--settings", metavar="JSON",
                         help="settings file written by 'favmac calibrate' (its thresholds are used; no --calibration)")
     engine.add_argument("--scheduler", metavar="ADDRESS",
@@ -346,10 +349,12 @@ def run_predict(args) -> int:
     from .export import new_patient_sets
     from .io import load_new_patients_segmented
 
-    if args.settings or args.scheduler or _is_file_set(args.calibration) or _is_file_set(args.new):
+    if args.engine == "dask":
         return _predict_distributed(args)
+    _refuse_dask_inputs(args)
     if args.calibration is None:
-        raise DataError("predict needs --calibration FILE (labelled patients) or --settings JSON from 'favmac calibrate'.")
+        raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
+                        "from 'favmac calibrate'.")
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
@@ -440,11 +445,20 @@ def run_replay(args) -> int:
 # ----------------------------------------------------------------------------- distributed engine (Dask)
 
 
-def _is_file_set(path) -> bool:
-    """A glob, a folder or a URL: the distributed engine reads it (a single local file stays in memory)."""
+_DASK_WRITES = "it writes --out as a folder of Parquet parts, part-NNNNN.parquet, not as a CSV"
+
+
+def _refuse_dask_inputs(args) -> None:
+    """The in-memory engine reads one file each: a glob, folder or URL, --settings or --scheduler needs --engine dask."""
     import os
 
-    return path is not None and (any(ch in str(path) for ch in "*?[") or os.path.isdir(path) or "://" in str(path))
+    for flag, path in (("--calibration", args.calibration), ("--new", args.new)):
+        if path is not None and (any(ch in str(path) for ch in "*?[") or os.path.isdir(path) or "://" in str(path)):
+            raise DataError(f"{flag} {path}: a glob, a folder or a URL is read by the Dask engine only.",
+                            fix=f"Pass --engine dask ({_DASK_WRITES}), or give one file.")
+    for flag, given in (("--settings", args.settings), ("--scheduler", args.scheduler)):
+        if given:
+            raise DataError(f"{flag} applies to the Dask engine only.", fix=f"Pass --engine dask ({_DASK_WRITES}).")
 
 
 def _engine_spec(args, source, targets, *, percent: bool, flag: str):
@@ -514,8 +528,8 @@ def run_calibrate(args) -> int:
     if args.settings_out:
         with open(args.settings_out, "wb") as handle:
             handle.write(settings)
-        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --settings "
-              f"{args.settings_out} --target C --new FILES --out FOLDER).")
+        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --engine dask "
+              f"--settings {args.settings_out} --target C --new FILES --out FOLDER).")
     else:
         print(settings.decode())
     return 0
@@ -525,6 +539,12 @@ def _predict_distributed(args) -> int:
     from .distributed import predict
     from .replay import method_name
     from .runspec import read_settings_json
+
+    if args.out == "-":
+        raise DataError("--engine dask cannot write to standard output: it writes a folder of Parquet parts.",
+                        fix="Give a folder name with --out (e.g. --out chosen_sets/).")
+    print(f"--engine dask: the chosen sets go to the folder {args.out} as Parquet parts (part-NNNNN.parquet), "
+          "one per task.", file=sys.stderr)
 
     flag = "--target" if args.target is not None else "--target-percent"
     wanted = args.target if args.target is not None else args.target_percent

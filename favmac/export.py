@@ -4,8 +4,9 @@ The command line's ``predict`` and the app's Export page both write this table. 
 order: ``patient_id, codes`` (``;``-joined), ``n_codes, expected_value`` (V-hat),
 ``cost_proxy`` (C-hat), ``threshold, method, target, delta`` (empty under expected-cost
 control), ``universe``, ``score`` (what the threshold is on: cost or price; empty for a
-baseline); then ``descriptions`` (``; ``-joined) when code descriptions are
-given and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
+baseline); then ``descriptions`` when code descriptions are given: one JSON list per row,
+the chosen codes' descriptions in the order of ``codes`` (``[]`` for an empty set; see
+:func:`description_lists`), and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
 ``note``, why a segment got the empty set) with segments, ``adaptive_target`` (c_n) with an
 adaptive rate. Numbers keep 12 significant digits, which removes float noise such as
 0.5306092000000001.
@@ -16,6 +17,7 @@ with no calibration patient has T = -inf, exactly as a too-small segment does
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,7 +28,7 @@ from .replay import predict_with_threshold
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EXPORT_COLUMNS", "chosen_sets", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
+__all__ = ["EXPORT_COLUMNS", "chosen_sets", "description_lists", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
 
 EXPORT_COLUMNS = ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target",
                   "delta", "universe", "score")
@@ -43,6 +45,21 @@ def round_noise(values) -> np.ndarray:
     finite = np.isfinite(out)
     out[finite] = [float(f"{x:.{SIGNIFICANT_DIGITS}g}") for x in out[finite]]
     return out.reshape(np.shape(values))
+
+
+def description_lists(selected, descriptions) -> np.ndarray:
+    """Each row's chosen-code descriptions as one JSON list (text), in code order.
+
+    Descriptions are free text: CMS's contain "; " and commas, a user's may hold quotes or
+    newlines, so no separator could be split back safely. A JSON list reads back exactly with
+    ``json.loads`` (pandas: ``frame["descriptions"].map(json.loads)``). The cell starts with
+    ``[``, so a spreadsheet never runs it as a formula; JSON writes a newline as backslash-n.
+
+    >>> description_lists(np.array([[True, False, True], [False, False, False]]), ["a; b", "c", 'say "hi"']).tolist()
+    ['["a; b", "say \\\\"hi\\\\""]', '[]']
+    """
+    items = [json.dumps(str(d), ensure_ascii=False) for d in descriptions]
+    return np.array(["[" + cell + "]" for cell in join_codes(selected, items, sep=", ")], dtype=object)
 
 
 def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
@@ -82,7 +99,8 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         The run, written in every row (``delta`` None = expected-cost control, written empty;
         ``score`` "cost" or "price", empty for a baseline).
     descriptions : sequence of str, length K, optional
-        Per-code descriptions: adds a ``descriptions`` column.
+        Per-code descriptions: adds a ``descriptions`` column, one JSON list per row
+        (:func:`description_lists`).
     labels : ndarray (N, K), optional
         True codes: adds ``realized_value`` and ``realized_cost``.
     segments, notes : sequence of str, length N, optional
@@ -114,7 +132,7 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         }
     )
     if descriptions is not None:
-        frame["descriptions"] = join_codes(selected, list(descriptions), sep="; ")
+        frame["descriptions"] = description_lists(selected, descriptions)
     if labels is not None:
         labels = np.asarray(labels, dtype=bool)
         frame["realized_value"] = round_noise(np.asarray(value(selected, labels), dtype=float))

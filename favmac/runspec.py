@@ -39,6 +39,7 @@ __all__ = [
     "SettingsFile",
     "as_integer",
     "as_number",
+    "check_against_data",
     "read_settings_json",
 ]
 
@@ -423,16 +424,46 @@ class SettingsFile:
     weights_restored: bool
 
 
+def check_against_data(spec: RunSpec, dataset) -> RunSpec:
+    """``spec`` validated against a loaded dataset (a :class:`favmac.io.Dataset`), or a SettingsError.
+
+    Every field that refers to the data is checked: the weights' count and the targets
+    against C_max (the codes), the universe against K, the burn-in against N
+    (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
+    of ``dataset.segment_columns()`` with a label for every patient. A settings file written for
+    other data is refused here, before anything is restored.
+    """
+    spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
+    if spec.segment is not None:
+        columns = dataset.segment_columns()
+        if spec.segment not in columns:
+            have = (f"its segment columns are {', '.join(repr(c) for c in columns[:10])}" if columns
+                    else "it has no text column to read segments from")
+            raise SettingsError("segment", f"names the column {spec.segment!r}, which the loaded data ({dataset.name}) "
+                                f"does not have; {have}. Choose one of those, or set segment to null")
+        from .io.errors import DataError
+
+        try:
+            dataset.segments(spec.segment)
+        except DataError as err:
+            raise SettingsError("segment", f"column {spec.segment!r} cannot be used: {err}") from None
+    return spec
+
+
 def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None, base: RunSpec | None = None,
-                       extras: tuple = ("grid",)) -> SettingsFile:
+                       extras: tuple = ("grid",), dataset=None) -> SettingsFile:
     """Parse and validate a settings file written by :meth:`RunSpec.to_json`; never crashes.
 
     Fields missing from the file keep ``base``'s values; unknown fields are ignored with a
     note; weights that do not cover ``codes`` keep ``base``'s weights (with a note). Keys
     named in ``extras`` are returned as they are (each must be a JSON object). Anything
     malformed — not UTF-8 JSON, wrong types, huge or non-finite numbers, deep nesting — is
-    a SettingsError naming the field.
+    a SettingsError naming the field. With ``dataset`` (whose codes and size then replace
+    ``codes`` and ``n_patients``) the result is also checked against the data
+    (:func:`check_against_data`): a segment column the data lacks is refused.
     """
+    if dataset is not None:
+        codes, n_patients = dataset.codes, dataset.n_patients
     base = RunSpec() if base is None else base
     if not isinstance(raw, (bytes, bytearray)):
         raise SettingsError("settings file", "must be bytes")
@@ -507,6 +538,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             out_extras[key] = given[key]
     spec = base.replace(**changes)
     spec.validate(n_codes=None if codes is None else len(codes), n_patients=n_patients)
+    if dataset is not None:
+        check_against_data(spec, dataset)
     return SettingsFile(spec, out_extras, tuple(notes), weights_restored)
 
 

@@ -10,7 +10,7 @@ bootstrap.load_data()
 from favmac.io import DataError  # noqa: E402
 from favmac.ui import validity, widgets  # noqa: E402 — after the title: pandas, plotly
 from favmac.ui.settings_form import cost_unit  # noqa: E402
-from favmac.ui.text import md  # noqa: E402
+from favmac.ui.text import md, md_frame  # noqa: E402
 
 widgets.require_dataset()
 widgets.show_settings_line()
@@ -45,7 +45,7 @@ if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
     st.stop()
 
-(st.success if report.passed else st.error)(report.verdict, icon=":material/gavel:")
+(st.success if report.passed else st.error)(md(report.verdict), icon=":material/gavel:")  # names segments
 settings = st.session_state["settings"]
 st.plotly_chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 tiles = st.columns(4)
@@ -63,4 +63,4 @@ else:
 segments = validity.segment_frame(report)
 if segments is not None:
     st.subheader("Per segment")
-    st.table(segments.set_index("segment"))
+    st.table(md_frame(segments.set_index("segment")))  # segment values are user text

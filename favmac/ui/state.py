@@ -300,7 +300,7 @@ def apply_settings(new_settings: dict) -> bool:
     ss = st.session_state
     dataset = ss["dataset"]
     try:
-        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights())
+        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, weights(), dataset=dataset)
     except (SettingsError, FormulaError) as err:
         set_message("settings", "error", str(err))
         return False
@@ -314,7 +314,7 @@ def apply_settings_json(raw: bytes, file_name: str) -> bool:
     ss = st.session_state
     dataset = ss["dataset"]
     try:
-        settings, new_weights, notes = settings_form.settings_from_json(raw, ss["settings"], dataset.codes, dataset.n_patients, weights())
+        settings, new_weights, notes = settings_form.settings_from_json(raw, ss["settings"], dataset.codes, dataset.n_patients, weights(), dataset=dataset)
     except (SettingsError, FormulaError) as err:
         set_message("settings_json", "error", f"{file_name}: {err}")
         return False
