@@ -557,6 +557,9 @@ def _predict_distributed(args) -> int:
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
+        if spec.value_kind == "cms_payment":
+            raise DataError("the Dask engine does not take the CMS-HCC payment value yet.", file=args.settings,
+                            fix="Use --engine memory with one calibration file.")
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
