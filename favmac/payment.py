@@ -324,7 +324,7 @@ class CmsHccValue:
         one = self.take(row)
         selected = np.asarray(selected, dtype=bool)
         present = selected if labels is None else selected & np.asarray(labels, dtype=bool)
-        _, known = one._context(1) if one.n_rows else self._context(1)
+        _, known = one._context(1)
         known = known[0]
         trues = np.ones_like(present)
         members = np.flatnonzero(present)
@@ -351,7 +351,7 @@ class CmsHccValue:
 
     def _triggered(self, one, full):
         t = self._tables
-        cells, _ = one._context(1) if one.n_rows else self._context(1)
+        cells, _ = one._context(1)
         atoms = 0
         n = 0
         for f in range(len(t.fam_ptr) - 1):
