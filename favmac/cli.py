@@ -29,6 +29,7 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS
 from .runspec import RunSpec, SettingsError
 from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
@@ -44,7 +45,9 @@ OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "cms_model": 
                    "cms_segment": "--cms-segment", "normalization": "--normalization",
                    "coding_intensity": "--coding-intensity", "base_rate": "--base-rate", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
-                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate"}
+                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
+                   "recalibration": "--recalibration", "label_delay": "--label-delay",
+                   "label_available_column": "--label-available-column"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -94,9 +97,16 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
                         f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
-    method.add_argument("--segment-column", metavar="NAME",
+    method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
-                        "in the calibration and new-patient files; each patient is calibrated on its own segment only")
+                        "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
+                        "Repeat it for several groupings at once (replay), e.g. --segment-column plan "
+                        "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
+    method.add_argument("--recalibrate", type=int, metavar="R",
+                        help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
+                        "prediction and do not calibrate; --burn-in counts patients after them)")
+    method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
+                        help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -154,6 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--window", type=int, metavar="W", help="calibrate on the last W patients only (FavMac)")
     replay.add_argument("--adaptive-rate", type=float, metavar="GAMMA",
                         help="adaptive target under drift (expected-cost control, FavMac): c_(n+1) = c_n + GAMMA (c - C_n)")
+    arrivals = replay.add_mutually_exclusive_group()
+    arrivals.add_argument("--label-delay", type=int, metavar="D",
+                          help="labels arrive D stream positions after the prediction: patient n is calibrated on "
+                          "positions < n - D (the burn-in is labelled from the start); FavMac")
+    arrivals.add_argument("--label-available-column", metavar="COL",
+                          help="column saying when each patient's labels arrived: a stream position (0 = first "
+                          "patient; the labels join right after that position's prediction) or a date (then a "
+                          "predicted_at date column places it: the labels join before the first patient predicted "
+                          "on or after that date); FavMac")
     replay.add_argument("--method", default="favmac", choices=method_keys(),
                         help="favmac (default; uses --universe and --score), favmac_price, "
                         "favmac_<universe> (cost score), or a baseline for comparison")
@@ -227,7 +246,7 @@ def _load_weights(args, codes):
 
 
 def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None,
-          adaptive_rate=None) -> RunSpec:
+          adaptive_rate=None, label_delay=None, label_available_column=None) -> RunSpec:
     """The run the options describe (validated against the data); targets given in percent of C_max
     are converted once C_max is known."""
     weights_table = _load_weights(args, data.codes)
@@ -248,8 +267,12 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         score=args.score,
         burn_in=burn_in,
         window=window,
-        segment=args.segment_column,
+        segment=None if not args.segment_column else tuple(args.segment_column),
         adaptive_rate=adaptive_rate,
+        recalibrate=args.recalibrate,
+        recalibration=args.recalibration,
+        label_delay=label_delay,
+        label_available_column=label_available_column,
         **payment,
     )
     try:
@@ -302,7 +325,7 @@ def _write(frame: pd.DataFrame, out: str) -> bytes:
     return data
 
 
-def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
+def _write_provenance(args, spec, data, written: bytes, new=None, result=None) -> None:
     """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
     from pathlib import Path
 
@@ -317,9 +340,22 @@ def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
     if args.weights:
         inputs.update(file_digests(args.weights))
     cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
-    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written})
+    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written},
+                     recalibration=None if result is None else result.settings.get("recalibration_maps"))
     with open(f"{args.out}.provenance.json", "wb") as handle:
         handle.write(provenance_json(doc))
+
+
+def _print_recalibration(args, result) -> None:
+    """One line on the recalibration fold, when there is one."""
+    if "recalibration_maps" in result.settings:
+        from .recalibration import recalibration_of
+
+        maps = recalibration_of(result)
+        fallback = maps.fallback_codes
+        print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration)"
+              + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
+                 if fallback else "") + ".", file=_report_stream(args))
 
 
 def _report_stream(args):
@@ -335,14 +371,27 @@ def _fmt(x) -> str:
 
 
 def _load(args):
-    """The calibration data; with --segment-column its segment labels are required."""
+    """The calibration data; with --segment-column its segment labels are required (and with
+    --label-available-column its label arrivals)."""
     from .io import load_calibration
 
-    return load_calibration(args.calibration, args.labels, segment_column=args.segment_column)
+    return load_calibration(args.calibration, args.labels, segment_column=args.segment_column,
+                            label_available_column=getattr(args, "label_available_column", None))
 
 
 def _groups(args, data):
-    return data.groups if args.segment_column else None
+    """The segment labels: one column's, or {column: labels} for several groupings."""
+    if not args.segment_column:
+        return None
+    return data.groups if len(args.segment_column) == 1 else dict(data.groupings)
+
+
+def _one_segment_column(args, where: str):
+    """The single --segment-column (or None); several are for replay only (yet)."""
+    if args.segment_column and len(args.segment_column) > 1:
+        raise DataError(f"{where} takes one --segment-column; several groupings at once are for 'favmac replay' (yet).",
+                        fix="Give one --segment-column.")
+    return args.segment_column[0] if args.segment_column else None
 
 
 def run_predict(args) -> int:
@@ -355,35 +404,37 @@ def run_predict(args) -> int:
     if args.calibration is None:
         raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
                         "from 'favmac calibrate'.")
+    segment_column = _one_segment_column(args, "predict")
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
         spec = _spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
-    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=args.segment_column)
+    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column)
     target, c_max = spec.target, spec.c_max(data.n_codes)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
-        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
-                            progress=progress, groups=_groups(args, data), codes=data.codes, members=data.members)
+        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress, codes=data.codes,
+                            burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data), members=data.members)
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build(data.codes, new.attrs.get("members"))
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
-    _write_provenance(args, spec, data, _write(frame, args.out), new)
+    _write_provenance(args, spec, data, _write(frame, args.out), new, result)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
-        f"{result.method}: calibrated on {data.n_patients} patients x {data.n_codes} codes "
+        f"{result.method}: calibrated on {data.n_patients - (spec.recalibrate or 0)} patients x {data.n_codes} codes "
         f"({control}, target {target:g} of C_max {c_max:g}); threshold {threshold:g}.\n"
         f"Wrote {len(frame)} patients to {where}: {frame['n_codes'].mean():.2f} codes per patient on average, "
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
         file=_report_stream(args),
     )
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         for label, final in result.group_thresholds.items():
             print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
@@ -394,13 +445,16 @@ def run_predict(args) -> int:
 def run_replay(args) -> int:
     from .metrics import summarize
 
+    if args.shuffle is not None and args.label_available_column:
+        raise DataError("--shuffle reorders the stream, but --label-available-column gives arrival positions in file "
+                        "order.", fix="Drop --shuffle, or use --label-delay D (a delay in stream positions).")
     data = _load(args)
+    stream = dict(burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate,
+                  label_delay=args.label_delay, label_available_column=args.label_available_column)
     if args.targets is not None:
-        spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets",
-                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
+        spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets", **stream)
     else:
-        spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents",
-                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
+        spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
     c_max = spec.c_max(data.n_codes)
     method = get_method(args.method)
     if spec.window is not None and not method.accepts("window"):
@@ -412,15 +466,16 @@ def run_replay(args) -> int:
     if args.shuffle is not None:
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
-        groups = None if groups is None else groups[order]
+        groups = None if groups is None else {k: v[order] for k, v in groups.items()} if isinstance(groups, dict) \
+            else groups[order]
         members = None if members is None else {k: None if v is None else v[order] for k, v in members.items()}
     progress = _progress(args, "replay")
     try:
         result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress,
-                            groups=groups, members=members)
+                            groups=groups, label_available_at=data.label_available_at, members=members)
     finally:
         progress.close()
-    _write_provenance(args, spec, data, _write(result.to_frame(), args.out))
+    _write_provenance(args, spec, data, _write(result.to_frame(), args.out), result=result)
 
     summary = summarize(result)
     stream = _report_stream(args)
@@ -431,14 +486,23 @@ def run_replay(args) -> int:
         file=stream,
     )
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"), file=stream)
+    if result.settings.get("label_delay") or result.settings.get("label_arrivals"):
+        pending, sizes = result.labels_pending, result.calibration_sizes
+        print(f"labels pending: {pending.mean():.1f} on average, at most {pending.max()}; calibration patients: "
+              f"{sizes[0]} at the first prediction, {sizes[-1]} at the last.", file=stream)
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
-        from .segments import segment_table
+        from .segments import grouping_tables
 
-        table = segment_table(result)
-        print("per segment (first target):", file=stream)
-        dropped = ["target", "delta"] + (["bound"] if table["bound"].isna().all() else [])
-        print(table.drop(columns=dropped).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
-              file=stream)
+        several = len(result.groupings or []) > 1
+        for name, table in grouping_tables(result).items():
+            print(f"per segment of {name} (first target):" if several else "per segment (first target):", file=stream)
+            dropped = ["target", "delta"] + (["bound"] if table["bound"].isna().all() else []) + ([] if several else ["binds"])
+            print(table.drop(columns=dropped).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+                  file=stream)
+        if several:
+            print("binds: share of a segment's patients whose threshold came from that grouping (the smallest of "
+                  "their groupings' thresholds).", file=stream)
     return 0
 
 
@@ -470,7 +534,7 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
     if _is_payment(args):
         raise DataError("the distributed engine (file sets, --settings, --scheduler) does not take --value cms-payment yet.",
                         fix="Use one calibration file (favmac replay / predict), or --value weighted_tp.")
-    codes = source_codes(source, segment=args.segment_column)
+    codes = source_codes(source, segment=_one_segment_column(args, "the distributed engine"))
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
 
@@ -481,7 +545,8 @@ def _engine_calibrate(args, source, spec, targets):
 
     out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
                     score=spec.score, segment=spec.segment, scheduler=args.scheduler,
-                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+                    progress=args.progress or sys.stderr.isatty(), return_details=True,
+                    recalibrate=spec.recalibrate, recalibration=spec.recalibration)
     return out if spec.segment is not None else (out[0], None, out[1])
 
 
@@ -503,7 +568,8 @@ def _calibration_extras(spec, codes, thresholds, by_segment, details, source) ->
     if by_segment is not None:
         block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
                              for label, values in by_segment.items()}
-    return {"calibration": block}
+    maps = details.get("recalibration_maps")  # the fold's maps: predict --settings applies them
+    return {"calibration": block, **({"recalibration_maps": maps} if maps is not None else {})}
 
 
 def run_calibrate(args) -> int:
@@ -551,15 +617,19 @@ def _predict_distributed(args) -> int:
     if args.settings:
         with open(args.settings, "rb") as handle:
             raw = handle.read()
-        calibration = read_settings_json(raw, extras=("calibration",)).extras.get("calibration")
+        stored = read_settings_json(raw, extras=("calibration", "recalibration_maps")).extras
+        calibration, maps = stored.get("calibration"), stored.get("recalibration_maps")
         if not calibration or "thresholds" not in calibration or "codes" not in calibration:
             raise DataError("the settings file holds no thresholds.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
-        spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
+        spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
         if spec.value_kind == "cms_payment":
             raise DataError("the Dask engine does not take the CMS-HCC payment value yet.", file=args.settings,
                             fix="Use --engine memory with one calibration file.")
+        if spec.recalibrate is not None and maps is None:
+            raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
+                            fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
@@ -583,12 +653,13 @@ def _predict_distributed(args) -> int:
         target, index = spec.target, 0
         thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
-        segment_sizes = details.get("segment_sizes")
+        segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
     value, cost = spec.build()
     chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
     written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
-                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty(),
+                      recalibration=maps)
     per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
     print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
           f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",

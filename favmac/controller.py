@@ -10,6 +10,7 @@ import numpy as np
 
 from .functions import bind_rows
 from .quantile_tree import QuantileTree
+from .recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, check_recalibration, fit_recalibration
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .segments import check_group_labels, group_rows
 from .thresholds import (
@@ -64,6 +65,16 @@ class FavMac:
         :mod:`favmac.adaptive`). Each ``update`` first chooses the patient's set with
         ``predict`` at that moment, then moves the target c_n by gamma (c - C_n), C_n that
         set's realized cost; :attr:`current_target` is c_n.
+    recalibrate : int, optional
+        R >= 50: the first R patients given to ``update`` form a recalibration fold
+        (:mod:`favmac.recalibration`; SPEC "Recalibration on a split"). They never join the
+        calibration data; at the R-th the per-code maps are fitted (:attr:`recalibration_maps`)
+        and from then on every patient's probabilities are mapped, in ``update``, ``predict``
+        and ``explain``. Before the fold is complete ``predict`` and ``explain`` raise (a fold
+        patient gets no prediction); ``threshold`` is that of no calibration patient.
+    recalibration : {"platt", "isotonic"} or Recalibration
+        The map fitted on the fold (default "platt"); or maps fitted earlier (e.g.
+        ``Recalibration.from_dict`` of a settings file), applied from the start with no fold.
 
     Notes
     -----
@@ -71,6 +82,10 @@ class FavMac:
     segment's own threshold, :meth:`threshold_for` (and ``predict(p, group=g)``) uses it. The
     pooled :attr:`threshold` is calibrated on every patient; with ``adaptive_rate`` each
     segment has its own c_n, and the pooled c_n moves only with updates given no ``group``.
+    Several groupings: a *tuple* gives one label per grouping, ``group=(plan, band)`` (for a
+    batch, a tuple of per-row arrays); the threshold is the smallest of the groups'
+    thresholds (SPEC "Several groupings at once"). A plain label (or a list/array of one
+    label per row) is the first grouping's. The adaptive target takes one grouping only.
 
     Examples
     --------
@@ -86,10 +101,13 @@ class FavMac:
     >>> seg = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
     >>> seg.update([[0.9, 0.2, 0.6]], [[1, 0, 0]], group="north").threshold_for("north"), seg.threshold_for("south")
     (0.5, -inf)
+    >>> seg.update([[0.8, 0.1, 0.7]], [[1, 0, 1]], group=("north", "75+")).threshold_for(("north", "75+"))
+    1.3
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None, score: str = "cost", adaptive_rate=None):
+                 n_codes=None, score: str = "cost", adaptive_rate=None, recalibrate=None,
+                 recalibration=DEFAULT_RECALIBRATION):
         self.value = value
         self.cost = cost
         self.target = check_target(target)
@@ -99,6 +117,10 @@ class FavMac:
         self.c_max = c_max
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
+        self.recalibrate = check_recalibrate(recalibrate, window=self.window)
+        if isinstance(recalibration, Recalibration) and self.recalibrate is not None:
+            raise ValueError("recalibration: fitted maps are applied as they are; leave recalibrate=None with them")
+        self.recalibration = recalibration if isinstance(recalibration, Recalibration) else check_recalibration(recalibration)
         self._n_codes_arg = n_codes
         if n_codes is not None and (int(n_codes) != n_codes or n_codes < 1):
             raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
@@ -114,6 +136,8 @@ class FavMac:
         self._segments: dict = {}
         self._rule: AdaptiveTarget | None = None
         self._current: int | None = None  # c_n * rule.scale
+        self._fold: list = []  # the recalibration fold's (probs, labels) so far
+        self._maps = self.recalibration if isinstance(self.recalibration, Recalibration) else None
         if self._n_codes_arg is not None:
             self._know_codes(int(self._n_codes_arg))
         return self
@@ -138,6 +162,40 @@ class FavMac:
         return len(self._history)
 
     @property
+    def recalibration_maps(self) -> Recalibration | None:
+        """The per-code maps in use (None before the recalibration fold is complete, or without one)."""
+        return self._maps
+
+    @property
+    def n_fold(self) -> int:
+        """Patients in the recalibration fold so far (R once the maps are fitted; 0 without a fold)."""
+        return sum(len(part) for part, _ in self._fold)
+
+    def _past_fold(self, probs, labels, group):
+        """The rows after the recalibration fold, their probabilities mapped; the fold's rows are kept
+        until R have arrived, then the maps are fitted on them (SPEC "Recalibration on a split")."""
+        if self._maps is None and self.recalibrate is not None:
+            take = min(self.recalibrate - self.n_fold, probs.shape[0])
+            self._fold.append((probs[:take].copy(), labels[:take].copy()))  # the caller may reuse its arrays
+            if self.n_fold == self.recalibrate:
+                self._maps = fit_recalibration(np.concatenate([p for p, _ in self._fold]),
+                                               np.concatenate([y for _, y in self._fold]), self.recalibration)
+            if group is not None:
+                group = check_group_labels(group, probs.shape[0], name="group")[take:]
+            probs, labels = probs[take:], labels[take:]
+        if self._maps is not None and probs.shape[0]:
+            probs = self._maps.apply(probs)
+        return probs, labels, group
+
+    def _mapped(self, probs):
+        """``probs`` through the fitted maps; an error while the recalibration fold is incomplete."""
+        if self._maps is None and self.recalibrate is not None:
+            raise ValueError(f"recalibrate={self.recalibrate}: the first {self.recalibrate} patients given to update() "
+                             f"fit the maps and get no prediction; {self.n_fold} given so far, so there is nothing to "
+                             "predict with yet")
+        return probs if self._maps is None else self._maps.apply(probs)
+
+    @property
     def c_max_exact(self) -> Fraction | None:
         """C_max as an exact fraction (None while K is unknown)."""
         return None if self._costs is None else self._costs.c_max
@@ -149,8 +207,9 @@ class FavMac:
         Parameters
         ----------
         probs, labels : array (K,) or (N, K)
-        group : label or array (N,), optional
-            Segment of each patient: it also joins that segment's calibration data.
+        group : label, array (N,) or tuple, optional
+            Segment of each patient: it also joins that segment's calibration data. A tuple
+            holds one label (or array (N,)) per grouping.
         adapt : bool
             With ``adaptive_rate``: False for calibration-only patients (a burn-in), whose
             sets do not move the adaptive target.
@@ -162,11 +221,14 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
+        probs, labels, group = self._past_fold(probs, labels, group)
+        if probs.shape[0] == 0:
+            return self
         if group is not None:
-            groups = check_group_labels(group, probs.shape[0], name="group")
-            for label, rows in group_rows(groups):
-                self._segment(label).update(probs[rows], labels[rows], adapt=adapt,
-                                            value=None if value is None else bind_rows(value, rows))
+            for grouping, groups in enumerate(self._groupings_of(group, probs.shape[0])):
+                for label, rows in group_rows(groups):
+                    self._segment(label, grouping).update(probs[rows], labels[rows], adapt=adapt,
+                                                          value=None if value is None else bind_rows(value, rows))
             adapt = False  # the pooled target moves with ungrouped updates only
         cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
         realized = self._costs.realized(cands, labels)
@@ -193,9 +255,22 @@ class FavMac:
                 self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
 
-    def _segment(self, label) -> "FavMac":
-        """The controller of one segment (created empty on first use)."""
+    def _groupings_of(self, group, n_rows: int) -> list:
+        """The labels (N,) of each grouping in ``group`` (a tuple: one entry per grouping)."""
+        if not isinstance(group, tuple):
+            return [check_group_labels(group, n_rows, name="group")]
+        if not group:
+            raise ValueError("group: an empty tuple; give one label per grouping, e.g. group=(plan, age_band)")
+        if self.adaptive_rate is not None and len(group) > 1:
+            raise ValueError(f"group: the adaptive target (adaptive_rate) takes one grouping; got {len(group)} "
+                             "(a tuple holds one label per grouping). Give one label, or leave adaptive_rate unset.")
+        return [check_group_labels(g, n_rows, name=f"group[{i}]") for i, g in enumerate(group)]
+
+    def _segment(self, label, grouping: int = 0) -> "FavMac":
+        """The controller of one segment (created empty on first use); keyed by label in the
+        first grouping, by (grouping, label) in the others."""
         label = check_group_labels([label], 1, name="group")[0]
+        label = label if grouping == 0 else (grouping, label)
         if label not in self._segments:
             self._segments[label] = FavMac(self.value, self.cost, self.target, delta=self.delta,
                                            universe=self.universe, c_max=self.c_max, window=self.window,
@@ -204,15 +279,23 @@ class FavMac:
 
     @property
     def segments(self) -> dict:
-        """Segment label -> number of its calibration patients."""
-        return {label: fm.n_calibration for label, fm in sorted(self._segments.items())}
+        """Segment label -> number of its calibration patients (the first grouping; the others
+        are keyed (grouping, label), grouping counted from 1)."""
+        return {label: fm.n_calibration for label, fm in sorted(self._segments.items(), key=lambda kv: str(kv[0]))
+                if not isinstance(label, tuple)}
 
     def threshold_for(self, group) -> float:
         """Threshold of segment ``group``, calibrated on its patients only (-inf for an unseen segment
-        unless the target allows every set with no data: c >= C_max)."""
+        unless the target allows every set with no data: c >= C_max). A tuple (one label per
+        grouping) gives the smallest of its groups' thresholds."""
         if group is None:
             return self.threshold
-        label = check_group_labels([group], 1, name="group")[0]
+        if isinstance(group, tuple):
+            labels = [labels[0] for labels in self._groupings_of(tuple([g] for g in group), 1)]
+            return min(self._threshold_in(label if i == 0 else (i, label)) for i, label in enumerate(labels))
+        return self._threshold_in(check_group_labels([group], 1, name="group")[0])
+
+    def _threshold_in(self, label) -> float:
         if label in self._segments:
             return self._segments[label].threshold
         if self._n_codes is None and self._n_codes_arg is None and self.c_max is None:
@@ -224,6 +307,11 @@ class FavMac:
         """The target in force for segment ``group`` (its own c_n with ``adaptive_rate``; c for an unseen one)."""
         if group is None:
             return self.current_target
+        if isinstance(group, tuple):  # one label per grouping
+            if len(group) != 1:  # several: refused with adaptive_rate, so the target is c
+                self._groupings_of(tuple([g] for g in group), 1)
+                return exact(self.target)
+            group = group[0]
         label = check_group_labels([group], 1, name="group")[0]
         return self._segments[label].current_target if label in self._segments else exact(self.target)
 
@@ -263,19 +351,24 @@ class FavMac:
     def predict(self, probs, group=None, *, value=None) -> np.ndarray:
         """Boolean mask(s) of the chosen set: (K,) for one patient, (N, K) for a batch.
 
-        ``group`` (a label, or one per row) uses each segment's threshold (:meth:`threshold_for`);
+        ``group`` (a label, or one per row; a tuple: one per grouping) uses each segment's
+        threshold (:meth:`threshold_for`; the smallest over the groupings).
         ``value`` is the value bound to these patients (see :meth:`update`).
         """
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
+        probs = self._mapped(probs)
         cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
         if group is None:
             thresholds = self.threshold
         else:
-            groups = check_group_labels(group, probs.shape[0], name="group")
-            known = {label: self.threshold_for(label) for label in set(groups.tolist())}
-            thresholds = np.array([known[g] for g in groups.tolist()], dtype=float)
+            per_grouping = self._groupings_of(group, probs.shape[0])
+            thresholds = np.full(probs.shape[0], _INF)
+            for grouping, groups in enumerate(per_grouping):
+                known = {label: self._threshold_in(label if grouping == 0 else (grouping, label))
+                         for label in set(groups.tolist())}
+                thresholds = np.minimum(thresholds, [known[g] for g in groups.tolist()])
         masks = cands.masks(cands.choose(thresholds, self.score))
         return masks[0] if single else masks
 
@@ -284,9 +377,10 @@ class FavMac:
 
         One row per step: rank, code, prob, value_weight, cost_weight, chat (cumulative cost
         proxy after adding the code), vhat (cumulative value proxy), score (the key compared
-        with the threshold: chat, or the price score), selected.
+        with the threshold: chat, or the price score), selected. With recalibration ``prob``
+        is the mapped probability g_k(p_k), the one the order and proxies use.
         """
-        probs = check_probs(probs, self._n_codes, batch=True)
+        probs = self._mapped(check_probs(probs, self._n_codes, batch=True))
         if probs.shape[0] != 1:
             raise ValueError(f"probs: explain takes one patient's probabilities, shape (K,), got {probs.shape}")
         n_codes = probs.shape[1]
@@ -317,4 +411,6 @@ class FavMac:
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
         score = "" if self.score == "cost" else f", score={self.score!r}"
+        if self.recalibrate is not None:
+            score += f", recalibrate={self.recalibrate} ({self.recalibration})"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

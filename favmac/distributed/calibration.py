@@ -30,6 +30,7 @@ import numpy as np
 
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
 from ..io.readers import column_layout
+from ..recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, fit_recalibration
 from ..segments import group_rows
 from ..thresholds import (
     ExactCosts,
@@ -75,6 +76,12 @@ class _Model:
     costs: ExactCosts
     bounds: tuple  # violation control: distinct integer bounds floor(c * scale); () for expected control
     segment: str | None = None  # column of group labels: every group is also calibrated on its own
+    maps: Recalibration | None = None  # recalibration maps applied to every row after the fold
+    fold: tuple = ()  # ((item key, rows), ...): leading rows of each item that are the recalibration fold
+
+    def fold_rows(self, item, name) -> int:
+        """How many leading rows of this Piece or dask partition belong to the recalibration fold."""
+        return dict(self.fold).get(_item_key(item, name), 0)
 
     @property
     def wanted(self) -> list[str]:
@@ -112,7 +119,12 @@ class _Model:
 # ----------------------------------------------------------------------------- one pass over a piece
 
 
-def _pass_rows(model: _Model, rows, request):
+def _item_key(item, name):
+    """A Piece (hashable, unique) or a dask partition's name ("partition <i>")."""
+    return item if isinstance(item, Piece) else name
+
+
+def _pass_rows(model: _Model, rows, request, skip: int = 0):
     """Fold batches ``rows`` (iterable of (file, row numbers, frame)) into one pass's results.
 
     Point sets are keyed by (group, s): group None is every patient, a segment label its
@@ -124,6 +136,8 @@ def _pass_rows(model: _Model, rows, request):
     Returns ``(patients per group, results)``: the first pass gives one sparse histogram
     (ids, sums, counts) per key, later passes one per requested region. The first pass
     appends a third item, the 64-bit hashes of the patient ids (for the duplicate check).
+    The first ``skip`` rows are the recalibration fold: checked and id-hashed, never points;
+    the other rows' probabilities go through ``model.maps``.
     """
     n_rows: dict = {None: 0}
     size = 1 << WIDTHS[0]
@@ -135,6 +149,12 @@ def _pass_rows(model: _Model, rows, request):
         probs, labels, groups, id_hashes = model.arrays(frame, file, row_numbers, hash_ids=request is None)
         if request is None:
             hashes.append(id_hashes)
+        if skip:  # SPEC "Recalibration on a split": the fold never joins calibration
+            drop = min(skip, len(probs))
+            skip -= drop
+            probs, labels, groups = probs[drop:], labels[drop:], None if groups is None else groups[drop:]
+        if model.maps is not None and len(probs):
+            probs = model.maps.apply(probs)
         n_rows[None] += len(probs)
         if not len(probs):
             continue
@@ -176,14 +196,43 @@ def _piece_pass(item, name: str, model: _Model, request):
     if not isinstance(item, Piece):
         column_layout(item.columns, name, segment_column=model.segment, codes=model.codes)
     text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
-    return _pass_rows(model, rows_of(item, name, model.wanted, text), request)
+    return _pass_rows(model, rows_of(item, name, model.wanted, text), request, model.fold_rows(item, name))
+
+
+def _fit_fold(runner, model: _Model, size: int, method: str):
+    """Read the first ``size`` rows of the stream order (files sorted, rows in order; or the
+    partitions in order) on the coordinator and fit the maps: ``(maps, fold)`` for the model."""
+    text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
+    probs, labels, fold, seen = [], [], [], 0
+    for item, name in runner.items():
+        if seen >= size:
+            break
+        part = item if isinstance(item, Piece) else item.compute()
+        if not isinstance(item, Piece):
+            column_layout(part.columns, name, segment_column=model.segment, codes=model.codes)
+        taken = 0
+        for file, row_numbers, frame in rows_of(part, name, model.wanted, text):
+            batch_probs, batch_labels, _, _ = model.arrays(frame, file, row_numbers, hash_ids=False)
+            take = min(size - seen, len(batch_probs))
+            probs.append(batch_probs[:take])
+            labels.append(batch_labels[:take])
+            seen += take
+            taken += take
+            if seen >= size:
+                break
+        if taken:
+            fold.append((_item_key(item, name), taken))
+    check_recalibrate(size, n_patients=seen)  # a stream shorter than R: the error names the setting
+    maps = fit_recalibration(np.concatenate(probs), np.concatenate(labels), method, codes=model.codes)
+    return maps, tuple(fold)
 
 
 # ----------------------------------------------------------------------------- calibrate
 
 
 def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score=None, c_max=None,
-              segment=None, scheduler=None, progress=False, return_details=False):
+              segment=None, scheduler=None, progress=False, return_details=False, recalibrate=None,
+              recalibration=DEFAULT_RECALIBRATION):
     """Final FavMac thresholds over a very large labelled data set, computed exactly on Dask.
 
     The result equals ``FavMac(value, cost, c, delta=delta, universe=universe, score=score,
@@ -221,6 +270,15 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     progress : bool
         Show dask's progress bar (``dask.diagnostics.ProgressBar`` locally,
         ``distributed.progress`` on a cluster) for every pass.
+    recalibrate : int, optional
+        R >= 50: the first R rows of the stream order (files sorted by path, rows in file order;
+        a dask DataFrame's partitions in order) are a recalibration fold (SPEC "Recalibration on
+        a split"): the coordinator reads them and fits per-code maps, every other row is
+        calibrated with g_k(p_k), and the fold's rows never calibrate. Equals
+        ``FavMac(..., recalibrate=R)`` fed the rows in that order. The details then carry
+        ``recalibration_maps`` (the maps' dict, for :func:`~favmac.distributed.predict`).
+    recalibration : {"platt", "isotonic"}
+        The map fitted on the fold.
     return_details : bool
         Also return a dict with ``n_patients``, ``codes``, ``passes``, the exact ``c_max``, the
         ``score`` used and, with ``segment``, ``segment_sizes`` (label -> patients).
@@ -261,6 +319,10 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         costs = ExactCosts.of(cost, n_codes, c_max)
         bounds = () if delta is None else tuple(sorted({costs.bound(t) for t in targets}))
         model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment)
+        if recalibrate is not None:
+            size = check_recalibrate(recalibrate)
+            maps, fold = _fit_fold(runner, model, size, recalibration)
+            model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold)
         text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
         results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), text)
         sizes: dict = {}
@@ -323,6 +385,9 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     if return_details:
         details = {"n_patients": sizes[None], "codes": list(runner.codes), "passes": passes, "c_max": costs.c_max,
                    "scale": costs.scale, "score": score}
+        if model.maps is not None:
+            details["recalibrate"] = int(recalibrate)
+            details["recalibration_maps"] = model.maps.to_dict()
         if segment is not None:
             details["segment_sizes"] = {g: n for g, n in sorted((g, n) for g, n in sizes.items() if g is not None)}
         return (*out, details) if segment is not None else (out, details)

@@ -29,7 +29,8 @@ __all__ = ["predict"]
 
 
 def predict(source, value, cost, thresholds, out, *, universe="ratio", score=None, codes=None, target=None,
-            delta=None, method=None, segment=None, segment_sizes=None, c_max=None, scheduler=None, progress=False):
+            delta=None, method=None, segment=None, segment_sizes=None, c_max=None, scheduler=None, progress=False,
+            recalibration=None):
     """Choose the code set of every patient in a large unlabelled file set; write Parquet parts.
 
     Parameters
@@ -63,6 +64,10 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
     c_max : float, optional
         The calibration's C_max (default: the sum of the cost weights), for that note.
     scheduler, progress : as in :func:`~favmac.distributed.calibrate`
+    recalibration : Recalibration or dict, optional
+        The maps the thresholds were calibrated with (``details["recalibration_maps"]`` of
+        :func:`~favmac.distributed.calibrate` with ``recalibrate``), applied to every patient's
+        probabilities first (the sets and the proxies use g_k(p_k)).
 
     Returns
     -------
@@ -93,7 +98,9 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
     try:
         with Runner(source, scheduler, progress, labelled=False, codes=codes, segment=segment) as runner:
             check_universe(universe, len(runner.codes))
-            info = dict(threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
+            from ..recalibration import as_recalibration
+
+            info = dict(maps=as_recalibration(recalibration, codes=runner.codes), threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
                         universe=universe, score=score, segment=segment,
                         notes=_segment_notes(threshold, segment_sizes, target, delta,
                                              ExactCosts.of(cost, len(runner.codes), c_max).c_max)
@@ -156,6 +163,8 @@ def _predict_rows(rows, value, cost, codes, info, path, prob_cols):
                 threshold = np.array([info["threshold"].get(label, -math.inf) for label in segments])
                 notes = [info["notes"].get(label, "") if label in info["threshold"] else missing_note.format(label)
                          for label in segments]
+            if info["maps"] is not None:  # the maps the thresholds were calibrated with
+                probs = info["maps"].apply(probs)
             cands = candidate_sets(probs, value, cost, info["universe"])
             selected = cands.masks(cands.choose(threshold, info["score"]))
             table = chosen_sets(ids.to_numpy(dtype=object), probs, selected, threshold,
