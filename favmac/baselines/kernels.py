@@ -27,6 +27,39 @@ def masked_sums(selected, per_code):
 
 
 @njit(cache=True)
+def set_outcomes(selected, cost_per_code, value_per_code, exact_per_code, bounds):
+    """Realized cost, value and exact "cost > target" of every chosen set, in one pass.
+
+    ``cost``/``value`` are :func:`masked_sums` of ``cost_per_code``/``value_per_code`` (the
+    same additions in the same order, so the same floats; ``value_per_code`` with no rows
+    leaves ``value`` zero for the caller to fill). ``exceeds[t, s]`` compares the int64 sum of
+    ``exact_per_code`` (false-positive weights at the costs' decimal scale) with ``bounds[t]``,
+    as :meth:`favmac.thresholds.ExactCosts.exceeds` does, without its (T, S, K) integer copy.
+    """
+    n_targets, n_steps, n_codes = selected.shape
+    with_value = value_per_code.shape[0] > 0
+    cost = np.zeros((n_targets, n_steps))
+    value = np.zeros((n_targets, n_steps))
+    exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
+    for t in range(n_targets):
+        for s in range(n_steps):
+            cost_total = 0.0
+            value_total = 0.0
+            exact_total = np.int64(0)
+            for k in range(n_codes):
+                chosen = selected[t, s, k]
+                cost_total += chosen * cost_per_code[s, k]
+                if with_value:
+                    value_total += chosen * value_per_code[s, k]
+                if chosen:
+                    exact_total += exact_per_code[s, k]
+            cost[t, s] = cost_total
+            value[t, s] = value_total
+            exceeds[t, s] = exact_total > bounds[t]
+    return cost, value, exceeds
+
+
+@njit(cache=True)
 def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
     """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
 
