@@ -98,23 +98,21 @@ def grid_costs(costs: ExactCosts, n_patients: int):
     return costs.float_weights, float(costs.c_max), 1, False
 
 
-def _per_code(function, labels, hit, n_codes):
-    """(S, K) float contribution of each code to an additive ``function`` (value: hit=True,
-    cost: hit=False), or None when ``function`` is not additive."""
+def _additive_weights(function, n_codes):
+    """Float per-code weights of an additive ``function``, or None when it is not additive."""
     if not (getattr(function, "is_additive", False) and hasattr(function, "weights_for")):
         return None
-    weights = np.asarray(function.weights_for(n_codes), dtype=float)
-    return np.ascontiguousarray(np.where(labels == hit, weights[None, :], 0.0))
+    return np.asarray(function.weights_for(n_codes), dtype=float)
 
 
 def _realized(function, selected, labels, hit):
     """Realized value (hit=True) or cost (hit=False) of every chosen set, shape (T, S)."""
     n_targets, n_steps, n_codes = selected.shape
-    per_code = _per_code(function, labels, hit, n_codes)
-    if per_code is not None:
+    weights = _additive_weights(function, n_codes)
+    if weights is not None:
         from .kernels import masked_sums
 
-        return masked_sums(selected, per_code)
+        return masked_sums(selected, np.ascontiguousarray(np.where(labels == hit, weights[None, :], 0.0)))
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
 
 
@@ -126,20 +124,20 @@ def _outcomes(stream: Stream, selected, value, cost, labels):
     :func:`_realized` and :meth:`ExactCosts.exceeds`, which remain the path for the rest.
     """
     n_codes = selected.shape[2]
-    cost_per_code = _per_code(cost, labels, False, n_codes)
+    cost_weights = _additive_weights(cost, n_codes)
     bounds = [stream.costs.bound(t) for t in stream.targets]
     exact_ok = stream.costs.weights.dtype != object and all(abs(b) < INT64_LIMIT for b in bounds)
-    if cost_per_code is None or not exact_ok:
+    if cost_weights is None or not exact_ok:
         return (_realized(cost, selected, labels, hit=False), _realized(value, selected, labels, hit=True),
                 stream.costs.exceeds(selected, labels, stream.targets))
     from .kernels import set_outcomes
 
-    value_per_code = _per_code(value, labels, True, n_codes)
-    exact_per_code = np.where(labels, 0, stream.costs.weights[None, :]).astype(np.int64)
+    value_weights = _additive_weights(value, n_codes)
     realized_cost, realized_value, exceeds = set_outcomes(
-        selected, cost_per_code, np.zeros((0, n_codes)) if value_per_code is None else value_per_code,
-        exact_per_code, np.array(bounds, dtype=np.int64))
-    if value_per_code is None:
+        selected, np.ascontiguousarray(labels, dtype=bool), cost_weights,
+        np.zeros(0) if value_weights is None else value_weights, stream.costs.weights.astype(np.int64),
+        np.array(bounds, dtype=np.int64))
+    if value_weights is None:
         realized_value = _realized(value, selected, labels, hit=True)
     return realized_cost, realized_value, exceeds
 

@@ -27,17 +27,19 @@ def masked_sums(selected, per_code):
 
 
 @njit(cache=True)
-def set_outcomes(selected, cost_per_code, value_per_code, exact_per_code, bounds):
+def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, bounds):
     """Realized cost, value and exact "cost > target" of every chosen set, in one pass.
 
-    ``cost``/``value`` are :func:`masked_sums` of ``cost_per_code``/``value_per_code`` (the
-    same additions in the same order, so the same floats; ``value_per_code`` with no rows
-    leaves ``value`` zero for the caller to fill). ``exceeds[t, s]`` compares the int64 sum of
-    ``exact_per_code`` (false-positive weights at the costs' decimal scale) with ``bounds[t]``,
-    as :meth:`favmac.thresholds.ExactCosts.exceeds` does, without its (T, S, K) integer copy.
+    ``cost[t, s]`` is :func:`masked_sums` of the per-code cost ``cost_weights[k]`` where code k
+    is absent (``labels[s, k]`` False), else 0.0; ``value[t, s]`` the same with
+    ``value_weights[k]`` where it is present: the same additions in the same order, so the same
+    floats, without the (S, K) per-code tables (an empty ``value_weights`` leaves ``value`` zero
+    for the caller to fill). ``exceeds[t, s]`` compares the int64 sum of ``exact_weights`` (the
+    costs' integers at their decimal scale) over the set's false positives with ``bounds[t]``, as
+    :meth:`favmac.thresholds.ExactCosts.exceeds` does, without its (T, S, K) integer copy.
     """
     n_targets, n_steps, n_codes = selected.shape
-    with_value = value_per_code.shape[0] > 0
+    with_value = value_weights.shape[0] > 0
     cost = np.zeros((n_targets, n_steps))
     value = np.zeros((n_targets, n_steps))
     exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
@@ -48,11 +50,12 @@ def set_outcomes(selected, cost_per_code, value_per_code, exact_per_code, bounds
             exact_total = np.int64(0)
             for k in range(n_codes):
                 chosen = selected[t, s, k]
-                cost_total += chosen * cost_per_code[s, k]
+                present = labels[s, k]
+                cost_total += chosen * (0.0 if present else cost_weights[k])
                 if with_value:
-                    value_total += chosen * value_per_code[s, k]
-                if chosen:
-                    exact_total += exact_per_code[s, k]
+                    value_total += chosen * (value_weights[k] if present else 0.0)
+                if chosen and not present:
+                    exact_total += exact_weights[k]
             cost[t, s] = cost_total
             value[t, s] = value_total
             exceeds[t, s] = exact_total > bounds[t]

@@ -133,3 +133,14 @@ def test_a_sessions_replays_are_capped():
     from favmac.ui import state
 
     assert 1 <= state.RESULTS_KEPT <= 4
+
+
+def test_crc_distinct_ranks_equal_numpy_unique():
+    from favmac.baselines.crc import distinct_ranks
+
+    rng = np.random.RandomState(4)
+    for shape in [(0, 3), (1, 1), (60, 4), (500, 7)]:
+        probs = np.round(rng.rand(*shape), 2)
+        values, ranks = distinct_ranks(probs)
+        expected_values, expected_ranks = np.unique(probs, return_inverse=True)
+        assert np.array_equal(values, expected_values) and np.array_equal(ranks, expected_ranks.reshape(shape))
