@@ -18,7 +18,7 @@ Each measurement runs in a fresh child process:
 * ``sessions`` (``--sessions S``): S app sessions one after the other in one process
   (``streamlit.testing.v1.AppTest``: upload the cohort as Parquet, Online session, Trade-offs),
   then every session dropped: traced memory and RSS before, with the sessions, after they end,
-  and after the caches are cleared.
+  after the caches are cleared, and after glibc's ``malloc_trim`` (what the allocator kept).
 
 ``--baseline-src DIR`` runs the ``replay`` and ``memory`` children on another checkout too (e.g.
 the main branch before a change), for before/after figures from the same run.
@@ -178,6 +178,13 @@ def child_sessions(args) -> dict:
     out["after_sessions"] = measure()
     st.cache_data.clear()
     out["after_cache_clear"] = measure()
+    try:  # what the C allocator still holds of the freed memory (glibc)
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        out["after_malloc_trim"] = measure()
+    except (OSError, AttributeError):
+        pass
     return out
 
 
@@ -230,7 +237,9 @@ def main(argv=None) -> int:
         out = run_child("sessions", args)
         data = out["data_bytes"]
         print(f"{out['sessions']} app sessions in one process (upload, Online session, Trade-offs each), data {mb(data)} per session:")
-        for key in ("before", "with_sessions", "after_sessions", "after_cache_clear"):
+        for key in ("before", "with_sessions", "after_sessions", "after_cache_clear", "after_malloc_trim"):
+            if key not in out:
+                continue
             extra = out[key]["traced"] - out["before"]["traced"]
             print(f"  {key:18s} traced {mb(out[key]['traced'])} ({extra / data:+.2f}x the data), RSS {mb(out[key]['rss'])}")
         print(f"  peak traced {mb(out['peak_traced'])}, max RSS {mb(out['max_rss'])}")

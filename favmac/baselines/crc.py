@@ -89,11 +89,11 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
         sizes = np.arange(n_patients + 1)
         bounds = np.array([float(t) * (sizes + 1) - c_max_units for t in stream.targets])
     values, ranks = distinct_ranks(stream.probs)
-    negative_weight = np.where(stream.labels, weights.dtype.type(0), np.asarray(weights)[None, :]).astype(weights.dtype)
     stream.progress(0.1)
     from .kernels import crc_kernel
 
-    thresholds, selected, final = crc_kernel(stream.probs, ranks, values, negative_weight, bounds, stream.burn_in,
+    labels = np.ascontiguousarray(stream.labels, dtype=bool)
+    thresholds, selected, final = crc_kernel(stream.probs, ranks, values, labels, np.asarray(weights), bounds, stream.burn_in,
                                              stream.window_int)
     settings = {"rule": "predict code k iff p_k >= threshold",
                 "candidates": "0, every calibration probability, +inf (exact)"}

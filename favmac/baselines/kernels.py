@@ -276,24 +276,25 @@ def rcps_bound_kernel(n_max, alpha, delta):
 
 
 @njit(cache=True)
-def crc_kernel(probs, ranks, values, negative_weight, bounds, burn_in, window):
+def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
     is <= ``bounds[t, m]`` (m calibration patients).
 
     ``values`` are the sorted distinct probabilities of the stream and ``ranks`` (N, K) each
     probability's position in them. Two Fenwick trees over those positions: the calibration
-    cost (``negative_weight``, int64 at the costs' scale, or float above 2^62) and the count
+    cost (``weights``, int64 at the costs' scale, or float above 2^62) and the count
     of calibration probabilities (which positions are candidates now). R(lambda at position
     r) = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
     strict search and the candidate one k-th search: O(T log U) per prediction, O(K log U)
-    per patient inserted or (with a window) removed.
+    per patient inserted or (with a window) removed. A code's cost is ``weights[k]`` where it
+    is absent (``labels[n, k]`` False), read here rather than from an (N, K) table.
     """
     n_patients, n_codes = probs.shape
     n_values = values.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
-    cost_tree = np.zeros(n_values + 1, dtype=negative_weight.dtype)
+    cost_tree = np.zeros(n_values + 1, dtype=weights.dtype)
     count_tree = np.zeros(n_values + 1, dtype=np.int64)
     top = 1
     while top * 2 <= n_values:
@@ -326,16 +327,16 @@ def crc_kernel(probs, ranks, values, negative_weight, bounds, burn_in, window):
         if n < n_patients:
             for k in range(n_codes):
                 fenwick.add(count_tree, ranks[n, k], 1)
-                if negative_weight[n, k] != 0:
-                    fenwick.add(cost_tree, ranks[n, k], negative_weight[n, k])
-                    total += negative_weight[n, k]
+                if not labels[n, k] and weights[k] != 0:
+                    fenwick.add(cost_tree, ranks[n, k], weights[k])
+                    total += weights[k]
             count += n_codes
             if window > 0 and n - window >= 0:
                 old = n - window
                 for k in range(n_codes):
                     fenwick.add(count_tree, ranks[old, k], -1)
-                    if negative_weight[old, k] != 0:
-                        fenwick.add(cost_tree, ranks[old, k], -negative_weight[old, k])
-                        total -= negative_weight[old, k]
+                    if not labels[old, k] and weights[k] != 0:
+                        fenwick.add(cost_tree, ranks[old, k], -weights[k])
+                        total -= weights[k]
                 count -= n_codes
     return thresholds, selected, final
