@@ -14,6 +14,9 @@ adaptive rate. Numbers keep 12 significant digits, which removes float noise suc
 New patients of a segment the calibration data does not have get the empty set: a segment
 with no calibration patient has T = -inf, exactly as a too-small segment does
 (``../shared/SPEC.md``, "Segments"); the ``note`` column says so for each such patient.
+
+A recalibrated run (``replay(..., recalibrate=R)``) carries its per-code maps; both tables use
+them: the sets, ``expected_value`` and ``cost_proxy`` come from the mapped probabilities.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .recalibration import recalibration_of
 from .result import join_codes
 from .replay import predict_with_threshold
 
@@ -156,13 +160,16 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
                 descriptions=None, score: str | None = None) -> pd.DataFrame:
     """Chosen sets of a replayed labelled stream (the patients after the burn-in), with realized value and cost.
 
-    ``probs`` / ``labels`` are the whole (N, K) stream the result was replayed on.
+    ``probs`` / ``labels`` are the whole (N, K) stream the result was replayed on (the raw
+    probabilities: a recalibrated result's maps are applied here).
     """
     start = result.burn_in
+    maps = recalibration_of(result)
+    probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:])
     ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
     codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
     return chosen_sets(
-        ids, np.asarray(probs)[start:], result.selected[target_index], result.thresholds[target_index],
+        ids, probs, result.selected[target_index], result.thresholds[target_index],
         codes=codes, value=value, cost=cost, method=result.method, target=float(result.targets[target_index]),
         delta=result.delta, universe=_universe(result, universe), score=_score(result, score),
         descriptions=descriptions, labels=np.asarray(labels)[start:], segments=result.groups,
@@ -188,6 +195,9 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     universe = _universe(result, universe)
     score = _score(result, score) or "cost"
     probs = new_probs.to_numpy(dtype=float)
+    maps = recalibration_of(result)
+    if maps is not None:  # the maps the threshold was calibrated with (SPEC "Recalibration on a split")
+        probs = maps.apply(probs)
     if groups is None:
         groups = new_probs.attrs.get("groups")  # the segment column load_new_patients read, if any
     segments = notes = None

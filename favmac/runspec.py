@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS, check_recalibrate
 from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 from .validation import MAX_WEIGHT
 
@@ -61,7 +62,7 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
-                "burn_in", "window", "score", "segment", "adaptive_rate")
+                "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration")
 
 
 class SettingsError(ValueError):
@@ -157,6 +158,13 @@ class RunSpec:
         Column whose groups are controlled separately (engines honour it later).
     adaptive_rate : float or None
         Step size of an adaptive target (> 0; engines honour it later).
+    recalibrate : int or None
+        R >= 50: the first R patients are a recalibration fold (:mod:`favmac.recalibration`);
+        ``burn_in`` counts patients after it, so R + burn_in <= N - 1, and a ``window`` must
+        hold at least R patients. The fitted maps are data, not settings: the settings file
+        carries them beside the fields as ``recalibration_maps``.
+    recalibration : {"platt", "isotonic"}
+        The map fitted on the fold.
     """
 
     value_kind: str = "tp"
@@ -172,6 +180,8 @@ class RunSpec:
     score: str | None = None
     segment: str | None = None
     adaptive_rate: float | None = None
+    recalibrate: int | None = None
+    recalibration: str = DEFAULT_RECALIBRATION
 
     def __post_init__(self):
         # Arrays and lists become tuples so a spec is immutable and hashable; anything that
@@ -279,7 +289,18 @@ class RunSpec:
             raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
         if rate is not None and self.control != "expected":
             raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
-        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate)
+        recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
+        if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
+            raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
+        try:
+            check_recalibrate(recalibrate, window=window)
+        except ValueError as err:
+            raise SettingsError("recalibrate", str(err).removeprefix("recalibrate: ")) from None
+        if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
+            raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
+                                f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
+        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
+                            recalibrate=recalibrate)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong
         return spec
@@ -332,6 +353,8 @@ class RunSpec:
             "score": self.score,
             "segment": self.segment,
             "adaptive_rate": None if self.adaptive_rate is None else float(self.adaptive_rate),
+            "recalibrate": None if self.recalibrate is None else int(self.recalibrate),
+            "recalibration": self.recalibration,
         }
         if len(self.targets) == 1:
             out["target"] = float(self.targets[0])
@@ -393,7 +416,7 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
 
 
 def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None, base: RunSpec | None = None,
-                       extras: tuple = ("grid",), dataset=None) -> SettingsFile:
+                       extras: tuple = ("grid", "recalibration_maps"), dataset=None) -> SettingsFile:
     """Parse and validate a settings file written by :meth:`RunSpec.to_json`; never crashes.
 
     Fields missing from the file keep ``base``'s values; unknown fields are ignored with a
@@ -441,8 +464,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             changes["targets"] = (as_number(value, "target"),)
         elif key == "targets":
             changes["targets"] = _as_tuple(value, "targets", MAX_TARGETS)
-        elif key in ("burn_in", "window"):
-            changes[key] = None if key == "window" and value in (None, "", 0) else as_integer(value, key)
+        elif key in ("burn_in", "window", "recalibrate"):
+            changes[key] = None if key != "burn_in" and value in (None, "", 0) else as_integer(value, key)
         elif key in ("delta", "adaptive_rate"):
             changes[key] = None if key == "adaptive_rate" and value is None else as_number(value, key)
         elif key == "segment":

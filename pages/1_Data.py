@@ -17,24 +17,32 @@ def on_wide_upload():
     file = st.session_state.get("upload_wide")
     if file is not None:
         state.apply_calibration_upload(file)
+    else:  # the file was removed: its error is no longer about anything on screen
+        state.clear_stale("calibration")
 
 
 def on_pair_upload():
     probs, labels = st.session_state.get("upload_probs"), st.session_state.get("upload_labels")
     if probs is not None and labels is not None:
         state.apply_calibration_upload(probs, labels)
+    else:
+        state.clear_stale("calibration")
 
 
 def on_new_upload():
     file = st.session_state.get("upload_new")
     if file is not None:
         state.apply_new_patients_upload(file)
+    else:
+        state.clear_stale("new_patients")
 
 
 def on_weights_upload():
     file = st.session_state.get("upload_weights")
     if file is not None:
         state.apply_weights_upload(file)
+    else:
+        state.clear_stale("weights")
 
 
 # --------------------------------------------------------------------------- calibration data
@@ -120,5 +128,11 @@ c1.plotly_chart(figures.prevalence_figure(data_views.prevalence_table(probs, lab
                 key="prevalence_chart")
 if ds.n_codes > figures.MAX_CODES_SHOWN:
     c1.caption(f"The {figures.MAX_CODES_SHOWN} most prevalent of {ds.n_codes:,} codes; every code is in the preview tables above.")
-c2.plotly_chart(figures.reliability_figure(data_views.reliability_bins(probs, labels)), key="reliability_chart")
-c2.caption("Pooled over all codes, 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")
+segment = state.settings().get("segment")
+try:
+    by_segment = data_views.reliability_by_segment(probs, labels, ds.segments(segment)) if segment else None
+except fio.DataError:  # the settings name a column this data lacks: the pooled plot
+    segment, by_segment = None, None
+c2.plotly_chart(figures.reliability_figure(data_views.reliability_bins(probs, labels), by_segment), key="reliability_chart")
+c2.caption(("One line per segment (column " + md(segment) + "), each pooled over its codes" if segment else "Pooled over all codes")
+           + ", 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

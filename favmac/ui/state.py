@@ -124,6 +124,14 @@ def clear_message(area: str) -> None:
     st.session_state.setdefault("messages", {}).pop(area, None)
 
 
+def clear_stale(*areas: str) -> None:
+    """Drop the warnings and errors of ``areas``: they described data or settings that just changed."""
+    messages = st.session_state.setdefault("messages", {})
+    for area in areas:
+        if messages.get(area, ("",))[0] in ("warning", "error"):
+            messages.pop(area)
+
+
 def has_dataset() -> bool:
     return st.session_state.get("dataset") is not None
 
@@ -161,6 +169,7 @@ def set_dataset(dataset, key: str, *, new_patients=None, new_patients_name=None,
     had_data = ss.get("dataset") is not None and "settings" in ss
     old_cmax = c_max() if had_data else None
     old_n = ss["dataset"].n_patients if had_data else None
+    clear_stale("new_patients", "weights", "settings_json")  # they were about the data being replaced
     # each note goes to the area whose upload makes it obsolete (a later upload replaces it)
     if weights is None:
         weights, note = weights_view.weights_for_codes(ss.get("weights"), codes)
@@ -262,6 +271,7 @@ def _apply_weights(load, source: str, success: str) -> bool:
         set_message("weights", "error", str(err))
         return False
     _set_weights(weights, source)
+    clear_stale("settings")  # "Target set to ..." was about the weights being replaced
     set_message("weights", "success", success.format(n=len(weights)))
     return True
 
@@ -294,6 +304,7 @@ def apply_edited_weights(edited) -> bool:
     ss["weights_source"] = source if source.endswith("(edited)") else f"{source} (edited)"
     ss["tradeoffs"] = None
     clear_message("weights")
+    clear_stale("settings")
     _settings_changed()
     return True
 
@@ -328,6 +339,7 @@ def apply_settings_json(raw: bytes, file_name: str) -> bool:
     ss["settings"] = settings
     reset_session()
     _settings_changed()
+    clear_stale("settings")  # an adapted-to-the-data note is replaced by the restored settings
     set_message("settings_json", "success", " ".join([f"Restored the settings from {file_name}.", *notes]))
     return True
 

@@ -55,10 +55,11 @@ def _from_full_results(probs, labels, codes, ids, spec, targets, methods):
     results = [run_method(grid_spec, m, probs, labels, codes=codes, patient_ids=ids) for m in runnable]
     assert all(r.selected.shape == (len(targets), len(probs) - spec.burn_in, len(codes)) for r in results)
     points = tradeoffs.tradeoff_points({m: summarize(r) for m, r in zip(runnable, results)}, cmax, vscale)
-    table = compare_methods(results, value_scale=vscale, cost_scale=100.0 / cmax)
+    table = compare_methods(results, value_scale=tradeoffs.CHARTS, cost_scale=tradeoffs.CHARTS)
     predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
     oracle = float(np.mean(value(predicted, predicted)))
-    return points, tradeoffs.comparison_display(table, oracle * vscale)
+    return points, tradeoffs.comparison_display(table, oracle * tradeoffs.CHARTS, vscale / tradeoffs.CHARTS,
+                                                {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind})
 
 
 @pytest.mark.parametrize("control", ["expected", "violation"])
