@@ -59,7 +59,7 @@ from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_ru
 
 RESULTS_KEPT = 4
 # Parsed uploads are cached across sessions (same bytes, same result) but bounded: a few entries,
-# a size cap, and dropped after CACHE_TTL_SECONDS unused, so memory comes back when sessions end.
+# a size cap, and dropped CACHE_TTL_SECONDS after they were stored, so memory comes back when sessions end.
 CACHE_TTL_SECONDS = 900
 # Above this many calibration patients the export files are built on click, not on arrival.
 AUTO_EXPORT_PATIENTS = 50_000
