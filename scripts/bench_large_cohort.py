@@ -167,6 +167,11 @@ def child_sessions(args) -> dict:
         gc.collect()
         return {"traced": tracemalloc.get_traced_memory()[0], "rss": rss_bytes()}
 
+    for page in ("pages/1_Data.py", "pages/3_Online_session.py", "pages/4_Trade-offs.py"):  # imports and numba kernels
+        warm = AppTest.from_file(str(Path(SOURCE) / "studio.py"), default_timeout=600)
+        warm.switch_page(page).run()
+        warm.run()
+    del warm
     tracemalloc.start()
     out = {"data_bytes": size, "sessions": args.sessions, "before": measure()}
     kept = []
