@@ -144,6 +144,15 @@ def child_sessions(args) -> dict:
     size = data_bytes(probs, labels, ids)
     del probs, labels, ids, columns, buffer
 
+    def wait_for(at, done, seconds=300):
+        """Rerun the page (as its progress fragment would) until ``done()``; fail on an error."""
+        start = time.monotonic()
+        while not done():
+            if at.exception or at.error or time.monotonic() - start > seconds:
+                raise SystemExit(f"session stuck or failed: {[e.value for e in at.exception]} {[e.value for e in at.error]}")
+            time.sleep(0.5)
+            at.run()
+
     def session():
         at = AppTest.from_file(str(Path(SOURCE) / "studio.py"), default_timeout=600)
         at.switch_page("pages/1_Data.py").run()
@@ -152,15 +161,10 @@ def child_sessions(args) -> dict:
         at.run()
         assert at.session_state["dataset"].n_patients == args.patients, [e.value for e in at.exception]
         at.switch_page("pages/3_Online_session.py").run()
-        while at.session_state["jobs"].get("online") is not None:
-            time.sleep(0.5)
-            at.run()
+        wait_for(at, lambda: at.session_state["jobs"].get("online") is None)
         at.switch_page("pages/4_Trade-offs.py").run()
         at.button(key="run_tradeoffs").click().run()
-        while at.session_state["tradeoffs"] is None:
-            time.sleep(0.5)
-            at.run()
-        assert not at.exception, [e.value for e in at.exception]
+        wait_for(at, lambda: at.session_state["tradeoffs"] is not None)
         return at
 
     def measure():
