@@ -37,6 +37,9 @@ _EXPORTS = {
     "AdditiveValue": "functions",
     "FormulaError": "functions",
     "FormulaValue": "functions",
+    "bind_rows": "functions",
+    "CmsHccValue": "payment",
+    "CmsHccCost": "payment",
     "compare_methods": "metrics",
     "protocol_table": "metrics",
     "summarize": "metrics",
@@ -59,5 +62,5 @@ _EXPORTS = {
     "greedy_order": "universe",
 }
 
-__getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS, eager=("predict_with_threshold", "replay"),
+__getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS, eager=("ReplayOptions", "predict_with_threshold", "replay"),
                                              submodules=True)
