@@ -62,5 +62,5 @@ _EXPORTS = {
     "greedy_order": "universe",
 }
 
-__getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS, eager=("ReplayOptions", "predict_with_threshold", "replay"),
-                                             submodules=True)
+__getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS,
+                                             eager=("ReplayOptions", "predict_with_threshold", "replay"), submodules=True)
