@@ -3,23 +3,20 @@ import time
 
 import streamlit as st
 
-from favmac.ui import bootstrap
+from favmac.ui import figures, guarantees, jobs, playback, widgets
+from favmac.ui.bootstrap import page_setup
+from favmac.ui.formats import column_format
+from favmac.ui.settings_form import cost_unit, value_unit
 
-bootstrap.page_setup("Online session", load_data=False)  # the title first; the data and the replay below
+ss = page_setup("Online session")
 st.title("Online session")
-bootstrap.load_data()
-
-from favmac.ui import figures, guarantees, playback, state, widgets  # noqa: E402 — after the title: pandas, plotly
-from favmac.ui.settings_form import cost_unit, value_unit  # noqa: E402
-from favmac.ui.formats import column_format  # noqa: E402
-
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
-session = st.session_state["session"]  # a playback.Playback
-playback.follow(session, state.online_key())  # new data or settings: start over
-result = state.online_result(wait=False)  # the whole replay, computed once per data + settings; None while it runs
+ds = ss.dataset
+settings = ss.settings
+session = ss.playback
+playback.follow(session, ss.online_key())  # new data or settings: start over
+result = jobs.online(ss, wait=False)  # the whole replay, computed once per data + settings; None while it runs
 pending = result is None
 n_steps = 0 if pending else result.n_steps
 
@@ -45,13 +42,11 @@ controls[2].button("Reset", key="reset", icon=":material/replay:", on_click=play
                    disabled=pending)
 controls[3].button("End", key="to_end", icon=":material/last_page:", on_click=playback.to_end, args=(session, n_steps), width="stretch",
                    disabled=pending, help="Show the whole stream at once")
-if not bootstrap.first_run():  # the slider's code is large: a first visit shows the buttons first
-    controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS),
-                              value=session.speed if session.speed in playback.SPEEDS else 100,
-                              key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
-bootstrap.draw_rest_later()  # a first visit ends its run here: the replay goes on, the page comes back a moment later
+controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS),
+                          value=session.speed if session.speed in playback.SPEEDS else 100,
+                          key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
 if pending:
-    state.online_result()  # waits a moment; a longer replay shows its progress here and stops the page
+    jobs.online(ss)  # waits a moment; a longer replay shows its progress here and stops the page
     st.rerun()  # the replay is ready: draw the page again with the controls on
 series = playback.running_series(result)
 
@@ -79,7 +74,7 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     charts = st.columns(3)
-    charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings), state.spec().score), key="threshold_chart")
+    charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score), key="threshold_chart")
     charts[1].plotly_chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart")
     charts[2].plotly_chart(figures.value_figure(shown, value_unit(settings)), key="value_chart")
     extra = st.columns(2)

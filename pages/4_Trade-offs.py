@@ -2,17 +2,17 @@
 import streamlit as st
 
 from favmac.methods import method_labels
-from favmac.ui import figures, settings_form as form, state, tradeoffs, widgets
+from favmac.ui import actions, figures, jobs, settings_form as form, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 
-page_setup("Trade-offs")
+ss = page_setup("Trade-offs")
 st.title("Trade-offs")
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
+ds = ss.dataset
+settings = ss.settings
 grid = settings["grid"]
-cmax = state.c_max()
+cmax = ss.c_max()
 
 with st.form("tradeoff_form"):
     c1, c2, c3 = st.columns([1, 1, 1])
@@ -26,19 +26,21 @@ with st.form("tradeoff_form"):
                        help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
-    run = state.apply_settings({**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
+    run = actions.apply_settings(ss, {**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
     widgets.show_message("settings")
-    settings, grid = state.settings(), state.settings()["grid"]
+    if run:
+        widgets.refresh_sidebar_summary()  # drawn before the new grid
+    settings, grid = ss.settings, ss.settings["grid"]
 
 widgets.show_settings_line()
-integer_cost = form.is_integer_valued(state.spec().cost_weights(ds.n_codes))
+integer_cost = form.is_integer_valued(ss.spec().cost_weights(ds.n_codes))
 targets = tradeoffs.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost)
 chosen = [m for m in grid["methods"] if m in choices]
 if not chosen:
     st.warning("Choose at least one method.")
     st.stop()
 
-out = state.tradeoffs(targets, chosen, start=run)
+out = jobs.tradeoffs(ss, targets, chosen, start=run)
 if out is None:
     st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
             f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")

@@ -4,27 +4,25 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import bootstrap, figures, guarantees, patients, state, widgets
+from favmac.ui import figures, guarantees, jobs, patients, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 
-page_setup("Patients")
+ss = page_setup("Patients")
 st.title("Patients")
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
-weights_df = st.session_state["weights"]
-new = st.session_state.get("new_patients")
+ds = ss.dataset
+settings = ss.settings
+spec = ss.spec()
+weights_df = ss.weights
+new = ss.new_patients
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
-# a first visit shows the choice above first; the patient box (its front-end code is large, and it
-# needs the replay), the patient's numbers, chart and table a moment later
-bootstrap.draw_rest_later()
-value, cost = state.value_and_cost()
-result = state.online_result()
+value, cost = spec.build()
+result = jobs.online(ss)
 if source == "Calibration stream":
     first = patients.first_informative_step(result, ds.label_array(), ds.prob_array())
     if result.n_steps <= patients.MAX_SELECT_OPTIONS:
@@ -52,7 +50,7 @@ else:
     probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
     threshold, where = guarantees.new_patient_threshold(result, new, pick, ds.n_patients)
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
-                                          score=state.spec().score)[0]
+                                          score=spec.score)[0]
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
@@ -69,7 +67,6 @@ if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")
     explain = None
 else:
-    spec = state.spec()
     controller = FavMac(value, cost, spec.target, delta=spec.control_delta, universe=spec.universe, score=spec.score)
     explain = patients.greedy_cut(controller.explain(probs_row, codes=ds.codes), threshold)
     order = [ds.codes.index(c) for c in explain["code"]]

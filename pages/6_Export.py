@@ -1,18 +1,19 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import bootstrap, guarantees, settings_form, state, widgets
+from favmac.ui import actions, guarantees, jobs, settings_form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
 
-page_setup("Export")
+ss = page_setup("Export")
 st.title("Export")
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
+ds = ss.dataset
+settings = ss.settings
+spec = ss.spec()
 widgets.show_settings_line()
 sets_area = st.container()  # filled last: the settings below never wait for the export files
 
@@ -20,29 +21,26 @@ st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
     st.download_button("Download settings (JSON)", guarantees.settings_with_provenance(
-                           settings_form.settings_to_json(settings, st.session_state["weights"], ds.name), ds, state.spec(),
-                           st.session_state.get("weights_source", "")),
+                           settings_form.settings_to_json(settings, ss.weights, ds.name), ds, spec, ss.weights_source),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
-with right:  # the uploader's code is large: a first visit shows the download buttons first, the uploader a moment later
+with right:
     def on_settings_upload():
         file = st.session_state.get("upload_settings")
         if file is not None:
-            state.apply_settings_json(file.getvalue(), file.name)
+            actions.apply_settings_json(ss, file.getvalue(), file.name)
 
-    if not bootstrap.first_run():
-        st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
-        widgets.show_message("settings_json")
+    st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
+    widgets.show_message("settings_json")
 
 with sets_area:
-    bootstrap.draw_rest_later()  # a first visit shows the settings below first; the chosen sets a moment later
     st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
-    start = ds.n_patients <= state.AUTO_EXPORT_PATIENTS
+    start = ds.n_patients <= jobs.AUTO_EXPORT_PATIENTS
     if not start:
         start = st.button(f"Prepare the export files ({ds.n_patients:,} patients)", key="prepare_exports", type="primary",
                           icon=":material/build:")
-    files = state.exports(start=start)
+    files = jobs.exports(ss, start=start)
     if files is None:
         st.info("The export files are built when you ask for them (large data); you can switch pages while they are prepared.")
         st.stop()
@@ -67,7 +65,7 @@ with sets_area:
     else:
         st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
                            mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
-        st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}; threshold T = "
+        st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
                    f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
         st.dataframe(files["new_preview"], **PREVIEW)
 
@@ -75,8 +73,7 @@ with sets_area:
     outputs = {"favmac_calibration_sets.csv": files["calibration"]}
     if files["new"] is not None:
         outputs["favmac_new_patient_sets.csv"] = files["new"]
-    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, state.spec(), st.session_state.get("weights_source", ""),
-                                                                                 outputs, st.session_state.get("new_patients")),
+    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, spec, ss.weights_source, outputs, ss.new_patients),
                        file_name="favmac_provenance.json", mime="application/json", key="download_provenance",
                        icon=":material/verified_user:", on_click="ignore")
     st.caption("SHA-256 of the data files and of each CSV above, the settings, the CMS-HCC model, year and segment when used, "
