@@ -91,7 +91,7 @@ with w_left:
               on_click=lambda: actions.apply_cms_weights(ss, st.session_state["cms_model"], st.session_state["cms_segment"]))
 with w_right:
     st.markdown(f"**Weights in use** — {md(ss.weights_source)}. Edit a weight to change it.")
-    edited = st.data_editor(
+    edited = widgets.editor(
         ss.weights,
         key="weights_editor",
         disabled=["code"],
@@ -110,13 +110,13 @@ widgets.show_message("weights")
 st.header("4 · Preview and classifier check", divider="gray")
 st.caption(f"{md(ds.name)}: {ds.n_patients:,} patients × {ds.n_codes} codes. First 100 rows.")
 tab_p, tab_l = st.tabs(["Probabilities", "Labels"])
-tab_p.dataframe(ds.probs.head(100), height=260)
-tab_l.dataframe(ds.labels.head(100), height=260)
+widgets.table(ds.probs.head(100), where=tab_p, height=260)
+widgets.table(ds.labels.head(100), where=tab_l, height=260)
 descs = weights_view.descriptions(ss.weights, ds.codes)
 c1, c2 = st.columns(2, gap="large")
-c1.plotly_chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs), max_codes=figures.MAX_CODES_SHOWN),
-                key="prevalence_chart")
+widgets.chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs), max_codes=figures.MAX_CODES_SHOWN),
+              key="prevalence_chart", where=c1)
 if ds.n_codes > figures.MAX_CODES_SHOWN:
     c1.caption(f"The {figures.MAX_CODES_SHOWN} most prevalent of {ds.n_codes:,} codes; every code is in the preview tables above.")
-c2.plotly_chart(figures.reliability_figure(data_views.reliability_bins(probs, labels)), key="reliability_chart")
+widgets.chart(figures.reliability_figure(data_views.reliability_bins(probs, labels)), key="reliability_chart", where=c2)
 c2.caption("Pooled over all codes, 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

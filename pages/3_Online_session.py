@@ -74,17 +74,17 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     charts = st.columns(3)
-    charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score), key="threshold_chart")
-    charts[1].plotly_chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart")
-    charts[2].plotly_chart(figures.value_figure(shown, value_unit(settings)), key="value_chart")
+    widgets.chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score), key="threshold_chart", where=charts[0])
+    widgets.chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart", where=charts[1])
+    widgets.chart(figures.value_figure(shown, value_unit(settings)), key="value_chart", where=charts[2])
     extra = st.columns(2)
     if result.adaptive_targets is not None:
-        extra[0].plotly_chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart")
+        widgets.chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart", where=extra[0])
     if result.groups is not None and extra[1].checkbox("Split the cost curve by segment", value=True, key="split_segments"):
-        extra[1].plotly_chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart")
+        widgets.chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart", where=extra[1])
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
-    st.dataframe(recent, hide_index=True, key="recent_table",
+    widgets.table(recent, hide_index=True, key="recent_table",
                  column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
                                 "value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
                                 "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"], at_most=4))})

@@ -54,8 +54,8 @@ if points.empty:
 
 cost_unit, value_unit = form.cost_unit(settings), form.value_unit(settings)
 left, right = st.columns(2, gap="large")
-left.plotly_chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart")
-right.plotly_chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart")
+widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart", where=left)
+widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart", where=right)
 st.caption(
     f"{len(targets)} targets from {targets[0]:.4g} to {targets[-1]:.4g} {cost_unit} ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {cmax:.4g})"
     + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
@@ -67,8 +67,8 @@ st.subheader("Summary (averaged over targets, 0–100 scale)")
 st.caption("Value as % of the largest possible value (every code chosen and present, the paper's scale); value captured = share of "
            "the value of exactly the true codes; excess cost = realized cost − target, as % of C_max (≤ 0 keeps an expected-cost promise); "
            "violation frequency = share of patients with cost > target.")
-st.dataframe(out["table"], hide_index=True, key="comparison_table",
+widgets.table(out["table"], hide_index=True, key="comparison_table",
              column_config={c: st.column_config.NumberColumn(format="%.2f") for c in out["table"].columns if c != "Method"})
 with st.expander("Every method × target"):
-    st.dataframe(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
+    widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
                                                          "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})

@@ -75,7 +75,7 @@ cut = None if explain is None else int(explain["selected"].sum())
 # the chosen codes and the next few in the order, at most 3 x MAX_CODES_SHOWN bars
 shown = min(max(figures.MAX_CODES_SHOWN, (cut or 0) + 10), 3 * figures.MAX_CODES_SHOWN)
 drawn_cut = cut if cut is not None and cut < shown else None
-st.plotly_chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=drawn_cut), key="patient_chart")
+widgets.chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=drawn_cut), key="patient_chart")
 if len(codes_frame) > shown:
     st.caption(f"The chart shows the first {shown} of {len(codes_frame):,} codes in this order"
                + ("." if drawn_cut is not None or cut is None else f"; the threshold cut comes after code {cut:,}, beyond it."))
@@ -88,7 +88,7 @@ else:
     key_name = "price score (running max of Ĉ step / V̂ step)" if spec.score == "price" else "cumulative cost proxy Ĉ"
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
                f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}.")
-    st.dataframe(explain, hide_index=True, key="greedy_table",
+    widgets.table(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn("cumulative Ĉ", format="%.3f"),
                                 "vhat": st.column_config.NumberColumn("cumulative V̂", format="%.3f"),

@@ -57,7 +57,7 @@ with sets_area:
     st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
                        mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
     st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known. First 20 rows:")
-    st.dataframe(files["calibration_preview"], **PREVIEW)
+    widgets.table(files["calibration_preview"], **PREVIEW)
 
     st.subheader("Chosen sets for new patients")
     if files["new"] is None:
@@ -67,7 +67,7 @@ with sets_area:
                            mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
         st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
                    f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
-        st.dataframe(files["new_preview"], **PREVIEW)
+        widgets.table(files["new_preview"], **PREVIEW)
 
     st.subheader("Provenance")
     outputs = {"favmac_calibration_sets.csv": files["calibration"]}

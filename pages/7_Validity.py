@@ -42,7 +42,7 @@ if report is None:
 
 (st.success if report.passed else st.error)(report.verdict, icon=":material/gavel:")
 settings = ss.settings
-st.plotly_chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
+widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 tiles = st.columns(4)
 expected = report.control == "expected"
 tiles[0].metric("Mean over orderings", f"{report.mean:.4g}" if expected else f"{100 * report.mean:.2f} %")

@@ -11,6 +11,44 @@ from favmac.ui.session import current
 from favmac.ui.text import md
 
 _LEVELS = {"error": st.error, "warning": st.warning, "success": st.success, "info": st.info}
+# Where a chart or table will be, during a session's first page run (favmac.ui.bootstrap.page_setup).
+LATER_NOTE = "Loading…"
+
+
+def first_page_run() -> bool:
+    """True during the session's first page run, which ``bootstrap.page_setup`` ends with a rerun
+    0.3 s later (the app's one first-visit mechanism): its charts and tables come with that rerun.
+
+    Why: Streamlit's front end holds back the elements that reach it together with one whose
+    code is still loading (plotly's is 4.7 MB), so a page's first controls waited for its charts'
+    code (docs/first_visit.md, "Branch `s-ui`").
+    """
+    return (current().page_runs or 0) <= 1
+
+
+def chart(figure, *, key: str, where=st) -> None:
+    """``where.plotly_chart(figure, key=key)``; in the session's first page run a note instead."""
+    if first_page_run():
+        where.caption(LATER_NOTE)
+    else:
+        where.plotly_chart(figure, key=key)
+
+
+def table(frame, *, where=st, **kwargs) -> None:
+    """``where.dataframe(frame, **kwargs)``; in the session's first page run a note instead."""
+    if first_page_run():
+        where.caption(LATER_NOTE)
+    else:
+        where.dataframe(frame, **kwargs)
+
+
+def editor(frame, **kwargs):
+    """``st.data_editor(frame, **kwargs)`` (the edited table); in the session's first page run a note
+    instead, and ``frame`` unedited."""
+    if first_page_run():
+        st.caption(LATER_NOTE)
+        return frame
+    return st.data_editor(frame, **kwargs)
 
 
 def show_menu() -> None:
