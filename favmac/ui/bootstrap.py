@@ -5,11 +5,14 @@ loaded: :func:`favmac.ui.actions.init_state`), draws the sidebar (menu and datas
 returns the :class:`favmac.ui.session.Session` the page reads.
 
 It also holds the app's one first-visit mechanism (docs/first_visit.md), the same for every page:
-a session's first run of a page leaves the sidebar to a rerun :data:`REST_DELAY` seconds later.
-A browser draws the sidebar before the page, so fetching the front-end code of the menu's page
-links first held a deep link's title and first controls back by about 0.1 s; meanwhile the
-sidebar shows :data:`MENU_NOTE`. And the first page view of a server process starts
-:func:`warm_up` in the background, so the first visitor's replay does not compile the kernels.
+a session's first run of a page ends with a rerun :data:`REST_DELAY` seconds later, and the
+elements whose front-end code is large come with that rerun: the sidebar (menu and summary;
+:data:`MENU_NOTE` meanwhile) and the charts and tables, which the pages draw through
+``widgets.chart`` / ``widgets.table`` / ``widgets.editor`` (a note meanwhile). Streamlit's
+front end holds back the elements that reach it together with one whose code is still
+loading, so without this a deep link's first controls waited for plotly's 4.7 MB of code. The
+first page view of a server process also starts :func:`warm_up` in the background, so the first
+visitor's replay does not compile the kernels.
 """
 from __future__ import annotations
 
@@ -39,8 +42,8 @@ def page_setup(title: str) -> Session:
     """Page config, session defaults (sample data if nothing is loaded) and the sidebar; the session.
 
     Every page calls this first; nothing relies on ``studio.py`` having run. On the session's
-    first page run the sidebar comes with a rerun :data:`REST_DELAY` seconds later (module
-    docstring); every later run (widget changes, page switches) draws it at once.
+    first page run the sidebar, charts and tables come with a rerun :data:`REST_DELAY` seconds
+    later (module docstring); every later run (widget changes, page switches) draws them at once.
     """
     ss = current()
     ss.page_runs = (ss.page_runs or 0) + 1

@@ -74,7 +74,7 @@ class Session:
                                               "dropped when another page runs).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
-    rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar to a rerun that its timer is about to start "
+    rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar, charts and tables to a rerun that its timer is about to start "
                                          "(bootstrap.page_setup).")
 
     def __init__(self, store: MutableMapping):
