@@ -49,6 +49,8 @@ _EXPORTS = {
     "run_method": "methods",
     "RunSpec": "runspec",
     "SettingsError": "runspec",
+    "Recalibration": "recalibration",
+    "fit_recalibration": "recalibration",
     "QuantileTree": "quantile_tree",
     "QuantileTreeError": "quantile_tree",
     "ReplayResult": "result",
@@ -102,6 +104,8 @@ __all__ = [
     "run_method",
     "RunSpec",
     "SettingsError",
+    "Recalibration",
+    "fit_recalibration",
 ]
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS
 from .runspec import RunSpec, SettingsError
 from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
 
@@ -42,7 +43,8 @@ EXIT_BAD_INPUT = 2
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
 OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
-                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate"}
+                   "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
+                   "recalibration": "--recalibration"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -57,8 +59,8 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     else:
         data.add_argument("--calibration", required=data_required, metavar="FILE",
                           help="labelled patients: a wide CSV or Parquet file (patient_id, prob_<code>, label_<code>) "
-                          "or, with --labels, a probabilities file; a glob or folder of Parquet files uses the "
-                          "distributed engine")
+                          "or, with --labels, a probabilities file; predict --engine dask also reads a glob, a folder "
+                          "or a URL")
         data.add_argument("--labels", metavar="FILE", help="labels CSV (patient_id, one 0/1 column per code)")
     weights = data.add_mutually_exclusive_group()
     weights.add_argument("--weights", metavar="FILE", help="per-code weights CSV (code, weight, description)")
@@ -85,6 +87,11 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     method.add_argument("--segment-column", metavar="NAME",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only")
+    method.add_argument("--recalibrate", type=int, metavar="R",
+                        help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
+                        "prediction and do not calibrate; --burn-in counts patients after them)")
+    method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
+                        help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -114,12 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(predict, data_required=False)
     predict.add_argument("--new", required=True, metavar="FILE",
-                         help="new patients' probabilities (CSV or Parquet); a glob or folder of Parquet files "
-                         "uses the distributed engine and --out is then a folder of Parquet parts")
+                         help="new patients' probabilities (CSV or Parquet); with --engine dask also a glob, a folder "
+                         "or a URL")
     target = predict.add_mutually_exclusive_group(required=True)
     target.add_argument("--target", type=float, metavar="C", help="target cost in the cost's units")
     target.add_argument("--target-percent", type=float, metavar="P", help="target cost as a percent of C_max")
     engine = predict.add_argument_group("distributed engine")
+    engine.add_argument("--engine", choices=["memory", "dask"], default="memory",
+                        help="memory (default): one file each, in this process, --out is a CSV; dask: files, globs, "
+                        "folders or URLs on Dask (favmac.distributed), --out is a folder of Parquet parts")
     engine.add_argument("--settings", metavar="JSON",
                         help="settings file written by 'favmac calibrate' (its thresholds are used; no --calibration)")
     engine.add_argument("--scheduler", metavar="ADDRESS",
@@ -232,6 +242,8 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         window=window,
         segment=args.segment_column,
         adaptive_rate=adaptive_rate,
+        recalibrate=args.recalibrate,
+        recalibration=args.recalibration,
     )
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
@@ -279,7 +291,7 @@ def _write(frame: pd.DataFrame, out: str) -> bytes:
     return data
 
 
-def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
+def _write_provenance(args, spec, data, written: bytes, new=None, result=None) -> None:
     """``OUT.provenance.json`` beside the CSV (:mod:`favmac.provenance`); none for standard output."""
     from pathlib import Path
 
@@ -294,9 +306,22 @@ def _write_provenance(args, spec, data, written: bytes, new=None) -> None:
     if args.weights:
         inputs.update(file_digests(args.weights))
     cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
-    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written})
+    doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written},
+                     recalibration=None if result is None else result.settings.get("recalibration_maps"))
     with open(f"{args.out}.provenance.json", "wb") as handle:
         handle.write(provenance_json(doc))
+
+
+def _print_recalibration(args, result) -> None:
+    """One line on the recalibration fold, when there is one."""
+    if "recalibration_maps" in result.settings:
+        from .recalibration import recalibration_of
+
+        maps = recalibration_of(result)
+        fallback = maps.fallback_codes
+        print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration)"
+              + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
+                 if fallback else "") + ".", file=_report_stream(args))
 
 
 def _report_stream(args):
@@ -326,10 +351,12 @@ def run_predict(args) -> int:
     from .export import new_patient_sets
     from .io import load_new_patients_segmented
 
-    if args.settings or args.scheduler or _is_file_set(args.calibration) or _is_file_set(args.new):
+    if args.engine == "dask":
         return _predict_distributed(args)
+    _refuse_dask_inputs(args)
     if args.calibration is None:
-        raise DataError("predict needs --calibration FILE (labelled patients) or --settings JSON from 'favmac calibrate'.")
+        raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
+                        "from 'favmac calibrate'.")
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
@@ -341,24 +368,25 @@ def run_predict(args) -> int:
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
     try:
-        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), burn_in=data.n_patients,
-                            progress=progress, groups=_groups(args, data))
+        result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress, codes=data.codes,
+                            burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data))
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
     value, cost = spec.build()
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
-    _write_provenance(args, spec, data, _write(frame, args.out), new)
+    _write_provenance(args, spec, data, _write(frame, args.out), new, result)
     control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
-        f"{result.method}: calibrated on {data.n_patients} patients x {data.n_codes} codes "
+        f"{result.method}: calibrated on {data.n_patients - (spec.recalibrate or 0)} patients x {data.n_codes} codes "
         f"({control}, target {target:g} of C_max {c_max:g}); threshold {threshold:g}.\n"
         f"Wrote {len(frame)} patients to {where}: {frame['n_codes'].mean():.2f} codes per patient on average, "
         f"{int((frame['n_codes'] == 0).sum())} with an empty set.",
         file=_report_stream(args),
     )
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         for label, final in result.group_thresholds.items():
             print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
@@ -393,7 +421,7 @@ def run_replay(args) -> int:
                             groups=groups)
     finally:
         progress.close()
-    _write_provenance(args, spec, data, _write(result.to_frame(), args.out))
+    _write_provenance(args, spec, data, _write(result.to_frame(), args.out), result=result)
 
     summary = summarize(result)
     stream = _report_stream(args)
@@ -404,6 +432,7 @@ def run_replay(args) -> int:
         file=stream,
     )
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"), file=stream)
+    _print_recalibration(args, result)
     if result.group_thresholds is not None:
         from .segments import segment_table
 
@@ -418,11 +447,20 @@ def run_replay(args) -> int:
 # ----------------------------------------------------------------------------- distributed engine (Dask)
 
 
-def _is_file_set(path) -> bool:
-    """A glob, a folder or a URL: the distributed engine reads it (a single local file stays in memory)."""
+_DASK_WRITES = "it writes --out as a folder of Parquet parts, part-NNNNN.parquet, not as a CSV"
+
+
+def _refuse_dask_inputs(args) -> None:
+    """The in-memory engine reads one file each: a glob, folder or URL, --settings or --scheduler needs --engine dask."""
     import os
 
-    return path is not None and (any(ch in str(path) for ch in "*?[") or os.path.isdir(path) or "://" in str(path))
+    for flag, path in (("--calibration", args.calibration), ("--new", args.new)):
+        if path is not None and (any(ch in str(path) for ch in "*?[") or os.path.isdir(path) or "://" in str(path)):
+            raise DataError(f"{flag} {path}: a glob, a folder or a URL is read by the Dask engine only.",
+                            fix=f"Pass --engine dask ({_DASK_WRITES}), or give one file.")
+    for flag, given in (("--settings", args.settings), ("--scheduler", args.scheduler)):
+        if given:
+            raise DataError(f"{flag} applies to the Dask engine only.", fix=f"Pass --engine dask ({_DASK_WRITES}).")
 
 
 def _engine_spec(args, source, targets, *, percent: bool, flag: str):
@@ -442,7 +480,8 @@ def _engine_calibrate(args, source, spec, targets):
 
     out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
                     score=spec.score, segment=spec.segment, scheduler=args.scheduler,
-                    progress=args.progress or sys.stderr.isatty(), return_details=True)
+                    progress=args.progress or sys.stderr.isatty(), return_details=True,
+                    recalibrate=spec.recalibrate, recalibration=spec.recalibration)
     return out if spec.segment is not None else (out[0], None, out[1])
 
 
@@ -464,7 +503,8 @@ def _calibration_extras(spec, codes, thresholds, by_segment, details, source) ->
     if by_segment is not None:
         block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
                              for label, values in by_segment.items()}
-    return {"calibration": block}
+    maps = details.get("recalibration_maps")  # the fold's maps: predict --settings applies them
+    return {"calibration": block, **({"recalibration_maps": maps} if maps is not None else {})}
 
 
 def run_calibrate(args) -> int:
@@ -489,8 +529,8 @@ def run_calibrate(args) -> int:
     if args.settings_out:
         with open(args.settings_out, "wb") as handle:
             handle.write(settings)
-        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --settings "
-              f"{args.settings_out} --target C --new FILES --out FOLDER).")
+        print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --engine dask "
+              f"--settings {args.settings_out} --target C --new FILES --out FOLDER).")
     else:
         print(settings.decode())
     return 0
@@ -501,17 +541,27 @@ def _predict_distributed(args) -> int:
     from .replay import method_name
     from .runspec import read_settings_json
 
+    if args.out == "-":
+        raise DataError("--engine dask cannot write to standard output: it writes a folder of Parquet parts.",
+                        fix="Give a folder name with --out (e.g. --out chosen_sets/).")
+    print(f"--engine dask: the chosen sets go to the folder {args.out} as Parquet parts (part-NNNNN.parquet), "
+          "one per task.", file=sys.stderr)
+
     flag = "--target" if args.target is not None else "--target-percent"
     wanted = args.target if args.target is not None else args.target_percent
     if args.settings:
         with open(args.settings, "rb") as handle:
             raw = handle.read()
-        calibration = read_settings_json(raw, extras=("calibration",)).extras.get("calibration")
+        stored = read_settings_json(raw, extras=("calibration", "recalibration_maps")).extras
+        calibration, maps = stored.get("calibration"), stored.get("recalibration_maps")
         if not calibration or "thresholds" not in calibration or "codes" not in calibration:
             raise DataError("the settings file holds no thresholds.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
-        spec = read_settings_json(raw, codes=codes, extras=("calibration",)).spec.validate(len(codes))
+        spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
+        if spec.recalibrate is not None and maps is None:
+            raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
+                            fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
         targets = [float(t) for t in calibration["targets"]]
@@ -535,12 +585,13 @@ def _predict_distributed(args) -> int:
         target, index = spec.target, 0
         thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
-        segment_sizes = details.get("segment_sizes")
+        segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
     value, cost = spec.build()
     chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
     written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
-                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty())
+                      segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty(),
+                      recalibration=maps)
     per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
     print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
           f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .quantile_tree import QuantileTree
+from .recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, check_recalibration, fit_recalibration
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .segments import check_group_labels, group_rows
 from .thresholds import (
@@ -63,6 +64,16 @@ class FavMac:
         :mod:`favmac.adaptive`). Each ``update`` first chooses the patient's set with
         ``predict`` at that moment, then moves the target c_n by gamma (c - C_n), C_n that
         set's realized cost; :attr:`current_target` is c_n.
+    recalibrate : int, optional
+        R >= 50: the first R patients given to ``update`` form a recalibration fold
+        (:mod:`favmac.recalibration`; SPEC "Recalibration on a split"). They never join the
+        calibration data; at the R-th the per-code maps are fitted (:attr:`recalibration_maps`)
+        and from then on every patient's probabilities are mapped, in ``update``, ``predict``
+        and ``explain``. Before the fold is complete ``predict`` and ``explain`` raise (a fold
+        patient gets no prediction); ``threshold`` is that of no calibration patient.
+    recalibration : {"platt", "isotonic"} or Recalibration
+        The map fitted on the fold (default "platt"); or maps fitted earlier (e.g.
+        ``Recalibration.from_dict`` of a settings file), applied from the start with no fold.
 
     Notes
     -----
@@ -88,7 +99,8 @@ class FavMac:
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None, score: str = "cost", adaptive_rate=None):
+                 n_codes=None, score: str = "cost", adaptive_rate=None, recalibrate=None,
+                 recalibration=DEFAULT_RECALIBRATION):
         self.value = value
         self.cost = cost
         self.target = check_target(target)
@@ -98,6 +110,10 @@ class FavMac:
         self.c_max = c_max
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
+        self.recalibrate = check_recalibrate(recalibrate, window=self.window)
+        if isinstance(recalibration, Recalibration) and self.recalibrate is not None:
+            raise ValueError("recalibration: fitted maps are applied as they are; leave recalibrate=None with them")
+        self.recalibration = recalibration if isinstance(recalibration, Recalibration) else check_recalibration(recalibration)
         self._n_codes_arg = n_codes
         if n_codes is not None and (int(n_codes) != n_codes or n_codes < 1):
             raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
@@ -113,6 +129,8 @@ class FavMac:
         self._segments: dict = {}
         self._rule: AdaptiveTarget | None = None
         self._current: int | None = None  # c_n * rule.scale
+        self._fold: list = []  # the recalibration fold's (probs, labels) so far
+        self._maps = self.recalibration if isinstance(self.recalibration, Recalibration) else None
         if self._n_codes_arg is not None:
             self._know_codes(int(self._n_codes_arg))
         return self
@@ -137,6 +155,40 @@ class FavMac:
         return len(self._history)
 
     @property
+    def recalibration_maps(self) -> Recalibration | None:
+        """The per-code maps in use (None before the recalibration fold is complete, or without one)."""
+        return self._maps
+
+    @property
+    def n_fold(self) -> int:
+        """Patients in the recalibration fold so far (R once the maps are fitted; 0 without a fold)."""
+        return sum(len(part) for part, _ in self._fold)
+
+    def _past_fold(self, probs, labels, group):
+        """The rows after the recalibration fold, their probabilities mapped; the fold's rows are kept
+        until R have arrived, then the maps are fitted on them (SPEC "Recalibration on a split")."""
+        if self._maps is None and self.recalibrate is not None:
+            take = min(self.recalibrate - self.n_fold, probs.shape[0])
+            self._fold.append((probs[:take].copy(), labels[:take].copy()))  # the caller may reuse its arrays
+            if self.n_fold == self.recalibrate:
+                self._maps = fit_recalibration(np.concatenate([p for p, _ in self._fold]),
+                                               np.concatenate([y for _, y in self._fold]), self.recalibration)
+            if group is not None:
+                group = check_group_labels(group, probs.shape[0], name="group")[take:]
+            probs, labels = probs[take:], labels[take:]
+        if self._maps is not None and probs.shape[0]:
+            probs = self._maps.apply(probs)
+        return probs, labels, group
+
+    def _mapped(self, probs):
+        """``probs`` through the fitted maps; an error while the recalibration fold is incomplete."""
+        if self._maps is None and self.recalibrate is not None:
+            raise ValueError(f"recalibrate={self.recalibrate}: the first {self.recalibrate} patients given to update() "
+                             f"fit the maps and get no prediction; {self.n_fold} given so far, so there is nothing to "
+                             "predict with yet")
+        return probs if self._maps is None else self._maps.apply(probs)
+
+    @property
     def c_max_exact(self) -> Fraction | None:
         """C_max as an exact fraction (None while K is unknown)."""
         return None if self._costs is None else self._costs.c_max
@@ -157,6 +209,9 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
+        probs, labels, group = self._past_fold(probs, labels, group)
+        if probs.shape[0] == 0:
+            return self
         if group is not None:
             groups = check_group_labels(group, probs.shape[0], name="group")
             for label, rows in group_rows(groups):
@@ -262,6 +317,7 @@ class FavMac:
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
+        probs = self._mapped(probs)
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         if group is None:
             thresholds = self.threshold
@@ -277,9 +333,10 @@ class FavMac:
 
         One row per step: rank, code, prob, value_weight, cost_weight, chat (cumulative cost
         proxy after adding the code), vhat (cumulative value proxy), score (the key compared
-        with the threshold: chat, or the price score), selected.
+        with the threshold: chat, or the price score), selected. With recalibration ``prob``
+        is the mapped probability g_k(p_k), the one the order and proxies use.
         """
-        probs = check_probs(probs, self._n_codes, batch=True)
+        probs = self._mapped(check_probs(probs, self._n_codes, batch=True))
         if probs.shape[0] != 1:
             raise ValueError(f"probs: explain takes one patient's probabilities, shape (K,), got {probs.shape}")
         n_codes = probs.shape[1]
@@ -309,4 +366,6 @@ class FavMac:
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
         score = "" if self.score == "cost" else f", score={self.score!r}"
+        if self.recalibrate is not None:
+            score += f", recalibrate={self.recalibrate} ({self.recalibration})"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

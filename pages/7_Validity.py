@@ -5,7 +5,7 @@ from favmac.io import DataError
 from favmac.ui import jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
-from favmac.ui.text import md
+from favmac.ui.text import md, md_frame
 
 ss = page_setup("Validity")
 st.title("Validity")
@@ -40,7 +40,7 @@ if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
     st.stop()
 
-(st.success if report.passed else st.error)(report.verdict, icon=":material/gavel:")
+(st.success if report.passed else st.error)(md(report.verdict), icon=":material/gavel:")  # names segments
 settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 tiles = st.columns(4)
@@ -58,4 +58,4 @@ else:
 segments = validity.segment_frame(report)
 if segments is not None:
     st.subheader("Per segment")
-    st.table(segments.set_index("segment"))
+    st.table(md_frame(segments.set_index("segment")))  # segment values are user text

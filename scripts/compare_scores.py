@@ -19,6 +19,18 @@ Methods: FavMac with the cost score (ratio universe, the paper's), FavMac with t
 score (ratio universe), exact CRC, ClassWise, InnerSet (expected control); FavMac cost,
 FavMac price and InnerSet (violation control; CRC and ClassWise control the expected cost
 only). All run through the method registry (favmac.methods).
+
+Miscalibrated classifiers (SPEC "Recalibration on a split"): synthetic workloads with known
+true probabilities q (20 codes, risk-like value weights spanning a factor of about 30, FP
+cost): calibrated (p = q), over-confident (logit p = 2 logit q), under-confident (temperature 4:
+logit p = logit q / 4), value-biased (logit p = logit q + z_k, z_k the standardized log value)
+and a miscalibrated subgroup (a random 30 % of patients with logit p = logit q + 1.5). Per seed:
+4,000 patients; the plain methods calibrate on the first 2,000 (burn-in), the recalibrated
+price score fits its maps on the first 1,000 and calibrates on the next 1,000; all predict the
+same last 2,000. Reported per target: the expected value under q of the chosen sets in % of
+the fractional-knapsack limit (the most expected value any policy can get at mean expected
+cost c, computed from q: every (patient, code) item ranked by q v / ((1 - q) w), filled to
+c per patient).
 """
 from __future__ import annotations
 
@@ -104,6 +116,200 @@ def measure(probs, labels, weights, value_kind, cost_kind, seeds, fractions=PAPE
     return out, spec.targets, c_max
 
 
+SYN_CODES, SYN_POOL, SYN_KEEP, SYN_FOLD, SYN_BURN = 20, 20_000, 4000, 1000, 1000
+SYN_FRACTIONS = (0.025, 0.05, 0.1, 0.2)
+SYN_WORKLOADS = {
+    "calibrated": "calibrated (p = q)",
+    "over": "over-confident (logit p = 2 logit q)",
+    "under": "under-confident (logit p = logit q / 4)",
+    "value_biased": "value-biased (logit p = logit q + z_k)",
+    "subgroup": "miscalibrated subgroup (30 %: logit p = logit q + 1.5)",
+}
+SYN_METHODS = (("cost", "favmac_ratio", None), ("price", "favmac_price", None), ("price + platt", "favmac_price", "platt"),
+               ("price + isotonic", "favmac_price", "isotonic"), ("CRC (exact)", "crc", None))
+
+
+def synthetic(kind: str, seed: int = 0):
+    """(p, q, y, value weights) of a synthetic workload with true probabilities q."""
+    rng = np.random.RandomState(seed)
+    values = np.exp(rng.uniform(-1.7, 1.7, SYN_CODES))  # a factor of about 30, like CMS-HCC risk factors
+    base = rng.uniform(-4.5, -1.0, SYN_CODES)
+    logit_q = base + 1.6 * rng.randn(SYN_POOL, SYN_CODES) + 0.8 * rng.randn(SYN_POOL, 1)
+    q = 1 / (1 + np.exp(-logit_q))
+    y = rng.rand(SYN_POOL, SYN_CODES) < q
+    z = (np.log(values) - np.log(values).mean()) / np.log(values).std()
+    logit_p = {"calibrated": logit_q, "over": 2 * logit_q, "under": logit_q / 4, "value_biased": logit_q + z,
+               "subgroup": logit_q + 1.5 * (rng.rand(SYN_POOL, 1) < 0.3)}[kind]
+    return 1 / (1 + np.exp(-logit_p)), q, y, values
+
+
+def knapsack_limit(q, values, weights, budget: float) -> float:
+    """The fractional-knapsack limit per patient: max mean sum_k x_k q_k v_k with mean sum_k x_k (1 - q_k) w_k <= budget."""
+    gain = (q * values).ravel()
+    spend = ((1 - q) * weights).ravel()
+    order = np.argsort(-(gain / np.maximum(spend, 1e-300)), kind="stable")
+    gain, spend = gain[order], spend[order]
+    total = budget * q.shape[0]
+    spent = np.cumsum(spend)
+    full = int(np.searchsorted(spent, total, side="right"))
+    value = gain[:full].sum()
+    if full < len(gain):
+        value += gain[full] * (total - (spent[full - 1] if full else 0.0)) / spend[full]
+    return value / q.shape[0]
+
+
+def measure_synthetic(kind: str, seeds: int):
+    """{(label, target): (seeds,) % of the knapsack limit}, {label: (seeds,) max excess cost % of C_max}, targets."""
+    p, q, y, values = synthetic(kind)
+    weights = np.ones(SYN_CODES)
+    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values),
+                   targets=tuple(f * SYN_CODES for f in SYN_FRACTIONS), burn_in=SYN_FOLD + SYN_BURN)
+    out, excess = {}, {}
+    for seed in range(seeds):
+        perm = np.random.RandomState(seed).permutation(SYN_POOL)[:SYN_KEEP]
+        tail = perm[SYN_FOLD + SYN_BURN:]
+        limits = [knapsack_limit(q[tail], values, weights, t) for t in base.targets]
+        for label, method, recalibration in SYN_METHODS:
+            spec = base if recalibration is None else base.replace(
+                recalibrate=SYN_FOLD, recalibration=recalibration, burn_in=SYN_BURN)
+            res = run_method(spec.validate(SYN_CODES, SYN_KEEP), method, p[perm], y[perm])
+            expected = (res.selected * (q[tail] * values)[None]).sum(axis=2).mean(axis=1)
+            for t, target in enumerate(base.targets):
+                out.setdefault((label, target), []).append(100 * expected[t] / limits[t])
+            excess.setdefault(label, []).append(((res.cost.mean(axis=1) - res.targets) / SYN_CODES * 100).max())
+    return {k: np.array(v) for k, v in out.items()}, {k: np.array(v) for k, v in excess.items()}, base.targets
+
+
+def synthetic_section(seeds: int) -> tuple[list[str], dict]:
+    """The markdown of the miscalibration tables, and {kind: {(label, target): mean %}} for the findings."""
+    labels = [label for label, _, _ in SYN_METHODS]
+    doc = ["## Miscalibrated classifiers: % of the fractional-knapsack limit", "",
+           f"Synthetic workloads with known true probabilities q ({SYN_CODES} codes, weighted TP value with weights "
+           f"spanning a factor of about 30, FP cost; {seeds} seeds). Per seed {SYN_KEEP:,} patients: the plain "
+           f"methods calibrate on the first {SYN_FOLD + SYN_BURN:,}, 'price + platt/isotonic' fits its maps on the "
+           f"first {SYN_FOLD:,} (`recalibrate={SYN_FOLD}`) and calibrates on the next {SYN_BURN:,}; all predict the "
+           "same last 2,000. Cells: expected value under q of the chosen sets, in % of the fractional-knapsack "
+           "limit at the same target (mean ± std over seeds; expected-cost control). Last row: the largest excess "
+           "cost over the targets (realized mean cost - c, % of C_max; <= 0 up to noise is the guarantee).", ""]
+    means = {}
+    for kind, title in SYN_WORKLOADS.items():
+        tick = time.perf_counter()
+        results, excess, targets = measure_synthetic(kind, seeds)
+        doc += [f"### {title}", "", "| target c (FP) | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+        for target in targets:
+            row = [f"{target:g}"]
+            for label in labels:
+                x = results[label, target]
+                best = max(results[other, target].mean() for other in labels)
+                text = f"{x.mean():.1f} ± {x.std():.1f}"
+                row.append(f"**{text}**" if x.mean() >= best - 1e-9 else text)
+            doc.append("| " + " | ".join(row) + " |")
+        doc.append("| max excess cost % | " + " | ".join(f"{excess[label].mean():+.2f}" for label in labels) + " |")
+        doc.append("")
+        means[kind] = {key: x.mean() for key, x in results.items()} | {("std", key): x.std() for key, x in results.items()}
+        print(f"synthetic {kind}: {time.perf_counter() - tick:.1f} s", flush=True)
+    return doc, means
+
+
+def split_cost(seeds: int) -> list[str]:
+    """On calibrated data, what the split costs the price score, in two parts (paired per seed): the maps
+    (plain price on the same 1,000 calibration patients minus price + platt) and the calibration
+    patients the fold takes (plain price on 2,000 minus plain price on those 1,000)."""
+    p, q, y, values = synthetic("calibrated")
+    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values),
+                   targets=tuple(f * SYN_CODES for f in SYN_FRACTIONS), burn_in=SYN_FOLD + SYN_BURN)
+    rows = []
+    for seed in range(seeds):
+        perm = np.random.RandomState(seed).permutation(SYN_POOL)[:SYN_KEEP]
+        tail = perm[SYN_FOLD + SYN_BURN:]
+        limits = np.array([knapsack_limit(q[tail], values, np.ones(SYN_CODES), t) for t in base.targets])
+        runs = ((base, perm), (base.replace(burn_in=SYN_BURN), perm[SYN_FOLD:]),
+                (base.replace(recalibrate=SYN_FOLD, burn_in=SYN_BURN), perm))
+        out = []
+        for spec, rows_used in runs:
+            res = run_method(spec.validate(SYN_CODES, len(rows_used)), "favmac_price", p[rows_used], y[rows_used])
+            out.append(100 * (res.selected * (q[tail] * values)[None]).sum(axis=2).mean(axis=1) / limits)
+        rows.append(out)
+    rows = np.array(rows)  # (seeds, 3 runs, targets)
+    maps, data = rows[:, 1] - rows[:, 2], rows[:, 0] - rows[:, 1]
+    doc = ["### What the split costs on calibrated data", "",
+           "Paired per seed (points of the limit, mean ± std over seeds): \"maps\" = plain price calibrated on the "
+           "same 1,000 patients as the recalibrated run minus price + platt; \"calibration patients\" = plain price "
+           "on 2,000 calibration patients minus plain price on those 1,000.", "",
+           "| target c (FP) | maps | calibration patients | total |", "|---|---|---|---|"]
+    for t, target in enumerate(base.targets):
+        doc.append(f"| {target:g} | {maps[:, t].mean():+.2f} ± {maps[:, t].std():.2f} | "
+                   f"{data[:, t].mean():+.2f} ± {data[:, t].std():.2f} | {(maps + data)[:, t].mean():+.2f} |")
+    return doc + [""]
+
+
+def samples_split(seeds: int) -> list[str]:
+    """The bundled samples (real classifiers, no true q): price with and without a Platt / isotonic split,
+    value in % of the value of the true codes, weighted TP value, FP cost."""
+    doc = ["### The bundled samples (real classifiers)", "",
+           "No true q here, so value is in % of the value of the patients' true codes (weighted TP value, FP "
+           f"cost, expected-cost control, {seeds} seeds of `RandomState(seed).permutation` of the whole file). "
+           "Plain price calibrates on the first half; the split fits its maps on the first quarter and calibrates "
+           "on the second; all predict the second half. Differences are paired per seed (mean ± std).", "",
+           "| sample | target c (FP) | price | price + platt | price + isotonic | platt - price |",
+           "|---|---|---|---|---|---|"]
+    for name, fractions in (("digits", PAPER_FRACTIONS), ("hcc", HCC_FRACTIONS)):
+        probs, labels, weights = load_sample(name)
+        n_patients, n_codes = probs.shape
+        half = n_patients // 2
+        base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(weights), burn_in=half)
+        base = base.replace(targets=targets_for("fp", base.c_max(n_codes), n_codes, fractions))
+        runs = (base, base.replace(recalibrate=half // 2, burn_in=half - half // 2),
+                base.replace(recalibrate=half // 2, recalibration="isotonic", burn_in=half - half // 2))
+        rows = []
+        for seed in range(seeds):
+            perm = np.random.RandomState(seed).permutation(n_patients)
+            top = (labels[perm][half:] @ weights).mean()
+            rows.append([run_method(spec.validate(n_codes, n_patients), "favmac_price", probs[perm],
+                                    labels[perm]).value.mean(axis=1) / top * 100 for spec in runs])
+        rows = np.array(rows)  # (seeds, 3, targets)
+        gain = rows[:, 1] - rows[:, 0]
+        for t, target in enumerate(base.targets):
+            doc.append(f"| {name} | {target:g} | {rows[:, 0, t].mean():.2f} | {rows[:, 1, t].mean():.2f} | "
+                       f"{rows[:, 2, t].mean():.2f} | {gain[:, t].mean():+.2f} ± {gain[:, t].std():.2f} |")
+    return doc + [""]
+
+
+def recalibration_findings(means) -> list[str]:
+    """Findings on the miscalibration tables, from the measured means."""
+    labels = [label for label, _, _ in SYN_METHODS]
+    lines = ["### Findings on recalibration", ""]
+    for kind, title in SYN_WORKLOADS.items():
+        cells = means[kind]
+        targets = sorted({target for (label, target) in cells if label in labels})
+        parts = []
+        for name in ("price + platt", "price + isotonic"):
+            low = min(cells[name, t] for t in targets)
+            gap = max(max(cells[other, t] for other in labels) - cells[name, t] for t in targets)
+            parts.append(f"{name}: {low:.1f} to {max(cells[name, t] for t in targets):.1f} % of the limit, at most "
+                         f"{gap:.1f} points below the best method")
+        plain = min(cells["price", t] for t in targets)
+        split = max(cells["price", t] - cells["price + platt", t] for t in targets)
+        lines.append(f"- {title}: plain price {plain:.1f} % at worst; " + "; ".join(parts)
+                     + (f"; the split costs the price score at most {split:+.2f} points here" if kind == "calibrated" else "")
+                     + ".")
+    lines += [
+        "- Where it still loses, and why. (1) The miscalibrated subgroup: a per-code map is one map for all "
+        "patients, so it averages the subgroup's shift with the calibrated majority and fixes neither; "
+        "recalibration neither helps nor hurts there (the remedy is a better classifier, or maps per segment, "
+        "not built). (2) Isotonic: its map is a step function that ties every patient inside a block, and at low "
+        "targets the value lies in the ranking among the most likely codes; it stays 1-4 points below Platt, so "
+        "Platt is the default. (3) On calibrated data the split costs the price score a little at the lowest "
+        "target (table above): mostly the noise of 2 x 20 map parameters fitted on 1,000 patients, a little the "
+        "1,000 calibration patients the fold takes. (4) Value-biased: exact CRC matches price + platt there "
+        "because that distortion (p inflated by the code's value) makes thresholding p itself rank codes roughly "
+        "by value; plain price believes the inflated p and loses 2-5 points. (5) On the bundled samples, whose "
+        "classifiers are close to calibrated, the split moves value by less than 1 point either way (table above): "
+        "recalibrate when the Data page's calibration error says the classifier needs it, not by default.",
+    ]
+    return lines
+
+
 def cell(samples: np.ndarray, column: int, digits: int) -> str:
     return f"{samples[:, column].mean():.{digits}f} ± {samples[:, column].std():.{digits}f}"
 
@@ -130,7 +336,11 @@ def main(argv=None) -> int:
     parser.add_argument("--mnist", type=Path, default=DEFAULT_MNIST)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "score_comparison.md")
+    parser.add_argument("--synthetic-only", action="store_true", help="only the miscalibration tables (printed)")
     args = parser.parse_args(argv)
+    if args.synthetic_only:
+        print("\n".join(synthetic_section(args.seeds)[0]))
+        return 0
     workloads = []
     paper = dict(fractions=PAPER_FRACTIONS, value_scale="max")
     if args.mnist.exists():
@@ -201,7 +411,10 @@ def main(argv=None) -> int:
             "where it won everywhere); the Value & cost form says that under violation control the cost score "
             "usually finds a little more. The library's FavMac and replay keep the paper's cost score as their "
             "default.",
-            "", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""]
+            ""]
+    synthetic_doc, means = synthetic_section(args.seeds)
+    doc += synthetic_doc + split_cost(args.seeds) + samples_split(args.seeds) + recalibration_findings(means) + [
+        "", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(doc))
     print(f"wrote {args.out} ({time.perf_counter() - started:.0f} s)")

@@ -1,12 +1,15 @@
 """favmac.export: one chosen-sets table for the calibration stream and new patients."""
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 import toy_results
 
-from favmac.export import EXPORT_COLUMNS, chosen_sets, new_patient_sets, proxies, round_noise, stream_sets
+from favmac.export import EXPORT_COLUMNS, chosen_sets, description_lists, new_patient_sets, proxies, round_noise, stream_sets
 from favmac.functions import AdditiveCost, AdditiveValue, FormulaValue
 
 CODES = toy_results.CODES
@@ -42,7 +45,7 @@ def test_chosen_sets_columns_and_values():
                         descriptions=["alpha", "beta", "=gamma"], labels=labels)
     assert list(frame.columns) == [*EXPORT_COLUMNS, "descriptions", "realized_value", "realized_cost"]
     assert frame["codes"].tolist() == ["A;C", ""] and frame["n_codes"].tolist() == [2, 0]
-    assert frame["descriptions"].tolist() == ["alpha; =gamma", ""]
+    assert frame["descriptions"].tolist() == ['["alpha", "=gamma"]', "[]"]
     assert frame["expected_value"].tolist() == [1.1, 0.0]  # 0.2 + 0.9 without the float noise
     assert frame["cost_proxy"].tolist() == [0.9, 0.0]
     assert frame["realized_value"].tolist() == [1.0, 0.0] and frame["realized_cost"].tolist() == [1.0, 0.0]
@@ -72,3 +75,35 @@ def test_new_patient_sets_use_the_final_threshold():
     assert list(frame.columns) == list(EXPORT_COLUMNS)
     # threshold 0.4 on the cost proxy sum(1 - p): only code A of n1 (0.1 < 0.4) fits
     assert frame["codes"].tolist() == ["A", ""] and set(frame["threshold"]) == {0.4} and set(frame["universe"]) == {"prob"}
+
+
+HOSTILE_DESCRIPTIONS = ["Diabetes with Chronic Complications; Diabetes with Acute Complications", 'say "hi", then \'bye\'',
+                        "line one\nline two\r\nthree", "=HYPERLINK(\"http://x\")", "+1; -2; @SUM(A1)", "[not, a, list]", ""]
+
+
+def test_descriptions_are_one_json_list_per_row_that_reads_back_exactly_through_the_safe_csv():
+    """CMS descriptions contain "; ": a joined cell could not be split back (issue 21)."""
+    from favmac.io import to_safe_csv
+    rng = np.random.RandomState(3)
+    k = len(HOSTILE_DESCRIPTIONS)
+    selected = rng.rand(40, k) < 0.5
+    selected[0] = False
+    selected[1] = True
+    frame = chosen_sets([f"P{i}" for i in range(40)], rng.rand(40, k), selected, 0.5, codes=[f"C{i}" for i in range(k)],
+                        value=AdditiveValue(None), cost=AdditiveCost(None), method="FavMac (price)", target=1.0,
+                        delta=None, universe="ratio", score="price", descriptions=HOSTILE_DESCRIPTIONS)
+    back = pd.read_csv(io.BytesIO(to_safe_csv(frame, index=False)), dtype=str, keep_default_na=False)
+    assert len(back) == 40  # newlines inside descriptions never split a row
+    for row, cell in zip(selected, back["descriptions"]):
+        assert cell.startswith("[") and "\n" not in cell  # never a formula, always one line
+        assert json.loads(cell) == [d for d, chosen in zip(HOSTILE_DESCRIPTIONS, row) if chosen]
+    assert back["descriptions"].iloc[0] == "[]" and len(json.loads(back["descriptions"].iloc[1])) == k
+    assert [c.split(";") if c else [] for c in back["codes"]] == [[f"C{i}" for i in np.flatnonzero(r)] for r in selected]
+
+
+def test_description_lists_match_a_per_row_json_dump():
+    rng = np.random.RandomState(0)
+    selected = rng.rand(200, 5) < 0.3
+    descs = ["a", "b; c", "", "d\"e", "ü"]
+    expected = [json.dumps([d for d, s in zip(descs, row) if s], ensure_ascii=False) for row in selected]
+    assert description_lists(selected, descs).tolist() == expected

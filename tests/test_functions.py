@@ -134,3 +134,22 @@ def test_proxy_extensions_equal_the_stacked_proxy(formula, n_codes):
     trials = np.repeat(base[None, :], len(candidates), axis=0)
     trials[np.arange(len(candidates)), candidates] = True
     assert f.proxy_extensions(base, candidates, p) == pytest.approx(f.proxy(trials, p), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("formula, says", [
+    ("+".join(["1"] * 5000), "9,999 characters long"),           # the 9,999-character chain
+    ("+".join(["1"] * 2400), "nested too deeply"),               # a long chain under the length limit
+    ("-" * 3000 + "1", "nested too deeply"),                      # unary nesting
+    ("sqrt(" * 150 + "v" + ")" * 150, "nested too deeply"),       # nested calls
+    ("1" + "**2" * 1500, "nested too deeply"),
+], ids=["chain-9999", "chain-2400", "unary-3000", "calls-150", "powers-1500"])
+def test_deep_or_long_formulas_are_refused_with_a_formula_error(formula, says):
+    with pytest.raises(FormulaError, match=says) as err:
+        FormulaValue(formula)
+    assert "sum_hits" in str(err.value) and (err.value.__context__ is None or err.value.__suppress_context__)  # no parser traceback
+
+
+def test_formulas_below_the_depth_limit_still_work():
+    f = FormulaValue("+".join(["sum_hits(v)"] * 40) + "+" + "+".join(["1"] * 50))
+    assert float(f([True, False], [True, True])) == 90.0
+    assert float(FormulaValue("(" * 150 + "n_hits" + ")" * 150)([True, True], [True, False])) == 1.0

@@ -178,3 +178,70 @@ def test_default_score_is_price_except_on_the_full_universe():
     assert RunSpec(universe="full").validate(3, 10).score == "cost"
     assert RunSpec(score="cost").score == "cost"
     assert RunSpec.from_json(RunSpec(score="cost").to_json()).score == "cost"
+
+
+# --------------------------------------------------------------------------- settings against the data (issue 21)
+
+def wide_dataset(region_cells=None, n=12):
+    """A 3-code wide dataset with a ``segment`` column and a text column ``region``."""
+    import io
+
+    from favmac.io import load_calibration
+    region_cells = region_cells or [("N" if i % 2 else "S") for i in range(n)]
+    rows = [f"P{i},{(i % 5) / 5},{i % 2},0.5,1,0.25,0,{'ab'[i % 2]},{region_cells[i]}" for i in range(n)]
+    text = "patient_id,prob_A,label_A,prob_B,label_B,prob_C,label_C,segment,region\n" + "\n".join(rows) + "\n"
+    return load_calibration(io.BytesIO(text.encode()), name="wide.csv", keep_columns=True)
+
+
+def test_check_against_data_accepts_the_datas_segment_columns():
+    from favmac.runspec import check_against_data
+    ds = wide_dataset()
+    assert ds.segment_columns() == ["segment", "region"]
+    for column in (None, "segment", "region"):
+        assert check_against_data(RunSpec(segment=column), ds).segment == column
+
+
+def test_a_segment_column_the_data_lacks_is_refused_naming_the_columns():
+    from favmac.runspec import check_against_data
+    ds = wide_dataset()
+    with pytest.raises(SettingsError, match=r"segment names the column 'plan', which the loaded data \(wide.csv\) does not "
+                                            r"have; its segment columns are 'segment', 'region'"):
+        check_against_data(RunSpec(segment="plan"), ds)
+    # read_settings_json with the dataset: refused before anything is restored
+    with pytest.raises(SettingsError, match="'plan'"):
+        read_settings_json(doc({"segment": "plan", "target": 1}), dataset=ds)
+    # without a dataset the name alone cannot be checked (the command line checks it when it reads the file)
+    assert read_settings_json(doc({"segment": "plan"}), codes=ds.codes, n_patients=ds.n_patients).spec.segment == "plan"
+
+
+def test_a_segment_column_with_a_blank_label_or_no_text_column_is_refused():
+    import io
+
+    from favmac.io import load_calibration
+    from favmac.runspec import check_against_data
+    blank = wide_dataset(["N"] * 5 + [" "] + ["S"] * 6)
+    with pytest.raises(SettingsError, match=r"segment column 'region' cannot be used: wide.csv, column region: patient 'P5' has no label"):
+        check_against_data(RunSpec(segment="region"), blank)
+    plain = load_calibration(io.BytesIO(b"patient_id,prob_A,label_A\nP1,0.5,1\nP2,0.25,0\n"), name="plain.csv")
+    with pytest.raises(SettingsError, match="it has no text column to read segments from"):
+        check_against_data(RunSpec(segment="segment"), plain)
+
+
+@pytest.mark.parametrize("settings, weights, field", [
+    ({"universe": "full", "score": "cost"}, None, "universe"),    # fine for 3 codes: checked below with 20
+    ({"burn_in": 12}, None, "burn_in"),                           # N = 12 leaves no patient to predict
+    ({"target": 3.5}, None, "target"),                            # C_max = 3 false positives
+    ({"cost_kind": "weighted_fp", "target": 10}, {"A": 1, "B": 2, "C": 3}, "target"),  # C_max = 6 with the file's weights
+    ({"value_kind": "formula", "formula": "sum_hits(w)"}, None, "formula"),
+])
+def test_every_setting_that_refers_to_the_data_is_checked_against_it(settings, weights, field):
+    ds = wide_dataset()
+    if field == "universe":
+        assert read_settings_json(doc(settings), dataset=ds).spec.universe == "full"
+        ds = wide_dataset()
+        ds.probs = ds.probs.reindex(columns=[f"K{i}" for i in range(20)], fill_value=0.5)
+        with pytest.raises(SettingsError, match="universe"):
+            read_settings_json(doc(settings), dataset=ds)
+        return
+    with pytest.raises((SettingsError, FormulaError), match=field if field != "formula" else "w"):
+        read_settings_json(doc(settings, weights), dataset=ds)

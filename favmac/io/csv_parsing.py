@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import warnings
 
 import numpy as np
@@ -30,20 +31,42 @@ __all__ = [
     "read_bytes",
     "binary_kind",
     "check_not_binary",
+    "text_encoding",
     "decode_text",
     "check_delimiter",
     "parse_csv",
+    "csv_header",
     "header_names",
+    "UNNAMED",
     "finish_frame",
     "raise_ragged_row",
+    "check_id_column",
     "patient_ids",
     "check_code_names",
+    "BIDI_CONTROLS",
     "numeric_block",
 ]
 
 ID_COLUMN = "patient_id"
 
 SAVE_AS_CSV = "Save it as comma-separated CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')."
+
+#: Prefix of the placeholder names :func:`header_names` gives unnamed CSV columns (they must stay empty).
+UNNAMED = "\x00unnamed"
+
+# Unicode's bidirectional controls (embeddings, overrides, isolates and the invisible direction
+# marks): they reorder how the text around them is drawn ("Trojan Source"), so an id or a code
+# holding one reads as something else. Refused in ids and code names; shown as a visible
+# [U+XXXX] marker wherever other user text is displayed (favmac/ui/text.py).
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_FIX = ("Remove the invisible direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, "
+             "U+061C) from {what}: they make the text display in another order than it is written.")
+
+
+def _bidi_message(text: str) -> str:
+    found = BIDI_CONTROLS.search(text).group()
+    return f"contains the invisible direction-control character U+{ord(found):04X}"
+
 
 _DELIMITER_NAMES = {";": "semicolons (;)", "\t": "tabs", "|": "vertical bars (|)"}
 
@@ -143,25 +166,42 @@ def binary_kind(data: bytes) -> str | None:
     return None
 
 
-def decode_text(data: bytes) -> str:
+def text_encoding(data: bytes, truncated: bool = False) -> str:
+    """The text encoding of a CSV's bytes, as :func:`decode_text` decodes them.
+
+    BOM-marked UTF-16 -> ``"utf-16"``; UTF-8 with or without a byte-order mark ->
+    ``"utf-8-sig"``; anything else -> ``"cp1252"`` (Windows-1252, what Excel on Windows writes
+    for "CSV"; ids and codes are ASCII in practice). ``truncated``: ``data`` is only the start of
+    the file, so a UTF-8 character cut at its very end does not count against UTF-8.
+
+    Examples
+    --------
+    >>> text_encoding(b"\\xef\\xbb\\xbfpatient_id"), text_encoding(b"\\xff\\xfep\\x00"), text_encoding(b"id,caf\\xe9")
+    ('utf-8-sig', 'utf-16', 'cp1252')
+    >>> text_encoding(b"id,caf\\xc3", truncated=True)
+    'utf-8-sig'
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        if not truncated or err.start < len(data) - 3:  # not just a character cut at the sample's end
+            return "cp1252"
+    return "utf-8-sig"
+
+
+def decode_text(data: bytes, encoding: str | None = None) -> str:
     """Text of a CSV's bytes with line endings made ``\\n`` and the byte-order mark removed.
 
-    UTF-8 (with or without BOM) and BOM-marked UTF-16 are decoded as such; anything else
-    as Windows-1252, which is what Excel on Windows writes for "CSV".
+    ``encoding`` defaults to :func:`text_encoding` of ``data``.
 
     Examples
     --------
     >>> decode_text(b"\\xef\\xbb\\xbfa,b\\r\\n1,2\\r")
     'a,b\\n1,2\\n'
     """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = data.decode("utf-16", errors="replace")
-    else:
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            # Excel on Windows saves "CSV" in the ANSI code page; ids and codes are ASCII in practice.
-            text = data.decode("cp1252", errors="replace")
+    text = data.decode(encoding or text_encoding(data), errors="replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
@@ -191,20 +231,7 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
     data = read_bytes(source, file)
     check_not_binary(data, file)
     text = decode_text(data)
-    if not text.strip():
-        raise DataError(
-            "the file is empty.",
-            file=file,
-            fix="Expected a CSV with a header row (patient_id, then one column per code) and one row per patient.",
-        )
-    first_line = text.split("\n", 1)[0]
-    if not first_line.strip():
-        raise DataError(
-            "the first row is empty.", file=file, row=1,
-            fix="The header (patient_id, then the code names) must be on row 1.",
-        )
-    check_delimiter(first_line, file)
-    names = header_names(next(csv.reader([first_line])), file)
+    names = csv_header(text, file)
     frame = _read_frame(text, names, [c for c in text_columns if c in names], file)
     return (*finish_frame(frame, file), file)
 
@@ -250,10 +277,40 @@ def check_delimiter(first_line: str, file: str) -> None:
         )
 
 
+def csv_header(text: str, file: str) -> list[str]:
+    """The checked column names of a CSV's text (from :func:`decode_text`; the whole file or its start).
+
+    Raises
+    ------
+    DataError
+        For an empty file or first row, another delimiter than commas (:func:`check_delimiter`)
+        and a duplicate name (:func:`header_names`).
+
+    Examples
+    --------
+    >>> csv_header(" patient_id , HCC18,\\n007,0.5,\\n", "p.csv")
+    ['patient_id', 'HCC18', '\\x00unnamed3']
+    """
+    if not text.strip():
+        raise DataError(
+            "the file is empty.",
+            file=file,
+            fix="Expected a CSV with a header row (patient_id, then one column per code) and one row per patient.",
+        )
+    first_line = text.split("\n", 1)[0]
+    if not first_line.strip():
+        raise DataError(
+            "the first row is empty.", file=file, row=1,
+            fix="The header (patient_id, then the code names) must be on row 1.",
+        )
+    check_delimiter(first_line, file)
+    return header_names(next(csv.reader([first_line])), file)
+
+
 def header_names(header, file: str) -> list[str]:
     """Stripped column names, refusing duplicates; unnamed columns get placeholder names.
 
-    Placeholders start with ``"\\x00unnamed"``; :func:`finish_frame` drops them when empty.
+    Placeholders start with :data:`UNNAMED`; :func:`finish_frame` drops them when empty.
     """
     header = [str(h).strip() for h in header]
     seen: dict[str, int] = {}
@@ -265,7 +322,7 @@ def header_names(header, file: str) -> list[str]:
             )
         seen.setdefault(column, position)
     # Unnamed columns must be empty (Excel's trailing commas).
-    return [h if h else f"\x00unnamed{i}" for i, h in enumerate(header, start=1)]
+    return [h if h else f"{UNNAMED}{i}" for i, h in enumerate(header, start=1)]
 
 
 def finish_frame(frame: pd.DataFrame, file: str, no_rows: str | None = "the file has a header row but no data rows.",
@@ -287,7 +344,7 @@ def finish_frame(frame: pd.DataFrame, file: str, no_rows: str | None = "the file
         frame = frame.loc[~blank_rows]
         rows = rows[~blank_rows]
     for i, column in enumerate(list(frame.columns), start=1):
-        if str(column).startswith("\x00unnamed"):
+        if str(column).startswith(UNNAMED):
             filled = frame[column].notna().to_numpy()
             if filled.any():
                 raise DataError(
@@ -345,6 +402,20 @@ def raise_ragged_row(lines, n_columns: int, file: str, err) -> None:
     raise DataError(f"the file cannot be read as CSV ({err}).", file=file, fix=SAVE_AS_CSV) from None
 
 
+def check_id_column(columns, file: str) -> None:
+    """Refuse a header without the ``patient_id`` column, naming a look-alike column if there is one."""
+    columns = list(columns)
+    if ID_COLUMN not in columns:
+        similar = [c for c in columns if c.lower().replace(" ", "_") in ("patient_id", "patientid", "id", "patient")]
+        hint = f" Rename the column {similar[0]!r} to patient_id." if similar else (
+            " The first column should be named patient_id and hold each patient's id."
+        )
+        raise DataError(
+            f"there is no {ID_COLUMN!r} column (found: {join_few(columns)}).",
+            file=file, row=1, fix=hint.strip(),
+        )
+
+
 def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
     """The validated, stripped patient ids (text) of a parsed frame.
 
@@ -353,15 +424,7 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
     DataError
         If the ``patient_id`` column is missing, an id is blank or an id repeats.
     """
-    if ID_COLUMN not in frame.columns:
-        similar = [c for c in frame.columns if c.lower().replace(" ", "_") in ("patient_id", "patientid", "id", "patient")]
-        hint = f" Rename the column {similar[0]!r} to patient_id." if similar else (
-            " The first column should be named patient_id and hold each patient's id."
-        )
-        raise DataError(
-            f"there is no {ID_COLUMN!r} column (found: {join_few(frame.columns)}).",
-            file=file, row=1, fix=hint.strip(),
-        )
+    check_id_column(frame.columns, file)
     ids = frame[ID_COLUMN].str.strip()
     missing = (ids.isna() | (ids == "")).to_numpy()
     if missing.any():
@@ -375,7 +438,13 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
             file=file, row=int(bad_rows[0]), column=ID_COLUMN,
             fix="Fill in an id for every patient or delete those rows.",
         )
-    index = pd.Index(ids.to_numpy(dtype=object), name=ID_COLUMN, dtype=object)
+    values = ids.to_numpy(dtype=object)
+    index = pd.Index(values, name=ID_COLUMN, dtype=object)
+    joined = "\n".join(values.tolist())
+    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
+        at = next(i for i, pid in enumerate(index) if BIDI_CONTROLS.search(pid))
+        raise DataError(f"the patient id {index[at]!r} {_bidi_message(index[at])}.", file=file, row=int(rows[at]),
+                        column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
     duplicated = index.duplicated(keep=False)
     if duplicated.any():
         dup_ids = pd.unique(index[duplicated])
@@ -394,8 +463,12 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
 
 
 def check_code_names(codes, file: str) -> None:
-    """Refuse code names containing ';' (FavMac joins codes with it in its output)."""
+    """Refuse code names containing ';' (FavMac joins codes with it in its output) or a
+    direction-control character (:data:`BIDI_CONTROLS`)."""
     for code in codes:
+        if BIDI_CONTROLS.search(code):
+            raise DataError(f"the code name {code!r} {_bidi_message(code)}.", file=file, row=1, column=code,
+                            fix=_BIDI_FIX.format(what="the code names"))
         if ";" in code:
             raise DataError(
                 f"the code name {code!r} contains ';', which FavMac uses to join codes in its output.",

@@ -22,7 +22,7 @@ import pandas as pd
 from .csv_parsing import ID_COLUMN, SAVE_AS_CSV, finish_frame, header_names
 from .errors import DataError
 
-__all__ = ["PARQUET_MAGIC", "PARQUET_SUFFIXES", "as_text", "is_parquet", "parse_parquet"]
+__all__ = ["PARQUET_MAGIC", "PARQUET_SUFFIXES", "as_text", "data_columns", "is_parquet", "parse_parquet"]
 
 PARQUET_MAGIC = b"PAR1"
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -39,6 +39,15 @@ def is_parquet(data: bytes, file: str = "") -> bool:
     (True, True, False)
     """
     return data[:4] == PARQUET_MAGIC or os.path.splitext(str(file))[1].lower() in PARQUET_SUFFIXES
+
+
+def data_columns(names) -> list[str]:
+    """A Parquet schema's column names without the index columns pandas adds (``__index_level_<n>__``).
+
+    >>> data_columns(["patient_id", "prob_A", "__index_level_0__"])
+    ['patient_id', 'prob_A']
+    """
+    return [c for c in names if not _PANDAS_INDEX.fullmatch(c)]
 
 
 def parse_parquet(data: bytes, file: str, text_columns=(ID_COLUMN,)):
@@ -59,7 +68,7 @@ def parse_parquet(data: bytes, file: str, text_columns=(ID_COLUMN,)):
     try:
         parquet_file = pq.ParquetFile(io.BytesIO(data))
         # pandas stores an unnamed, non-default index as __index_level_<n>__: not data.
-        stored = [c for c in parquet_file.schema_arrow.names if not _PANDAS_INDEX.fullmatch(c)]
+        stored = data_columns(parquet_file.schema_arrow.names)
         names = header_names(stored, file)  # refuses duplicate names before pyarrow trips on them
         frame = parquet_file.read(columns=stored).to_pandas(ignore_metadata=True)
     except DataError:

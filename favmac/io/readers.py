@@ -30,7 +30,9 @@ import pandas as pd
 
 from .csv_parsing import (
     ID_COLUMN,
+    UNNAMED,
     check_code_names,
+    check_id_column,
     numeric_block,
     parse_csv,
     patient_ids,
@@ -42,7 +44,9 @@ from .parquet import is_parquet, parse_parquet
 
 __all__ = [
     "SEGMENT_COLUMN",
+    "ColumnLayout",
     "Dataset",
+    "column_layout",
     "file_digests",
     "load_calibration",
     "load_new_patients",
@@ -53,6 +57,7 @@ __all__ = [
     "read_table",
     "read_weights",
     "read_wide",
+    "segment_labels",
 ]
 
 
@@ -147,6 +152,14 @@ def parse_table(source, name=None, text_columns=(ID_COLUMN,)):
     return parse_csv(data, file, text_columns)
 
 
+def _no_segment_column(column, file) -> DataError:
+    return DataError(
+        f"there is no column named {column!r} to read the segments from.", file=file, row=1,
+        fix=f"Add a {column} column (one text label per patient, e.g. a plan or region) "
+        "or choose another segment column.",
+    )
+
+
 def _take_segment(frame, rows, file, column, required: bool):
     """Remove the segment column from ``frame``; return ``(frame, labels or None)``.
 
@@ -154,13 +167,21 @@ def _take_segment(frame, rows, file, column, required: bool):
     """
     if column not in frame.columns:
         if required:
-            raise DataError(
-                f"there is no column named {column!r} to read the segments from.", file=file, row=1,
-                fix=f"Add a {column} column (one text label per patient, e.g. a plan or region) "
-                "or choose another segment column.",
-            )
+            raise _no_segment_column(column, file)
         return frame, None
-    values = frame[column]
+    return frame.drop(columns=column), segment_labels(frame[column], rows, file, column)
+
+
+def segment_labels(values, rows, file, column) -> np.ndarray:
+    """A segment column's labels as stripped text (object array); a missing or blank label is refused.
+
+    ``rows`` are the spreadsheet row numbers of ``values`` (for the message). The readers and the
+    distributed engine (batch by batch) read segment labels with this one rule.
+
+    >>> segment_labels(pd.Series([" East", "7"]), np.array([2, 3]), "p.csv", "plan").tolist()
+    ['East', '7']
+    """
+    values = pd.Series(values)
     text = values.astype(object).where(values.notna(), None).tolist()
     for i, label in enumerate(text):
         if label is None or not str(label).strip():
@@ -168,8 +189,7 @@ def _take_segment(frame, rows, file, column, required: bool):
                 "this patient has no segment label.", file=file, row=int(rows[i]), column=column,
                 fix="Give every patient a segment (e.g. its plan or region), or turn segments off.",
             )
-    labels = np.array([str(label).strip() for label in text], dtype=object)
-    return frame.drop(columns=column), labels
+    return np.array([str(label).strip() for label in text], dtype=object)
 
 
 def read_table(source, name=None) -> pd.DataFrame:
@@ -211,6 +231,122 @@ def _wide_columns(columns):
 def _looks_wide(columns) -> bool:
     prob, label, other = _wide_columns(columns)
     return bool(prob) and bool(label) and not other
+
+
+@dataclass(frozen=True)
+class ColumnLayout:
+    """What a file's header holds, by :func:`column_layout`."""
+
+    codes: list  # the file's codes (in the order of the ``codes`` given, else in column order)
+    prob_columns: list  # the column holding each code's probability
+    label_columns: list | None  # each code's label column; None for new patients
+    segment: str | None  # the segment column, if the header has one
+
+
+def column_layout(columns, file, *, labelled: bool = True, segment_column=None, codes=None,
+                  codes_from: str = "the calibration data") -> ColumnLayout:
+    """The codes of a header and the column holding each, by the layout rules of SPEC "Input files".
+
+    The one statement of those rules: :func:`read_wide` and :func:`load_new_patients` apply it
+    to a whole file, the distributed engine (:mod:`favmac.distributed`) to each file's header.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The (stripped) column names, in file order.
+    file : str
+        Display name for messages.
+    labelled : bool
+        True: a wide calibration file (``patient_id``, then ``prob_<code>`` and ``label_<code>``
+        for every code). False: new patients: a header whose columns besides ``patient_id`` are
+        ``prob_<code>`` and possibly ``label_<code>`` ones is a wide file (the ``prob_`` columns
+        hold the codes; labels are ignored); any other header is the probabilities layout
+        (``patient_id``, then one column per code).
+    segment_column : str, optional
+        As for the readers: a column named ``segment``, if present, holds segment labels; a
+        name given here must be present. Either way it is not a code.
+    codes : sequence of str, optional
+        The codes expected (any column order); they are then the returned order.
+    codes_from : str
+        Where ``codes`` came from, for the message when they differ.
+
+    Returns
+    -------
+    ColumnLayout
+
+    Raises
+    ------
+    DataError
+        No ``patient_id`` column; a missing segment column; a wide file with another column, a
+        ``prob_<code>`` without its ``label_<code>`` or the reverse; no code columns; a code
+        named with ';'; codes that differ from ``codes``. The message names the file, row 1 and
+        the column. Unnamed CSV columns (:func:`~favmac.io.csv_parsing.header_names`' placeholders,
+        which must be empty) are not codes.
+
+    Examples
+    --------
+    >>> column_layout(["patient_id", "prob_A", "label_A"], "w.csv").prob_columns
+    ['prob_A']
+    >>> column_layout(["patient_id", "segment", "B", "A"], "n.csv", labelled=False, codes=["A", "B"]).prob_columns
+    ['A', 'B']
+    """
+    names = [str(c) for c in columns]
+    check_id_column(names, file)
+    column = segment_column or SEGMENT_COLUMN
+    if segment_column is not None and column not in names:
+        raise _no_segment_column(column, file)
+    segment = column if column in names else None
+    rest = [c for c in names if c not in (ID_COLUMN, segment) and not c.startswith(UNNAMED)]
+    prob_codes, label_codes, other = _wide_columns(rest)
+    wide = labelled or (bool(prob_codes) and not other)
+    if labelled and other:
+        if not prob_codes and not label_codes:
+            raise DataError(
+                "this file has no prob_<code> / label_<code> columns, so it holds no labels.",
+                file=file, row=1,
+                fix="A calibration file is either one wide file (patient_id, prob_<code>, label_<code>) "
+                "or a probabilities file plus a separate labels file.",
+            )
+        raise DataError(
+            f"the column {other[0]!r} is neither patient_id nor prob_<code> / label_<code>"
+            + (f" ({len(other)} such columns: {join_few(other)})" if len(other) > 1 else "") + ".",
+            file=file, row=1, column=other[0],
+            fix="In a wide file every column after patient_id is named prob_<code> or label_<code>.",
+        )
+    if labelled:
+        for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"),
+                                                     (label_codes, prob_codes, "label_", "prob_")):
+            missing = [c for c in have if c not in set(want)]
+            if missing:
+                raise DataError(
+                    f"there is no matching {want_prefix}{missing[0]} column"
+                    + (f" (also missing: {join_few([want_prefix + c for c in missing[1:]])})" if len(missing) > 1 else "")
+                    + ".",
+                    file=file, row=1, column=f"{have_prefix}{missing[0]}",
+                    fix="A wide file needs both prob_<code> and label_<code> for every code.",
+                )
+    found = prob_codes if wide else rest
+    if not found:
+        raise DataError(
+            f"there are no code columns besides {ID_COLUMN}.", file=file, row=1,
+            fix="A wide file has prob_<code> and label_<code> per code (e.g. prob_HCC18, label_HCC18)" if labelled
+            else "A probabilities file has patient_id followed by one column per code (e.g. HCC18).",
+        )
+    if wide and not all(found):
+        raise DataError("a column is named just 'prob_' with no code.", file=file, row=1, column="prob_",
+                        fix="Name the columns prob_<code> and label_<code>, e.g. prob_HCC18.")
+    check_code_names(found, file)
+    if codes is not None:
+        codes = [str(c) for c in codes]
+        _compare_codes(codes, codes_from, found, file,
+                       fix=f"Every file needs exactly the codes of {codes_from} (in any column order).")
+        found = codes
+    return ColumnLayout(
+        codes=list(found),
+        prob_columns=[f"prob_{c}" if wide else c for c in found],
+        label_columns=[f"label_{c}" for c in found] if labelled else None,
+        segment=segment,
+    )
 
 
 def _layout_frame(frame, rows, file, kind) -> pd.DataFrame:
@@ -293,44 +429,16 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     column = segment_column or SEGMENT_COLUMN
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
     ids = patient_ids(frame, rows, file)
-    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
-    prob_codes, label_codes, other = _wide_columns(frame.columns)
+    prob_codes, label_codes, other = _wide_columns([c for c in frame.columns if c != column])
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
         attributes = pd.DataFrame({c: frame[c].astype(object).where(frame[c].notna(), None).map(
             lambda v: v if v is None else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)))
             for c in other})
         attributes.index = ids
-        frame, other = frame.drop(columns=other), []
-    if other:
-        if not prob_codes and not label_codes:
-            raise DataError(
-                "this file has no prob_<code> / label_<code> columns, so it holds no labels.",
-                file=file, row=1,
-                fix="A calibration file is either one wide file (patient_id, prob_<code>, label_<code>) "
-                "or a probabilities file plus a separate labels file.",
-            )
-        raise DataError(
-            f"the column {other[0]!r} is neither patient_id nor prob_<code> / label_<code>"
-            + (f" ({len(other)} such columns: {join_few(other)})" if len(other) > 1 else "") + ".",
-            file=file, row=1, column=other[0],
-            fix="In a wide file every column after patient_id is named prob_<code> or label_<code>.",
-        )
-    for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"), (label_codes, prob_codes, "label_", "prob_")):
-        missing = [c for c in have if c not in set(want)]
-        if missing:
-            raise DataError(
-                f"there is no matching {want_prefix}{missing[0]} column"
-                + (f" (also missing: {join_few([want_prefix + c for c in missing[1:]])})" if len(missing) > 1 else "")
-                + ".",
-                file=file, row=1, column=f"{have_prefix}{missing[0]}",
-                fix="A wide file needs both prob_<code> and label_<code> for every code.",
-            )
-    empty = [c for c in prob_codes if not c]
-    if empty:
-        raise DataError("a column is named just 'prob_' with no code.", file=file, row=1, column="prob_",
-                        fix="Name the columns prob_<code> and label_<code>, e.g. prob_HCC18.")
-    check_code_names(prob_codes, file)
+        frame = frame.drop(columns=other)
+    prob_codes = column_layout(frame.columns, file, segment_column=segment_column).codes
+    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     probs = numeric_block(frame, ["prob_" + c for c in prob_codes], rows, file, "probability")
     labels = numeric_block(frame, ["label_" + c for c in prob_codes], rows, file, "label")
     columns = pd.Index(prob_codes, dtype=object)
@@ -460,17 +568,12 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     """
     column = segment_column or SEGMENT_COLUMN
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
     frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
-    if _looks_wide(frame.columns):
-        keep = [ID_COLUMN] + [c for c in frame.columns if c.startswith("prob_")]
-        frame = frame[keep].rename(columns=lambda c: c[5:] if c.startswith("prob_") else c)
-    probs = _layout_frame(frame, rows, file, "probability")
-    codes = [str(c) for c in codes]
-    _compare_codes(
-        codes, "the calibration data", list(probs.columns), file,
-        fix="New patients need exactly the calibration file's codes (in any order).",
-    )
-    frame = probs[codes]
+    values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
+    probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
+                         columns=pd.Index(layout.codes, dtype=object))
+    frame = probs
     frame.attrs["sources"] = file_digests(source, names=[file])
     frame.attrs["groups"] = None if groups is None else groups.tolist()
     return frame, groups

@@ -12,7 +12,8 @@ No Streamlit (plain functions, unit-tested directly):
 * ``navigation``    — the page table (file, title, icon, URL path) used by ``studio.py`` and the menu,
   and ``EXPLAIN``, one-line explanations of C_max, universe, burn-in, exchangeable.
 * ``figures``       — plotly figure builders (Okabe-Ito palette, axis titles with units).
-* ``text``          — ``md`` / ``plain_html``: user text (ids, codes, file names, cells) shown literally.
+* ``text``          — ``md`` / ``md_frame`` (Markdown, st.table) and ``plain_html`` (plotly): user text (ids, codes,
+  segment values, file names, descriptions, formulas, cells) shown literally; direction controls made visible.
 * ``formats``       — number formats: one per table column, enough digits in inputs.
 * ``validity``      — the Validity page's histogram and per-segment table.
 

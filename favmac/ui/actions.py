@@ -213,7 +213,8 @@ def apply_settings(ss: Session, new_settings: dict) -> bool:
     """Validate and store settings; errors become the "settings" message."""
     dataset = ss.dataset
     try:
-        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, ss.weight_array())
+        cleaned = settings_form.validate_settings(new_settings, dataset.n_codes, dataset.n_patients, ss.weight_array(),
+                                                  dataset=dataset)
     except (SettingsError, FormulaError) as err:
         ss.set_message("settings", "error", str(err))
         return False
@@ -227,7 +228,7 @@ def apply_settings_json(ss: Session, raw: bytes, file_name: str) -> bool:
     dataset = ss.dataset
     try:
         settings, new_weights, notes = settings_form.settings_from_json(raw, ss.settings, dataset.codes, dataset.n_patients,
-                                                                        ss.weight_array())
+                                                                        ss.weight_array(), dataset=dataset)
     except (SettingsError, FormulaError) as err:
         ss.set_message("settings_json", "error", f"{file_name}: {err}")
         return False

@@ -4,12 +4,14 @@
 3
 >>> column_format([1.5, 1.501, float("inf")])
 '%.3f'
+>>> fixed([0.432, 1.0, float("nan")], 3)
+['0.432', '1.000', '—']
 """
 from __future__ import annotations
 
 import math
 
-__all__ = ["INPUT_FORMAT", "column_format", "decimals_needed"]
+__all__ = ["INPUT_FORMAT", "column_format", "decimals_needed", "fixed"]
 
 # Number inputs whose value may come from anywhere (a restored file, 3 % of C_max): six
 # significant digits, trailing zeros dropped — 0.3397 shows as 0.3397, not 0.340. The format must
@@ -34,3 +36,12 @@ def column_format(values, at_least: int = 0, at_most: int = 6) -> str:
     """A printf format (for ``st.column_config.NumberColumn``) shared by a whole column, so
     1.5 and 1.501 show as 1.500 and 1.501 rather than 1.5 and 1.501."""
     return f"%.{max(at_least, decimals_needed(values, at_most))}f"
+
+
+def fixed(values, decimals: int, suffix: str = "") -> list[str]:
+    """``values`` as text with exactly ``decimals`` decimals (NaN or None as "—"), for static tables.
+
+    ``st.table`` prints floats with its own precision (a 3-decimal 0.432 shows as 0.4320); text
+    shows as written.
+    """
+    return ["—" if v is None or v != v else f"{float(v):.{decimals}f}{suffix}" for v in values]

@@ -13,7 +13,8 @@ from favmac.adaptive import adaptive_series
 from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
-from favmac.ui.text import md
+from favmac.ui.formats import fixed
+from favmac.ui.text import md, md_frame, plain_html
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
            "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
@@ -50,21 +51,24 @@ def settings_fields(current: dict, dataset) -> dict:
 
 
 def segment_display(result, settings: dict) -> pd.DataFrame:
-    """The per-segment table as shown: numbers rounded, status words for the within-target flag."""
+    """The per-segment table as shown: numbers as text with fixed decimals, status words for the
+    within-target flag; ``patients`` counts the segment's calibration patients (burn-in included),
+    ``predicted`` those after the burn-in, over whom the mean cost and violation rate are taken."""
     table = segment_table(result)
     shown = pd.DataFrame({
         "segment": table["segment"],
         "patients": table["patients"],
-        "threshold": table["threshold"],
-        "mean cost": table["mean_cost"].round(3),
-        "target c": table["target"],
-        "violation rate": (100 * table["violation_rate"]).round(1).astype(str) + " %",
+        "predicted": table["predicted"],
+        "threshold": [f"{t:.4g}" for t in table["threshold"]],
+        "mean cost": fixed(table["mean_cost"], 3),
+        "target c": [f"{t:g}" for t in table["target"]],
+        "violation rate": fixed(100 * table["violation_rate"], 1, " %"),
     })
     if settings["control"] == "violation":
-        shown["δ"] = table["delta"]
+        shown["δ"] = [f"{d:g}" for d in table["delta"]]
     adaptive = table["bound"].notna().any()
     if adaptive:
-        shown["bound (adaptive)"] = table["bound"].round(3)
+        shown["bound (adaptive)"] = fixed(table["bound"], 3)
     line = "bound" if adaptive else "target"
     shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
                        for w, ok in zip(table["warning"], table["within_target"])]
@@ -78,8 +82,7 @@ def show_segment_table(result, settings: dict) -> None:
         return
     st.subheader("Per segment")
     table = segment_display(result, settings)
-    shown = table.assign(threshold=[f"{t:.4g}" for t in table["threshold"]]).set_index("segment")
-    st.table(shown)  # a few rows: a plain table, readable and printable
+    st.table(md_frame(table.set_index("segment")))  # a few rows: a plain table, readable and printable
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")
@@ -123,7 +126,7 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     column = "mean_cost" if expected else "violation_rate"
     fig = go.Figure()
     for i, (segment, part) in enumerate(runs.groupby("segment", sort=True)):
-        fig.add_scatter(x=part["position"], y=part[column], mode="lines", name=str(segment),
+        fig.add_scatter(x=part["position"], y=part[column], mode="lines", name=plain_html(segment),
                         line={"color": PALETTE[i % len(PALETTE)]})
     line = settings["target"] if expected else settings["delta"]
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from favmac.functions import FormulaValue
-from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, read_settings_json
+from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data, read_settings_json
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
@@ -156,13 +156,18 @@ def universe_options(n_codes: int) -> list[str]:
     return [u for u in UNIVERSES if u != "full" or n_codes <= MAX_FULL_CODES]
 
 
-def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np.ndarray | None = None) -> dict:
+def validate_settings(settings: dict, n_codes: int, n_patients: int, weights: np.ndarray | None = None,
+                      dataset=None) -> dict:
     """Check every field (through RunSpec.validate); return a cleaned copy or raise SettingsError.
 
-    A formula value is compiled here, so a formula error surfaces on submit.
+    A formula value is compiled here, so a formula error surfaces on submit. With ``dataset``
+    the settings are also checked against it (``favmac.runspec.check_against_data``: a segment
+    column must label every patient).
     """
     w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
     spec = to_spec(settings, w).validate(n_codes=n_codes, n_patients=n_patients)
+    if dataset is not None:
+        check_against_data(spec, dataset)
     return from_spec(spec, validate_grid(settings.get("grid") or {}))
 
 
@@ -243,15 +248,16 @@ def settings_to_json(settings: dict, weights_table, dataset_name: str) -> bytes:
     return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras={"grid": settings["grid"]})
 
 
-def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None) -> tuple[dict, dict | None, list[str]]:
+def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None, dataset=None) -> tuple[dict, dict | None, list[str]]:
     """Read a settings JSON (``favmac.runspec.read_settings_json``) over the current settings.
 
     Returns ``(settings, weights, notes)``: validated settings (fields missing from the file
     keep their current values), a {code: weight} dict when the file's weights cover the
-    loaded codes (else None, with a note), and notes for the user. Raises SettingsError.
+    loaded codes (else None, with a note), and notes for the user. Raises SettingsError, also
+    for a setting the ``dataset`` cannot serve (``favmac.runspec.check_against_data``).
     """
     base_weights = np.ones(len(codes)) if weights is None else np.asarray(weights, dtype=float)
-    parsed = read_settings_json(raw, codes=codes, n_patients=n_patients, base=to_spec(current, base_weights))
+    parsed = read_settings_json(raw, codes=codes, n_patients=n_patients, base=to_spec(current, base_weights), dataset=dataset)
     grid = validate_grid({**current.get("grid", {}), **parsed.extras.get("grid", {})})
     restored = dict(zip(codes, parsed.spec.weights)) if parsed.weights_restored else None
     return from_spec(parsed.spec, grid), restored, list(parsed.notes)

@@ -1,22 +1,35 @@
 """User text on screen, shown as written: never as Markdown, never as plotly HTML.
 
 Streamlit renders Markdown in ``st.markdown``, ``st.caption``, ``st.error``/``warning``/``info``/
-``success``, widget labels and metric labels; plotly renders a small HTML subset (``<a href>``,
-``<b>``, ``<br>``) in titles, tick labels and hover text. Anything that came from a user — patient
-ids, code names, file names, descriptions, a cell quoted in an error — passes through
-:func:`md` (for Streamlit) or :func:`plain_html` (for plotly) before it is shown.
+``success``, widget labels, metric labels and every cell (and index) of ``st.table``; plotly
+renders a small HTML subset (``<a href>``, ``<b>``, ``<br>``, entities) and ``$...$`` LaTeX in
+titles, legend names, tick labels and hover text. Anything that came from a user — patient ids,
+code names, segment values, file names, descriptions, formulas, a cell quoted in an error —
+passes through one of these before it is shown:
+
+* :func:`md` — one piece of text inside Markdown (captions, messages, labels);
+* :func:`md_frame` — a whole table for ``st.table`` (every text cell, the index, the headers);
+* :func:`plain_html` — one piece of text inside a plotly figure (names, labels, hover text).
+
+Direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C, see
+``favmac.io.csv_parsing.BIDI_CONTROLS``) would make the text around them display in another
+order than it is written. Ids and code names holding one are refused when a file is read; in
+any other text every such character is shown as a visible marker, ``[U+202E]``.
 
 >>> print(md("[click me](https://x) __import__"))
 \\[click me\\](https\\://x) \\_\\_import\\_\\_
->>> plain_html("<a href='x'>hi</a>")
-'&lt;a href=&#x27;x&#x27;&gt;hi&lt;/a&gt;'
+>>> plain_html("<a href='x'>hi</a> \\"q\\" $x$")
+'&lt;a href=\\'x\\'&gt;hi&lt;/a&gt; "q" &#36;x&#36;'
+>>> print(md("P1\\u202e2"))
+P1\\[U+202E\\]2
 """
 from __future__ import annotations
 
-import html
 import re
 
-__all__ = ["md", "plain_html"]
+from favmac.io.csv_parsing import BIDI_CONTROLS
+
+__all__ = ["md", "md_frame", "plain_html", "show_bidi"]
 
 # CommonMark lets a backslash escape any ASCII punctuation. Escaped everywhere: what starts
 # links, emphasis, code, autolinks, strikethrough, tables and LaTeX. A colon is escaped unless a
@@ -25,17 +38,51 @@ __all__ = ["md", "plain_html"]
 _SPECIAL = re.compile(r"([\\`*_\[\]<~$|]|:(?=\S)|(?<=www)\.)", re.IGNORECASE)
 # Only at the very start of the text (newlines are removed): headings, lists, quotes, rules.
 _LEADING = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)](\s|$)))")
+# plotly's text markup: tags, entities, and "$" (a label between two "$" is typeset as LaTeX
+# where MathJax is loaded). plotly decodes numeric entities only, so quotes stay as they are
+# (html.escape's &quot; would be shown literally).
+_PLOTLY = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;"}
+_PLOTLY_SPECIAL = re.compile("[&<>$]")
+
+
+def show_bidi(text) -> str:
+    """``text`` with every direction-control character replaced by a visible ``[U+XXXX]`` marker.
+
+    >>> show_bidi("abc\\u202edef\\u2066")
+    'abc[U+202E]def[U+2066]'
+    """
+    return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group()):04X}]", str(text))
 
 
 def md(text) -> str:
     """``text`` with every Markdown-active character backslash-escaped (shown literally).
 
-    Newlines become spaces, so a cell can never start a heading, list or table of its own.
+    Newlines become spaces, so a cell can never start a heading, list or table of its own;
+    direction controls become visible markers (:func:`show_bidi`).
     """
-    text = _SPECIAL.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+    text = _SPECIAL.sub(r"\\\1", show_bidi(text).replace("\r", " ").replace("\n", " "))
     return _LEADING.sub(lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit() else "\\" + m.group(2)), text, count=1)
 
 
+def md_frame(frame):
+    """A copy of ``frame`` for ``st.table``: text cells, index labels and headers through :func:`md`.
+
+    ``st.table`` renders every cell as Markdown; numbers, booleans and missing values are kept.
+    """
+    def cell(v):
+        return md(v) if isinstance(v, str) else v
+
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or str(out[column].dtype) in ("string", "str"):
+            out[column] = out[column].map(cell)
+    out.index = out.index.map(cell)
+    out.index.name = None if out.index.name is None else md(out.index.name)
+    out.columns = [cell(c) for c in out.columns]
+    return out
+
+
 def plain_html(text) -> str:
-    """``text`` with ``<``, ``>``, ``&`` and quotes as entities, for plotly titles and labels."""
-    return html.escape(str(text), quote=True)
+    """``text`` for plotly titles, legend names, labels and hover text: ``& < > $`` as entities,
+    direction controls as visible markers; quotes unchanged."""
+    return _PLOTLY_SPECIAL.sub(lambda m: _PLOTLY[m.group()], show_bidi(text))

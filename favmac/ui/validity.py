@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from favmac.ui.figures import OKABE_ITO, layout
+from favmac.ui.formats import fixed
 from favmac.validity import MIN_ORDERINGS
 
 __all__ = ["MIN_ORDERINGS", "histogram_figure", "segment_frame"]
@@ -53,9 +54,10 @@ def segment_frame(report) -> pd.DataFrame | None:
     return pd.DataFrame({
         "segment": table["segment"],
         "patients": table["patients"],
-        "mean cost" if expected else "violation rate": table["mean"].round(3) if expected
-        else (100 * table["mean"]).round(1).astype(str) + " %",
-        "promised": table["promised"] if expected else (100 * table["promised"]).round(1).astype(str) + " %",
+        "predicted": table["predicted"],
+        "mean cost" if expected else "violation rate": fixed(table["mean"], 3) if expected
+        else fixed(100 * table["mean"], 1, " %"),
+        "promised": [f"{p:g}" for p in table["promised"]] if expected else fixed(100 * table["promised"], 1, " %"),
         "p-value": table["p_value"].map(lambda p: "—" if p != p else ("< 0.001" if p < 0.001 else f"{p:.3f}")),
         "verdict": table["passed"].map(lambda ok: "—" if ok is None else ("PASS" if ok else "FAIL")),
     })

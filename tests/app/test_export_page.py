@@ -73,7 +73,10 @@ def test_export_neutralizes_formula_like_cells(downloads):
     go(at, "export")
     assert_clean(at)
     text = downloads["favmac_calibration_sets.csv"].decode()
-    assert ",=HYPERLINK" not in text and "'=HYPERLINK" in text
+    assert ",=HYPERLINK" not in text
+    # descriptions: one JSON list per row, a cell starting with "[" that a spreadsheet never runs
+    cells = [c for c in read_csv(downloads["favmac_calibration_sets.csv"])["descriptions"] if c != "[]"]
+    assert cells and all(c.startswith("[") and set(json.loads(c)) == {'=HYPERLINK("x")'} for c in cells)
 
 
 def test_settings_json_round_trip(downloads):

@@ -51,3 +51,111 @@ def test_file_names_ids_and_codes_are_escaped_on_every_page():
     at.run()
     errors = [e.value for e in at.error]
     assert errors and all("**0.5**" not in e for e in errors) and any(r"\*\*0.5\*\*" in e for e in errors), errors
+
+
+# --------------------------------------------------------------------------- segment values (issue 21)
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from app_helpers import settle_jobs  # noqa: E402
+
+from favmac.ui.text import md_frame, plain_html, show_bidi  # noqa: E402
+
+IMAGE = "![x](http://host/y)"
+ANCHOR = "<a href='http://host/'>link</a>"
+HOSTILE = [IMAGE, ANCHOR, '<script>alert("x")</script>', "&quot;q&quot; `tick` $math$", "West\u202eTSAE", "*em* __b__ | pipe"]
+SEGMENTS = HOSTILE[:4]  # four segments; 150 patients each
+
+
+def test_md_and_plain_html_show_hostile_strings_literally():
+    assert md(IMAGE) == r"!\[x\](http\://host/y)"  # no image: the brackets are escaped
+    assert md(ANCHOR) == r"\<a href='http\://host/'>link\</a>"  # "<" escaped: no tag, no autolink
+    assert md("`tick` $math$ *a* |b|") == r"\`tick\` \$math\$ \*a\* \|b\|"
+    assert md("&quot;") == "&quot;"  # an entity is text in Markdown here: Streamlit does not render raw HTML
+    assert plain_html(ANCHOR) == "&lt;a href='http://host/'&gt;link&lt;/a&gt;"
+    assert plain_html('<script>alert("x")</script>') == '&lt;script&gt;alert("x")&lt;/script&gt;'  # no &quot;
+    assert plain_html("&quot; $math$") == "&amp;quot; &#36;math&#36;"  # shown as typed, never LaTeX
+    for text in HOSTILE:  # nothing active survives
+        assert "<" not in plain_html(text) and "$" not in plain_html(text)
+
+
+@pytest.mark.parametrize("char", ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
+                                  "\u200e", "\u200f", "\u061c"])
+def test_direction_controls_become_visible_markers(char):
+    marker = f"[U+{ord(char):04X}]"
+    assert show_bidi(f"A{char}B") == f"A{marker}B"
+    assert md(f"A{char}B") == f"A\\{marker[:-1]}\\]B" and char not in md(f"A{char}B")
+    assert plain_html(f"A{char}B") == f"A{marker}B"
+
+
+def test_md_frame_escapes_cells_index_and_keeps_numbers():
+    frame = pd.DataFrame({"segment": HOSTILE[:3], "patients": [1, 2, 3], "mean": [0.5, np.nan, 1.0]}).set_index("segment")
+    out = md_frame(frame)
+    assert list(out.index) == [md(s) for s in HOSTILE[:3]]
+    assert out["patients"].tolist() == [1, 2, 3] and out["mean"].iloc[0] == 0.5 and np.isnan(out["mean"].iloc[1])
+
+
+def hostile_segment_session():
+    """A wide upload whose segment column holds hostile text, segments on (Value & cost applied)."""
+    rng = np.random.RandomState(7)
+    n = 600
+    probs = rng.beta(1.2, 2.0, size=(n, 3)).round(3)
+    labels = (rng.rand(n, 3) < probs).astype(int)
+    frame = pd.DataFrame({"patient_id": [f"P{i:04d}" for i in range(n)]})
+    for k, code in enumerate(("A", "B", "C")):
+        frame[f"prob_{code}"], frame[f"label_{code}"] = probs[:, k], labels[:, k]
+    frame["segment"] = [SEGMENTS[i % len(SEGMENTS)] for i in range(n)]
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("hostile.csv", frame.to_csv(index=False).encode(), "text/csv"))
+    at.run()
+    assert_clean(at)
+    go(at, "value_cost")
+    at.checkbox(key="use_segments").check()
+    at.button(key="apply_settings").click().run()
+    assert_clean(at)
+    assert at.session_state["settings"]["segment"] == "segment"
+    return at
+
+
+def static_table_sources(at) -> list[str]:
+    out = []
+    for table in at.table:
+        value = table.value
+        out += [str(i) for i in value.index] + [str(c) for c in value.columns]
+        out += [str(v) for column in value.columns for v in value[column]]
+    return out
+
+
+def assert_literal(sources, where):
+    joined = "\n".join(sources)
+    for text in SEGMENTS:
+        assert text not in joined, (where, text)
+    assert any(md(text) in s for text in SEGMENTS for s in sources), where  # shown, escaped
+
+
+def test_hostile_segment_values_are_literal_on_every_surface():
+    at = hostile_segment_session()
+    # Value & cost: the per-segment table (st.table renders Markdown in its cells and index)
+    assert_literal(static_table_sources(at), "value & cost table")
+    # Online session: the per-segment legend (plotly renders HTML in trace names)
+    at = settle_jobs(go(at, "online"))  # the replay runs in the background
+    at.button(key="to_end").click().run()
+    assert_clean(at)
+    chart = next(c for c in at.get("plotly_chart") if "per segment" in c.proto.spec)
+    import json
+    names = [trace.get("name") for trace in json.loads(chart.proto.spec)["data"]]
+    assert sorted(n for n in names if n) == sorted(plain_html(s) for s in SEGMENTS)
+    assert all("<" not in n and "$" not in n for n in names if n)
+    # Patients: the caption and the threshold tile's help name the patient's segment
+    go(at, "patients")
+    assert_clean(at)
+    captions = [c.value for c in at.caption]
+    assert any("segment" in c for c in captions)
+    assert_literal(captions + [m.help or "" for m in at.metric], "patients caption")
+    # Validity: the verdict and the per-segment table
+    go(at, "validity")
+    at = settle_jobs(at.button(key="run_validity").click().run())
+    assert not at.exception, [e.value for e in at.exception]
+    sources = static_table_sources(at) + [e.value for e in at.success] + [e.value for e in at.error]
+    assert_literal(sources, "validity")

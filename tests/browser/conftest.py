@@ -5,8 +5,8 @@
   waits for ``/_stcore/health`` to answer ``ok`` and stops the server (and any children) at the end. The server log is kept under pytest's tmp dir and
   its tail is shown when the server does not come up.
 * ``browser`` (session): Debian's chromium (``/usr/bin/chromium``) through Playwright's sync
-  API. Never ``playwright install``: when the executable is missing the tests are skipped
-  (``.ci/run`` installs it with apt-get).
+  API. Never ``playwright install``: when the executable (or python playwright) is missing the
+  tests are skipped, and fail instead when ``CI=true`` (``.ci/run`` installs chromium with apt-get).
 * ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
   1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
   ``page.js_errors``. When the test fails, a full-page screenshot of the page as it was goes to
@@ -75,10 +75,24 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
+def in_ci() -> bool:
+    """CI sets CI=true (GitHub Actions, GitLab, .ci/run's callers): there a missing browser is a failure."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def missing(reason: str):
+    """Skip the browser tests for ``reason`` on a developer's machine; fail them in CI, where a skip
+    would pass the build without a single browser test having run."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: the browser tests must run in CI, so this is a failure, not a skip)",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> Path:
     if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run the browser tests")
+        missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run the browser tests")
     return CHROMIUM
 
 
@@ -130,7 +144,10 @@ def app_url(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def browser(chromium_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="python playwright is not installed")
+    try:
+        import playwright.sync_api as sync_api
+    except ImportError:
+        missing("python playwright is not installed (pip install -e \".[test]\")")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS, headless=True)
         try:

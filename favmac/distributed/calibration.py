@@ -1,0 +1,394 @@
+"""Calibrate: the final FavMac thresholds over a very large labelled data set, exactly, on Dask.
+
+The final thresholds over a calibration set are a weighted order statistic of per-patient
+points (SPEC, "Distributed calibration"), so they split over partitions:
+
+1. every partition turns its patients into points — (key, integer weight) for expected-cost
+   control, the scores T_i with weight 1 for violation control — and returns exact integer
+   histograms over the keys' ordered 64-bit patterns, the top 20 bits first
+   (:mod:`favmac.distributed.histograms`);
+2. the coordinator adds the histograms, finds for every target the bucket where
+   F(b) = total weight of keys <= b crosses M (or the k-th largest T_i), and
+3. asks the partitions again, inside the crossing buckets only: either the next 22 bits
+   (a bucket still holding many points) or the exact distinct keys with their summed weights,
+   until one key remains. The SPEC's edge rules (+inf, -inf) are applied on the way.
+
+Nothing is approximate and nothing depends on the partition order: weights are integers at
+the cost's decimal scale (``favmac.thresholds.ExactCosts``). No partition ever materializes
+more than one batch of rows; the data is read once per pass (two passes in practice, a third
+only when a 20-bit bucket holds more than ``EXACT_LIMIT`` points). Input is read and checked
+by :mod:`favmac.distributed.sources` (favmac.io's rules); the passes run on
+:class:`favmac.distributed.runner.Runner`, which also refuses a patient id seen twice.
+
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
+from ..io.readers import column_layout
+from ..recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, fit_recalibration
+from ..segments import group_rows
+from ..thresholds import (
+    ExactCosts,
+    calibration_points,
+    expected_margin,
+    rank_edge,
+    violation_rank,
+    violation_scores,
+)
+from ..universe import candidate_sets, check_score, check_universe, default_score
+from .histograms import (
+    WIDTHS,
+    add,
+    bucket,
+    crossing,
+    cumsum,
+    descend,
+    group_sum,
+    key_of_bits,
+    merge,
+    ordered_bits,
+    select,
+    sparse_histogram,
+)
+from .runner import Runner, hash_series, id_hashes
+from .sources import Piece, rows_of, segment_labels
+
+__all__ = ["calibrate"]
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class _Model:
+    """Everything a worker needs to turn rows into points (small and picklable)."""
+
+    value: object
+    cost: object
+    universe: str
+    score: str
+    codes: tuple
+    costs: ExactCosts
+    bounds: tuple  # violation control: distinct integer bounds floor(c * scale); () for expected control
+    segment: str | None = None  # column of group labels: every group is also calibrated on its own
+    maps: Recalibration | None = None  # recalibration maps applied to every row after the fold
+    fold: tuple = ()  # ((item key, rows), ...): leading rows of each item that are the recalibration fold
+
+    def fold_rows(self, item, name) -> int:
+        """How many leading rows of this Piece or dask partition belong to the recalibration fold."""
+        return dict(self.fold).get(_item_key(item, name), 0)
+
+    @property
+    def wanted(self) -> list[str]:
+        """The columns a pass reads."""
+        extra = [] if self.segment is None else [self.segment]
+        return [ID_COLUMN] + extra + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
+
+    @property
+    def expected(self) -> bool:
+        return not self.bounds
+
+    @property
+    def n_sets(self) -> int:
+        return max(1, len(self.bounds))
+
+    def arrays(self, frame, file, rows, hash_ids: bool = True):
+        """(probabilities, labels, segment labels or None, id hashes or None) of a batch, checked by
+        favmac.io's rules (the ids are checked on the first pass only, with ``hash_ids``)."""
+        probs = numeric_block(frame, [f"prob_{c}" for c in self.codes], rows, file, "probability")
+        labels = numeric_block(frame, [f"label_{c}" for c in self.codes], rows, file, "label")
+        hashes = id_hashes(patient_ids(frame, rows, file)) if hash_ids else None
+        return probs, labels, segment_labels(frame, self.segment, file, rows), hashes
+
+    def points(self, probs, labels):
+        """Per point set: (keys, integer weights) per patient row — (N, M) for expected control,
+        (N,) scores with weight 1 per bound for violation control. Zero weights are dropped later."""
+        cands = candidate_sets(probs, self.value, self.cost, self.universe)
+        realized = self.costs.realized(cands, labels.astype(bool))
+        if self.expected:
+            return [calibration_points(cands, realized, self.score)]
+        return [(violation_scores(cands, realized, bound, self.score), np.ones(len(probs), dtype=np.int64))
+                for bound in self.bounds]
+
+
+# ----------------------------------------------------------------------------- one pass over a piece
+
+
+def _item_key(item, name):
+    """A Piece (hashable, unique) or a dask partition's name ("partition <i>")."""
+    return item if isinstance(item, Piece) else name
+
+
+def _pass_rows(model: _Model, rows, request, skip: int = 0):
+    """Fold batches ``rows`` (iterable of (file, row numbers, frame)) into one pass's results.
+
+    Point sets are keyed by (group, s): group None is every patient, a segment label its
+    patients only; s indexes the model's point sets (one per violation bound). ``request``
+    is None for the first pass (a top-level histogram per point set) or a dict from point-set
+    key to a list of regions (depth, prefix, exact) to histogram one level deeper
+    (exact=False) or to enumerate as distinct patterns with summed weights (exact=True).
+
+    Returns ``(patients per group, results)``: the first pass gives one sparse histogram
+    (ids, sums, counts) per key, later passes one per requested region. The first pass
+    appends a third item, the 64-bit hashes of the patient ids (for the duplicate check).
+    The first ``skip`` rows are the recalibration fold: checked and id-hashed, never points;
+    the other rows' probabilities go through ``model.maps``.
+    """
+    n_rows: dict = {None: 0}
+    size = 1 << WIDTHS[0]
+    dense = {}  # the pooled sets: dense 20-bit histograms [sums, counts]
+    sparse: dict = {}  # segment sets (few points each): sparse histograms per batch
+    partial = {key: [[] for _ in regions] for key, regions in (request or {}).items()}
+    hashes = []
+    for file, row_numbers, frame in rows:
+        probs, labels, groups, id_hashes = model.arrays(frame, file, row_numbers, hash_ids=request is None)
+        if request is None:
+            hashes.append(id_hashes)
+        if skip:  # SPEC "Recalibration on a split": the fold never joins calibration
+            drop = min(skip, len(probs))
+            skip -= drop
+            probs, labels, groups = probs[drop:], labels[drop:], None if groups is None else groups[drop:]
+        if model.maps is not None and len(probs):
+            probs = model.maps.apply(probs)
+        n_rows[None] += len(probs)
+        if not len(probs):
+            continue
+        per_row = model.points(probs, labels)
+        selections = [(None, slice(None))] + (group_rows(groups) if groups is not None else [])
+        for group, selected in selections:
+            if group is not None:
+                n_rows[group] = n_rows.get(group, 0) + len(selected)
+            for s, (keys, weights) in enumerate(per_row):
+                keys, weights = keys[selected], weights[selected]
+                keep = weights > 0
+                patterns, weights = ordered_bits(keys[keep]), weights[keep]
+                key = (group, s)
+                if request is None:
+                    ids = bucket(patterns, 0)
+                    if group is None:
+                        sums, counts = dense.get(key, (np.zeros(size, np.int64), np.zeros(size, np.int64)))
+                        dense[key] = (add(sums, group_sum(ids, weights, size)), counts + np.bincount(ids, minlength=size))
+                    else:
+                        sparse.setdefault(key, []).append(sparse_histogram(ids.astype(np.uint64), weights))
+                    continue
+                for r, (depth, prefix, exact_mode) in enumerate(request.get(key, ())):
+                    mask = select(patterns, depth, prefix)
+                    if mask.any():
+                        chosen = patterns[mask]
+                        ids = chosen if exact_mode else bucket(chosen, depth).astype(np.uint64)
+                        partial[key][r].append(sparse_histogram(ids, weights[mask]))
+    if request is None:
+        out = {key: merge(parts) for key, parts in sparse.items()}
+        for key, (sums, counts) in dense.items():
+            nz = np.flatnonzero(counts)
+            out[key] = (nz.astype(np.uint64), sums[nz], counts[nz])
+        return n_rows, out, hash_series(hashes)
+    return n_rows, {key: [merge(parts) for parts in per_region] for key, per_region in partial.items()}
+
+
+def _piece_pass(item, name: str, model: _Model, request):
+    """One pass over a Piece or a dask partition (see ``_pass_rows``)."""
+    if not isinstance(item, Piece):
+        column_layout(item.columns, name, segment_column=model.segment, codes=model.codes)
+    text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
+    return _pass_rows(model, rows_of(item, name, model.wanted, text), request, model.fold_rows(item, name))
+
+
+def _fit_fold(runner, model: _Model, size: int, method: str):
+    """Read the first ``size`` rows of the stream order (files sorted, rows in order; or the
+    partitions in order) on the coordinator and fit the maps: ``(maps, fold)`` for the model."""
+    text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
+    probs, labels, fold, seen = [], [], [], 0
+    for item, name in runner.items():
+        if seen >= size:
+            break
+        part = item if isinstance(item, Piece) else item.compute()
+        if not isinstance(item, Piece):
+            column_layout(part.columns, name, segment_column=model.segment, codes=model.codes)
+        taken = 0
+        for file, row_numbers, frame in rows_of(part, name, model.wanted, text):
+            batch_probs, batch_labels, _, _ = model.arrays(frame, file, row_numbers, hash_ids=False)
+            take = min(size - seen, len(batch_probs))
+            probs.append(batch_probs[:take])
+            labels.append(batch_labels[:take])
+            seen += take
+            taken += take
+            if seen >= size:
+                break
+        if taken:
+            fold.append((_item_key(item, name), taken))
+    check_recalibrate(size, n_patients=seen)  # a stream shorter than R: the error names the setting
+    maps = fit_recalibration(np.concatenate(probs), np.concatenate(labels), method, codes=model.codes)
+    return maps, tuple(fold)
+
+
+# ----------------------------------------------------------------------------- calibrate
+
+
+def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score=None, c_max=None,
+              segment=None, scheduler=None, progress=False, return_details=False, recalibrate=None,
+              recalibration=DEFAULT_RECALIBRATION):
+    """Final FavMac thresholds over a very large labelled data set, computed exactly on Dask.
+
+    The result equals ``FavMac(value, cost, c, delta=delta, universe=universe, score=score,
+    c_max=c_max)`` fed every row (in any order) and read through ``.threshold``, for every
+    target c.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, list of them, or dask.dataframe.DataFrame
+        Parquet or CSV files in the wide layout (``patient_id``, ``prob_<code>``,
+        ``label_<code>``; codes in the first file's column order, the same codes in every
+        file): a path, a glob such as ``'claims/*.parquet'``, a folder, a list, or any fsspec
+        URL (``s3://...``); or a dask DataFrame with those columns.
+    value, cost : value and cost functions (favmac.functions)
+    targets : float or sequence of float
+        Target costs c, in the cost's own units.
+    delta : float or None
+        None: expected-cost control; a float in (0, 1): violation control.
+    universe : {"ratio", "prob", "value", "full"}
+    score : {"cost", "price"}, optional
+        What the threshold is on (SPEC, "The score a threshold is on"); "price" needs a
+        greedy universe. Default: :func:`favmac.universe.default_score` of ``universe`` and
+        ``delta`` (price under expected-cost control, cost under violation control and on
+        ``full``).
+    c_max : float, optional
+        Largest possible cost (default: the sum of the cost weights).
+    segment : str, optional
+        A column of group labels (plan, region, provider; SPEC "Segments"): every segment is
+        also calibrated on its own patients, as ``FavMac.threshold_for(label)`` after
+        ``update(p, y, group=labels)``.
+    scheduler : None, str or distributed.Client
+        None: dask's local default (threads); a local scheduler name ("threads", "processes",
+        "synchronous"); a ``distributed.Client``; or a scheduler address such as
+        ``"tcp://10.0.0.5:8786"`` (a client is opened for the call and closed after).
+    progress : bool
+        Show dask's progress bar (``dask.diagnostics.ProgressBar`` locally,
+        ``distributed.progress`` on a cluster) for every pass.
+    recalibrate : int, optional
+        R >= 50: the first R rows of the stream order (files sorted by path, rows in file order;
+        a dask DataFrame's partitions in order) are a recalibration fold (SPEC "Recalibration on
+        a split"): the coordinator reads them and fits per-code maps, every other row is
+        calibrated with g_k(p_k), and the fold's rows never calibrate. Equals
+        ``FavMac(..., recalibrate=R)`` fed the rows in that order. The details then carry
+        ``recalibration_maps`` (the maps' dict, for :func:`~favmac.distributed.predict`).
+    recalibration : {"platt", "isotonic"}
+        The map fitted on the fold.
+    return_details : bool
+        Also return a dict with ``n_patients``, ``codes``, ``passes``, the exact ``c_max``, the
+        ``score`` used and, with ``segment``, ``segment_sizes`` (label -> patients).
+
+    Returns
+    -------
+    ndarray of float, shape (T,)
+        The thresholds (may be +inf or -inf, per the SPEC's edge rules). With ``segment``,
+        ``(thresholds, by_segment)`` where ``by_segment`` maps each label to its (T,) array.
+        With ``return_details``, the details dict is appended to the returned tuple.
+
+    Raises
+    ------
+    DataError
+        A file (or partition) with missing columns, codes that differ from the first file's,
+        or a missing, non-numeric, NaN or infinite cell, a probability outside [0, 1] or a
+        label other than 0/1; a missing patient id or one seen twice in the whole source; a
+        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...). The
+        message names the file, the row (header = row 1, blank CSV rows counted) and the column.
+
+    Notes
+    -----
+    Weights are the increments of each patient's running maximum of realized cost, as
+    integers at the cost's decimal scale (violation control: weight 1 per patient). They
+    are summed as int64 while a sum provably stays below 2^62 and as Python ints beyond,
+    so the result is exact and independent of the partitioning.
+    """
+    scalar = np.ndim(targets) == 0
+    targets = [float(t) for t in np.atleast_1d(np.asarray(targets, dtype=float))]
+    if any(not math.isfinite(t) for t in targets):
+        raise ValueError(f"targets must be finite, got {targets}")
+    if delta is not None and not 0 < float(delta) < 1:
+        raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
+    score = check_score(default_score(universe, delta) if score is None else score, universe)
+    with Runner(source, scheduler, progress, labelled=True, segment=segment) as runner:
+        n_codes = len(runner.codes)
+        check_universe(universe, n_codes)
+        costs = ExactCosts.of(cost, n_codes, c_max)
+        bounds = () if delta is None else tuple(sorted({costs.bound(t) for t in targets}))
+        model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment)
+        if recalibrate is not None:
+            size = check_recalibrate(recalibrate)
+            maps, fold = _fit_fold(runner, model, size, recalibration)
+            model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold)
+        text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
+        results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), text)
+        sizes: dict = {}
+        for counts, _ in results:
+            for group, n in counts.items():
+                sizes[group] = sizes.get(group, 0) + n
+        top_keys = {key for _, hists in results for key in hists}
+        top = {key: merge([hists[key] for _, hists in results if key in hists]) for key in top_keys}
+        # Per (group, target): (point-set key, the integer F must exceed), or an edge answer.
+        searches, answers = {}, {}
+        for group, n_patients in sizes.items():
+            for t, target in enumerate(targets):
+                if delta is None:
+                    margin = expected_margin(target, costs.c_max, n_patients)
+                    scaled = margin * costs.scale
+                    search = ((group, 0), scaled.numerator // scaled.denominator) if margin >= 0 else -math.inf
+                else:
+                    k = violation_rank(delta, n_patients)
+                    edge = rank_edge(k, n_patients)  # the k-th largest T_i unless k is out of range
+                    search = ((group, bounds.index(costs.bound(target))), n_patients - k) if math.isnan(edge) else edge
+                if isinstance(search, tuple):
+                    searches[group, t] = search
+                else:
+                    answers[group, t] = search
+        # state per search: (point-set key, need, depth, prefix, exact, weight below the region)
+        state = {}
+        empty = (np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        for search, (key, need) in searches.items():
+            ids, sums, counts = top.get(key, empty)
+            if (int(sums.sum(dtype=object)) if len(sums) else 0) <= need:
+                answers[search] = math.inf  # F never exceeds M
+                continue
+            state[search] = descend(key, need, 0, 0, 0, ids, sums, counts)
+        passes = 1
+        while state:
+            regions: dict = {}
+            for key, _, depth, prefix, exact_mode, _ in state.values():
+                regions.setdefault(key, set()).add((depth, prefix, exact_mode))
+            regions = {key: sorted(found) for key, found in regions.items()}
+            results = runner.run(runner.tasks(_piece_pass, model, regions))
+            passes += 1
+            merged = {key: [merge([hists[key][i] for _, hists in results]) for i in range(len(regions[key]))]
+                      for key in regions}
+            for search in list(state):
+                key, need, depth, prefix, exact_mode, below = state[search]
+                ids, sums, counts = merged[key][regions[key].index((depth, prefix, exact_mode))]
+                if exact_mode:
+                    answers[search] = key_of_bits(int(ids[crossing(cumsum(sums, below), need)]))
+                    del state[search]
+                else:
+                    state[search] = descend(key, need, depth, prefix, below, ids, sums, counts)
+
+    def thresholds_of(group):
+        values = np.array([answers[group, t] for t in range(len(targets))], dtype=float)
+        return values[0] if scalar else values
+
+    out = thresholds_of(None)
+    if segment is not None:
+        out = (out, {group: thresholds_of(group) for group in sorted(g for g in sizes if g is not None)})
+    if return_details:
+        details = {"n_patients": sizes[None], "codes": list(runner.codes), "passes": passes, "c_max": costs.c_max,
+                   "scale": costs.scale, "score": score}
+        if model.maps is not None:
+            details["recalibrate"] = int(recalibrate)
+            details["recalibration_maps"] = model.maps.to_dict()
+        if segment is not None:
+            details["segment_sizes"] = {g: n for g, n in sorted((g, n) for g, n in sizes.items() if g is not None)}
+        return (*out, details) if segment is not None else (out, details)
+    return out

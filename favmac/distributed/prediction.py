@@ -1,0 +1,194 @@
+"""Predict: the chosen code set of every patient in a large unlabelled file set, written as Parquet parts.
+
+Each task reads one piece (or dask partition) batch by batch, chooses every patient's set with
+the library's ``candidate_sets`` at the given threshold(s) and writes the export table of the
+app and the CLI (:func:`favmac.export.chosen_sets`) as one ``part-NNNNN.parquet``. The parts go
+into a hidden staging folder that is renamed to ``out`` only when every task succeeded and no
+patient id repeats (:meth:`favmac.distributed.runner.Runner.run_checking_ids`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import uuid
+
+import numpy as np
+
+from ..export import chosen_sets
+from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
+from ..io.readers import column_layout
+from ..replay import method_name
+from ..segments import too_small_reason
+from ..thresholds import ExactCosts
+from ..universe import candidate_sets, check_score, check_universe, default_score
+from .runner import Runner, hash_series, id_hashes
+from .sources import Piece, rows_of, segment_labels
+
+__all__ = ["predict"]
+
+
+def predict(source, value, cost, thresholds, out, *, universe="ratio", score=None, codes=None, target=None,
+            delta=None, method=None, segment=None, segment_sizes=None, c_max=None, scheduler=None, progress=False,
+            recalibration=None):
+    """Choose the code set of every patient in a large unlabelled file set; write Parquet parts.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, list of them, or dask.dataframe.DataFrame
+        Parquet or CSV files with ``patient_id`` and one column per code (the probabilities
+        layout) or ``prob_<code>`` columns (a wide file; label columns are ignored).
+    value, cost : value and cost functions
+    thresholds : float, or dict of segment label -> float with ``segment``
+        The threshold T (e.g. from :func:`~favmac.distributed.calibrate`); with ``segment``,
+        each segment's own (the second item calibrate returns with ``segment``). A segment
+        missing from the dict gets T = -inf (the empty set; it had no calibration patient),
+        with a note.
+    out : str
+        Output folder; one ``part-NNNNN.parquet`` per task is written into it. It is filled
+        only when every partition succeeded (written to a temporary folder, then renamed).
+    universe, score : as in :func:`~favmac.distributed.calibrate`
+        The default score, :func:`favmac.universe.default_score` of ``universe`` and ``delta``,
+        is the one :func:`~favmac.distributed.calibrate` uses: give both the same ``delta``.
+    codes : list of str, optional
+        The calibration codes; every file must hold exactly these (any column order).
+    target, delta, method : optional
+        Copied into the output columns (as the CLI's CSV export does).
+    segment : str, optional
+        Column of segment labels; adds the export's ``segment`` and ``note`` columns.
+    segment_sizes : dict, optional
+        Segment label -> calibration patients (``details["segment_sizes"]`` of
+        :func:`~favmac.distributed.calibrate`). A segment whose threshold is -inf (too few
+        patients for the target) then gets ``favmac.segments.too_small_reason`` as its note, as the in-memory export
+        writes it; without the sizes the note says the threshold is -inf.
+    c_max : float, optional
+        The calibration's C_max (default: the sum of the cost weights), for that note.
+    scheduler, progress : as in :func:`~favmac.distributed.calibrate`
+    recalibration : Recalibration or dict, optional
+        The maps the thresholds were calibrated with (``details["recalibration_maps"]`` of
+        :func:`~favmac.distributed.calibrate` with ``recalibrate``), applied to every patient's
+        probabilities first (the sets and the proxies use g_k(p_k)).
+
+    Returns
+    -------
+    int
+        Number of patients written.
+
+    Raises
+    ------
+    DataError
+        For the faults :func:`~favmac.distributed.calibrate` refuses (labels are not read) and
+        a patient id seen twice in the whole file set; nothing is written then.
+    """
+    score = check_score(default_score(universe, delta) if score is None else score, universe)
+    if segment is None:
+        threshold = float(thresholds)
+    else:
+        if not isinstance(thresholds, dict):
+            raise ValueError("thresholds: with segment=..., give a dict of segment label -> threshold")
+        threshold = {str(label).strip(): float(t) for label, t in thresholds.items()}
+    if any(math.isnan(t) for t in (threshold.values() if segment is not None else [threshold])):
+        raise ValueError("thresholds: a threshold is NaN")
+    out = os.fspath(out)
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise ValueError(f"out: {out!r} already exists and is not an empty folder")
+    parent = os.path.dirname(os.path.abspath(out))
+    staging = os.path.join(parent, f".{os.path.basename(out)}.partial-{uuid.uuid4().hex[:8]}")
+    os.makedirs(staging)
+    try:
+        with Runner(source, scheduler, progress, labelled=False, codes=codes, segment=segment) as runner:
+            check_universe(universe, len(runner.codes))
+            from ..recalibration import as_recalibration
+
+            info = dict(maps=as_recalibration(recalibration, codes=runner.codes), threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
+                        universe=universe, score=score, segment=segment,
+                        notes=_segment_notes(threshold, segment_sizes, target, delta,
+                                             ExactCosts.of(cost, len(runner.codes), c_max).c_max)
+                        if segment is not None else {})
+            import dask
+
+            tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, value, cost, runner.codes, info, staging)
+                     for index, (item, name) in enumerate(runner.items())]
+            text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
+            written = sum(count for (count,) in runner.run_checking_ids(tasks, text))
+        if os.path.isdir(out):
+            os.rmdir(out)
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return written
+
+
+def _segment_notes(thresholds: dict, sizes, target, delta, c_max) -> dict:
+    """Segment label -> the export's note for each calibrated segment with T = -inf (empty sets).
+
+    The wording is the in-memory export's (``favmac.export``): ``favmac.segments.too_small_reason``
+    when the segment's calibration size is known.
+    """
+    notes = {}
+    for label, threshold in thresholds.items():
+        if threshold != -math.inf:
+            continue
+        n = None if sizes is None else {str(k).strip(): v for k, v in sizes.items()}.get(label)
+        why = None
+        if n is not None and target is not None:
+            why = too_small_reason(int(n), target, c_max, delta)
+        if why is None:
+            why = "its calibrated threshold is -inf (too few calibration patients for the target), so every set is empty"
+        notes[label] = f"segment {label!r}: {why}"
+    return notes
+
+
+def _predict_rows(rows, value, cost, codes, info, path, prob_cols):
+    """Choose sets for batches ``rows`` of (file, row numbers, frame); write them to ``path``.
+
+    Returns ``(patients written, id hashes)``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    written = 0
+    hashes = []
+    missing_note = "segment {!r} is not in the calibration data (0 calibration patients), so its set is empty"
+    try:
+        for file, row_numbers, frame in rows:
+            probs = numeric_block(frame, prob_cols, row_numbers, file, "probability")
+            ids = patient_ids(frame, row_numbers, file)
+            hashes.append(id_hashes(ids))
+            segments = segment_labels(frame, info["segment"], file, row_numbers)
+            threshold, notes = info["threshold"], None
+            if segments is not None:
+                threshold = np.array([info["threshold"].get(label, -math.inf) for label in segments])
+                notes = [info["notes"].get(label, "") if label in info["threshold"] else missing_note.format(label)
+                         for label in segments]
+            if info["maps"] is not None:  # the maps the thresholds were calibrated with
+                probs = info["maps"].apply(probs)
+            cands = candidate_sets(probs, value, cost, info["universe"])
+            selected = cands.masks(cands.choose(threshold, info["score"]))
+            table = chosen_sets(ids.to_numpy(dtype=object), probs, selected, threshold,
+                                codes=codes, value=value, cost=cost, method=info["method"],
+                                target=math.nan if info["target"] is None else float(info["target"]),
+                                delta=info["delta"], universe=info["universe"], score=info["score"],
+                                segments=segments, notes=notes)
+            arrow = pa.Table.from_pandas(table, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(path, arrow.schema)
+            writer.write_table(arrow)
+            written += len(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    return written, hash_series(hashes)
+
+
+def _predict_item(item, name, index, value, cost, codes, info, staging):
+    """Write the chosen sets of one Piece or dask partition as ``part-<index>.parquet``."""
+    names = item.columns if isinstance(item, Piece) else list(item.columns)
+    layout = column_layout(names, name, labelled=False, segment_column=info["segment"], codes=codes)
+    prob_cols = layout.prob_columns
+    wanted = [ID_COLUMN] + ([] if info["segment"] is None else [info["segment"]]) + prob_cols
+    path = os.path.join(staging, f"part-{index:05d}.parquet")
+    text = (ID_COLUMN,) if info["segment"] is None else (ID_COLUMN, info["segment"])
+    return _predict_rows(rows_of(item, name, wanted, text), value, cost, codes, info, path, prob_cols)

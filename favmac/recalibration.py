@@ -1,0 +1,550 @@
+"""Recalibration on a split: per-code maps fitted on the first R patients of the stream.
+
+A classifier whose probabilities are not calibrated per code (over- or under-confident, or
+trained with value-proportional class weights) loses value under any score, the price score
+most. With ``recalibrate=R`` the first R patients of the stream are a recalibration fold: for
+each code k a non-decreasing map g_k, fitted on (p_ik, y_ik) of the fold only, replaces p_k by
+g_k(p_k) for every later patient, in the universe, the proxies and the score
+(``../shared/SPEC.md``, "Recalibration on a split"). The fold's patients get no prediction and
+never join the calibration data; ``burn_in`` counts patients after the fold. The maps are
+fixed before any calibration patient is scored, so both guarantees hold unchanged for the
+patients after the fold.
+
+Two maps (:data:`RECALIBRATIONS`):
+
+* ``"platt"`` (the default): g(p) = sigmoid(a logit(p') + b), p' = p clipped to
+  [:data:`CLIP`, 1 - :data:`CLIP`], a >= 0: the **unpenalized** logistic regression (maximum
+  likelihood, no ridge term) of Platt's (1999) targets: a positive counts as
+  t+ = (N+ + 1) / (N+ + 2), a negative as t- = 1 / (N- + 2) (each fold row enters twice,
+  as y = 1 with weight t and y = 0 with weight 1 - t). Why not the plain 0/1 maximum
+  likelihood: it does not exist when the fold separates a code (a rare code whose few positives
+  all score above its negatives, common in a 1,000-patient fold), where the slope runs to
+  infinity and g becomes a 0/1 step that makes every later patient above the cut "certain".
+  Platt's targets keep the fit finite without a tuning constant and move it by O(1/N+); they
+  are also what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits. Our own
+  Newton fit (:func:`_platt`, all codes at once) equals scikit-learn's
+  ``LogisticRegression(C=inf)`` on the same rows to 1e-8 (tests) and is about 10x faster.
+* ``"isotonic"``: pool-adjacent-violators (scikit-learn's ``IsotonicRegression``, ties in p
+  averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
+  constant.
+
+A code with no positive or no negative in the fold, with one distinct probability only, or
+(Platt) with a negative fitted slope maps to the fold's prevalence (a constant map); the maps
+list those codes (:attr:`Recalibration.fallback_codes`) so a page can say so.
+
+The maps serialize to a plain dict (:meth:`Recalibration.to_dict`, the ``recalibration_maps``
+of the settings file and the provenance record) and :meth:`Recalibration.apply` evaluates the
+stored numbers only, so a fitted map and its reloaded copy give the same probabilities.
+
+For the Data page: :func:`calibration_error` (the expected calibration error per code, with
+the number of patients behind it) and :func:`reliability` (the binned curve, per code and
+optionally per segment), each on any probabilities, e.g. before and after the maps;
+:func:`recalibration_report` does the split once and gives both errors per code.
+
+Timing (:func:`fit_recalibration`, 1,000 fold patients x 35 codes, this shared machine): platt
+about 0.2 s (one scikit-learn ``LogisticRegression`` per code: 1.8 s), isotonic about 0.1-0.4 s.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .validation import check_labels, check_probs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "CLIP",
+    "DEFAULT_RECALIBRATION",
+    "MIN_FOLD",
+    "RECALIBRATIONS",
+    "Recalibration",
+    "as_recalibration",
+    "calibration_error",
+    "check_recalibrate",
+    "check_recalibration",
+    "fit_recalibration",
+    "recalibration_of",
+    "recalibration_report",
+    "reliability",
+    "replay_after_fold",
+]
+
+RECALIBRATIONS = {"platt": "Platt scaling (logistic on logit p)", "isotonic": "Isotonic (pool-adjacent-violators)"}
+DEFAULT_RECALIBRATION = "platt"
+#: Fewest fold patients accepted: below this a per-code map is mostly noise.
+MIN_FOLD = 50
+#: Probabilities are clipped to [CLIP, 1 - CLIP] before the logit: the resolution of a float32
+#: probability near 1 (most classifiers emit float32), so 0 and 1 get finite logits.
+CLIP = 1e-7
+#: Largest number of codes / knots per code a serialized map may hold (settings files are user input).
+MAX_MAP_CODES = 100_000
+MAX_KNOTS = 1_000_000
+
+
+def check_recalibration(method) -> str:
+    """``method`` if it names a map ("platt" or "isotonic"), else a ValueError naming the setting.
+
+    >>> check_recalibration("isotonic")
+    'isotonic'
+    """
+    if not isinstance(method, str) or method not in RECALIBRATIONS:
+        raise ValueError(f"recalibration: expected one of {', '.join(RECALIBRATIONS)}; got {method!r}")
+    return method
+
+
+def check_recalibrate(recalibrate, *, window=None, n_patients: int | None = None, burn_in: int = 0):
+    """The fold size R as an int (None stays None), or a ValueError naming the setting.
+
+    R must be a whole number >= :data:`MIN_FOLD`, at most the stream minus ``burn_in``
+    (``n_patients - burn_in``), and a rolling ``window`` must hold at least R patients.
+
+    >>> check_recalibrate(100, n_patients=500, burn_in=200)
+    100
+    >>> check_recalibrate(400, n_patients=500, burn_in=200)
+    Traceback (most recent call last):
+    ...
+    ValueError: recalibrate: R = 400 fold patients is more than the stream minus the burn-in (500 - 200 = 300); use a smaller R or a smaller burn_in
+    """
+    if recalibrate is None:
+        return None
+    if isinstance(recalibrate, bool) or not isinstance(recalibrate, (int, np.integer, float)) or \
+            not float(recalibrate).is_integer():
+        raise ValueError(f"recalibrate: expected a whole number of fold patients (>= {MIN_FOLD}) or None; "
+                         f"got {recalibrate!r}")
+    size = int(recalibrate)
+    if size < MIN_FOLD:
+        raise ValueError(f"recalibrate: R = {size} fold patients is too few to fit a map per code; "
+                         f"use at least {MIN_FOLD} (about 1,000 is a good start)")
+    if n_patients is not None and size > n_patients - burn_in:
+        raise ValueError(f"recalibrate: R = {size} fold patients is more than the stream minus the burn-in "
+                         f"({n_patients} - {burn_in} = {n_patients - burn_in}); use a smaller R or a smaller burn_in")
+    if window is not None and int(window) < size:
+        raise ValueError(f"recalibrate: R = {size} fold patients with a rolling window of {int(window)}: the window "
+                         f"must hold at least R patients (window >= recalibrate); use a larger window or a smaller R")
+    return size
+
+
+class Recalibration:
+    """Fitted per-code maps g_k (see the module docstring); build with :func:`fit_recalibration`
+    or :meth:`from_dict`.
+
+    Attributes
+    ----------
+    method : {"platt", "isotonic"}
+    n_fold : int
+        Fold patients the maps were fitted on.
+    codes : list of str or None
+    prevalence : ndarray (K,)
+        Each code's positive rate in the fold.
+    fallback : ndarray of bool (K,)
+        Codes mapped to their prevalence (no positive or no negative in the fold, one distinct
+        probability, or a negative Platt slope).
+    slope, intercept : ndarray (K,) or None
+        Platt's a and b (0 and NaN for a fallback code).
+    knots : list of (x, y) arrays or None
+        Isotonic knots per code (empty for a fallback code).
+
+    Examples
+    --------
+    >>> rng = np.random.RandomState(0)
+    >>> q = rng.rand(400, 2)
+    >>> y = rng.rand(400, 2) < q
+    >>> maps = fit_recalibration(q ** 2, y, "isotonic")  # p = q^2 under-states every code
+    >>> bool(abs(maps.apply([[0.25, 0.25]])[0, 0] - 0.5) < 0.1)
+    True
+    >>> Recalibration.from_dict(maps.to_dict()).apply([[0.25, 0.81]]).tolist() == maps.apply([[0.25, 0.81]]).tolist()
+    True
+    """
+
+    def __init__(self, method, n_fold, prevalence, fallback, *, slope=None, intercept=None, knots=None, codes=None):
+        self.method = check_recalibration(method)
+        self.n_fold = int(n_fold)
+        self.prevalence = np.asarray(prevalence, dtype=float)
+        self.fallback = np.asarray(fallback, dtype=bool)
+        self.slope = None if slope is None else np.asarray(slope, dtype=float)
+        self.intercept = None if intercept is None else np.asarray(intercept, dtype=float)
+        self.knots = None if knots is None else [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in knots]
+        self.codes = None if codes is None else [str(c) for c in codes]
+
+    @property
+    def n_codes(self) -> int:
+        return len(self.prevalence)
+
+    @property
+    def fallback_codes(self) -> list[str]:
+        """Names (or positions) of the codes mapped to the fold's prevalence."""
+        names = self.codes if self.codes is not None else [str(k) for k in range(self.n_codes)]
+        return [names[k] for k in np.flatnonzero(self.fallback)]
+
+    def apply(self, probs) -> np.ndarray:
+        """g_k(p_k) for every patient and code: (N, K) in, (N, K) out (a (K,) row gives (K,)).
+
+        O(N K) for Platt, O(N K log m) for isotonic with m knots per code.
+        """
+        single = np.asarray(probs).ndim == 1
+        probs = check_probs(probs, self.n_codes, batch=True)
+        out = np.empty_like(probs)
+        if self.method == "platt":
+            clipped = np.clip(probs, CLIP, 1.0 - CLIP)
+            logits = np.log(clipped) - np.log1p(-clipped)
+            slope = np.where(self.fallback, 0.0, self.slope)
+            intercept = np.where(self.fallback, 0.0, self.intercept)
+            z = logits * slope + intercept
+            out[:] = 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic function, without overflow warnings
+        else:
+            for k, (x, y) in enumerate(self.knots):
+                if not self.fallback[k]:
+                    out[:, k] = np.interp(probs[:, k], x, y)
+        out[:, self.fallback] = self.prevalence[self.fallback]
+        np.clip(out, 0.0, 1.0, out=out)
+        return out[0] if single else out
+
+    # ------------------------------------------------------------------ plain dict
+    def to_dict(self) -> dict:
+        """A plain JSON-ready dict: ``method``, ``n_fold``, ``codes`` and one entry per code in
+        ``maps`` (``prevalence``, ``fallback``, then ``slope``/``intercept`` or ``x``/``y``)."""
+        names = self.codes if self.codes is not None else [str(k) for k in range(self.n_codes)]
+        maps = []
+        for k, name in enumerate(names):
+            entry = {"code": name, "prevalence": float(self.prevalence[k]), "fallback": bool(self.fallback[k])}
+            if not self.fallback[k]:
+                if self.method == "platt":
+                    entry.update(slope=float(self.slope[k]), intercept=float(self.intercept[k]))
+                else:
+                    entry.update(x=[float(v) for v in self.knots[k][0]], y=[float(v) for v in self.knots[k][1]])
+            maps.append(entry)
+        return {"method": self.method, "n_fold": self.n_fold, "codes": self.codes, "maps": maps}
+
+    @classmethod
+    def from_dict(cls, doc, *, codes=None) -> "Recalibration":
+        """Maps from :meth:`to_dict`'s dict (e.g. read from a settings file); every number is checked.
+
+        ``codes``: the data's codes, which must match the stored ones (when both are known).
+        Raises ValueError naming ``recalibration_maps`` and the entry at fault.
+        """
+        where = "recalibration_maps"
+        if not isinstance(doc, dict):
+            raise ValueError(f"{where}: expected an object with method, n_fold and maps; got {type(doc).__name__}")
+        method = doc.get("method")
+        if method not in RECALIBRATIONS:
+            raise ValueError(f"{where}.method: expected one of {', '.join(RECALIBRATIONS)}; got {method!r}")
+        n_fold = doc.get("n_fold")
+        if isinstance(n_fold, bool) or not isinstance(n_fold, int) or n_fold < 1:
+            raise ValueError(f"{where}.n_fold: expected a positive whole number; got {n_fold!r}")
+        maps = doc.get("maps")
+        if not isinstance(maps, list) or not maps or len(maps) > MAX_MAP_CODES:
+            raise ValueError(f"{where}.maps: expected a list with one entry per code (1 to {MAX_MAP_CODES:,})")
+        stored = doc.get("codes")
+        if stored is not None and (not isinstance(stored, list) or len(stored) != len(maps)):
+            raise ValueError(f"{where}.codes: expected one code name per map ({len(maps)})")
+        if codes is not None:
+            wanted = [str(c) for c in codes]
+            if stored is not None and [str(c) for c in stored] != wanted:
+                raise ValueError(f"{where}: the maps were fitted for codes {_few(stored)}, the data has {_few(wanted)}; "
+                                 "recalibrate on this data instead")
+            if len(wanted) != len(maps):
+                raise ValueError(f"{where}: {len(maps)} maps for {len(wanted)} codes; recalibrate on this data instead")
+        prevalence, fallback, slope, intercept, knots = [], [], [], [], []
+        for k, entry in enumerate(maps):
+            at = f"{where}.maps[{k}]"
+            if not isinstance(entry, dict):
+                raise ValueError(f"{at}: expected an object")
+            prevalence.append(_unit(entry.get("prevalence"), f"{at}.prevalence"))
+            flag = entry.get("fallback")
+            if not isinstance(flag, bool):
+                raise ValueError(f"{at}.fallback: expected true or false; got {flag!r}")
+            fallback.append(flag)
+            if method == "platt":
+                a = 0.0 if flag else _finite(entry.get("slope"), f"{at}.slope")
+                if a < 0:
+                    raise ValueError(f"{at}.slope: must be >= 0 (the map is non-decreasing); got {a!r}")
+                slope.append(a)
+                intercept.append(math.nan if flag else _finite(entry.get("intercept"), f"{at}.intercept"))
+            else:
+                knots.append((np.zeros(0), np.zeros(0)) if flag else _knots(entry.get("x"), entry.get("y"), at))
+        return cls(method, n_fold, prevalence, fallback, slope=slope if method == "platt" else None,
+                   intercept=intercept if method == "platt" else None, knots=knots if method == "isotonic" else None,
+                   codes=stored if stored is not None else codes)
+
+    def __eq__(self, other):
+        return isinstance(other, Recalibration) and self.to_dict() == other.to_dict()
+
+    def __repr__(self):
+        return (f"Recalibration({self.method!r}, n_fold={self.n_fold}, n_codes={self.n_codes}, "
+                f"fallback={len(self.fallback_codes)})")
+
+
+def _few(names) -> str:
+    names = [str(c) for c in names]
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+
+
+def _finite(x, at) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise ValueError(f"{at}: expected a finite number; got {x!r}")
+    return float(x)
+
+
+def _unit(x, at) -> float:
+    out = _finite(x, at)
+    if not 0 <= out <= 1:
+        raise ValueError(f"{at}: expected a number in [0, 1]; got {x!r}")
+    return out
+
+
+def _knots(x, y, at):
+    if not isinstance(x, list) or not isinstance(y, list) or not x or len(x) != len(y) or len(x) > MAX_KNOTS:
+        raise ValueError(f"{at}: expected lists x and y of the same length (1 to {MAX_KNOTS:,} knots)")
+    xs = np.array([_unit(v, f"{at}.x[{i}]") for i, v in enumerate(x)])
+    ys = np.array([_unit(v, f"{at}.y[{i}]") for i, v in enumerate(y)])
+    if np.any(np.diff(xs) < 0) or np.any(np.diff(ys) < 0):
+        raise ValueError(f"{at}: x and y must be non-decreasing (the map is non-decreasing)")
+    return xs, ys
+
+
+def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, codes=None) -> Recalibration:
+    """Fit one non-decreasing map per code on a fold's probabilities and labels.
+
+    Parameters
+    ----------
+    probs : ndarray (R, K)
+        The fold's probabilities (the first R patients of the stream).
+    labels : ndarray (R, K) of 0/1
+    method : {"platt", "isotonic"}
+    codes : sequence of str, optional
+        Code names, kept in the maps (and in :meth:`Recalibration.to_dict`).
+
+    Returns
+    -------
+    Recalibration
+
+    Notes
+    -----
+    Platt: the unpenalized logistic fit of Platt's targets, every code at once (module
+    docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
+    per code, its knots kept. O(K R log R).
+
+    >>> maps = fit_recalibration([[0.2], [0.4], [0.6], [0.8]] * 20, [[0], [0], [1], [1]] * 20)
+    >>> bool(maps.apply([[0.3]])[0, 0] < 0.5 < maps.apply([[0.7]])[0, 0]), maps.fallback_codes
+    (True, [])
+    """
+    method = check_recalibration(method)
+    probs = check_probs(probs)
+    labels = check_labels(labels, probs.shape)
+    n_fold, n_codes = probs.shape
+    if codes is not None and len(codes) != n_codes:
+        raise ValueError(f"codes: expected {n_codes} code names, got {len(codes)}")
+    positives = labels.sum(axis=0)
+    prevalence = positives / n_fold
+    fallback = (positives == 0) | (positives == n_fold) | (probs.min(axis=0) == probs.max(axis=0))
+    slope = np.zeros(n_codes)
+    intercept = np.full(n_codes, math.nan)
+    knots = [(np.zeros(0), np.zeros(0))] * n_codes
+    fitted = np.flatnonzero(~fallback)
+    if method == "platt" and len(fitted):
+        a, b = _platt(probs[:, fitted], labels[:, fitted])
+        slope[fitted], intercept[fitted] = np.maximum(a, 0.0), b
+        fallback[fitted[a < 0]] = True  # a decreasing fit: the code's p carries no usable order
+    for k in fitted if method == "isotonic" else ():
+        knots[k] = _isotonic(probs[:, k], labels[:, k])
+    if method == "platt":
+        return Recalibration(method, n_fold, prevalence, fallback, slope=slope, intercept=intercept, codes=codes)
+    return Recalibration(method, n_fold, prevalence, fallback, knots=knots, codes=codes)
+
+
+def _platt(probs, labels) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) per column: the unpenalized logistic fit of Platt's targets on logit(clipped p).
+
+    Newton's method on all codes at once (2 x 2 Hessian per code), each step halved until the
+    code's loss does not rise, until the steps are below 1e-12 relative: the loss is strictly
+    convex with a finite minimum (targets strictly inside (0, 1), at least two distinct p), so
+    this is the exact fit to float precision. It matches scikit-learn's
+    ``LogisticRegression(C=inf)`` on the same weighted rows (tests/test_recalibration.py) and
+    is about 10x faster (35 codes x 1,000 patients: about 0.2 s against 1.8 s).
+    """
+    clipped = np.clip(probs, CLIP, 1.0 - CLIP)
+    x = np.log(clipped) - np.log1p(-clipped)
+    n_pos = labels.sum(axis=0)
+    n_neg = labels.shape[0] - n_pos
+    target = np.where(labels, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+    def loss(a, b):
+        z = x * a + b
+        return (target * np.logaddexp(0.0, -z) + (1.0 - target) * np.logaddexp(0.0, z)).sum(axis=0)
+
+    mean = target.mean(axis=0)
+    a, b = np.zeros(x.shape[1]), np.log(mean) - np.log1p(-mean)
+    current = loss(a, b)
+    for _ in range(200):
+        s = 0.5 * (1.0 + np.tanh(0.5 * (x * a + b)))
+        r, h = s - target, s * (1.0 - s)
+        g_a, g_b = (r * x).sum(axis=0), r.sum(axis=0)
+        h_aa, h_ab, h_bb = (h * x * x).sum(axis=0), (h * x).sum(axis=0), h.sum(axis=0)
+        det = h_aa * h_bb - h_ab * h_ab
+        ok = det > 0
+        safe = np.where(ok, det, 1.0)
+        step_a = np.where(ok, (h_bb * g_a - h_ab * g_b) / safe, 0.0)
+        step_b = np.where(ok, (h_aa * g_b - h_ab * g_a) / safe, 0.0)
+        scale = np.ones_like(a)
+        for _ in range(60):  # halve each code's step until its loss does not rise
+            trial = loss(a - scale * step_a, b - scale * step_b)
+            worse = trial > current
+            if not worse.any():
+                break
+            scale = np.where(worse, scale / 2, scale)
+        a, b, current = a - scale * step_a, b - scale * step_b, trial
+        if np.all(np.abs(scale * step_a) <= 1e-12 * (1 + np.abs(a))) and \
+                np.all(np.abs(scale * step_b) <= 1e-12 * (1 + np.abs(b))):
+            break
+    return a, b
+
+
+def _isotonic(p, y) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, y.astype(float))
+    return np.asarray(model.X_thresholds_, dtype=float), np.clip(np.asarray(model.y_thresholds_, dtype=float), 0.0, 1.0)
+
+
+def recalibration_of(result) -> Recalibration | None:
+    """The maps a replay result was recalibrated with (``result.settings["recalibration_maps"]``), or None."""
+    doc = getattr(result, "settings", {}).get("recalibration_maps")
+    return None if doc is None else Recalibration.from_dict(doc)
+
+
+def as_recalibration(maps, *, codes=None) -> Recalibration | None:
+    """``maps`` as a :class:`Recalibration`: None, a Recalibration or its dict (:meth:`Recalibration.to_dict`)."""
+    if maps is None or isinstance(maps, Recalibration):
+        return maps
+    return Recalibration.from_dict(maps, codes=codes)
+
+
+def replay_after_fold(replay, probs, labels, value, cost, targets, *, recalibrate, recalibration, burn_in, window,
+                      groups=None, patient_ids=None, codes=None, **options):
+    """``replay`` with a recalibration fold: fit the maps on the first R rows, replay the rest.
+
+    The fold's rows leave the stream (no prediction, never calibration); the others are
+    replayed with g_k(p_k) and ``burn_in`` counted after the fold. The result's ``burn_in``
+    is R + burn_in (positions and ids stay those of the whole stream) and its ``settings``
+    carry ``recalibrate``, ``recalibration`` and ``recalibration_maps`` (the maps' dict).
+    ``probs``/``labels``/``patient_ids`` are the checked stream (``favmac.validation.check_stream``).
+    """
+    from .segments import check_group_labels
+
+    n_patients = len(probs)
+    size = check_recalibrate(recalibrate, window=window, n_patients=n_patients, burn_in=burn_in)
+    maps = fit_recalibration(probs[:size], labels[:size], recalibration, codes=codes)
+    rest = slice(size, None)
+    if groups is not None:
+        groups = check_group_labels(groups, n_patients)[rest]
+    result = replay(maps.apply(probs[rest]), labels[rest], value, cost, targets, burn_in=burn_in, window=window,
+                    groups=groups, patient_ids=None if patient_ids is None else patient_ids[rest], codes=codes, **options)
+    result.burn_in = size + burn_in
+    result.settings.update(recalibrate=size, recalibration=maps.method, recalibration_maps=maps.to_dict())
+    return result
+
+
+# ---------------------------------------------------------------------- calibration figures
+def _bin_index(probs, bins: int) -> np.ndarray:
+    return np.minimum((probs * bins).astype(np.int64), bins - 1)
+
+
+def calibration_error(probs, labels, *, codes=None, bins: int = 10) -> pd.DataFrame:
+    """Expected calibration error per code, with the patients behind it.
+
+    ECE_k = sum over equal-width bins b of (n_b / n) |mean p_k in b - rate of y_k in b|,
+    ``bins`` bins on [0, 1]. O(N K).
+
+    Returns
+    -------
+    DataFrame
+        One row per code: ``code``, ``n`` (patients), ``positives``, ``mean_prob``, ``rate``
+        (observed prevalence), ``ece``.
+
+    >>> calibration_error([[0.9], [0.9], [0.1], [0.1]], [[1], [0], [0], [0]], codes=["A"]).round(3).to_dict("records")
+    [{'code': 'A', 'n': 4, 'positives': 1, 'mean_prob': 0.5, 'rate': 0.25, 'ece': 0.25}]
+    """
+    import pandas as pd
+
+    probs = check_probs(probs)
+    labels = check_labels(labels, probs.shape)
+    n_patients, n_codes = probs.shape
+    names = [str(c) for c in codes] if codes is not None else [str(k) for k in range(n_codes)]
+    index = _bin_index(probs, bins)
+    ece = np.zeros(n_codes)
+    for k in range(n_codes):
+        prob_sum = np.bincount(index[:, k], weights=probs[:, k], minlength=bins)
+        hit_sum = np.bincount(index[:, k], weights=labels[:, k].astype(float), minlength=bins)
+        ece[k] = np.abs(prob_sum - hit_sum).sum() / max(n_patients, 1)
+    return pd.DataFrame({"code": names, "n": n_patients, "positives": labels.sum(axis=0),
+                         "mean_prob": probs.mean(axis=0) if n_patients else np.nan,
+                         "rate": labels.mean(axis=0) if n_patients else np.nan, "ece": ece})
+
+
+def reliability(probs, labels, *, codes=None, bins: int = 10, groups=None) -> pd.DataFrame:
+    """The reliability curve per code (and per segment with ``groups``): one row per non-empty bin.
+
+    Columns: ``code``, (``segment``), ``bin``, ``lower``, ``upper``, ``n``, ``mean_prob``,
+    ``rate`` (observed frequency of the code in the bin). Call it on the probabilities before
+    and after :meth:`Recalibration.apply` (on the patients after the fold) for the
+    before/after curves.
+
+    >>> reliability([[0.05], [0.15], [0.12]], [[0], [1], [0]], bins=10)[["bin", "n", "rate"]].to_dict("records")
+    [{'bin': 0, 'n': 1, 'rate': 0.0}, {'bin': 1, 'n': 2, 'rate': 0.5}]
+    """
+    import pandas as pd
+
+    from .segments import check_group_labels, group_rows
+
+    probs = check_probs(probs)
+    labels = check_labels(labels, probs.shape)
+    n_codes = probs.shape[1]
+    names = [str(c) for c in codes] if codes is not None else [str(k) for k in range(n_codes)]
+    parts = [(None, np.arange(len(probs)))] if groups is None else group_rows(check_group_labels(groups, len(probs)))
+    frames = []
+    for label, rows in parts:
+        index = _bin_index(probs[rows], bins)
+        for k in range(n_codes):
+            count = np.bincount(index[:, k], minlength=bins)
+            prob_sum = np.bincount(index[:, k], weights=probs[rows, k], minlength=bins)
+            hit_sum = np.bincount(index[:, k], weights=labels[rows, k].astype(float), minlength=bins)
+            used = np.flatnonzero(count)
+            frame = pd.DataFrame({"code": names[k], "bin": used, "lower": used / bins, "upper": (used + 1) / bins,
+                                  "n": count[used], "mean_prob": prob_sum[used] / count[used],
+                                  "rate": hit_sum[used] / count[used]})
+            if label is not None:
+                frame.insert(1, "segment", label)
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def recalibration_report(probs, labels, recalibrate: int, method: str = DEFAULT_RECALIBRATION, *, codes=None,
+                         bins: int = 10) -> tuple[Recalibration, pd.DataFrame]:
+    """Fit the maps on the first ``recalibrate`` patients (stream order) and measure them on the rest.
+
+    Returns the maps and one row per code: ``code``, ``n`` (patients after the fold the errors are
+    measured on), ``positives`` (among them), ``fold_positives``, ``fallback`` (mapped to the fold's
+    prevalence), ``ece_before`` (raw p) and ``ece_after`` (g_k(p)), both :func:`calibration_error`.
+    The errors are out of fold, so ``ece_after`` is not flattered by the fit.
+
+    >>> rng = np.random.RandomState(0)
+    >>> q = rng.rand(1000, 2)
+    >>> maps, table = recalibration_report(q ** 3, rng.rand(1000, 2) < q, 500, codes=["A", "B"])
+    >>> table["n"].tolist(), bool((table["ece_after"] < table["ece_before"]).all())
+    ([500, 500], True)
+    """
+    probs = check_probs(probs)
+    labels = check_labels(labels, probs.shape)
+    size = check_recalibrate(recalibrate, n_patients=len(probs) - 1)
+    maps = fit_recalibration(probs[:size], labels[:size], method, codes=codes)
+    before = calibration_error(probs[size:], labels[size:], codes=codes, bins=bins)
+    after = calibration_error(maps.apply(probs[size:]), labels[size:], codes=codes, bins=bins)
+    table = before[["code", "n", "positives"]].copy()
+    table["fold_positives"] = labels[:size].sum(axis=0)
+    table["fallback"] = maps.fallback
+    table["ece_before"], table["ece_after"] = before["ece"].to_numpy(), after["ece"].to_numpy()
+    return maps, table
