@@ -17,24 +17,32 @@ def on_wide_upload():
     file = st.session_state.get("upload_wide")
     if file is not None:
         actions.apply_calibration_upload(ss, file)
+    else:  # the file was removed: its error is no longer about anything on screen
+        actions.clear_stale(ss, "calibration")
 
 
 def on_pair_upload():
     probs, labels = st.session_state.get("upload_probs"), st.session_state.get("upload_labels")
     if probs is not None and labels is not None:
         actions.apply_calibration_upload(ss, probs, labels)
+    else:
+        actions.clear_stale(ss, "calibration")
 
 
 def on_new_upload():
     file = st.session_state.get("upload_new")
     if file is not None:
         actions.apply_new_patients_upload(ss, file)
+    else:
+        actions.clear_stale(ss, "new_patients")
 
 
 def on_weights_upload():
     file = st.session_state.get("upload_weights")
     if file is not None:
         actions.apply_weights_upload(ss, file)
+    else:
+        actions.clear_stale(ss, "weights")
 
 
 # --------------------------------------------------------------------------- calibration data
@@ -118,5 +126,11 @@ widgets.chart(figures.prevalence_figure(data_views.prevalence_table(probs, label
               key="prevalence_chart", where=c1)
 if ds.n_codes > figures.MAX_CODES_SHOWN:
     c1.caption(f"The {figures.MAX_CODES_SHOWN} most prevalent of {ds.n_codes:,} codes; every code is in the preview tables above.")
-widgets.chart(figures.reliability_figure(data_views.reliability_bins(probs, labels)), key="reliability_chart", where=c2)
-c2.caption("Pooled over all codes, 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")
+segment = ss.settings.get("segment")
+try:
+    by_segment = data_views.reliability_by_segment(probs, labels, ds.segments(segment)) if segment else None
+except fio.DataError:  # the settings name a column this data lacks: the pooled plot
+    segment, by_segment = None, None
+widgets.chart(figures.reliability_figure(data_views.reliability_bins(probs, labels), by_segment), key="reliability_chart", where=c2)
+c2.caption(("One line per segment (column " + md(segment) + "), each pooled over its codes" if segment else "Pooled over all codes")
+           + ", 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

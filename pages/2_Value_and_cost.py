@@ -5,6 +5,7 @@ from favmac.functions import FormulaError, FormulaValue
 from favmac.ui import actions, guarantees, jobs, playback, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
+from favmac.ui.units import cost_unit, target_text, universe_math
 from favmac.ui.text import md
 
 ss = page_setup("Value & cost")
@@ -23,25 +24,32 @@ def guarantee_inputs() -> dict:
     control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
                        index=list(form.CONTROLS).index(current["control"]), key="control",
                        help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
-    target = st.number_input("Target c (in cost units)", min_value=0.0, value=float(current["target"]), step=0.1, format=INPUT_FORMAT, key="target",
-                             help=f"For example 1.1 = at most 1.1 false flags per patient on average. C_max is {cmax_fp:g} (FP count) or {cmax_w:.4g} (risk-weighted).")
-    delta = st.number_input("δ (violation control only)", min_value=0.001, max_value=0.999, value=float(current["delta"]), step=0.01, format="%.3f", key="delta")
+    target = st.number_input("Target c (false flags, or their risk weight, per chart)", min_value=0.0, value=float(current["target"]), step=0.1,
+                             format=INPUT_FORMAT, key="target",
+                             help=f"For example 1.1 = at most 1.1 false flags per chart on average (110 per 100 charts). "
+                                  f"The most a chart can cost, C_max, is {cmax_fp:g} false flags (FP count) or {cmax_w:.4g} (risk-weighted).")
+    delta = st.number_input("δ: share of charts allowed over the target (violation control only)", min_value=0.001, max_value=0.999,
+                            value=float(current["delta"]), step=0.01, format="%.3f", key="delta", disabled=control != "violation")
     options = form.universe_options(ds.n_codes)
     # a radio: three or four choices read at a glance (and no select box's code for a first visit to fetch)
     universe = st.radio("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,
                             format_func=form.UNIVERSE_LABELS.get, key="universe",
-                            help=form.EXPLAIN["universe"] + f" 'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
+                            help=form.EXPLAIN["universe"] + "  \n" + universe_math()
+                                 + f"  \n'full' enumerates all subsets and is offered only when there are at most {form.MAX_FULL_CODES} codes.")
     score = st.radio("Threshold on", list(form.SCORE_LABELS), format_func=form.SCORE_LABELS.get,
                      index=list(form.SCORE_LABELS).index(spec.score), key="score", help=form.SCORE_HELP)
     burn_in = st.number_input("Burn-in (patients used only to calibrate)", min_value=0, max_value=ds.n_patients - 1, value=int(current["burn_in"]), step=100, key="burn_in",
                               help=form.EXPLAIN["burn_in"])
     use_window = st.checkbox("Rolling window (forget old patients, for drifting data)", value=current["window"] is not None, key="use_window")
-    window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window")
+    window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window",
+                             disabled=not use_window)
     return {"control": control, "target": target, "delta": delta, "universe": universe, "score": score, "burn_in": burn_in,
             "window": int(window) if use_window else None, **guarantees.settings_fields(current, ds)}
 
 
-with st.form("settings_form"):
+# not a form: what an option turns on (δ, the window, the formula, the adaptive rate) is editable
+# only while the option is on, so the page reruns when an option changes; Apply saves
+with st.container(border=True):
     left, right = st.columns(2, gap="large")
     with left:
         st.subheader("Value of a chosen set")
@@ -49,7 +57,9 @@ with st.form("settings_form"):
                               index=list(form.VALUE_KINDS).index(current["value_kind"]), key="value_kind",
                               help="TP count: number of true codes found. Risk-weighted TP: sum of the risk weights of the true codes found. "
                                    "Custom: any formula over the true hits.")
-        formula = st.text_area("Custom value formula (used when 'Custom formula' is chosen)", value=current["formula"], key="formula", height=80)
+        formula = st.text_area("Custom value formula (used when 'Custom formula' is chosen)", key="formula", height=80,
+                               value=current["formula"] if current["value_kind"] == "formula" else "",
+                               placeholder=f"for example {form.PAPER_FORMULA}", disabled=value_kind != "formula")
         with st.expander("How to write a formula"):
             st.markdown(FormulaValue.HELP)
             st.markdown(form.FORMULA_EXAMPLE)
@@ -57,13 +67,16 @@ with st.form("settings_form"):
         cost_kind = st.radio("Cost", list(form.COST_KINDS), format_func=form.COST_KINDS.get,
                              index=list(form.COST_KINDS).index(current["cost_kind"]), key="cost_kind",
                              help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights.")
-        st.caption(f"Largest possible cost C_max: {cmax_fp:g} false positives (FP count) or {cmax_w:.4g} risk-weight units (risk-weighted FP). "
+        st.caption(f"The most one chart can cost (C_max, every code flagged and none present): {cmax_fp:g} false flags (FP count) "
+                   f"or {cmax_w:.4g} in risk weight (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])
     with right:
         chosen = guarantee_inputs()
-    submitted = st.form_submit_button("Apply settings", type="primary", key="apply_settings")
+    submitted = st.button("Apply settings", type="primary", key="apply_settings")
 
-if submitted and actions.apply_settings(ss, {**current, "value_kind": value_kind, "formula": formula, "cost_kind": cost_kind,
+if submitted and actions.apply_settings(ss, {**current, "value_kind": value_kind,
+                                             "formula": formula if value_kind == "formula" else current["formula"],
+                                             "cost_kind": cost_kind,
                                              **chosen, "score": form.score_for(chosen["universe"], chosen["score"])}):
     widgets.refresh_sidebar_summary()  # drawn before the new settings
 widgets.show_message("settings")
@@ -73,11 +86,9 @@ st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Dat
 
 saved = ss.settings
 cmax = ss.c_max()
-st.info(
-    f"Target c = **{saved['target']:g} {form.cost_unit(saved)}** = **{form.target_percent(saved['target'], cmax):.1f} %** of "
-    f"C_max = {cmax:.4g} on the paper's 0–100 scale."
-    + (f" At most δ = {saved['delta']:g} of patients may exceed it." if saved["control"] == "violation" else " This bounds the mean cost per patient.")
-)
+st.info(f"The promise: **{target_text(saved)}**.", icon=":material/handshake:")
+st.caption(f"Target c = {saved['target']:g} {cost_unit(saved)} = {form.target_percent(saved['target'], cmax):.1f} % of the most a chart can cost "
+           f"(C_max = {cmax:.4g}), the paper's 0–100 scale.")
 if saved["value_kind"] == "formula":
     try:
         st.caption(md(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes)))

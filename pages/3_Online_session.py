@@ -7,6 +7,9 @@ from favmac.ui import figures, guarantees, jobs, playback, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
+from favmac.ui.text import md
+from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+                             value_per_100_label)
 
 ss = page_setup("Online session")
 st.title("Online session")
@@ -25,7 +28,9 @@ if pending:
 else:
     st.caption(
         f"{ds.n_patients:,} patients: the first {result.burn_in:,} only calibrate (burn-in); each of the next {n_steps:,} gets a set "
-        "chosen with the threshold learned from everyone before it, then its true codes join the calibration data."
+        + ("chosen with its own segment's threshold, learned from the earlier patients of that segment; then its true codes join "
+           "that segment's calibration data." if result.groups is not None else
+           "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
     )
 widgets.show_settings_line()
 
@@ -58,14 +63,18 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns(5)
+    tiles = st.columns([0.95, 1.3, 1.2, 1.3, 1.1])  # wide enough for each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
-    tiles[1].metric("Current threshold", playback.format_threshold(m["threshold"]))
-    tiles[2].metric("Running mean cost", "—" if position == 0 else f"{m['mean_cost']:.3f}",
-                    help=f"Target c = {settings['target']:g} {cost_unit(settings)}")
-    tiles[3].metric("Running mean value", "—" if position == 0 else f"{m['mean_value']:.3f}")
-    tiles[4].metric("Violation rate", "—" if position == 0 else f"{m['violation_rate']:.1%}",
-                    help=f"Share of patients whose cost exceeded c = {settings['target']:g}")
+    label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
+    if m["segment"] is not None:
+        label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
+    tiles[1].metric(label, shown_threshold, help=why)
+    tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else per_100_charts(m["mean_cost"]),
+                    help=f"Running mean cost per chart × 100; the target is {target_text(settings)}.")
+    tiles[3].metric("Value captured per 100 charts", "—" if position == 0 else per_100_charts(m["mean_value"]),
+                    help=f"{value_per_100_label(settings)}: the running mean value per chart × 100, in {value_unit(settings)}.")
+    tiles[4].metric("Charts over the target", "—" if position == 0 else f"{m['violation_rate']:.1%}",
+                    help=f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")
     if result.adaptive_targets is not None:
         guarantees.show_adaptive_tiles(result, position, st.columns(5))
     st.progress(position / max(n_steps, 1), text=f"Stream position {result.burn_in + position:,} of {ds.n_patients:,}")
@@ -74,20 +83,25 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     charts = st.columns(3)
-    widgets.chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score), key="threshold_chart", where=charts[0])
+    widgets.chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score, value_unit(settings)), key="threshold_chart", where=charts[0])
     widgets.chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart", where=charts[1])
     widgets.chart(figures.value_figure(shown, value_unit(settings)), key="value_chart", where=charts[2])
     extra = st.columns(2)
     if result.adaptive_targets is not None:
         widgets.chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart", where=extra[0])
-    if result.groups is not None and extra[1].checkbox("Split the cost curve by segment", value=True, key="split_segments"):
-        widgets.chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart", where=extra[1])
+    segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
+    if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
+        widgets.chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart", where=segment_slot)
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
+    score = ss.spec().score
+    recent["threshold"] = figures.threshold_plot_values(recent["threshold"], score)  # as the tile and the chart show it
     widgets.table(recent, hide_index=True, key="recent_table",
-                 column_config={"selected_codes": st.column_config.TextColumn(width="large"), "true_codes": st.column_config.TextColumn(width="medium"),
-                                "value": st.column_config.NumberColumn(format="%.3f"), "cost": st.column_config.NumberColumn(format="%.3f"),
-                                "threshold": st.column_config.NumberColumn(format=column_format(recent["threshold"], at_most=4))})
+                  column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
+                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
+                                 "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
+                                 "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
+                                                                            format=column_format(recent["threshold"], at_most=4))})
 
 
 live_view()

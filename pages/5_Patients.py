@@ -8,6 +8,7 @@ from favmac.ui import figures, guarantees, jobs, patients, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
+from favmac.ui.units import cost_unit, threshold_text, threshold_tile, value_unit
 
 ss = page_setup("Patients")
 st.title("Patients")
@@ -55,12 +56,16 @@ else:
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
-tiles[1].metric("Threshold T", format_threshold(threshold), help=md(where))
-tiles[2].metric("Expected value V̂", f"{summary['vhat']:.3f}")
-tiles[3].metric("Cost proxy Ĉ", f"{summary['chat']:.3f}", help="Chosen set: the largest prefix of the greedy order whose score "
-                "(Ĉ, or the price score) is < T")
+label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
+tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {md(where)}.")
+tiles[2].metric("Expected value of the set", f"{summary['vhat']:.3f}",
+                help=f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities.")
+tiles[3].metric(f"Expected {cost_unit(settings)}", f"{summary['chat']:.3f}",
+                help="Ĉ, the cost proxy. The chosen set is the largest prefix of the greedy order whose score "
+                     "(Ĉ, or the price score) is < T.")
 if summary["value"] is not None:
-    tiles[4].metric("Realized value / cost", f"{summary['value']:.3g} / {summary['cost']:.3g}")
+    tiles[4].metric(f"Confirmed value / {cost_unit(settings)}", f"{summary['value']:.3g} / {summary['cost']:.3g}",
+                    help=f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}.")
 st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
 
 if settings["universe"] == "full":
@@ -87,10 +92,13 @@ else:
     n_in = int(explain["selected"].sum())
     key_name = "price score (running max of Ĉ step / V̂ step)" if spec.score == "price" else "cumulative cost proxy Ĉ"
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
-               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}.")
+               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}, that is: "
+               f"{threshold_text(threshold, settings, spec.score)}.")
     widgets.table(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
-                                "chat": st.column_config.NumberColumn("cumulative Ĉ", format="%.3f"),
-                                "vhat": st.column_config.NumberColumn("cumulative V̂", format="%.3f"),
+                                "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",
+                                                                      help="Ĉ: the cost proxy of the set up to this code"),
+                                "vhat": st.column_config.NumberColumn(f"expected {value_unit(settings)} so far", format="%.3f",
+                                                                      help="V̂: the value proxy of the set up to this code"),
                                 "score": st.column_config.NumberColumn("score (compared with T)", format="%.4g"),
                                 "selected": st.column_config.CheckboxColumn("chosen")})

@@ -3,9 +3,10 @@ import streamlit as st
 
 from favmac.ui import actions, guarantees, jobs, settings_form, widgets
 from favmac.ui.bootstrap import page_setup
-from favmac.ui.formats import column_format
+from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
+from favmac.ui.units import threshold_label, threshold_rule, threshold_text
 
 ss = page_setup("Export")
 st.title("Export")
@@ -45,8 +46,8 @@ with sets_area:
         st.info("The export files are built when you ask for them (large data); you can switch pages while they are prepared.")
         st.stop()
     # previews put the numbers before the long descriptions; the CSV keeps its documented column order
-    PREVIEW = dict(hide_index=True, column_order=["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
-                                                  "realized_value", "realized_cost", "method", "target", "delta", "universe", "descriptions"],
+    PREVIEW = dict(hide_index=True, column_order=["patient_id", "segment", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
+                                                  "realized_value", "realized_cost", "method", "target", "delta", "universe", "score", "descriptions", "note"],
                    column_config={"descriptions": st.column_config.TextColumn(width="large"),
                                   "method": st.column_config.TextColumn(width="medium"),
                                   "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
@@ -56,8 +57,10 @@ with sets_area:
     st.subheader("Chosen sets on the calibration stream")
     st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
                        mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
-    st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known. First 20 rows:")
-    widgets.table(files["calibration_preview"], **PREVIEW)
+    st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known, "
+               + ("with its segment's threshold, learned from the earlier patients of that segment." if settings.get("segment")
+                  else "with the threshold learned from every patient before it.") + " First 20 rows:")
+    widgets.table(blank_missing(files["calibration_preview"]), **PREVIEW)
 
     st.subheader("Chosen sets for new patients")
     if files["new"] is None:
@@ -65,9 +68,24 @@ with sets_area:
     else:
         st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
                            mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
-        st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
-                   f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients. First 20 rows:")
-        widgets.table(files["new_preview"], **PREVIEW)
+        per_segment = guarantees.segment_thresholds(jobs.online(ss), ss.new_patients, settings, spec.score)
+        if per_segment is None:
+            st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
+                       f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients: "
+                       f"{threshold_text(files['threshold'], settings, spec.score)}. First 20 rows:")
+        else:
+            st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}. Per-segment control: each "
+                       "new patient gets its own segment's threshold, calibrated on that segment's labelled patients:")
+            widgets.table(per_segment, hide_index=True, key="segment_thresholds",
+                          column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
+                          column_config={"segment": st.column_config.TextColumn(width="small"),
+                                         "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
+                                         "calibration patients": st.column_config.NumberColumn(width="small"),
+                                         "new patients": st.column_config.NumberColumn(width="small"),
+                                         "rule": st.column_config.TextColumn(threshold_label(settings, spec.score),
+                                                                             help=threshold_rule(settings, spec.score))})
+            st.caption("First 20 rows:")
+        widgets.table(blank_missing(files["new_preview"]), **PREVIEW)
 
     st.subheader("Provenance")
     outputs = {"favmac_calibration_sets.csv": files["calibration"]}

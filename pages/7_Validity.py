@@ -45,8 +45,11 @@ settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 tiles = st.columns(4)
 expected = report.control == "expected"
-tiles[0].metric("Mean over orderings", f"{report.mean:.4g}" if expected else f"{100 * report.mean:.2f} %")
-tiles[1].metric("Promised at most", f"{report.promised:g}" if expected else f"{100 * report.promised:g} %")
+tiles[0].metric("Mean over orderings", f"{report.mean:.4g}" if expected else f"{100 * report.mean:.2f} %",
+                help=f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
+                else "Share of charts over the target, averaged over the orderings")
+tiles[1].metric("Promised at most", f"{report.promised:g}" if expected else f"{100 * report.promised:g} %",
+                help=f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target")
 tiles[2].metric("p-value (t-test)", "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
                 help="One-sided: the chance of an average this high if the promise held.")
 if report.binomial_p_value is not None:

@@ -21,8 +21,8 @@ from favmac.ui import parsing, playback, samples, settings_form, weights_view
 from favmac.ui.session import Session
 
 __all__ = ["apply_calibration_upload", "apply_cms_weights", "apply_edited_weights", "apply_new_patients_upload",
-           "apply_settings", "apply_settings_json", "apply_weights_upload", "init_state", "load_sample", "reset_playback",
-           "set_dataset"]
+           "apply_settings", "apply_settings_json", "apply_weights_upload", "clear_stale", "init_state", "load_sample",
+           "reset_playback", "set_dataset"]
 
 
 def init_state(ss: Session) -> None:
@@ -33,6 +33,13 @@ def init_state(ss: Session) -> None:
             load_sample(ss, samples.DEFAULT_SAMPLE)
         except (fio.DataError, OSError) as err:
             ss.set_message("calibration", "error", f"Could not load the bundled sample: {err}")
+
+
+def clear_stale(ss: Session, *areas: str) -> None:
+    """Drop the warnings and errors of ``areas``: they described data or settings that just changed."""
+    for area in areas:
+        if ss.message_level(area) in ("warning", "error"):
+            ss.clear_message(area)
 
 
 # --------------------------------------------------------------------------- data
@@ -71,6 +78,7 @@ def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patien
     had_data = ss.has_dataset and ss.settings is not None
     old_cmax = ss.c_max() if had_data else None
     old_n = ss.dataset.n_patients if had_data else None
+    clear_stale(ss, "new_patients", "weights", "settings_json")  # they were about the data being replaced
     # each note goes to the area whose upload makes it obsolete (a later upload replaces it)
     if weights is None:
         weights, note = weights_view.weights_for_codes(ss.weights, codes)
@@ -172,6 +180,7 @@ def _apply_weights(ss: Session, load, source: str, success: str) -> bool:
         ss.set_message("weights", "error", str(err))
         return False
     _set_weights(ss, weights, source)
+    clear_stale(ss, "settings")  # "Target set to ..." was about the weights being replaced
     ss.set_message("weights", "success", success.format(n=len(weights)))
     return True
 
@@ -203,6 +212,7 @@ def apply_edited_weights(ss: Session, edited) -> bool:
     ss.weights_source = source if source.endswith("(edited)") else f"{source} (edited)"
     ss.tradeoffs = None
     ss.clear_message("weights")
+    clear_stale(ss, "settings")
     return True
 
 
@@ -238,5 +248,6 @@ def apply_settings_json(ss: Session, raw: bytes, file_name: str) -> bool:
         _set_weights(ss, table, f"restored from {file_name}")
     ss.settings = settings
     reset_playback(ss)
+    clear_stale(ss, "settings")  # an adapted-to-the-data note is replaced by the restored settings
     ss.set_message("settings_json", "success", " ".join([f"Restored the settings from {file_name}.", *notes]))
     return True

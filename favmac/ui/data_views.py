@@ -42,3 +42,12 @@ def reliability_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10) ->
             }
         )
     return frame[keep].reset_index(drop=True)
+
+
+def reliability_by_segment(probs: np.ndarray, labels: np.ndarray, groups, n_bins: int = 10) -> dict[str, pd.DataFrame]:
+    """:func:`reliability_bins` of each segment's patients, segments in sorted order
+    (a pooled diagram can hide one plan's over-confidence behind another's under-confidence)."""
+    from favmac.segments import group_rows
+
+    probs, labels = np.asarray(probs), np.asarray(labels)
+    return {label: reliability_bins(probs[rows], labels[rows], n_bins) for label, rows in group_rows(groups)}

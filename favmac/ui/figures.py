@@ -95,24 +95,34 @@ def prevalence_figure(prevalence: pd.DataFrame, max_codes: int = 40) -> go.Figur
     return _layout(fig, "Per-code prevalence", "Share of patients (%)", "Code (most prevalent first)", height=height)
 
 
-def reliability_figure(bins: pd.DataFrame) -> go.Figure:
-    """Reliability diagram: observed frequency against mean predicted probability per bin."""
+def reliability_figure(bins: pd.DataFrame, by_segment: dict[str, pd.DataFrame] | None = None) -> go.Figure:
+    """Reliability diagram: observed frequency against mean predicted probability per bin.
+
+    With ``by_segment`` ({segment: bins}) one line per segment (colour and marker, legend titled
+    "Segment") instead of the pooled ``bins``.
+    """
     fig = go.Figure()
     fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="Perfect calibration", line={"color": OKABE_ITO["grey"], "dash": "dash"}, hoverinfo="skip")
-    fig.add_scatter(
-        x=bins["mean_prob"],
-        y=bins["observed"],
-        mode="lines+markers",
-        name="Classifier",
-        line={"color": OKABE_ITO["blue"]},
-        marker={"symbol": "circle", "size": 9},
-        customdata=np.stack([bins["bin_low"], bins["bin_high"], bins["count"]], axis=1) if len(bins) else None,
-        cliponaxis=False,  # a point at 0 or 1 is drawn whole, not cut by the axis
-        hovertemplate="bin %{customdata[0]:.1f}–%{customdata[1]:.1f}<br>mean predicted %{x:.3f}<br>observed %{y:.3f}<br>%{customdata[2]:,} code slots<extra></extra>",
-    )
+    lines = {"Classifier": bins} if by_segment is None else {plain_html(k): v for k, v in by_segment.items()}
+    for i, (name, part) in enumerate(lines.items()):
+        fig.add_scatter(
+            x=part["mean_prob"],
+            y=part["observed"],
+            mode="lines+markers",
+            name=name,
+            line={"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)]},
+            marker={"symbol": SYMBOLS[i % len(SYMBOLS)], "size": 9},
+            customdata=np.stack([part["bin_low"], part["bin_high"], part["count"]], axis=1) if len(part) else None,
+            cliponaxis=False,  # a point at 0 or 1 is drawn whole, not cut by the axis
+            hovertemplate="%{fullData.name}<br>bin %{customdata[0]:.1f}–%{customdata[1]:.1f}<br>mean predicted %{x:.3f}<br>observed %{y:.3f}"
+                          "<br>%{customdata[2]:,} code slots<extra></extra>",
+        )
+    if by_segment is not None:
+        fig.update_layout(legend_title_text="Segment")
     fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
     fig.update_yaxes(range=[-0.02, 1.04], tickformat=".1f")
-    return _layout(fig, "Reliability (calibration) of the classifier", "Mean predicted probability", "Observed frequency of the code", height=380)
+    title = "Reliability (calibration) of the classifier" + (" per segment" if by_segment is not None else "")
+    return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=380)
 
 
 # --------------------------------------------------------------------------- online session
@@ -123,26 +133,53 @@ def _finite(y: pd.Series) -> np.ndarray:
     return np.where(np.isfinite(arr), arr, np.nan)
 
 
-def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost") -> go.Figure:
-    """Threshold over the stream (±inf thresholds leave gaps and are counted in the legend).
+def threshold_plot_values(threshold, score: str) -> np.ndarray:
+    """What the threshold chart draws, in the user's units: under the price score the value a code
+    must bring per expected false flag (1/T; 0 at T = +inf), under the cost score T itself (the
+    expected false flags allowed per chart). Infinite or undefined values become gaps (NaN)."""
+    t = np.asarray(threshold, dtype=float)
+    if score != "price":
+        return _finite(t)
+    with np.errstate(divide="ignore"):
+        y = np.where(t > 0, 1.0 / t, np.nan)
+    return np.where(np.isposinf(t), 0.0, y)
 
-    ``score`` names what the threshold is on: the cost proxy Ĉ, or the price score (Ĉ per V̂).
+
+def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", value_unit: str = "value") -> go.Figure:
+    """Threshold over the stream, in the user's units (:func:`threshold_plot_values`; T in the hover).
+
+    With a ``segment`` column (per-segment control) one line per segment, each with its own
+    threshold. Steps where nothing can be drawn (T = -inf: nothing flagged; T <= 0 on the price
+    score) leave gaps and are counted in the legend.
     """
     thr = np.asarray(series["threshold"], dtype=float)
+    y_all = threshold_plot_values(thr, score)
     fig = go.Figure()
-    fig.add_scatter(
-        x=series["position"],
-        y=_finite(thr),
-        mode="lines",
-        name="Threshold T",
-        line={"color": OKABE_ITO["blue"], "shape": "hv"},
-        hovertemplate="patient #%{x}<br>threshold %{y:.4g}<extra></extra>",
-    )
-    n_inf = int(np.sum(np.isinf(thr)))
-    if n_inf:
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_inf} steps at ±∞ (not drawn)", line={"color": OKABE_ITO["grey"], "dash": "dot"})
-    axis = f"Threshold on cost proxy Ĉ ({cost_unit})" if score == "cost" else "Threshold on the price (Ĉ per unit of V̂)"
-    return _layout(fig, "Threshold over time", "Stream position (patients)", axis, height=320)
+    hover = ("patient #%{x}<br>" + ("value needed per false flag %{y:.4g} " + plain_html(value_unit) if score == "price" else "false flags allowed %{y:.4g}")
+             + "<br>T = %{customdata:.4g}<extra>%{fullData.name}</extra>")
+    if "segment" in series.columns:
+        segments = sorted(series["segment"].astype(str).unique())
+        for i, segment in enumerate(segments):
+            mine = (series["segment"].astype(str) == segment).to_numpy()
+            fig.add_scatter(x=series["position"][mine], y=y_all[mine], customdata=thr[mine], mode="lines", name=plain_html(segment),
+                            line={"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "shape": "hv"},
+                            hovertemplate=hover)
+        fig.update_layout(legend_title_text="Segment")
+    else:
+        fig.add_scatter(x=series["position"], y=y_all, customdata=thr, mode="lines", name="Threshold",
+                        line={"color": OKABE_ITO["blue"], "shape": "hv"}, hovertemplate=hover)
+    n_gap = int(np.sum(np.isnan(y_all)))
+    if n_gap:
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_gap} steps not drawn (nothing flagged, or T = ±∞)",
+                        line={"color": OKABE_ITO["grey"], "dash": "dot"})
+    fig.update_yaxes(rangemode="tozero")
+    if score == "price":
+        axis = "Value needed per expected false flag"
+        title = "Threshold: value a code must bring"
+    else:
+        axis = f"Expected {cost_unit} allowed per chart"
+        title = "Threshold: false flags allowed"
+    return _layout(fig, title, "Stream position (patients)", axis, height=320)
 
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
@@ -272,5 +309,6 @@ def patient_figure(codes_frame: pd.DataFrame, title: str, cut: int | None = None
         left_side = cut > len(x_order) / 2
         text = f"threshold cut: first {cut} chosen ◀" if left_side else f"◀ threshold cut: first {cut} chosen"
         fig.add_annotation(x=cut - 0.5, y=1.06, text=text, showarrow=False, xanchor="right" if left_side else "left", font={"size": 12})
-    fig.update_layout(barmode="overlay", bargap=0.15)
+    # a legend even for one status (a new patient's bars are all "chosen" or all "not chosen")
+    fig.update_layout(barmode="overlay", bargap=0.15, showlegend=True)
     return _layout(fig, title, "Code (in the greedy order FavMac adds them)", "Predicted probability", height=400)

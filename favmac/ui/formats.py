@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["INPUT_FORMAT", "column_format", "decimals_needed", "fixed"]
+__all__ = ["INPUT_FORMAT", "blank_missing", "column_format", "decimals_needed", "fixed"]
 
 # Number inputs whose value may come from anywhere (a restored file, 3 % of C_max): six
 # significant digits, trailing zeros dropped — 0.3397 shows as 0.3397, not 0.340. The format must
@@ -36,6 +36,23 @@ def column_format(values, at_least: int = 0, at_most: int = 6) -> str:
     """A printf format (for ``st.column_config.NumberColumn``) shared by a whole column, so
     1.5 and 1.501 show as 1.500 and 1.501 rather than 1.5 and 1.501."""
     return f"%.{max(at_least, decimals_needed(values, at_most))}f"
+
+
+def blank_missing(frame):
+    """``frame`` for an ``st.dataframe`` preview of a CSV: a column with missing numbers (an
+    empty CSV cell, e.g. δ under expected-cost control) becomes text with an empty cell where
+    the CSV has one, instead of the grid's "None".
+
+    >>> import pandas as pd
+    >>> blank_missing(pd.DataFrame({"delta": [float("nan"), 0.1], "n": [1, 2]}))["delta"].tolist()
+    ['', '0.1']
+    """
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if values.dtype.kind == "f" and values.isna().any():
+            out[column] = ["" if v != v else f"{v:.6g}" for v in values]
+    return out
 
 
 def fixed(values, decimals: int, suffix: str = "") -> list[str]:

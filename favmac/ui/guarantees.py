@@ -15,9 +15,10 @@ from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.formats import fixed
 from favmac.ui.text import md, md_frame, plain_html
+from favmac.ui.units import cost_unit, per_100_charts, threshold_tile
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
-           "segment_display", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
+           "segment_display", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
            "stream_patient_where"]
 
 DEFAULT_RATE = 0.05
@@ -39,14 +40,14 @@ def settings_fields(current: dict, dataset) -> dict:
     chosen = current.get("segment") if current.get("segment") in columns else (columns[0] if columns else None)
     column = st.selectbox("Segment column", columns or ["(none in this file)"],
                           index=columns.index(chosen) if chosen in columns else 0, key="segment_column",
-                          disabled=not columns)
+                          disabled=not (columns and on))
     adaptive = st.checkbox("Adaptive target under drift (expected cost only)", value=current.get("adaptive_rate") is not None,
                            key="use_adaptive",
                            help="The target moves with the cost of each chosen set: c(n+1) = c(n) + γ (c − C(n)). "
                                 "The mean cost stays within c + (c + γ C_max)/(γ S) for ANY stream, drifting or not.")
     rate = st.number_input("Adaptive rate γ", min_value=0.001, max_value=10.0,
                            value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format="%.3f",
-                           key="adaptive_rate")
+                           key="adaptive_rate", disabled=not adaptive)
     return {"segment": column if on and columns else None, "adaptive_rate": float(rate) if adaptive else None}
 
 
@@ -56,7 +57,7 @@ def segment_display(result, settings: dict) -> pd.DataFrame:
     ``predicted`` those after the burn-in, over whom the mean cost and violation rate are taken."""
     table = segment_table(result)
     shown = pd.DataFrame({
-        "segment": table["segment"],
+        "segment": table["segment"].astype(str),
         "patients": table["patients"],
         "predicted": table["predicted"],
         "threshold": [f"{t:.4g}" for t in table["threshold"]],
@@ -88,17 +89,35 @@ def show_segment_table(result, settings: dict) -> None:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")
 
 
+def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.DataFrame | None:
+    """Each segment's final threshold as the new patients get it (None when the run is pooled or
+    the new-patients file has no segment column): segment, threshold, rule (the threshold in the
+    user's units, as ``units.threshold_tile`` shows it), its calibration patients and its new patients."""
+    groups = None if new_patients is None else new_patients.attrs.get("groups")
+    if result.group_thresholds is None or groups is None:
+        return None
+    labels = pd.Series([str(g).strip() for g in groups])
+    counts = labels.value_counts()
+    rows = [{"segment": str(label), "threshold": float(final[0]), "rule": threshold_tile(float(final[0]), settings, score)[1],
+             "calibration patients": int(result.group_sizes[label]), "new patients": int(counts.get(label, 0))}
+            for label, final in result.group_thresholds.items()]
+    rows += [{"segment": str(label), "threshold": float("-inf"), "rule": "nothing flagged (no calibration patients)",
+              "calibration patients": 0, "new patients": int(n)}
+             for label, n in counts.items() if label not in result.group_thresholds]
+    return pd.DataFrame(rows)
+
+
 def show_adaptive_tiles(result, position: int, columns) -> None:
     """c_n beside the threshold, and the running mean cost against the deterministic bound."""
     series = adaptive_series(result)
     if position <= 0:
-        columns[0].metric("Adaptive target c_n", f"{float(result.targets[0]):g}")
+        columns[0].metric("Adaptive target c_n (per chart)", f"{float(result.targets[0]):g}")
         return
     row = series.iloc[position - 1]
-    columns[0].metric("Adaptive target c_n", f"{row['adaptive_target']:.4g}",
+    columns[0].metric("Adaptive target c_n (per chart)", f"{row['adaptive_target']:.4g}",
                       help="The target used for this patient; it moves by γ (c − cost of the last set).")
-    columns[1].metric("Bound on the mean cost", f"{row['bound']:.3f}",
-                      help="c + (c + γ C_max)/(γ S): the running mean cost (tile above) never exceeds it, for any stream.")
+    columns[1].metric("Bound (per 100 charts)", per_100_charts(row["bound"]),
+                      help="c + (c + γ C_max)/(γ S), per 100 charts: the running mean cost (tile above) never exceeds it, for any stream.")
 
 
 def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:
@@ -132,7 +151,7 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.update_yaxes(rangemode="tozero")
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    return layout(fig, title, "Stream position (patients)", "Mean cost" if expected else "Violation rate", height=320)
+    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str) -> bytes:

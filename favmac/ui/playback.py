@@ -143,7 +143,8 @@ def running_series(result, target_index: int = 0) -> pd.DataFrame:
 
     Columns: step, position, patient_id, threshold, cost, value, violation (the result's exact
     ``violations`` flag, so the page agrees with the metrics at exact ties), mean_cost,
-    mean_value, violation_rate (running over steps 0..s).
+    mean_value, violation_rate (running over steps 0..s), and segment (the patient's segment,
+    whose threshold it got) when the replay is per segment.
     """
     cost = np.asarray(result.cost[target_index], dtype=float)
     value = np.asarray(result.value[target_index], dtype=float)
@@ -151,6 +152,7 @@ def running_series(result, target_index: int = 0) -> pd.DataFrame:
     seen = np.arange(1, n_steps + 1)
     violation = np.asarray(result.violations[target_index], dtype=bool)
     ids = result.patient_ids if result.patient_ids is not None else np.arange(result.burn_in, result.burn_in + n_steps)
+    segment = {} if result.groups is None else {"segment": np.asarray(result.groups, dtype=object).astype(str)}
     return pd.DataFrame(
         {
             "step": np.arange(n_steps),
@@ -163,6 +165,7 @@ def running_series(result, target_index: int = 0) -> pd.DataFrame:
             "mean_cost": np.cumsum(cost) / seen,
             "mean_value": np.cumsum(value) / seen,
             "violation_rate": np.cumsum(violation) / seen,
+            **segment,
         }
     )
 
@@ -177,9 +180,10 @@ def downsample_index(n: int, max_points: int = 2000) -> np.ndarray:
 def session_metrics(series: pd.DataFrame, position: int) -> dict:
     """Numbers for the metric tiles after ``position`` patients have been predicted."""
     if position <= 0:
-        return {"seen": 0, "threshold": float("nan"), "mean_cost": float("nan"), "mean_value": float("nan"), "violation_rate": float("nan")}
+        return {"segment": None, "seen": 0, "threshold": float("nan"), "mean_cost": float("nan"), "mean_value": float("nan"), "violation_rate": float("nan")}
     row = series.iloc[position - 1]
     return {
+        "segment": row.get("segment"),
         "seen": int(position),
         "threshold": float(row["threshold"]),
         "mean_cost": float(row["mean_cost"]),

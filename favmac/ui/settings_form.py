@@ -31,6 +31,7 @@ from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsE
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
+from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
 from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
 
 __all__ = [
@@ -40,12 +41,8 @@ __all__ = [
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
 
-UNIVERSE_LABELS = {
-    "ratio": "ratio — p·v / ((1−p)·w), FavMac's default",
-    "prob": "prob — by probability (FPCP's order)",
-    "value": "value — by p·v",
-    "full": "full — all 2^K subsets",
-}
+#: The universes in plain words (their math is ``units.universe_math()``).
+UNIVERSE_LABELS = UNIVERSE_PLAIN
 #: The score choice in words a coding auditor reads (SPEC "The score a threshold is on").
 SCORE_LABELS = {
     "price": "Price: spend the false-flag budget where each flag is most likely to pay off, across all patients",
@@ -107,15 +104,6 @@ def score_for(universe: str, chosen: str) -> str:
 def is_integer_valued(arr) -> bool:
     arr = np.asarray(arr, dtype=float)
     return bool(np.all(arr == np.round(arr)))
-
-
-def cost_unit(settings: dict) -> str:
-    """Unit of the chosen cost, for axis titles and captions."""
-    return "false positives" if settings["cost_kind"] == "fp" else "risk-weight units"
-
-
-def value_unit(settings: dict) -> str:
-    return {"tp": "true positives", "weighted_tp": "risk-weight units", "formula": "formula units"}[settings["value_kind"]]
 
 
 def default_target(cmax: float, integer_cost: bool, pct: float = DEFAULT_TARGET_PCT) -> float:
@@ -216,7 +204,7 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         ("Value", VALUE_KINDS[settings["value_kind"]] + (f": {settings['formula']}" if settings["value_kind"] == "formula" else "")),
         ("Cost", COST_KINDS[settings["cost_kind"]]),
         ("Control", CONTROLS[settings["control"]]),
-        ("Target c", f"{settings['target']:g} {cost_unit(settings)} ({target_percent(settings['target'], cmax):.1f} % of C_max = {cmax:g})"),
+        ("Target c", f"{settings['target']:g} {cost_unit(settings)} per chart ({target_percent(settings['target'], cmax):.1f} % of C_max = {cmax:g})"),
     ]
     if settings["control"] == "violation":
         rows.append(("Delta", f"{settings['delta']:g}"))

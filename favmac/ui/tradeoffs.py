@@ -10,6 +10,7 @@ import pandas as pd
 
 from favmac.methods import applicability, method_labels, run_method
 from favmac.runspec import RunSpec, SettingsError, as_integer, as_number
+from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
 #: cost-score universes, then the baselines.
@@ -41,15 +42,22 @@ def validate_grid(grid: dict) -> dict:
     return {"low_pct": low, "high_pct": high, "n_targets": n, "methods": list(g["methods"])}
 
 
-def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: int, integer_cost: bool) -> np.ndarray:
-    """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units.
+def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: int, integer_cost: bool,
+                     include: float | None = None) -> np.ndarray:
+    """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units, plus
+    ``include`` (the configured target, so the comparison shows the run the other pages show).
 
-    For integer costs a target that lands on an integer is moved up by 0.1, as the paper does,
-    to stay clear of exact ties.
+    For integer costs a grid target that lands on an integer is moved up by 0.1, as the paper
+    does, to stay clear of exact ties (``include`` is kept as it is).
+
+    >>> tradeoff_targets(10, 10, 50, 5, False, include=2.5).tolist()
+    [1.0, 2.0, 2.5, 3.0, 4.0, 5.0]
     """
     targets = np.round(np.linspace(low_pct, high_pct, int(n_targets)) / 100.0 * cmax, 6)
     if integer_cost:
         targets = np.where(targets == np.round(targets), targets + 0.1, targets)
+    if include is not None:
+        targets = np.append(targets, float(include))
     return np.unique(targets)
 
 
@@ -81,7 +89,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     Every method uses all earlier patients (no rolling window, no segments, a fixed target:
     the baselines have none of these), so all see the same data.
     Returns {"points": one row per (method, target) (see ``tradeoff_points``), "table":
-    ``favmac.metrics.compare_methods`` on the 0–100 scales, "skipped": {method: reason},
+    ``favmac.metrics.compare_methods`` per 100 charts (see ``comparison_display``), "skipped": {method: reason},
     "targets": the targets}. Raw results are not kept (they can be large).
     """
     from favmac.metrics import compare_methods, summarize
@@ -105,41 +113,51 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         part(1.0)
         summaries[method] = summarize(result)
         results.append(result)
-    table = compare_methods(results, value_scale=vscale, cost_scale=100.0 / cmax if cmax > 0 else None) if results else None
+    table = compare_methods(results, value_scale=CHARTS, cost_scale=CHARTS) if results else None
     predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
     oracle = float(np.mean(value(predicted, predicted))) if len(predicted) else float("nan")
     return {
         "points": tradeoff_points(summaries, cmax, vscale),
-        "table": comparison_display(table, oracle * vscale),
+        "table": comparison_display(table, oracle * CHARTS, vscale / CHARTS,
+                                    {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind}),
         "skipped": skipped,
         "targets": np.asarray(targets, dtype=float),
     }
 
 
-COMPARISON_COLUMNS = {
-    "method": "Method",
-    "mean_value": "Value (0–100)",
-    "captured": "Value captured (% of true codes' value)",
-    "mean_cost": "Realized cost (% of C_max)",
-    "excess_cost": "Excess cost (% of C_max)",
-    "violation_freq": "Violation frequency (%)",
-}
+def comparison_columns(units: dict) -> dict:
+    """The summary table's columns (name in ``compare_methods`` -> label), led by what an
+    auditor weighs: value captured and false flags per 100 charts. ``units``: the settings'
+    ``cost_kind`` and ``value_kind``."""
+    return {
+        "method": "Method",
+        "mean_value": value_per_100_label(units),
+        "captured": "Value captured (% of the true codes' value)",
+        "mean_cost": cost_per_100_label(units),
+        "excess_cost": "Over the target (per 100 charts)",
+        "violation_freq": "Charts over the target (%)",
+        "paper_value": "Value (% of the largest possible, the paper's scale)",
+    }
 
 
-def comparison_display(table: pd.DataFrame | None, oracle_value: float = float("nan")) -> pd.DataFrame:
-    """``compare_methods`` output as the page shows it: one run per method, so no std columns.
+def comparison_display(table: pd.DataFrame | None, oracle_value: float = float("nan"), paper_scale: float = float("nan"),
+                       units: dict | None = None) -> pd.DataFrame:
+    """``compare_methods`` output (value and cost per 100 charts) as the page shows it: one run
+    per method, so no std columns.
 
-    ``oracle_value`` is the mean value of choosing exactly the true codes, on the same scale
-    as ``table["mean_value"]``; the captured share is mean value / oracle value. Violation
-    frequency is turned from a share into a percentage.
+    ``oracle_value`` is the value per 100 charts of choosing exactly the true codes; the captured
+    share is value / oracle value. ``paper_scale`` turns value per 100 charts into the paper's
+    0–100 scale (% of the largest possible value). Violation frequency becomes a percentage.
     """
+    columns = comparison_columns(units or {"cost_kind": "fp", "value_kind": "tp"})
     if table is None or table.empty:
-        return pd.DataFrame(columns=list(COMPARISON_COLUMNS.values()))
+        return pd.DataFrame(columns=list(columns.values()))
     out = table.copy()
     out["captured"] = 100.0 * out["mean_value"] / oracle_value if oracle_value > 0 else np.nan
-    out = out[list(COMPARISON_COLUMNS)]
+    out["paper_value"] = out["mean_value"] * paper_scale
+    out = out[list(columns)]
     out["violation_freq"] = 100.0 * out["violation_freq"]
-    return out.rename(columns=COMPARISON_COLUMNS).reset_index(drop=True)
+    return out.rename(columns=columns).reset_index(drop=True)
 
 
 def tradeoff_points(summaries: dict[str, pd.DataFrame], cmax: float, vscale: float) -> pd.DataFrame:

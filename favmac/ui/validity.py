@@ -52,7 +52,7 @@ def segment_frame(report) -> pd.DataFrame | None:
     table = report.segments
     expected = report.control == "expected"
     return pd.DataFrame({
-        "segment": table["segment"],
+        "segment": table["segment"].astype(str),
         "patients": table["patients"],
         "predicted": table["predicted"],
         "mean cost" if expected else "violation rate": fixed(table["mean"], 3) if expected

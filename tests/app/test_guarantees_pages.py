@@ -45,7 +45,7 @@ def test_too_small_segment_is_warned():
 
 def test_adaptive_rate_on_the_online_session():
     at = go(drift_session(), "value_cost")
-    at.checkbox(key="use_adaptive").check()
+    at.checkbox(key="use_adaptive").check().run()
     at.number_input(key="adaptive_rate").set_value(0.05)
     at.button(key="apply_settings").click().run()
     assert_clean(at)
@@ -54,9 +54,9 @@ def test_adaptive_rate_on_the_online_session():
     at.button(key="to_end").click().run()
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "Adaptive target c_n" in labels and "Bound on the mean cost" in labels
-    limit = float(next(m.value for m in at.metric if m.label == "Bound on the mean cost"))
-    mean = float(next(m.value for m in at.metric if m.label == "Running mean cost"))
+    assert "Adaptive target c_n (per chart)" in labels and "Bound (per 100 charts)" in labels
+    limit = float(next(m.value for m in at.metric if m.label == "Bound (per 100 charts)").replace(",", ""))
+    mean = float(next(m.value for m in at.metric if m.label == "False flags per 100 charts").replace(",", ""))
     assert mean <= limit
 
 
@@ -135,8 +135,9 @@ def test_new_patient_uses_its_segments_threshold_on_the_patients_page():
     new = at.session_state["new_patients"]
     pick = at.selectbox(key="patient_select_new").value
     label = new.attrs["groups"][new.index.get_loc(pick)]
-    shown = next(m.value for m in at.metric if m.label == "Threshold T")
-    assert shown == f"{result.group_thresholds[label][0]:.3g}"
+    # the price score: the tile shows the value per false flag the segment's threshold T asks, 1/T
+    shown = next(m.value for m in at.metric if m.label == "Value per false flag")
+    assert shown == f"{1 / result.group_thresholds[label][0]:.3g}"
 
 
 def test_segment_table_with_the_adaptive_target_compares_with_each_segments_bound():

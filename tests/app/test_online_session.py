@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from favmac.ui.units import per_100_charts
 from app_helpers import assert_clean, go, open_page
 
 
@@ -23,7 +24,7 @@ def test_step_reset_end_and_play():
     at.button(key="to_end").click().run()
     assert at.session_state["session"].position == n_steps
     result = next(iter(at.session_state["results"].values()))
-    assert metric(at, "Running mean cost") == f"{result.cost[0].mean():.3f}"
+    assert metric(at, "False flags per 100 charts") == per_100_charts(result.cost[0].mean())
     at.button(key="reset").click().run()
     assert at.session_state["session"].position == 0
 
@@ -61,7 +62,7 @@ def test_violation_control_shows_violation_rate_chart():
     result = next(iter(at.session_state["results"].values()))
     assert result.delta == 0.1
     rate = np.mean(result.violations[0])  # the exact flags, as the metrics use
-    assert metric(at, "Violation rate") == f"{rate:.1%}"
+    assert metric(at, "Charts over the target") == f"{rate:.1%}"
     charts = at.get("plotly_chart")
     assert len(charts) == 3
 

@@ -31,4 +31,4 @@ def test_new_patient_view():
     at.selectbox(key="patient_select_new").set_value(str(new.index[3])).run()
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "Realized value / cost" not in labels  # unlabelled
+    assert not any(label.startswith("Confirmed value") for label in labels)  # unlabelled

@@ -97,7 +97,7 @@ def test_the_settings_form_refuses_a_segment_column_with_a_blank_label_too():
     at = regions_session()
     go(at, "value_cost")
     before = dict(at.session_state["settings"])
-    at.checkbox(key="use_segments").check()
+    at.checkbox(key="use_segments").check().run()  # the column box turns on with the checkbox
     at.selectbox(key="segment_column").set_value("region")
     at.button(key="apply_settings").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -16,7 +16,8 @@ def test_default_comparison_runs_on_demand_and_matches_metrics():
     assert_clean(at)
     out = at.session_state["tradeoffs"]
     points = out["points"]
-    assert len(out["targets"]) == 10
+    assert len(out["targets"]) == 11  # the 10 grid targets and the configured one
+    assert at.session_state["settings"]["target"] in out["targets"]
     assert set(points["method"]) == {"FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise",
                                      "InnerSet", "CRC"}
     go(at, "home")
@@ -25,9 +26,12 @@ def test_default_comparison_runs_on_demand_and_matches_metrics():
     assert len(at.get("plotly_chart")) == 2
     table = at.dataframe[0].value
     assert list(table["Method"]) == list(dict.fromkeys(points["method"]))
-    # the table's realized cost is the target-averaged mean cost on the 0-100 scale
+    # the table leads with value captured and false flags, per 100 charts, averaged over the targets
+    assert list(table.columns[1:4]) == ["Risk-weighted value captured per 100 charts", "Value captured (% of the true codes' value)",
+                                        "False flags per 100 charts"]
     price = points[points["method"] == "FavMac (price)"]
-    assert table.loc[0, "Realized cost (% of C_max)"] == pytest.approx(price["mean_cost"].mean() * 100 / 35)
+    assert table.loc[0, "False flags per 100 charts"] == pytest.approx(price["mean_cost"].mean() * 100)
+    assert table.loc[0, "Risk-weighted value captured per 100 charts"] == pytest.approx(price["mean_value"].mean() * 100)
 
 
 def test_grid_form_changes_targets_and_methods():
@@ -39,7 +43,7 @@ def test_grid_form_changes_targets_and_methods():
     at.button(key="run_tradeoffs").click().run()
     assert_clean(at)
     out = at.session_state["tradeoffs"]
-    np.testing.assert_allclose(out["targets"], [3.5, 7.1, 10.5])  # 7.0 is moved off the integer
+    np.testing.assert_allclose(out["targets"], [1.05, 3.5, 7.1, 10.5])  # 7.0 is moved off the integer; 1.05 is the configured target
     assert set(out["points"]["method"]) == {"FavMac (ratio)", "InnerSet"}
     assert at.session_state["settings"]["grid"]["n_targets"] == 3
 

@@ -12,18 +12,19 @@ def submit(at):
 def test_submit_updates_settings_and_shows_percent_of_cmax():
     at = open_page("value_cost")
     at.number_input(key="target").set_value(7.1)
-    at.radio(key="control").set_value("violation")
+    at.radio(key="control").set_value("violation").run()  # δ is editable once violation control is chosen
     at.number_input(key="delta").set_value(0.2)
     at.radio(key="universe").set_value("prob")
     at.number_input(key="burn_in").set_value(500)
-    at.checkbox(key="use_window").check()
+    at.checkbox(key="use_window").check().run()
     at.number_input(key="window").set_value(800)
     submit(at)
     assert_clean(at)
     s = at.session_state["settings"]
     assert (s["target"], s["control"], s["delta"], s["universe"], s["burn_in"], s["window"]) == (pytest.approx(7.1), "violation", pytest.approx(0.2), "prob", 500, 800)
     info = " ".join(i.value for i in at.info)
-    assert "20.3 %" in info  # 7.1 of C_max = 35 false positives
+    assert "at most 20 % of charts with more than 7.1 false flags" in info  # the promise in plain words
+    assert any("20.3 %" in c.value for c in at.caption)  # 7.1 of C_max = 35 false flags
 
 
 def test_values_are_not_stored_before_submit():
@@ -35,7 +36,7 @@ def test_values_are_not_stored_before_submit():
 def test_invalid_formula_is_reported_and_settings_unchanged():
     at = open_page("value_cost")
     before = dict(at.session_state["settings"])
-    at.radio(key="value_kind").set_value("formula")
+    at.radio(key="value_kind").set_value("formula").run()
     at.text_area(key="formula").set_value("sum_hits(v) +")
     submit(at)
     assert any("formula" in e.value.lower() for e in at.error)
@@ -49,7 +50,7 @@ def test_invalid_formula_is_reported_and_settings_unchanged():
 
 def test_valid_formula_is_saved_and_previewed():
     at = open_page("value_cost")
-    at.radio(key="value_kind").set_value("formula")
+    at.radio(key="value_kind").set_value("formula").run()
     at.text_area(key="formula").set_value("sum_hits(v) + 0.5 * n_hits")
     submit(at)
     assert_clean(at)
@@ -59,12 +60,12 @@ def test_valid_formula_is_saved_and_previewed():
 
 def test_full_universe_offered_only_for_small_k():
     at = open_page("value_cost")
-    assert not any(o.startswith("full") for o in at.radio(key="universe").options)  # 35 codes
+    assert not any(o.startswith("Every combination") for o in at.radio(key="universe").options)  # 35 codes
     at.switch_page("pages/1_Data.py").run()
     at.radio(key="sample_choice").set_value("digits")
     at.button(key="load_sample").click().run()
     at.switch_page("pages/2_Value_and_cost.py").run()
-    assert any(o.startswith("full") for o in at.radio(key="universe").options)  # 10 codes
+    assert any(o.startswith("Every combination") for o in at.radio(key="universe").options)  # 10 codes
     at.radio(key="universe").set_value("full")
     submit(at)
     assert_clean(at)

@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["favmac.ui.text", "favmac.ui.formats", "favmac.ui.jobs", "favmac.ui.playback", "favmac.ui.patients"])
+@pytest.mark.parametrize("name", ["favmac.ui.text", "favmac.ui.formats", "favmac.ui.jobs", "favmac.ui.playback", "favmac.ui.patients",
+                                  "favmac.ui.units", "favmac.ui.tradeoffs"])
 def test_docstring_examples(name):
     failures, _ = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert failures == 0

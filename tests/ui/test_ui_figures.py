@@ -28,8 +28,8 @@ def test_figures_have_titles_units_and_palette():
     # infinite thresholds are not drawn but are counted in the legend
     thr = figs[0]
     assert np.isnan(thr.data[0].y[0]) and "±∞" in thr.data[1].name
-    assert "cost proxy" in thr.layout.yaxis.title.text
-    assert "price" in figures.threshold_figure(series, "false positives", "price").layout.yaxis.title.text
+    assert "allowed per chart" in thr.layout.yaxis.title.text
+    assert "per expected false flag" in figures.threshold_figure(series, "false flags", "price").layout.yaxis.title.text
 
 
 def test_tradeoff_figures_hover_and_guarantee_line():

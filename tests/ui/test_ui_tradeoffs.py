@@ -36,7 +36,7 @@ def test_run_tradeoffs_small_stream():
     assert list(out["skipped"]) == ["RCPS"]
     assert len(out["points"]) == 2 * len(targets)
     assert seen and seen[-1] == pytest.approx(1.0) and all(a <= b for a, b in zip(seen, seen[1:]))
-    assert list(out["table"].columns) == list(tradeoffs.COMPARISON_COLUMNS.values())
+    assert list(out["table"].columns) == list(tradeoffs.comparison_columns({"cost_kind": "fp", "value_kind": "weighted_tp"}).values())
 
 
 # --------------------------------------------------------------------------- patients & export

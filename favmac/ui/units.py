@@ -1,0 +1,152 @@
+"""What a number means to a coding auditor: the units and labels every page shares.
+
+An auditor reads false flags per 100 charts, value captured (confirmed codes, or their risk
+weights), and a threshold as "flag a code when it brings at least X of value per expected
+false flag". The math names (Ĉ, V̂, T, the price score) stay one click away, in ``help=``
+tooltips and expanders; this module holds the words, so every page says the same thing.
+
+>>> s = {"cost_kind": "fp", "value_kind": "tp", "control": "expected", "target": 1.1}
+>>> cost_unit(s), value_unit(s)
+('false flags', 'confirmed codes')
+>>> per_100_charts(0.0123)
+'1.23'
+>>> target_text(s)
+'at most 1.1 false flags per chart on average (110 per 100 charts)'
+>>> threshold_text(20.0, s, "price")
+'flag a code when it brings at least 0.05 confirmed codes per expected false flag'
+>>> threshold_text(1.5, s, "cost")
+'flag codes while the expected false flags for the chart stay below 1.5'
+"""
+from __future__ import annotations
+
+import math
+
+__all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
+           "target_text", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+
+#: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
+CHARTS = 100
+
+#: The candidate-set orders in words (what the settings form shows) ...
+UNIVERSE_PLAIN = {
+    "ratio": "Best value per false-flag risk first (FavMac's default)",
+    "prob": "Most likely codes first",
+    "value": "Highest expected value first",
+    "full": "Every combination of codes (small code lists only)",
+}
+#: ... and in symbols (the help tooltip): p = probability, v = value weight, w = cost weight.
+UNIVERSE_MATH = {
+    "ratio": "ratio: codes in decreasing p·v / ((1−p)·w)",
+    "prob": "prob: codes in decreasing p (the order FPCP uses)",
+    "value": "value: codes in decreasing p·v",
+    "full": "full: all 2^K subsets",
+}
+
+
+def universe_math() -> str:
+    """The universes' orders in symbols, one per line, for a help tooltip."""
+    return "  \n".join(UNIVERSE_MATH.values()) + "  \n(p: the code's probability, v: its value weight, w: its cost weight)"
+
+
+def cost_unit(settings: dict) -> str:
+    """Unit of the chosen cost, for axis titles and captions: what one unit of cost is."""
+    return "false flags" if settings["cost_kind"] == "fp" else "risk weight of false flags"
+
+
+def value_unit(settings: dict) -> str:
+    """Unit of the chosen value: what one unit of value captured is."""
+    return {"tp": "confirmed codes", "weighted_tp": "risk-weighted value", "formula": "formula value"}[settings["value_kind"]]
+
+
+def per_100_charts(per_chart: float) -> str:
+    """A per-chart mean as a figure per 100 charts: three significant digits, whole numbers from
+    100 on (``—`` for NaN).
+
+    >>> per_100_charts(0.36), per_100_charts(12.345), per_100_charts(float("nan"))
+    ('36', '1,234', '—')
+    """
+    x = CHARTS * float(per_chart)
+    if math.isnan(x):
+        return "—"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def cost_per_100_label(settings: dict) -> str:
+    """Column or tile label for the mean cost per 100 charts."""
+    return ("False flags per 100 charts" if settings["cost_kind"] == "fp"
+            else "Risk weight of false flags per 100 charts")
+
+
+def value_per_100_label(settings: dict) -> str:
+    """Column or tile label for the mean value captured per 100 charts."""
+    return {"tp": "Confirmed codes per 100 charts", "weighted_tp": "Risk-weighted value captured per 100 charts",
+            "formula": "Formula value per 100 charts"}[settings["value_kind"]]
+
+
+def target_text(settings: dict) -> str:
+    """The promise in the user's units (expected cost: mean per chart; violation: share of charts)."""
+    target, unit = float(settings["target"]), cost_unit(settings)
+    if settings["control"] == "violation":
+        return f"at most {100 * float(settings['delta']):g} % of charts with more than {target:g} {unit}"
+    return f"at most {target:g} {unit} per chart on average ({per_100_charts(target)} per 100 charts)"
+
+
+def threshold_text(threshold: float, settings: dict, score: str) -> str:
+    """The threshold T as the rule it applies, in the user's units.
+
+    Price score (Ĉ step / V̂ step < T): a code is flagged when its expected value per expected
+    false flag is above 1/T. Cost score (Ĉ < T): codes are flagged, best first, while the chart's
+    expected false flags stay below T.
+    """
+    t = float(threshold)
+    unit, value = cost_unit(settings), value_unit(settings)
+    per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
+    if math.isnan(t):
+        return "no threshold yet"
+    if t == -math.inf:
+        return "flag nothing (too few calibration patients for this target)"
+    if score == "price":
+        if t == math.inf:
+            return "flag every code that brings any value"
+        if t <= 0:
+            return "flag only codes that cannot be false flags"
+        return f"flag a code when it brings at least {1 / t:.3g} {value} per {per}"
+    if t == math.inf:
+        return "flag every code (no limit on expected false flags)"
+    return f"flag codes while the expected {unit} for the chart stay below {t:.3g}"
+
+
+def threshold_label(settings: dict, score: str) -> str:
+    """The name of a threshold in the user's units (a tile's or a column's label)."""
+    if score == "price":
+        return "Value per false flag"
+    return "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
+
+
+def threshold_rule(settings: dict, score: str) -> str:
+    """What the number :func:`threshold_tile` shows means, for any threshold (a column's help).
+
+    >>> threshold_rule({"cost_kind": "fp", "value_kind": "tp"}, "price")
+    'A code is flagged when it brings at least this many confirmed codes per expected false flag (1/T).'
+    """
+    if score == "price":
+        per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
+        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {per} (1/T)."
+    return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
+
+
+def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, str, str]:
+    """(label, value, help) of a metric tile showing a threshold in the user's units; the help
+    keeps the math (T and what it is compared with)."""
+    t = float(threshold)
+    math_note = (f"T = {t:.4g} on the price score (running max of Ĉ step / V̂ step; a code is flagged while it stays below T)"
+                 if score == "price" else f"T = {t:.4g} on the cost proxy Ĉ (codes are flagged while Ĉ stays below T)")
+    rule = threshold_text(t, settings, score)
+    if t == -math.inf:
+        return threshold_label(settings, score), "nothing flagged", f"{rule[0].upper()}{rule[1:]}. {math_note}."
+    label = threshold_label(settings, score)
+    if score == "price":
+        shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else f"{1 / t:.3g}"))
+    else:
+        shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
+    return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."
