@@ -79,3 +79,23 @@ def test_settings_are_validated_before_they_are_stored(digits):
     assert ss.settings is old and ss.message_level("settings") == "error"
     assert actions.apply_settings(ss, {**old, "target": 2.0})
     assert ss.settings["target"] == 2.0 and ss.spec().target == 2.0
+
+
+def test_stale_warnings_and_errors_are_cleared_when_what_they_described_changes(digits):
+    ss = Session({**digits.store, "messages": {}})
+    ss.set_message("weights", "error", "bad weight in w.csv")
+    ss.set_message("new_patients", "warning", "other codes")
+    ss.set_message("calibration", "success", "Loaded.")
+    actions.clear_stale(ss, "weights", "new_patients", "calibration", "settings")
+    assert ss.messages == {"calibration": ("success", "Loaded.")}  # successes stay: they describe what is loaded
+
+    ss.set_message("settings", "warning", "Target set to 2 (the weights changed).")
+    table = ss.weights.copy()
+    table.iloc[0, table.columns.get_loc("weight")] += 1.0
+    assert actions.apply_edited_weights(ss, table)
+    assert ss.message_level("settings") is None  # it was about the weights just replaced
+
+    ss.set_message("weights", "error", "bad weight in w.csv")
+    ss.set_message("settings_json", "error", "old.json: unknown key")
+    actions.load_sample(ss, "digits")
+    assert ss.message_level("settings_json") is None and ss.message_level("weights") != "error"
