@@ -9,7 +9,7 @@ from ._version import __version__
 
 # ``replay`` is both a submodule and a function: importing the submodule anywhere would set
 # the package attribute to the module, so the function is bound here, eagerly (numpy only).
-from .replay import predict_with_threshold, replay
+from .replay import ReplayOptions, predict_with_threshold, replay
 
 # Other public names and the submodule that defines each. They are imported on first use (PEP 562
 # module __getattr__), so ``import favmac`` and ``favmac --help`` do not pay for pandas,
@@ -90,6 +90,7 @@ __all__ = [
     "MAX_FULL_CODES",
     "QuantileTree",
     "QuantileTreeError",
+    "ReplayOptions",
     "ReplayResult",
     "UNIVERSES",
     "candidate_sets",

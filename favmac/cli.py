@@ -44,7 +44,8 @@ EXIT_BAD_INPUT = 2
 OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
                    "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
-                   "recalibration": "--recalibration"}
+                   "recalibration": "--recalibration", "label_delay": "--label-delay",
+                   "label_available_column": "--label-available-column"}
 
 
 # ----------------------------------------------------------------------------- parser
@@ -84,9 +85,11 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
                         f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
-    method.add_argument("--segment-column", metavar="NAME",
+    method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
-                        "in the calibration and new-patient files; each patient is calibrated on its own segment only")
+                        "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
+                        "Repeat it for several groupings at once (replay), e.g. --segment-column plan "
+                        "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
     method.add_argument("--recalibrate", type=int, metavar="R",
                         help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
                         "prediction and do not calibrate; --burn-in counts patients after them)")
@@ -149,6 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--window", type=int, metavar="W", help="calibrate on the last W patients only (FavMac)")
     replay.add_argument("--adaptive-rate", type=float, metavar="GAMMA",
                         help="adaptive target under drift (expected-cost control, FavMac): c_(n+1) = c_n + GAMMA (c - C_n)")
+    arrivals = replay.add_mutually_exclusive_group()
+    arrivals.add_argument("--label-delay", type=int, metavar="D",
+                          help="labels arrive D stream positions after the prediction: patient n is calibrated on "
+                          "positions < n - D (the burn-in is labelled from the start); FavMac")
+    arrivals.add_argument("--label-available-column", metavar="COL",
+                          help="column saying when each patient's labels arrived: a stream position (0 = first "
+                          "patient; the labels join right after that position's prediction) or a date (then a "
+                          "predicted_at date column places it: the labels join before the first patient predicted "
+                          "on or after that date); FavMac")
     replay.add_argument("--method", default="favmac", choices=method_keys(),
                         help="favmac (default; uses --universe and --score), favmac_price, "
                         "favmac_<universe> (cost score), or a baseline for comparison")
@@ -222,7 +234,7 @@ def _load_weights(args, codes):
 
 
 def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, window=None,
-          adaptive_rate=None) -> RunSpec:
+          adaptive_rate=None, label_delay=None, label_available_column=None) -> RunSpec:
     """The run the options describe (validated against the data); targets given in percent of C_max
     are converted once C_max is known."""
     weights_table = _load_weights(args, data.codes)
@@ -240,10 +252,12 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         score=args.score,
         burn_in=burn_in,
         window=window,
-        segment=args.segment_column,
+        segment=None if not args.segment_column else tuple(args.segment_column),
         adaptive_rate=adaptive_rate,
         recalibrate=args.recalibrate,
         recalibration=args.recalibration,
+        label_delay=label_delay,
+        label_available_column=label_available_column,
     )
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
@@ -337,14 +351,27 @@ def _fmt(x) -> str:
 
 
 def _load(args):
-    """The calibration data; with --segment-column its segment labels are required."""
+    """The calibration data; with --segment-column its segment labels are required (and with
+    --label-available-column its label arrivals)."""
     from .io import load_calibration
 
-    return load_calibration(args.calibration, args.labels, segment_column=args.segment_column)
+    return load_calibration(args.calibration, args.labels, segment_column=args.segment_column,
+                            label_available_column=getattr(args, "label_available_column", None))
 
 
 def _groups(args, data):
-    return data.groups if args.segment_column else None
+    """The segment labels: one column's, or {column: labels} for several groupings."""
+    if not args.segment_column:
+        return None
+    return data.groups if len(args.segment_column) == 1 else dict(data.groupings)
+
+
+def _one_segment_column(args, where: str):
+    """The single --segment-column (or None); several are for replay only (yet)."""
+    if args.segment_column and len(args.segment_column) > 1:
+        raise DataError(f"{where} takes one --segment-column; several groupings at once are for 'favmac replay' (yet).",
+                        fix="Give one --segment-column.")
+    return args.segment_column[0] if args.segment_column else None
 
 
 def run_predict(args) -> int:
@@ -357,12 +384,13 @@ def run_predict(args) -> int:
     if args.calibration is None:
         raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
                         "from 'favmac calibrate'.")
+    segment_column = _one_segment_column(args, "predict")
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
         spec = _spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
-    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=args.segment_column)
+    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column)
     target, c_max = spec.target, spec.c_max(data.n_codes)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
@@ -397,13 +425,16 @@ def run_predict(args) -> int:
 def run_replay(args) -> int:
     from .metrics import summarize
 
+    if args.shuffle is not None and args.label_available_column:
+        raise DataError("--shuffle reorders the stream, but --label-available-column gives arrival positions in file "
+                        "order.", fix="Drop --shuffle, or use --label-delay D (a delay in stream positions).")
     data = _load(args)
+    stream = dict(burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate,
+                  label_delay=args.label_delay, label_available_column=args.label_available_column)
     if args.targets is not None:
-        spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets",
-                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
+        spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets", **stream)
     else:
-        spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents",
-                     burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate)
+        spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
     c_max = spec.c_max(data.n_codes)
     method = get_method(args.method)
     if spec.window is not None and not method.accepts("window"):
@@ -414,11 +445,12 @@ def run_replay(args) -> int:
     if args.shuffle is not None:
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
-        groups = None if groups is None else groups[order]
+        groups = None if groups is None else {k: v[order] for k, v in groups.items()} if isinstance(groups, dict) \
+            else groups[order]
     progress = _progress(args, "replay")
     try:
         result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress,
-                            groups=groups)
+                            groups=groups, label_available_at=data.label_available_at)
     finally:
         progress.close()
     _write_provenance(args, spec, data, _write(result.to_frame(), args.out), result=result)
@@ -432,15 +464,23 @@ def run_replay(args) -> int:
         file=stream,
     )
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"), file=stream)
+    if result.settings.get("label_delay") or result.settings.get("label_arrivals"):
+        pending, sizes = result.labels_pending, result.calibration_sizes
+        print(f"labels pending: {pending.mean():.1f} on average, at most {pending.max()}; calibration patients: "
+              f"{sizes[0]} at the first prediction, {sizes[-1]} at the last.", file=stream)
     _print_recalibration(args, result)
     if result.group_thresholds is not None:
-        from .segments import segment_table
+        from .segments import grouping_tables
 
-        table = segment_table(result)
-        print("per segment (first target):", file=stream)
-        dropped = ["target", "delta"] + (["bound"] if table["bound"].isna().all() else [])
-        print(table.drop(columns=dropped).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
-              file=stream)
+        several = len(result.groupings or []) > 1
+        for name, table in grouping_tables(result).items():
+            print(f"per segment of {name} (first target):" if several else "per segment (first target):", file=stream)
+            dropped = ["target", "delta"] + (["bound"] if table["bound"].isna().all() else []) + ([] if several else ["binds"])
+            print(table.drop(columns=dropped).to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+                  file=stream)
+        if several:
+            print("binds: share of a segment's patients whose threshold came from that grouping (the smallest of "
+                  "their groupings' thresholds).", file=stream)
     return 0
 
 
@@ -469,7 +509,7 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
-    codes = source_codes(source, segment=args.segment_column)
+    codes = source_codes(source, segment=_one_segment_column(args, "the distributed engine"))
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
 

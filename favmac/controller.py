@@ -81,6 +81,10 @@ class FavMac:
     segment's own threshold, :meth:`threshold_for` (and ``predict(p, group=g)``) uses it. The
     pooled :attr:`threshold` is calibrated on every patient; with ``adaptive_rate`` each
     segment has its own c_n, and the pooled c_n moves only with updates given no ``group``.
+    Several groupings: a *tuple* gives one label per grouping, ``group=(plan, band)`` (for a
+    batch, a tuple of per-row arrays); the threshold is the smallest of the groups'
+    thresholds (SPEC "Several groupings at once"). A plain label (or a list/array of one
+    label per row) is the first grouping's. The adaptive target takes one grouping only.
 
     Examples
     --------
@@ -96,6 +100,8 @@ class FavMac:
     >>> seg = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
     >>> seg.update([[0.9, 0.2, 0.6]], [[1, 0, 0]], group="north").threshold_for("north"), seg.threshold_for("south")
     (0.5, -inf)
+    >>> seg.update([[0.8, 0.1, 0.7]], [[1, 0, 1]], group=("north", "75+")).threshold_for(("north", "75+"))
+    1.3
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
@@ -200,8 +206,9 @@ class FavMac:
         Parameters
         ----------
         probs, labels : array (K,) or (N, K)
-        group : label or array (N,), optional
-            Segment of each patient: it also joins that segment's calibration data.
+        group : label, array (N,) or tuple, optional
+            Segment of each patient: it also joins that segment's calibration data. A tuple
+            holds one label (or array (N,)) per grouping.
         adapt : bool
             With ``adaptive_rate``: False for calibration-only patients (a burn-in), whose
             sets do not move the adaptive target.
@@ -213,9 +220,9 @@ class FavMac:
         if probs.shape[0] == 0:
             return self
         if group is not None:
-            groups = check_group_labels(group, probs.shape[0], name="group")
-            for label, rows in group_rows(groups):
-                self._segment(label).update(probs[rows], labels[rows], adapt=adapt)
+            for grouping, groups in enumerate(self._groupings_of(group, probs.shape[0])):
+                for label, rows in group_rows(groups):
+                    self._segment(label, grouping).update(probs[rows], labels[rows], adapt=adapt)
             adapt = False  # the pooled target moves with ungrouped updates only
         cands = candidate_sets(probs, self.value, self.cost, self.universe)
         realized = self._costs.realized(cands, labels)
@@ -242,9 +249,22 @@ class FavMac:
                 self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
 
-    def _segment(self, label) -> "FavMac":
-        """The controller of one segment (created empty on first use)."""
+    def _groupings_of(self, group, n_rows: int) -> list:
+        """The labels (N,) of each grouping in ``group`` (a tuple: one entry per grouping)."""
+        if not isinstance(group, tuple):
+            return [check_group_labels(group, n_rows, name="group")]
+        if not group:
+            raise ValueError("group: an empty tuple; give one label per grouping, e.g. group=(plan, age_band)")
+        if self.adaptive_rate is not None and len(group) > 1:
+            raise ValueError(f"group: the adaptive target (adaptive_rate) takes one grouping; got {len(group)} "
+                             "(a tuple holds one label per grouping). Give one label, or leave adaptive_rate unset.")
+        return [check_group_labels(g, n_rows, name=f"group[{i}]") for i, g in enumerate(group)]
+
+    def _segment(self, label, grouping: int = 0) -> "FavMac":
+        """The controller of one segment (created empty on first use); keyed by label in the
+        first grouping, by (grouping, label) in the others."""
         label = check_group_labels([label], 1, name="group")[0]
+        label = label if grouping == 0 else (grouping, label)
         if label not in self._segments:
             self._segments[label] = FavMac(self.value, self.cost, self.target, delta=self.delta,
                                            universe=self.universe, c_max=self.c_max, window=self.window,
@@ -253,15 +273,23 @@ class FavMac:
 
     @property
     def segments(self) -> dict:
-        """Segment label -> number of its calibration patients."""
-        return {label: fm.n_calibration for label, fm in sorted(self._segments.items())}
+        """Segment label -> number of its calibration patients (the first grouping; the others
+        are keyed (grouping, label), grouping counted from 1)."""
+        return {label: fm.n_calibration for label, fm in sorted(self._segments.items(), key=lambda kv: str(kv[0]))
+                if not isinstance(label, tuple)}
 
     def threshold_for(self, group) -> float:
         """Threshold of segment ``group``, calibrated on its patients only (-inf for an unseen segment
-        unless the target allows every set with no data: c >= C_max)."""
+        unless the target allows every set with no data: c >= C_max). A tuple (one label per
+        grouping) gives the smallest of its groups' thresholds."""
         if group is None:
             return self.threshold
-        label = check_group_labels([group], 1, name="group")[0]
+        if isinstance(group, tuple):
+            labels = [labels[0] for labels in self._groupings_of(tuple([g] for g in group), 1)]
+            return min(self._threshold_in(label if i == 0 else (i, label)) for i, label in enumerate(labels))
+        return self._threshold_in(check_group_labels([group], 1, name="group")[0])
+
+    def _threshold_in(self, label) -> float:
         if label in self._segments:
             return self._segments[label].threshold
         if self._n_codes is None and self._n_codes_arg is None and self.c_max is None:
@@ -273,6 +301,11 @@ class FavMac:
         """The target in force for segment ``group`` (its own c_n with ``adaptive_rate``; c for an unseen one)."""
         if group is None:
             return self.current_target
+        if isinstance(group, tuple):  # one label per grouping
+            if len(group) != 1:  # several: refused with adaptive_rate, so the target is c
+                self._groupings_of(tuple([g] for g in group), 1)
+                return exact(self.target)
+            group = group[0]
         label = check_group_labels([group], 1, name="group")[0]
         return self._segments[label].current_target if label in self._segments else exact(self.target)
 
@@ -312,7 +345,8 @@ class FavMac:
     def predict(self, probs, group=None) -> np.ndarray:
         """Boolean mask(s) of the chosen set: (K,) for one patient, (N, K) for a batch.
 
-        ``group`` (a label, or one per row) uses each segment's threshold (:meth:`threshold_for`).
+        ``group`` (a label, or one per row; a tuple: one per grouping) uses each segment's
+        threshold (:meth:`threshold_for`; the smallest over the groupings).
         """
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self._n_codes, batch=True)
@@ -322,9 +356,12 @@ class FavMac:
         if group is None:
             thresholds = self.threshold
         else:
-            groups = check_group_labels(group, probs.shape[0], name="group")
-            known = {label: self.threshold_for(label) for label in set(groups.tolist())}
-            thresholds = np.array([known[g] for g in groups.tolist()], dtype=float)
+            per_grouping = self._groupings_of(group, probs.shape[0])
+            thresholds = np.full(probs.shape[0], _INF)
+            for grouping, groups in enumerate(per_grouping):
+                known = {label: self._threshold_in(label if grouping == 0 else (grouping, label))
+                         for label in set(groups.tolist())}
+                thresholds = np.minimum(thresholds, [known[g] for g in groups.tolist()])
         masks = cands.masks(cands.choose(thresholds, self.score))
         return masks[0] if single else masks
 

@@ -145,7 +145,7 @@ def applicability(name: str, control: str, n_codes: int | None = None) -> str | 
 
 
 def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,
-               c_max=None, burn_in: int | None = None, groups=None):
+               c_max=None, burn_in: int | None = None, groups=None, label_available_at=None):
     """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
 
     Parameters
@@ -166,7 +166,11 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
         Overrides ``spec.burn_in`` (``predict`` calibrates on the whole file with ``burn_in = N``).
     groups : array (N,), optional
         Segment labels, read from the ``spec.segment`` column (required when it is set;
-        :attr:`favmac.io.Dataset.groups`).
+        :attr:`favmac.io.Dataset.groups`); several columns: a dict column -> labels
+        (:attr:`favmac.io.Dataset.groupings`).
+    label_available_at : array (N,) of int, optional
+        Label arrival positions, read from the ``spec.label_available_column`` column
+        (:attr:`favmac.io.Dataset.label_available_at`; required when it is set).
 
     Returns
     -------
@@ -186,9 +190,14 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     score = (chosen.score or spec.score) if chosen.is_favmac else None
     if spec.segment is not None and groups is None:
         raise ValueError(f"segment: the run is per segment (column {spec.segment!r}) but no segment labels were given")
+    if spec.label_available_column is not None and label_available_at is None:
+        raise ValueError(f"label_available_column: the run reads label arrivals from column "
+                         f"{spec.label_available_column!r} but none were given")
     optional = {"window": spec.window, "c_max": c_max, "score": score,
                 "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate,
-                "recalibrate": spec.recalibrate, "recalibration": None if spec.recalibrate is None else spec.recalibration}
+                "recalibrate": spec.recalibrate, "recalibration": None if spec.recalibrate is None else spec.recalibration,
+                "label_delay": spec.label_delay,
+                "label_available_at": None if spec.label_available_column is None else label_available_at}
     for name, given in optional.items():
         if given is None:
             continue

@@ -1,28 +1,39 @@
 """replay: the whole online FavMac session over a labelled stream, all targets in one pass.
 
-For every stream position n >= burn_in it records the threshold calibrated on patients
-0..n-1 (or the last ``window`` of them), the set chosen for patient n, and that set's
+For every stream position n >= burn_in it records the threshold calibrated on the patients
+whose labels have arrived before n (:mod:`favmac.arrivals`; without a delay: patients
+0..n-1, or the last ``window`` of them), the set chosen for patient n, and that set's
 realized cost and value — exactly what a loop of ``FavMac.update/predict`` gives.
 
+The engine runs in steps: candidates -> realized costs -> thresholds per part (each group
+of each grouping, or the pooled stream) -> selection (each patient's smallest threshold
+over its groupings) -> result.
+
 How it is fast: in a replay every calibration point is known up front, so keys are ranked
-once and a Fenwick tree over ranks (numba, exact int64 weights at a decimal scale) replaces
-the QuantileTree. In expected-cost control the inserted points do not depend on the
-target — only the query level c(n+1) - C_max does — so one pass serves every target.
+once and Fenwick trees over ranks (numba, exact int64 weights at a decimal scale; one per
+group, laid end to end) replace the QuantileTree. In expected-cost control the inserted
+points do not depend on the target — only the query level c(n+1) - C_max does — so one pass
+serves every target.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .arrivals import ArrivalSchedule, check_label_delay
 from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
-from .segments import check_group_labels, group_rows
+from .segments import GroupingResult, check_groupings, group_index
 from .thresholds import (
     INT64_LIMIT,
     ExactCosts,
+    rank_edge,
+    violation_rank,
     calibration_points,
     common_scale,
     expected_bounds,
@@ -30,10 +41,10 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe
+from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score
 from .validation import check_stream
 
-__all__ = ["replay", "predict_with_threshold", "method_name"]
+__all__ = ["ReplayOptions", "replay", "predict_with_threshold", "method_name"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
@@ -49,6 +60,39 @@ def method_name(universe: str, score: str = "cost") -> str:
     if score == "cost":
         return f"FavMac ({universe})"
     return f"FavMac ({score})" if universe == "ratio" else f"FavMac ({universe}, {score})"
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """How a replay runs, apart from the data: the settings keywords of :func:`replay`, grouped.
+
+    ``replay(p, y, value, cost, targets, options=ReplayOptions(delta=0.1, window=500))`` is
+    ``replay(p, y, value, cost, targets, delta=0.1, window=500)``. ``score=None`` is
+    :func:`favmac.universe.default_score` of the universe and control.
+
+    >>> ReplayOptions(burn_in=10, label_delay=3).control
+    'expected'
+    """
+
+    delta: float | None = None
+    universe: str = "ratio"
+    burn_in: int = 0
+    window: int | None = None
+    c_max: float | None = None
+    score: str | None = "cost"
+    adaptive_rate: float | None = None
+    label_delay: int | None = None
+
+    @property
+    def control(self) -> str:
+        return "expected" if self.delta is None else "violation"
+
+    def resolved_score(self) -> str:
+        """The score the run uses (``score``, or the default for the universe and control)."""
+        return default_score(self.universe, self.delta) if self.score is None else self.score
+
+
+_DEFAULTS = ReplayOptions()
 
 
 def replay(
@@ -69,7 +113,10 @@ def replay(
     progress=None,
     groups=None,
     adaptive_rate=None,
-    score: str = "cost",
+    score: str | None = "cost",
+    label_delay=None,
+    label_available_at=None,
+    options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
 ) -> ReplayResult:
@@ -87,9 +134,10 @@ def replay(
         None for expected-cost control, else the violation level.
     universe : {"ratio", "prob", "value", "full"}
     burn_in : int
-        Patients used for calibration only (no prediction recorded).
+        Patients used for calibration only (no prediction recorded); labelled from the start.
     window : int, optional
-        Rolling window of calibration patients (per segment with ``groups``).
+        Rolling window: the last ``window`` calibration patients whose labels have arrived
+        (per group with ``groups``).
     c_max : float, optional
         Largest cost (default: sum of cost weights).
     codes, patient_ids : optional labels carried into the result.
@@ -97,22 +145,44 @@ def replay(
         Display name (default :func:`method_name`, e.g. "FavMac (ratio)").
     progress : callable(float), optional
         Called with the fraction done (0..1) as the replay advances.
-    groups : array (N,), optional
-        Segment label of each patient (:mod:`favmac.segments`): patient n is calibrated on
-        the earlier patients of its own segment only; the burn-in of a segment is its
-        patients among the first ``burn_in``. The result then carries ``groups``,
-        ``group_thresholds`` and ``group_sizes``.
+    groups : array (N,), list of arrays, 2-D array (N, G), DataFrame or dict, optional
+        Segments (:mod:`favmac.segments`). A 1-D array is one grouping (one label per
+        patient): patient n is calibrated on the earlier patients of its own group only; the
+        burn-in of a group is its patients among the first ``burn_in``. Several groupings
+        (:func:`favmac.segments.check_groupings`: a list of 1-D arrays, a 2-D array or
+        DataFrame with one column per grouping, or a dict name -> labels): each patient's
+        threshold is the smallest of its groups' thresholds, so every group of every grouping
+        keeps its guarantee. The result carries ``groupings`` (one
+        :class:`~favmac.segments.GroupingResult` per grouping) and, for the first grouping,
+        ``groups``, ``group_thresholds`` and ``group_sizes``.
     adaptive_rate : float, optional
         gamma > 0 for the adaptive target c_n under drift (:mod:`favmac.adaptive`; expected
-        control only). The result carries ``adaptive_targets`` (T, S).
-    score : {"cost", "price"}
+        control, one grouping at most). The result carries ``adaptive_targets`` (T, S). With
+        labels that arrive later, c moves when a patient's labels arrive:
+        c += gamma (c - C_i), C_i the realized cost of the set chosen for patient i when it
+        was predicted (at the target then in force); without a delay this is
+        c_{n+1} = c_n + gamma (c - C_n).
+    score : {"cost", "price"} or None
         What the threshold is on: Chat (the paper's) or the price score
-        (:meth:`favmac.universe.Candidates.scores`; nested universes only).
+        (:meth:`favmac.universe.Candidates.scores`; nested universes only). None:
+        :func:`favmac.universe.default_score`.
+    label_delay : int, optional
+        Labels arrive ``label_delay`` stream positions after the prediction: patient n is
+        calibrated on positions < n - d (burn-in patients are labelled from the start).
+        0 <= d < N. See :mod:`favmac.arrivals`.
+    label_available_at : array (N,) of int, optional
+        Per-patient arrival: patient i's labels arrive right after the prediction at
+        position ``label_available_at[i]`` (>= i; >= N: never within the stream), so patient
+        n is calibrated on {i : label_available_at[i] < n}. Not with ``label_delay``.
+    options : ReplayOptions, optional
+        The settings keywords above (delta ... label_delay) as one object; then leave those
+        keywords at their defaults.
     recalibrate : int, optional
         R >= 50: the first R rows are a recalibration fold (:mod:`favmac.recalibration`):
         per-code maps fitted on them replace p for the rest; the fold gets no prediction and
         never joins calibration, ``burn_in`` counts patients after it, and the result's
-        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``.
+        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``. One grouping
+        at most, and ``label_delay`` rather than ``label_available_at``.
     recalibration : {"platt", "isotonic"}
         The map (default "platt").
 
@@ -120,7 +190,8 @@ def replay(
     -------
     ReplayResult
         thresholds (T, S), selected (T, S, K), cost (T, S), value (T, S) with
-        S = N - burn_in, and final_thresholds (T,) calibrated on all N patients.
+        S = N - burn_in, final_thresholds (T,) calibrated on all N patients, and per step
+        ``labels_pending`` and ``calibration_sizes`` (S,).
 
     Examples
     --------
@@ -135,141 +206,423 @@ def replay(
     >>> seg = replay(p, y, AdditiveValue(), AdditiveCost(), [1.0], burn_in=50, groups=np.arange(200) % 2)
     >>> sorted(seg.group_sizes.items())
     [('0', 100), ('1', 100)]
+    >>> two = replay(p, y, AdditiveValue(), AdditiveCost(), [1.0], burn_in=50, label_delay=20,
+    ...              groups={"parity": np.arange(200) % 2, "half": np.arange(200) >= 100})
+    >>> [g.name for g in two.groupings], int(two.labels_pending[-1]), int(two.calibration_sizes[-1])
+    (['parity', 'half'], 20, 179)
     """
-    probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
-        probs, labels, targets, delta, burn_in, window, codes, patient_ids)
+    given = dict(delta=delta, universe=universe, burn_in=burn_in, window=window, c_max=c_max,
+                 score=score, adaptive_rate=adaptive_rate, label_delay=label_delay)
+    if options is None:
+        options = ReplayOptions(**given)
+    else:
+        changed = [name for name, val in given.items() if val is not getattr(_DEFAULTS, name)
+                   and val != getattr(_DEFAULTS, name)]
+        if changed:
+            raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
+                             f"(also given: {', '.join(changed)})")
     if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
-        from .recalibration import replay_after_fold
-        return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
-                                 recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
-                                 patient_ids=patient_ids, codes=codes, delta=delta, universe=universe, c_max=c_max,
-                                 method=method, progress=progress, adaptive_rate=adaptive_rate, score=score)
-    n_patients, n_codes = probs.shape
-    check_universe(universe, n_codes)
-    check_score(score, universe)
-    rate = check_adaptive_rate(adaptive_rate, delta)
-    group_labels = None if groups is None else check_group_labels(groups, n_patients)
-    window_int = 0 if window is None else int(window)
-    report = progress if progress is not None else (lambda fraction: None)
+        return _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
+                           patient_ids, progress, method, recalibrate, recalibration)
+    session = _Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
+                               patient_ids, progress)
+    return session.run(method)
 
-    report(0.0)
-    cands = _candidates(probs, value, cost, universe, report)
-    costs = ExactCosts.of(cost, n_codes, c_max)
-    realized = _realized(cands, labels, costs)
-    report(0.25)
 
-    steps = n_patients - burn_in
-    parts = [(None, np.arange(n_patients))] if group_labels is None else group_rows(group_labels)
-    thresholds = np.empty((len(targets), steps))
-    final = None
-    adaptive_targets = np.empty((len(targets), steps)) if rate is not None else None
-    group_thresholds, group_sizes, group_final_targets = {}, {}, {}
-    for i, (label, rows) in enumerate(parts):
-        sub_burn = int(np.searchsorted(rows, burn_in))
-        sub_cands = cands if label is None else cands.subset(rows)
-        engine = _Engine(sub_cands, realized if label is None else realized[rows], costs, targets, delta, sub_burn,
-                         window_int, rate, score, lambda f, i=i: report(0.25 + 0.6 * (i + f) / len(parts)))
-        part = engine.run()
-        if part is None:
-            warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
-            part = _loop_thresholds(probs[rows], labels[rows], value, cost, targets, delta, universe, sub_burn,
-                                    window, c_max, score, rate)
-        part_thresholds, part_targets = part
-        positions = rows[sub_burn:] - burn_in
-        thresholds[:, positions] = part_thresholds[:, :-1]
-        if rate is not None:
-            adaptive_targets[:, positions] = part_targets[:, :-1]
-        if label is None:
-            final = part_thresholds[:, -1]
-            final_targets = None if rate is None else part_targets[:, -1]
+def _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
+                progress, method, recalibrate, recalibration):
+    """``replay`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`)."""
+    from .recalibration import replay_after_fold
+
+    if label_available_at is not None:
+        raise ValueError("label_available_at: not with recalibrate (its positions count the fold's rows); give "
+                         "label_delay instead, or leave recalibrate unset")
+    if len(check_groupings(groups, len(np.asarray(probs)))) > 1:
+        raise ValueError("recalibrate: one grouping at most (yet); give one grouping, or leave recalibrate unset")
+    probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
+        probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
+    settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
+    return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
+                             recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
+                             patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
+                             **settings)
+
+
+@dataclass
+class _Thresholds:
+    """The thresholds of one partition of the stream (one grouping, or the pooled stream)."""
+
+    steps: np.ndarray  # (T, S): the threshold of each predicted patient's group
+    final: np.ndarray  # (T, G): each group's threshold after the whole stream
+    step_targets: np.ndarray | None = None  # (T, S) adaptive c_n
+    final_targets: np.ndarray | None = None  # (T, G)
+
+
+@dataclass
+class _Session:
+    """One replay's validated inputs, and its steps (``run``)."""
+
+    probs: np.ndarray
+    labels: np.ndarray
+    value: object
+    cost: object
+    targets: np.ndarray
+    options: ReplayOptions
+    score: str
+    rate: float | None
+    groupings: list  # [(name, labels (N,) object)]
+    schedule: ArrivalSchedule
+    codes: list | None
+    patient_ids: np.ndarray | None
+    report: object
+
+    @classmethod
+    def prepare(cls, probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
+                progress) -> "_Session":
+        probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
+            probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
+        n_patients, n_codes = probs.shape
+        check_universe(options.universe, n_codes)
+        options = dataclasses.replace(options, delta=delta, burn_in=burn_in, window=window,
+                                      label_delay=None if options.label_delay is None
+                                      else check_label_delay(options.label_delay, n_patients))
+        score = check_score(options.resolved_score(), options.universe)
+        rate = check_adaptive_rate(options.adaptive_rate, delta)
+        groupings = check_groupings(groups, n_patients)
+        if rate is not None and len(groupings) > 1:
+            raise ValueError(f"adaptive_rate: the adaptive target is for one grouping at most; got {len(groupings)} "
+                             f"groupings ({', '.join(name for name, _ in groupings)}). Leave adaptive_rate unset, or "
+                             "give one grouping.")
+        schedule = ArrivalSchedule.of(n_patients, burn_in, options.label_delay, label_available_at)
+        report = progress if progress is not None else (lambda fraction: None)
+        return cls(probs, labels, value, cost, targets, options, score, rate, groupings, schedule, codes,
+                   patient_ids, report)
+
+    # ------------------------------------------------------------------ the steps
+    def run(self, method) -> ReplayResult:
+        opts, report = self.options, self.report
+        report(0.0)
+        cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
+        costs = ExactCosts.of(self.cost, self.probs.shape[1], opts.c_max)
+        realized = _realized(cands, self.labels, costs)
+        report(0.25)
+        engine = _Engine(self, cands, realized, costs)
+        n_parts = max(len(self.groupings), 1)
+        per_grouping = []
+        for i, (name, labels) in enumerate(self.groupings):
+            names, index = group_index(labels)
+            part = engine.thresholds(index, len(names), opts.burn_in, self.rate,
+                                     lambda f, i=i: report(0.25 + 0.6 * (i + f) / n_parts))
+            per_grouping.append((name, labels, names, index, part))
+        n_patients = self.probs.shape[0]
+        if per_grouping:
+            thresholds = np.minimum.reduce([part.steps for *_, part in per_grouping])
+            step_targets = per_grouping[0][-1].step_targets
+            final, final_targets = engine.pooled_final(), None
         else:
-            group_thresholds[label] = part_thresholds[:, -1]
-            group_sizes[label] = len(rows)
-            if rate is not None:
-                group_final_targets[label] = part_targets[:, -1]
-    if group_labels is not None:  # the pooled final threshold at the base target, for unsegmented patients
-        pooled = _Engine(cands, realized, costs, targets, delta, n_patients, window_int, None, score, lambda f: None).run()
-        final = pooled[0][:, -1] if pooled is not None else _loop_thresholds(
-            probs, labels, value, cost, targets, delta, universe, n_patients, window, c_max, score, None)[0][:, -1]
-        final_targets = group_final_targets or None
-    report(0.85)
+            part = engine.thresholds(np.zeros(n_patients, dtype=np.int64), 1, opts.burn_in, self.rate,
+                                     lambda f: report(0.25 + 0.6 * f))
+            thresholds, final, step_targets = part.steps, part.final[:, 0], part.step_targets
+            final_targets = None if part.final_targets is None else part.final_targets[:, 0]
+        del engine  # its calibration points are not needed for the selection (peak memory)
+        report(0.85)
+        chosen, realized_cost, realized_value, exceeds = self.select(cands, realized, costs, thresholds)
+        report(1.0)
+        return self.result(method, costs, thresholds, step_targets, final, final_targets, per_grouping, chosen,
+                           realized_cost, realized_value, exceeds)
 
-    # Selection, in chunks of patients: the chosen candidate of every (target, step) is kept
-    # as a small integer (ChosenSets); the (T, S, K) booleans are built only if asked for.
-    n_targets = len(targets)
-    n_candidates = cands.chat.shape[1]
-    chosen_index = np.zeros((n_targets, steps), dtype=np.int8 if n_candidates <= 128 else np.int16 if n_candidates <= 2**15 else np.int64)
-    realized_cost = np.zeros((n_targets, steps))
-    realized_value = np.zeros((n_targets, steps))
-    exceeds = np.zeros((n_targets, steps), dtype=bool)
-    bounds = [costs.bound(target) for target in targets]
-    for start, stop in _chunks(burn_in, n_patients):
-        part = cands.subset(slice(start, stop))
-        steps_here = slice(start - burn_in, stop - burn_in)
-        rows = np.arange(stop - start)
-        part_labels = labels[start:stop]
-        cost_table = part.totals(cost.contributions(part_labels))
-        value_table = part.totals(value.contributions(part_labels)) if value.is_additive else None
-        exact_cost = realized[start:stop]
-        for t in range(n_targets):
-            index = part.choose(thresholds[t, steps_here], score)
-            chosen_index[t, steps_here] = index
-            realized_cost[t, steps_here] = cost_table[rows, index]
-            exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
-            realized_value[t, steps_here] = value_table[rows, index] if value_table is not None else value(part.masks(index), part_labels)
-    tail = slice(burn_in, n_patients)
-    chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
-    report(1.0)
-    ids = None if patient_ids is None else np.asarray(patient_ids)[tail]
-    settings = {"universe": universe, "score": score, "window": window, "c_max": float(costs.c_max),
-                "control": "expected" if delta is None else "violation"}
-    if rate is not None:
-        settings["adaptive_rate"] = rate
-    if group_labels is not None:
-        settings["segments"] = True
-    return ReplayResult(
-        method=method or method_name(universe, score),
-        targets=targets,
-        delta=delta,
-        burn_in=burn_in,
-        thresholds=thresholds,
-        selected=None,
-        cost=realized_cost,
-        value=realized_value,
-        codes=codes,
-        patient_ids=ids,
-        settings=settings,
-        final_thresholds=final,
-        exceeds=exceeds,
-        groups=None if group_labels is None else group_labels[tail],
-        group_thresholds=group_thresholds or None,
-        group_sizes=group_sizes or None,
-        adaptive_targets=adaptive_targets,
-        final_adaptive_targets=final_targets,
-        chosen=chosen,
-    )
+    def select(self, cands, realized, costs, thresholds):
+        """The chosen set of every (target, step), in chunks of patients: kept as a small integer
+        (ChosenSets; the (T, S, K) booleans are built only if asked for), with its realized cost,
+        value and exact "cost > target" flag."""
+        burn_in, n_patients = self.options.burn_in, self.probs.shape[0]
+        n_targets, steps = thresholds.shape
+        n_candidates = cands.chat.shape[1]
+        chosen_index = np.zeros((n_targets, steps), dtype=np.int8 if n_candidates <= 128 else np.int16 if n_candidates <= 2**15 else np.int64)
+        realized_cost = np.zeros((n_targets, steps))
+        realized_value = np.zeros((n_targets, steps))
+        exceeds = np.zeros((n_targets, steps), dtype=bool)
+        bounds = [costs.bound(target) for target in self.targets]
+        for start, stop in _chunks(burn_in, n_patients):
+            part = cands.subset(slice(start, stop))
+            steps_here = slice(start - burn_in, stop - burn_in)
+            rows = np.arange(stop - start)
+            part_labels = self.labels[start:stop]
+            cost_table = part.totals(self.cost.contributions(part_labels))
+            value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
+            exact_cost = realized[start:stop]
+            for t in range(n_targets):
+                index = part.choose(thresholds[t, steps_here], self.score)
+                chosen_index[t, steps_here] = index
+                realized_cost[t, steps_here] = cost_table[rows, index]
+                exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
+                realized_value[t, steps_here] = (value_table[rows, index] if value_table is not None
+                                                 else self.value(part.masks(index), part_labels))
+        tail = slice(burn_in, n_patients)
+        chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
+        return chosen, realized_cost, realized_value, exceeds
+
+    def result(self, method, costs, thresholds, step_targets, final, final_targets, per_grouping, chosen,
+               realized_cost, realized_value, exceeds) -> ReplayResult:
+        opts = self.options
+        tail = slice(opts.burn_in, self.probs.shape[0])
+        settings = {"universe": opts.universe, "score": self.score, "window": opts.window, "c_max": float(costs.c_max),
+                    "control": opts.control}
+        if self.rate is not None:
+            settings["adaptive_rate"] = self.rate
+        if per_grouping:
+            settings["segments"] = True
+            settings["groupings"] = [name for name, *_ in per_grouping]
+        if opts.label_delay:
+            settings["label_delay"] = opts.label_delay
+        elif self.schedule.delayed:
+            settings["label_arrivals"] = True
+        groupings = []
+        for name, labels, names, index, part in per_grouping:
+            sizes = dict(zip(names, np.bincount(index, minlength=len(names)).tolist()))
+            groupings.append(GroupingResult(
+                name=name, groups=labels[tail], thresholds=part.steps,
+                final_thresholds={label: part.final[:, g] for g, label in enumerate(names)},
+                sizes=sizes,
+                final_targets=None if part.final_targets is None else
+                {label: part.final_targets[:, g] for g, label in enumerate(names)}))
+        first = groupings[0] if groupings else None
+        return ReplayResult(
+            method=method or method_name(opts.universe, self.score),
+            targets=self.targets,
+            delta=opts.delta,
+            burn_in=opts.burn_in,
+            thresholds=thresholds,
+            selected=None,
+            cost=realized_cost,
+            value=realized_value,
+            codes=self.codes,
+            patient_ids=None if self.patient_ids is None else np.asarray(self.patient_ids)[tail],
+            settings=settings,
+            final_thresholds=final,
+            exceeds=exceeds,
+            groups=None if first is None else first.groups,
+            group_thresholds=None if first is None else first.final_thresholds,
+            group_sizes=None if first is None else first.sizes,
+            adaptive_targets=step_targets,
+            final_adaptive_targets=final_targets if first is None else first.final_targets,
+            chosen=chosen,
+            groupings=groupings or None,
+            labels_pending=self.schedule.pending(opts.burn_in),
+            calibration_sizes=self.schedule.calibration_sizes(opts.burn_in, opts.window),
+        )
 
 
 class _Engine:
-    """Thresholds of one (sub-)stream: ``run()`` gives ((T, n - burn_in + 1) thresholds,
-    (T, n - burn_in + 1) adaptive targets or None), or None when int64 would overflow."""
+    """Thresholds of one partition of the stream (``thresholds``), sharing the calibration
+    points of the whole stream between partitions; the exact FavMac loop when int64 would overflow."""
 
-    def __init__(self, cands, realized, costs, targets, delta, burn_in, window, rate, score, report):
-        self.cands, self.realized, self.costs = cands, realized, costs
-        self.targets, self.delta, self.burn_in, self.window = targets, delta, burn_in, window
-        self.rate, self.score, self.report = rate, score, report
+    def __init__(self, session: _Session, cands, realized, costs):
+        self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
+        self._points = self._scores = None
+        self._by_rank, self._ranked = {}, {}
 
-    def run(self):
-        if self.delta is not None:
-            out = _violation_thresholds(self.cands, self.realized, self.costs, self.targets, self.delta,
-                                        self.burn_in, self.window, self.report, self.score)
-            return out, None
-        if self.rate is not None:
-            return _adaptive_thresholds(self.cands, self.realized, self.costs, self.targets, self.rate,
-                                        self.burn_in, self.window, self.score)
-        out = _expected_thresholds(self.cands, self.realized, self.costs, self.targets, self.burn_in, self.window,
-                                   self.report, self.score)
-        return None if out is None else (out, None)
+    def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
+        """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
+        s = self.session
+        window = 0 if s.options.window is None else int(s.options.window)
+        evict = s.schedule.evictions(group, window)
+        if s.options.delta is not None:
+            out = self._violation(group, n_groups, burn_in, window, evict, report)
+        elif rate is not None:
+            out = self._adaptive(group, n_groups, burn_in, window, evict, rate)
+        else:
+            out = self._expected(group, n_groups, burn_in, window, evict, report)
+        if out is None:
+            warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
+            out = self._loop(group, n_groups, burn_in, rate)
+        return out
+
+    def pooled_final(self) -> np.ndarray:
+        """(T,) thresholds calibrated on the whole stream (the last ``window`` arrived), at the base
+        targets: the final query of a one-group pass, computed directly from the points (no walk)."""
+        s = self.session
+        schedule, window, n_patients = s.schedule, s.options.window, self.cands.n_patients
+        patients = schedule.order[-window:] if window else schedule.order
+        m = len(patients)
+        if s.options.delta is not None:
+            out = np.empty(len(s.targets))
+            for t, scores in enumerate(self.scores()):
+                k = violation_rank(s.options.delta, m)
+                edge = rank_edge(k, m)
+                out[t] = edge if not math.isnan(edge) else np.partition(scores[patients], m - k)[m - k]
+            return out
+        points = self.points()
+        if points is None:
+            return self._loop(np.zeros(n_patients, dtype=np.int64), 1, n_patients, None).final[:, 0]
+        from .replay_kernels import weight_totals
+
+        ptr, ranks, weights, keys = points
+        cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
+        bounds = expected_bounds(s.targets, self.costs, m)[:, m]
+        found = np.searchsorted(cumulative, bounds, side="right")  # first key whose F exceeds the bound
+        return np.where(bounds < 0, -np.inf, np.where(found >= len(keys), np.inf, keys[np.minimum(found, len(keys) - 1)]
+                                                      if len(keys) else np.inf))
+
+    def scores(self) -> list:
+        """Violation scores T_i of every patient, one (N,) array per target (computed once)."""
+        if self._scores is None:
+            s = self.session
+            self._scores = [violation_scores(self.cands, self.realized, self.costs.bound(target), s.score)
+                            for target in s.targets]
+        return self._scores
+
+    def ranked_scores(self, t: int):
+        """(sorted distinct scores, each patient's rank in them) of target t; kept for the next
+        grouping when there are several."""
+        if t in self._ranked:
+            return self._ranked[t]
+        unique_scores, ranks = np.unique(self.scores()[t], return_inverse=True)
+        out = (unique_scores, ranks.ravel().astype(np.int64))
+        if len(self.session.groupings) > 1:
+            self._ranked[t] = out
+        return out
+
+    # ------------------------------------------------------------------ shared arrays
+    def points(self):
+        """(ptr, ranks, weights, sorted_keys) of the whole stream's calibration points (expected
+        control), or None when int64 would overflow. Gathered in chunks of patients (count, keys,
+        then ranks and weights); keys are ranked by bisecting the sorted keys; ranks are int32 and
+        weights keep the realized costs' int32 when they fit: no (N, M) temporaries."""
+        if self._points is None:
+            self._points = _expected_points(self.cands, self.realized, self.costs, self.session.score)
+        return self._points
+
+    def points_by_rank(self, ptr, ranks, n_ranks, key):
+        """:func:`~favmac.replay_kernels.rank_order` of some points (``key`` names them), kept for
+        the next grouping."""
+        from .replay_kernels import rank_order
+
+        if key not in self._by_rank:  # the points' ranks are first slots (_expected_points); the scores' are not
+            self._by_rank[key] = rank_order(ptr, ranks, n_ranks, key == "points")
+        return self._by_rank[key]
+
+    def _grouped(self, ptr, ranks, keys, group, n_groups, key):
+        """Ranks within each group's own sorted keys, those keys end to end, and where each begins
+        (:func:`~favmac.replay_kernels.group_slots`); one group: the global ones."""
+        from .replay_kernels import group_slots
+
+        if n_groups == 1:
+            return ranks, keys, np.array([0, len(keys)], dtype=np.int64)
+        return group_slots(ptr, group, *self.points_by_rank(ptr, ranks, len(keys), key), keys, n_groups)
+
+    def _schedule_args(self, group):
+        schedule = self.session.schedule
+        return group, schedule.order, schedule.ptr
+
+    def _expected(self, group, n_groups, burn_in, window, evict, report):
+        from .replay_kernels import expected_thresholds
+
+        s = self.session
+        points = self.points()
+        if points is None:
+            return None
+        ptr, ranks, weights, sorted_keys = points
+        ranks, keys, key_start = self._grouped(ptr, ranks, sorted_keys, group, n_groups, "points")
+        n_patients = len(group)
+        bounds = expected_bounds(s.targets, self.costs, n_patients)
+        tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
+        counts = np.zeros(n_groups, dtype=np.int64)
+        out = np.empty((len(s.targets), n_patients - burn_in))
+        final = np.empty((len(s.targets), n_groups))
+        for start, stop in _chunks(0, n_patients + 1):
+            expected_thresholds(ptr, ranks, weights, keys, key_start, *self._schedule_args(group), evict, bounds,
+                                burn_in, window, start, stop, tree, counts, out, final)
+            report(stop / (n_patients + 1))
+        return _Thresholds(out, final)
+
+    def _violation(self, group, n_groups, burn_in, window, evict, report):
+        from .replay_kernels import violation_thresholds
+
+        s = self.session
+        n_patients = len(group)
+        ranks_k = violation_ranks(s.options.delta, n_patients)
+        out = np.empty((len(s.targets), n_patients - burn_in))
+        final = np.empty((len(s.targets), n_groups))
+        for t in range(len(s.targets)):
+            unique_scores, score_ranks = self.ranked_scores(t)
+            ranks, keys, key_start = self._grouped(np.arange(n_patients + 1), score_ranks, unique_scores, group, n_groups,
+                                                   ("scores", t))
+            tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
+            counts = np.zeros(n_groups, dtype=np.int64)
+            for start, stop in _chunks(0, n_patients + 1):
+                violation_thresholds(ranks, keys, key_start, *self._schedule_args(group), evict, ranks_k, burn_in,
+                                     window, start, stop, tree, counts, out[t], final[t])
+            report((t + 1) / len(s.targets))
+        return _Thresholds(out, final)
+
+    def _adaptive(self, group, n_groups, burn_in, window, evict, rate):
+        """Thresholds and adaptive targets c_n; None when int64 would overflow."""
+        from .replay_kernels import adaptive_thresholds
+
+        s, costs = self.session, self.costs
+        n_patients = len(group)
+        floor = max(costs.scale, common_scale(s.targets))  # one scale S for every target
+        rules = [AdaptiveTarget(target, rate, costs.scale, min_scale=floor) for target in s.targets]
+        big = rules[0].scale
+        if self.realized.dtype == object or not costs.exact_sums(n_patients):
+            return None
+        c_max_big = scaled_int(costs.c_max, big)
+        largest = max(rule.largest(costs.c_max, n_patients) for rule in rules)
+        if largest * (n_patients + 1) + c_max_big >= INT64_LIMIT:
+            return None
+        points = self.points()
+        if points is None:
+            return None
+        ptr, ranks, weights, sorted_keys = points
+        ranks, keys, key_start = self._grouped(ptr, ranks, sorted_keys, group, n_groups, "points")
+        tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
+        steps = n_patients - burn_in
+        out = np.empty((len(s.targets), steps))
+        targets_out = np.empty((len(s.targets), steps), dtype=np.int64)
+        final = np.empty((len(s.targets), n_groups))
+        final_targets = np.empty((len(s.targets), n_groups), dtype=np.int64)
+        ok = adaptive_thresholds(
+            ptr, ranks, weights.astype(np.int64), keys, key_start, *self._schedule_args(group), evict,
+            np.ascontiguousarray(self.cands.scores(s.score), dtype=float), _preference(self.cands),
+            np.ascontiguousarray(self.realized, dtype=np.int64), np.array([rule.start for rule in rules], dtype=np.int64),
+            np.array([rule.target_base for rule in rules], dtype=np.int64), np.int64(rules[0].rate_scaled),
+            np.int64(rules[0].cost_to_base), np.int64(big // costs.scale), np.int64(c_max_big), burn_in, window,
+            np.int64(INT64_LIMIT), tree, out, targets_out, final, final_targets)
+        if not ok:
+            return None
+        return _Thresholds(out, final, targets_out / big, final_targets / big)
+
+    def _loop(self, group, n_groups, burn_in, rate):
+        """The exact (Python integers) FavMac loop, one controller per group, labels joining as they arrive."""
+        from .controller import FavMac
+
+        s, opts = self.session, self.session.options
+        schedule = s.schedule
+        if rate is not None and schedule.delayed:
+            raise ValueError("costs too large for exact int64 arithmetic with an adaptive target and delayed labels; "
+                             "round the cost weights or the target to fewer decimals")
+        n_patients, n_codes = s.probs.shape
+        out = np.empty((len(s.targets), n_patients - burn_in))
+        final = np.empty((len(s.targets), n_groups))
+        step_targets = np.empty_like(out) if rate is not None else None
+        final_targets = np.empty_like(final) if rate is not None else None
+        for t, target in enumerate(s.targets):
+            fms = [FavMac(s.value, s.cost, target, delta=opts.delta, universe=opts.universe, c_max=opts.c_max,
+                          window=opts.window, n_codes=n_codes, adaptive_rate=rate, score=s.score)
+                   for _ in range(n_groups)]
+            for n in range(n_patients):
+                if n >= burn_in:
+                    out[t, n - burn_in] = fms[group[n]].threshold
+                    if rate is not None:
+                        step_targets[t, n - burn_in] = float(fms[group[n]].current_target)
+                for i in schedule.order[schedule.ptr[n] : schedule.ptr[n + 1]]:
+                    fms[group[i]].update(s.probs[i], s.labels[i], adapt=bool(i >= burn_in))
+            for g, fm in enumerate(fms):
+                final[t, g] = fm.threshold
+                if rate is not None:
+                    final_targets[t, g] = float(fm.current_target)
+        return _Thresholds(out, final, step_targets, final_targets)
 
 
 def _candidates(probs, value, cost, universe, report):
@@ -302,17 +655,16 @@ def _realized(cands, labels, costs):
     return out
 
 
-def _expected_thresholds(cands, realized, costs, targets, burn_in, window, report, score):
-    """(T, N - burn_in + 1) thresholds; None when int64 would overflow.
+def _expected_points(cands, realized, costs, score):
+    """(ptr, ranks, weights, sorted_keys) of every patient's calibration points; None when int64 would overflow.
 
-    The calibration points are gathered in chunks of patients (count, keys, then ranks and
-    weights), keys are ranked by bisecting the sorted keys, ranks are int32 and weights keep
-    the realized costs' int32 when they fit: no (N, M) temporaries.
+    Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (positions in ``sorted_keys``) with
+    ``weights``. Equal keys are not compacted: every point takes the first slot of its key
+    (searchsorted, side "left") and the other slots keep weight 0, which never moves "the
+    smallest key whose cdf exceeds the bound".
     """
-    from .replay_kernels import expected_thresholds
-
     n_patients = cands.n_patients
-    if not costs.exact_sums(n_patients):
+    if realized.dtype == object or not costs.exact_sums(n_patients):
         return None
     chunks = _chunks(0, n_patients)
     counts = np.zeros(n_patients, dtype=np.int64)
@@ -322,16 +674,14 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     del counts
     # The sorted keys first, before the per-point arrays exist, so that no two point-sized
-    # float arrays are alive at once. Equal keys are not compacted: every point takes the
-    # first slot of its key (searchsorted, side "left") and the other slots keep weight 0,
-    # which never moves "the smallest key whose cdf exceeds the bound".
+    # float arrays are alive at once.
     sorted_keys = np.empty(ptr[-1])
     for start, stop in chunks:
         keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
         sorted_keys[ptr[start] : ptr[stop]] = keys[increments > 0]
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
-    weights = np.empty(ptr[-1], dtype=realized.dtype if realized.dtype != object else np.int64)
+    weights = np.empty(ptr[-1], dtype=realized.dtype)
     for start, stop in _chunks(0, n_patients, 8 * _CHUNK):
         keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
         positive = increments > 0
@@ -341,29 +691,7 @@ def _expected_thresholds(cands, realized, costs, targets, burn_in, window, repor
         order = np.argsort(part)
         ranks[ptr[start] + order] = np.searchsorted(sorted_keys, part[order])
         del keys, increments, positive, part, order
-    bounds = expected_bounds(targets, costs, n_patients)
-    tree = np.zeros(len(sorted_keys) + 1, dtype=np.int64)
-    out = np.empty((len(targets), n_patients - burn_in + 1))
-    for start, stop in _chunks(0, n_patients + 1):
-        expected_thresholds(ptr, ranks, weights, sorted_keys, bounds, burn_in, window, start, stop, tree, out)
-        report(stop / (n_patients + 1))
-    return out
-
-
-def _violation_thresholds(cands, realized, costs, targets, delta, burn_in, window, report, score):
-    from .replay_kernels import violation_thresholds
-
-    n_patients = cands.n_patients
-    ranks_k = violation_ranks(delta, n_patients)
-    out = np.empty((len(targets), n_patients - burn_in + 1))
-    for t, target in enumerate(targets):
-        scores = violation_scores(cands, realized, costs.bound(target), score)
-        unique_scores, score_ranks = np.unique(scores, return_inverse=True)
-        tree = np.zeros(len(unique_scores) + 1, dtype=np.int64)
-        for start, stop in _chunks(0, n_patients + 1):
-            violation_thresholds(score_ranks.astype(np.int64), unique_scores, ranks_k, burn_in, window, start, stop, tree, out[t])
-        report((t + 1) / len(targets))
-    return out
+    return ptr, ranks, weights, sorted_keys
 
 
 def _preference(cands) -> np.ndarray:
@@ -377,62 +705,6 @@ def _preference(cands) -> np.ndarray:
     if cands.nested:
         return np.lexsort((-steps, -cands.vhat), axis=-1).astype(np.int64)
     return np.lexsort((steps, cands.chat, -cands.vhat), axis=-1).astype(np.int64)
-
-
-def _adaptive_thresholds(cands, realized, costs, targets, rate, burn_in, window, score):
-    """Thresholds and adaptive targets c_n (T, n - burn_in + 1) each; None when int64 would overflow."""
-    from .replay_kernels import adaptive_thresholds
-
-    n_patients = cands.n_patients
-    floor = max(costs.scale, common_scale(targets))  # one scale S for every target
-    rules = [AdaptiveTarget(target, rate, costs.scale, min_scale=floor) for target in targets]
-    big = rules[0].scale
-    if realized.dtype == object or not costs.exact_sums(n_patients):
-        return None
-    c_max_big = scaled_int(costs.c_max, big)
-    largest = max(rule.largest(costs.c_max, n_patients) for rule in rules)
-    if largest * (n_patients + 1) + c_max_big >= INT64_LIMIT:
-        return None
-    keys = cands.scores(score)
-    points, increments = calibration_points(cands, realized, score)
-    positive = increments > 0
-    unique_keys, ranks = np.unique(points[positive], return_inverse=True)
-    ptr = np.concatenate([[0], np.cumsum(positive.sum(axis=1))]).astype(np.int64)
-    weights = increments[positive].astype(np.int64)
-    tree = np.zeros(len(unique_keys) + 1, dtype=np.int64)
-    steps = n_patients - burn_in + 1
-    out = np.empty((len(targets), steps))
-    targets_out = np.empty((len(targets), steps), dtype=np.int64)
-    ok = adaptive_thresholds(
-        ptr, ranks.astype(np.int32), weights, unique_keys, np.ascontiguousarray(keys, dtype=float), _preference(cands),
-        np.ascontiguousarray(realized, dtype=np.int64), np.array([rule.start for rule in rules], dtype=np.int64),
-        np.array([rule.target_base for rule in rules], dtype=np.int64), np.int64(rules[0].rate_scaled),
-        np.int64(rules[0].cost_to_base), np.int64(big // costs.scale), np.int64(c_max_big), burn_in, window,
-        np.int64(INT64_LIMIT), tree, out, targets_out)
-    if not ok:
-        return None
-    return out, targets_out / big
-
-
-def _loop_thresholds(probs, labels, value, cost, targets, delta, universe, burn_in, window, c_max, score, rate=None):
-    """The exact (Python integers) FavMac loop: thresholds and adaptive targets, as the engine returns them."""
-    from .controller import FavMac
-
-    steps = probs.shape[0] - burn_in + 1
-    out = np.empty((len(targets), steps))
-    targets_out = np.empty((len(targets), steps)) if rate is not None else None
-    for t, target in enumerate(targets):
-        fm = FavMac(value, cost, target, delta=delta, universe=universe, c_max=c_max, window=window,
-                    n_codes=probs.shape[1], adaptive_rate=rate, score=score)
-        if burn_in:
-            fm.update(probs[:burn_in], labels[:burn_in], adapt=False)
-        for n in range(burn_in, probs.shape[0] + 1):
-            out[t, n - burn_in] = fm.threshold
-            if rate is not None:
-                targets_out[t, n - burn_in] = float(fm.current_target)
-            if n < probs.shape[0]:
-                fm.update(probs[n], labels[n])
-    return out, targets_out
 
 
 def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost",

@@ -1,10 +1,16 @@
 """Compiled inner loops of the replay engine (numba).
 
-Both kernels keep a Fenwick tree (:mod:`favmac.fenwick`) over the ranks of all keys the
-stream will ever insert (known up front in a replay), holding exact int64 weights, and
-walk the stream in order: query the thresholds for position n, then insert patient n (and,
-with a rolling window, delete patient n - window). They resume from ``start`` so the caller
-can run them in chunks and report progress. The rank edge rule is
+Every kernel walks the stream in order and keeps, per group of one grouping (a single group
+without segments), a Fenwick tree (:mod:`favmac.fenwick`) over the ranks of all keys that
+group will ever insert (known up front in a replay), holding exact int64 weights. The trees
+of all groups sit end to end in one array: group g's keys are ``keys[key_start[g]:key_start[g + 1]]``
+(sorted) and its tree is ``tree[key_start[g] + g : key_start[g + 1] + g + 1]``.
+
+At each stream position n the kernel first queries the threshold of n's group (n >= burn_in),
+then lets the labels that arrive right after n's prediction join their groups (:mod:`favmac.arrivals`:
+``order[arrival_ptr[n]:arrival_ptr[n + 1]]``), each one evicting ``evict[e]`` from its group's
+rolling window (-1: none). Position N gives every group's final threshold. Kernels resume from
+``start`` so the caller can run them in chunks and report progress. The rank edge rule is
 :func:`favmac.thresholds.rank_edge`, compiled here.
 """
 from __future__ import annotations
@@ -17,7 +23,8 @@ from numba import njit
 from . import thresholds
 from .fenwick import add, count_le
 
-__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "violation_thresholds", "rank_edge"]
+__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "rank_order",
+           "violation_thresholds", "rank_edge", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True)(thresholds.rank_edge)
@@ -26,109 +33,232 @@ calibration_count = njit(cache=True)(thresholds.calibration_count)
 
 
 @njit(cache=True)
-def expected_thresholds(ptr, ranks, weights, keys, bounds, burn_in, window, start, stop, tree, out):
+def rank_order(ptr, point_rank, n_ranks, first_slots):
+    """The points ordered by rank (stable: ties in point order), by a counting sort. O(P + n_ranks).
+
+    ``first_slots``: every rank is the first of as many slots as points share it (the replay's
+    expected-control ranks, one slot per point), so the counts are known without counting.
+    Returns ``(by_rank, patient, rank)``: the j-th point in that order is ``by_rank[j]``, of
+    patient ``patient[j]`` (int32) with rank ``rank[j]`` (non-decreasing), so that
+    :func:`group_slots` reads them in sequence.
+    """
+    n_points = point_rank.shape[0]
+    n_patients = ptr.shape[0] - 1
+    if first_slots:
+        fill = np.arange(n_ranks + 1, dtype=np.int64)
+    else:
+        fill = np.zeros(n_ranks + 1, dtype=np.int64)
+        for p in range(n_points):
+            fill[point_rank[p] + 1] += 1
+        for r in range(n_ranks):
+            fill[r + 1] += fill[r]
+    by_rank = np.empty(n_points, dtype=np.int64)
+    patient = np.empty(n_points, dtype=np.int32)
+    rank = np.empty(n_points, dtype=np.int32)
+    for i in range(n_patients):
+        for p in range(ptr[i], ptr[i + 1]):
+            r = point_rank[p]
+            j = fill[r]
+            by_rank[j] = p
+            patient[j] = i
+            rank[j] = r
+            fill[r] = j + 1
+    return by_rank, patient, rank
+
+
+@njit(cache=True)
+def group_slots(ptr, group, by_rank, patient, rank, keys, n_groups):
+    """Each point's rank inside its group's sorted keys, and those keys laid end to end: points
+    ordered by (group, global rank, index), walking the points in rank order once
+    (:func:`rank_order`'s arrays). O(P + N + n_groups).
+
+    Returns ``(local, grouped_keys, key_start)``: ``local[p]`` is point p's rank inside its
+    group's keys ``grouped_keys[key_start[g]:key_start[g + 1]]``.
+    """
+    n_points = by_rank.shape[0]
+    key_start = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(group.shape[0]):
+        key_start[group[i] + 1] += ptr[i + 1] - ptr[i]
+    for g in range(n_groups):
+        key_start[g + 1] += key_start[g]
+    running = key_start[:-1].copy()
+    local = np.empty(n_points, dtype=np.int64)
+    grouped_keys = np.empty(n_points)
+    for j in range(n_points):
+        g = group[patient[j]]
+        slot = running[g]
+        grouped_keys[slot] = keys[rank[j]]
+        local[by_rank[j]] = slot - key_start[g]
+        running[g] = slot + 1
+    return local, grouped_keys, key_start
+
+
+@njit(cache=True)
+def weight_totals(ptr, ranks, weights, patients, n_keys):
+    """(n_keys,) int64: the total weight at each key rank of the points of ``patients``. O(points)."""
+    out = np.zeros(n_keys, dtype=np.int64)
+    for i in patients:
+        for q in range(ptr[i], ptr[i + 1]):
+            out[ranks[q]] += weights[q]
+    return out
+
+
+@njit(cache=True)
+def _tree(tree, key_start, g):
+    return tree[key_start[g] + g : key_start[g + 1] + g + 1]
+
+
+@njit(cache=True)
+def _smallest_key_over(tree, keys, key_start, g, bound):
+    """Smallest key b of group g with F(b) > bound; -inf for a negative bound, +inf if F never exceeds it."""
+    if bound < 0:
+        return -np.inf
+    pos = count_le(_tree(tree, key_start, g), bound)
+    return np.inf if pos >= key_start[g + 1] - key_start[g] else keys[key_start[g] + pos]
+
+
+@njit(cache=True)
+def _move(tree, key_start, g, ptr, ranks, weights, i, sign):
+    sub = _tree(tree, key_start, g)
+    for q in range(ptr[i], ptr[i + 1]):
+        add(sub, ranks[q], sign * weights[q])
+
+
+@njit(cache=True)
+def _join(tree, key_start, g, ptr, ranks, weights, counts, i, evicted):
+    """Patient i's labels arrive: its points join group g's tree, ``evicted`` (>= 0) leaves the window."""
+    _move(tree, key_start, g, ptr, ranks, weights, i, 1)
+    counts[g] += 1
+    if evicted >= 0:
+        _move(tree, key_start, g, ptr, ranks, weights, evicted, -1)
+
+
+@njit(cache=True)
+def expected_thresholds(ptr, ranks, weights, keys, key_start, group, order, arrival_ptr, evict, bounds, burn_in,
+                        window, start, stop, tree, counts, out, final):
     """Expected-cost thresholds for stream positions start..stop-1 (all targets at once).
 
-    out[t, n - burn_in] = smallest key b with F_n(b) > bounds[t, n_cal], where F_n is the
-    weight of the calibration points (patients before n, within the window) and
-    bounds[t, m] = floor((c_t (m + 1) - C_max) * scale).
+    out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m] for n's group, F the weight of
+    the group's arrived calibration points (the last ``window`` arrived), m their number and
+    bounds[t, m] = floor((c_t (m + 1) - C_max) * scale). Position N fills final[t, g] per group.
+    Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (ranks within its group's keys) with
+    ``weights``; ``counts[g]`` counts the group's arrived patients (kept between calls).
     """
-    n_patients = ptr.shape[0] - 1
-    n_keys = keys.shape[0]
+    n_patients = group.shape[0]
+    n_targets = bounds.shape[0]
     for n in range(start, stop):
+        if n == n_patients:
+            for g in range(key_start.shape[0] - 1):
+                m = calibration_count(counts[g], window)
+                for t in range(n_targets):
+                    final[t, g] = _smallest_key_over(tree, keys, key_start, g, bounds[t, m])
+            continue
         if n >= burn_in:
-            n_cal = calibration_count(n, window)
-            for t in range(bounds.shape[0]):
-                bound = bounds[t, n_cal]
-                if bound < 0:
-                    out[t, n - burn_in] = -np.inf
-                else:
-                    pos = count_le(tree, bound)
-                    out[t, n - burn_in] = np.inf if pos >= n_keys else keys[pos]
-        if n < n_patients:
-            for e in range(ptr[n], ptr[n + 1]):
-                add(tree, ranks[e], weights[e])
-            if window > 0 and n - window >= 0:
-                old = n - window
-                for e in range(ptr[old], ptr[old + 1]):
-                    add(tree, ranks[e], -weights[e])
+            g = group[n]
+            m = calibration_count(counts[g], window)
+            for t in range(n_targets):
+                out[t, n - burn_in] = _smallest_key_over(tree, keys, key_start, g, bounds[t, m])
+        for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
+            i = order[e]
+            g = group[i]
+            _join(tree, key_start, g, ptr, ranks, weights, counts, i, evict[e])
 
 
 @njit(cache=True)
-def violation_thresholds(score_ranks, scores, ranks_k, burn_in, window, start, stop, tree, out):
-    """Violation-control thresholds: the k-th largest score T_i among calibration patients.
-
-    ``ranks_k[m]`` is k = ceil((1 - delta)(m + 1)) for m calibration patients.
-    """
-    n_patients = score_ranks.shape[0]
-    for n in range(start, stop):
-        if n >= burn_in:
-            n_cal = calibration_count(n, window)
-            k = ranks_k[n_cal]
-            edge = rank_edge(k, n_cal)
-            if not math.isnan(edge):
-                out[n - burn_in] = edge
-            else:
-                # k-th largest = smallest score whose count of scores <= it reaches n_cal - k + 1
-                out[n - burn_in] = scores[count_le(tree, n_cal - k)]
-        if n < n_patients:
-            add(tree, score_ranks[n], 1)
-            if window > 0 and n - window >= 0:
-                add(tree, score_ranks[n - window], -1)
-
+def _kth_largest(tree, keys, key_start, g, k, m):
+    edge = rank_edge(k, m)
+    if not math.isnan(edge):
+        return edge
+    # k-th largest = smallest score whose count of scores <= it reaches m - k + 1
+    return keys[key_start[g] + count_le(_tree(tree, key_start, g), m - k)]
 
 
 @njit(cache=True)
-def adaptive_thresholds(ptr, ranks, weights, keys, cand_keys, preference, realized, start_targets, target_base,
-                        rate_scaled, cost_to_base, ratio, c_max_big, burn_in, window, limit, tree, out, targets_out):
-    """Expected-cost thresholds with the adaptive target c_n, walking the stream step by step.
+def violation_thresholds(ranks, keys, key_start, group, order, arrival_ptr, evict, ranks_k, burn_in, window, start,
+                         stop, tree, counts, out, final):
+    """Violation-control thresholds (one target): the k-th largest score T_i among n's group's
+    arrived calibration patients, ``ranks_k[m]`` = k = ceil((1 - delta)(m + 1)) for m of them.
+    Patient i's score is ``keys[key_start[g] + ranks[i]]``. Position N fills final[g]."""
+    n_patients = group.shape[0]
+    for n in range(start, stop):
+        if n == n_patients:
+            for g in range(key_start.shape[0] - 1):
+                m = calibration_count(counts[g], window)
+                final[g] = _kth_largest(tree, keys, key_start, g, ranks_k[m], m)
+            continue
+        if n >= burn_in:
+            g = group[n]
+            m = calibration_count(counts[g], window)
+            out[n - burn_in] = _kth_largest(tree, keys, key_start, g, ranks_k[m], m)
+        for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
+            i = order[e]
+            g = group[i]
+            add(_tree(tree, key_start, g), ranks[i], 1)
+            counts[g] += 1
+            if evict[e] >= 0:
+                add(_tree(tree, key_start, g), ranks[evict[e]], -1)
 
-    The target moves with the set each threshold chooses, so every step queries, chooses and
-    updates c_n for all targets before the patient's points are inserted:
 
-    * ``targets_out[t, n - burn_in]`` = c_n * S (S the adaptive scale; starts at ``start_targets``);
-    * ``out[t, n - burn_in]`` = smallest key b with F_n(b) > c_n (m + 1) - C_max, i.e. with
+@njit(cache=True)
+def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arrival_ptr, evict, cand_keys, preference,
+                        realized, start_targets, target_base, rate_scaled, cost_to_base, ratio, c_max_big, burn_in,
+                        window, limit, tree, out, targets_out, final, final_targets):
+    """Expected-cost thresholds with the adaptive target c_n (per group), walking the stream step by step.
+
+    * ``targets_out[t, n - burn_in]`` = c_n * S of n's group (S the adaptive scale; every group
+      starts at ``start_targets``);
+    * ``out[t, n - burn_in]`` = smallest key b of n's group with F(b) > c_n (m + 1) - C_max, i.e.
       F (at the costs' scale) > floor((c_n S (m + 1) - C_max S) / ratio), ratio = S / cost scale;
       -inf when that margin is negative;
     * the chosen candidate is the first of ``preference[n]`` whose ``cand_keys`` is below the
-      threshold (the empty set, candidate 0, when none is), and C_n = ``realized[n, chosen]``;
-    * c_{n+1} S = c_n S + rate_scaled (target_base - C_n cost_to_base).
+      threshold (the empty set, candidate 0, when none is); its realized cost C_n waits for n's labels;
+    * when patient i's labels arrive (a predicted patient, i >= burn_in), its group's target moves:
+      c S += rate_scaled (target_base - C_i cost_to_base). Without a delay that is right after
+      i's own prediction: c_{n+1} = c_n + gamma (c - C_n).
 
-    Returns False (and stops) when |c_n S| (m + 1) would reach ``limit`` (int64 overflow):
-    the caller then falls back to an exact Python loop.
+    Position N fills ``final[t, g]`` and ``final_targets[t, g]``. Returns False (and stops) when
+    |c_n S| (m + 1) would reach ``limit`` (int64 overflow): the caller then falls back to an
+    exact Python loop.
     """
-    n_patients = ptr.shape[0] - 1
-    n_keys = keys.shape[0]
+    n_patients = group.shape[0]
     n_targets = start_targets.shape[0]
+    n_groups = key_start.shape[0] - 1
     n_cands = preference.shape[1]
-    current = start_targets.copy()
+    current = np.empty((n_groups, n_targets), dtype=np.int64)
+    for g in range(n_groups):
+        current[g] = start_targets
+    counts = np.zeros(n_groups, dtype=np.int64)
+    chosen_cost = np.zeros((n_targets, n_patients), dtype=np.int64)
     for n in range(n_patients + 1):
+        first, last = (0, n_groups) if n == n_patients else (group[n], group[n] + 1)
         if n >= burn_in:
-            n_cal = calibration_count(n, window)
-            for t in range(n_targets):
-                targets_out[t, n - burn_in] = current[t]
-                if abs(current[t]) >= limit // (n_cal + 1):
-                    return False
-                margin = current[t] * (n_cal + 1) - c_max_big
-                if margin < 0:
-                    threshold = -np.inf
-                else:
-                    pos = count_le(tree, margin // ratio)
-                    threshold = np.inf if pos >= n_keys else keys[pos]
-                out[t, n - burn_in] = threshold
-                if n < n_patients:
+            for g in range(first, last):
+                m = calibration_count(counts[g], window)
+                for t in range(n_targets):
+                    if abs(current[g, t]) >= limit // (m + 1):
+                        return False
+                    margin = current[g, t] * (m + 1) - c_max_big
+                    threshold = _smallest_key_over(tree, keys, key_start, g, -1 if margin < 0 else margin // ratio)
+                    if n == n_patients:
+                        final[t, g] = threshold
+                        final_targets[t, g] = current[g, t]
+                        continue
+                    out[t, n - burn_in] = threshold
+                    targets_out[t, n - burn_in] = current[g, t]
                     chosen = 0
                     for j in range(n_cands):
                         candidate = preference[n, j]
                         if cand_keys[n, candidate] < threshold:
                             chosen = candidate
                             break
-                    current[t] += rate_scaled * (target_base[t] - realized[n, chosen] * cost_to_base)
-        if n < n_patients:
-            for e in range(ptr[n], ptr[n + 1]):
-                add(tree, ranks[e], weights[e])
-            if window > 0 and n - window >= 0:
-                old = n - window
-                for e in range(ptr[old], ptr[old + 1]):
-                    add(tree, ranks[e], -weights[e])
+                    chosen_cost[t, n] = realized[n, chosen]
+        if n == n_patients:
+            break
+        for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
+            i = order[e]
+            g = group[i]
+            _join(tree, key_start, g, ptr, ranks, weights, counts, i, evict[e])
+            if i >= burn_in:
+                for t in range(n_targets):
+                    current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)
     return True

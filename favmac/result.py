@@ -67,6 +67,15 @@ class ReplayResult:
     chosen : favmac.universe.ChosenSets, optional
         The chosen sets in compact form (candidate index per target and step); with it,
         ``selected`` may be given as None and is built from it when first read.
+    groupings : list of favmac.segments.GroupingResult, optional
+        One per grouping of a replay with ``groups=`` (several groupings: each patient used
+        the smallest of its groupings' thresholds). ``groups``, ``group_thresholds`` and
+        ``group_sizes`` are the first grouping's.
+    labels_pending : ndarray (S,) of int, optional
+        Patients predicted before each step whose labels had not arrived yet (0 without a delay).
+    calibration_sizes : ndarray (S,) of int, optional
+        Labelled patients the pooled calibration data held at each step (the last ``window``
+        arrived); a grouped patient's own group holds fewer.
     """
 
     method: str
@@ -88,6 +97,9 @@ class ReplayResult:
     adaptive_targets: np.ndarray | None = None
     final_adaptive_targets: object = None
     chosen: object | None = None
+    groupings: list | None = None
+    labels_pending: np.ndarray | None = None
+    calibration_sizes: np.ndarray | None = None
 
     @property
     def violations(self) -> np.ndarray:
@@ -105,7 +117,9 @@ class ReplayResult:
 
         Columns: method, target, step, position, patient_id, threshold, n_selected,
         selected_codes (``;``-joined), cost, value, violation (:attr:`violations`, exact);
-        then ``segment`` with segments and ``adaptive_target`` (c_n) with an adaptive rate.
+        then ``segment`` with segments (the first grouping; ``segment_<name>`` for each further
+        grouping), ``adaptive_target`` (c_n) with an adaptive rate, and ``labels_pending`` and
+        ``calibration_size`` when labels arrive later.
         """
         n_targets, n_steps = self.cost.shape
         codes = self.codes if self.codes is not None else [str(k) for k in range(self.selected.shape[2])]
@@ -132,8 +146,13 @@ class ReplayResult:
         frame["violation"] = self.violations.reshape(-1)
         if self.groups is not None:
             frame["segment"] = np.tile(np.asarray(self.groups, dtype=object), n_targets)
+        for grouping in (self.groupings or [])[1:]:
+            frame[f"segment_{grouping.name}"] = np.tile(np.asarray(grouping.groups, dtype=object), n_targets)
         if self.adaptive_targets is not None:
             frame["adaptive_target"] = self.adaptive_targets.reshape(-1)
+        if self.labels_pending is not None and ("label_delay" in self.settings or "label_arrivals" in self.settings):
+            frame["labels_pending"] = np.tile(self.labels_pending, n_targets)
+            frame["calibration_size"] = np.tile(self.calibration_sizes, n_targets)
         return frame
 
 

@@ -62,7 +62,8 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
-                "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration")
+                "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration", "label_delay",
+                "label_available_column")
 
 
 class SettingsError(ValueError):
@@ -154,8 +155,9 @@ class RunSpec:
         every patient gets the same false-flag budget) or "price" (the marginal price of
         each flag: the budget is spent across patients where flags most likely pay off).
         "price" needs a greedy universe (not "full").
-    segment : str or None
-        Column whose groups are controlled separately (engines honour it later).
+    segment : str, tuple of str, or None
+        Column whose groups are controlled separately; several columns (a tuple) are several
+        groupings at once (each patient uses the smallest of its groups' thresholds).
     adaptive_rate : float or None
         Step size of an adaptive target (> 0; engines honour it later).
     recalibrate : int or None
@@ -165,6 +167,10 @@ class RunSpec:
         carries them beside the fields as ``recalibration_maps``.
     recalibration : {"platt", "isotonic"}
         The map fitted on the fold.
+    label_delay : int or None
+        Labels arrive this many stream positions after the prediction (:mod:`favmac.arrivals`).
+    label_available_column : str or None
+        Column saying when each patient's labels arrived (positions or dates); not with ``label_delay``.
     """
 
     value_kind: str = "tp"
@@ -182,8 +188,12 @@ class RunSpec:
     adaptive_rate: float | None = None
     recalibrate: int | None = None
     recalibration: str = DEFAULT_RECALIBRATION
+    label_delay: int | None = None
+    label_available_column: str | None = None
 
     def __post_init__(self):
+        if isinstance(self.segment, list):
+            object.__setattr__(self, "segment", tuple(self.segment))
         # Arrays and lists become tuples so a spec is immutable and hashable; anything that
         # does not convert is left as given for validate() to name.
         for name in ("weights", "targets"):
@@ -282,13 +292,31 @@ class RunSpec:
             check_score(self.score, self.universe)
         except ValueError as err:
             raise SettingsError("score", f"'price' cannot be used with the 'full' universe: {err}") from None
-        if self.segment is not None and not (isinstance(self.segment, str) and self.segment.strip() and len(self.segment) <= 200):
-            raise SettingsError("segment", f"must be None or a column name (1 to 200 characters); got {_show(self.segment)}")
+        columns = (self.segment,) if isinstance(self.segment, str) else self.segment
+        if columns is not None and not (isinstance(columns, tuple) and columns and len(columns) <= 20 and all(
+                isinstance(c, str) and c.strip() and len(c) <= 200 for c in columns)):
+            raise SettingsError("segment", "must be None, a column name or a list of 1 to 20 column names (1 to 200 "
+                                f"characters each); got {_show(self.segment)}")
+        if columns is not None and len(set(columns)) != len(columns):
+            raise SettingsError("segment", f"names a column twice; got {_show(self.segment)}")
+        segment = columns[0] if columns is not None and len(columns) == 1 else columns
+        delay = None if self.label_delay is None else as_integer(self.label_delay, "label_delay")
+        if delay is not None and (delay < 0 or (n_patients is not None and delay >= n_patients)):
+            raise SettingsError("label_delay", f"must be a number of stream positions from 0 to "
+                                f"{'N - 1' if n_patients is None else n_patients - 1}; got {delay}")
+        arrivals = self.label_available_column
+        if arrivals is not None and not (isinstance(arrivals, str) and arrivals.strip() and len(arrivals) <= 200):
+            raise SettingsError("label_available_column", f"must be None or a column name; got {_show(arrivals)}")
+        if delay is not None and arrivals is not None:
+            raise SettingsError("label_delay", "and label_available_column cannot both be set; give a fixed delay or "
+                                "a column of arrivals")
         rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")
         if rate is not None and not rate > 0:
             raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
         if rate is not None and self.control != "expected":
             raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
+        if rate is not None and isinstance(segment, tuple):
+            raise SettingsError("adaptive_rate", "applies to one segment column at most; leave it unset with several")
         recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
         if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
             raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
@@ -300,7 +328,7 @@ class RunSpec:
             raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
                                 f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
-                            recalibrate=recalibrate)
+                            recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong
         return spec
@@ -351,11 +379,15 @@ class RunSpec:
             "burn_in": int(self.burn_in),
             "window": None if self.window is None else int(self.window),
             "score": self.score,
-            "segment": self.segment,
+            "segment": list(self.segment) if isinstance(self.segment, tuple) else self.segment,
             "adaptive_rate": None if self.adaptive_rate is None else float(self.adaptive_rate),
             "recalibrate": None if self.recalibrate is None else int(self.recalibrate),
             "recalibration": self.recalibration,
         }
+        if self.label_delay is not None:
+            out["label_delay"] = int(self.label_delay)
+        if self.label_available_column is not None:
+            out["label_available_column"] = self.label_available_column
         if len(self.targets) == 1:
             out["target"] = float(self.targets[0])
         else:
@@ -469,6 +501,11 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
         elif key in ("delta", "adaptive_rate"):
             changes[key] = None if key == "adaptive_rate" and value is None else as_number(value, key)
         elif key == "segment":
+            changes[key] = value if value is None or isinstance(value, str) else tuple(value) if (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)) else _bad_type(key, value)
+        elif key == "label_delay":
+            changes[key] = None if value is None else as_integer(value, key)
+        elif key == "label_available_column":
             changes[key] = value if value is None or isinstance(value, str) else _bad_type(key, value)
         else:
             changes[key] = value if isinstance(value, str) else _bad_type(key, value)

@@ -7,6 +7,13 @@ Each group then keeps its own guarantee, E[C | group] <= c and P{C > c | group} 
 A group with too few patients for the target gets T = -inf (the empty set);
 :func:`too_small_reason` says why and :func:`min_calibration` how many patients it needs.
 
+Several groupings at once (SPEC "Several groupings at once"): with groupings such as plan
+and age band, each patient gets each grouping's own Mondrian threshold and uses the smallest;
+every group of every grouping then keeps its guarantee (exact for the binding grouping,
+conservative for the others). :func:`check_groupings` reads the groupings,
+:class:`GroupingResult` holds one grouping's outcome in a replay and :func:`segment_table`
+(``grouping=``) / :func:`grouping_tables` report each, with which grouping binds.
+
 This module holds the group bookkeeping shared by the replay engine, :class:`favmac.FavMac`,
 the validity check and the app: splitting a stream by group, the minimum group size, and
 the per-segment summary table of a replay.
@@ -14,6 +21,7 @@ the per-segment summary table of a replay.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,8 +31,8 @@ from .thresholds import exact, violation_rank
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["check_group_labels", "group_rows", "min_calibration", "running_by_segment", "segment_table",
-           "too_small_reason"]
+__all__ = ["GroupingResult", "check_group_labels", "check_groupings", "group_index", "group_rows", "grouping_tables", "min_calibration",
+           "running_by_segment", "segment_table", "too_small_reason"]
 
 
 def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.ndarray:
@@ -38,12 +46,120 @@ def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.n
         arr = np.full(n_patients, arr.item(), dtype=object)
     if arr.shape != (n_patients,):
         raise ValueError(f"{name}: expected one group label per patient, shape ({n_patients},), got {arr.shape}")
+    values = arr.tolist()
+    try:  # each distinct value is checked and converted once (keyed by type: 1 and 1.0 are "1" and "1.0")
+        text = {key: None for key in zip(map(type, values), values)}
+    except TypeError:  # unhashable labels
+        text = None
+    for key in (text or {}):
+        g = key[1]
+        if g is None or (isinstance(g, float) and math.isnan(g)) or (isinstance(g, str) and not g.strip()):
+            text = None  # find the first such patient below
+            break
+        text[key] = g.strip() if isinstance(g, str) else str(g)
     out = np.empty(n_patients, dtype=object)
-    for i, g in enumerate(arr.tolist()):
+    if text is not None:
+        out[:] = [text[key] for key in zip(map(type, values), values)]
+        return out
+    for i, g in enumerate(values):
         if g is None or (isinstance(g, float) and math.isnan(g)) or (isinstance(g, str) and not g.strip()):
             raise ValueError(f"{name}: patient {i} (0-based) has no group label; every patient needs one")
         out[i] = g.strip() if isinstance(g, str) else str(g)
     return out
+
+
+def group_index(labels) -> tuple[list, np.ndarray]:
+    """``(names, index)``: the distinct labels sorted, and each patient's position in them (int64).
+
+    >>> group_index(np.array(["b", "a", "b"], dtype=object))
+    (['a', 'b'], array([1, 0, 1]))
+    """
+    values = [str(g) for g in np.asarray(labels, dtype=object).tolist()]
+    names = sorted(set(values))
+    position = {name: i for i, name in enumerate(names)}
+    return names, np.array([position[g] for g in values], dtype=np.int64)
+
+
+def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
+    """The groupings of ``groups`` as ``[(name, labels (N,) object)]`` ([] for None).
+
+    Accepted: a 1-D array-like of labels (ONE grouping, named "segment"); a list or tuple of
+    1-D array-likes (one grouping each, named "grouping 1", "grouping 2", ...); a 2-D array
+    (N, G) or a DataFrame with one column per grouping (named by its columns); a dict
+    name -> labels. Labels are checked as :func:`check_group_labels` (no empty cell). With
+    several groupings a group holding a single patient is refused: it is never calibrated
+    (its patient always gets the empty set), which is almost always a mislabelled row.
+
+    >>> [(name, labels.tolist()) for name, labels in check_groupings([[1, 1, 2, 2], ["a", "b", "a", "b"]], 4)]
+    [('grouping 1', ['1', '1', '2', '2']), ('grouping 2', ['a', 'b', 'a', 'b'])]
+    >>> [name for name, _ in check_groupings(["x", "y", "x"], 3)]
+    ['segment']
+    """
+    if groups is None:
+        return []
+    if hasattr(groups, "columns") and hasattr(groups, "__getitem__"):  # a DataFrame
+        named = [(str(column), groups[column].to_numpy(dtype=object)) for column in groups.columns]
+    elif isinstance(groups, dict):
+        named = [(str(name), labels) for name, labels in groups.items()]
+    elif isinstance(groups, (list, tuple)) and groups and all(
+            not isinstance(g, (str, bytes)) and np.ndim(g) == 1 for g in groups):
+        named = [(f"grouping {i + 1}", labels) for i, labels in enumerate(groups)]
+    else:
+        arr = np.asarray(groups, dtype=object)
+        if arr.ndim == 2:
+            if arr.shape[0] != n_patients:
+                raise ValueError(f"groups: a 2-D array holds one column per grouping, shape ({n_patients}, G); "
+                                 f"got {arr.shape}")
+            named = [(f"grouping {i + 1}", arr[:, i]) for i in range(arr.shape[1])]
+        else:
+            return [("segment", check_group_labels(groups, n_patients))]
+    if not named:
+        raise ValueError("groups: no grouping given; pass None for no segments")
+    names = [name for name, _ in named]
+    if len(set(names)) != len(names):
+        raise ValueError(f"groups: two groupings share a name ({', '.join(names)}); give each its own")
+    out = []
+    for i, (name, labels) in enumerate(named):
+        where = f"groups[{i}] ({name})" if len(named) > 1 else "groups"
+        out.append((name, check_group_labels(labels, n_patients, name=where)))
+    if len(out) > 1:
+        for i, (name, labels) in enumerate(out):
+            values, first, counts = np.unique(labels.astype(str), return_index=True, return_counts=True)
+            if (counts == 1).any():
+                j = int(np.argmax(counts == 1))
+                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first[j]}, "
+                                 "0-based); a one-patient group is never calibrated, so that patient would always get "
+                                 "the empty set. Merge the group into another one, or correct its label.")
+    return out
+
+
+@dataclass
+class GroupingResult:
+    """One grouping's outcome in a replay with ``groups=``.
+
+    Attributes
+    ----------
+    name : str
+        The grouping (a column name, or "segment" / "grouping i").
+    groups : ndarray (S,) of str
+        Group of each predicted patient.
+    thresholds : ndarray (T, S)
+        This grouping's threshold for each predicted patient (its group's); the patient uses
+        the smallest over the groupings (``ReplayResult.thresholds``).
+    final_thresholds : dict
+        Group label -> (T,) threshold calibrated on all of the group's patients.
+    sizes : dict
+        Group label -> its number of patients over the whole stream.
+    final_targets : dict, optional
+        Group label -> (T,) final adaptive target (with ``adaptive_rate``).
+    """
+
+    name: str
+    groups: np.ndarray
+    thresholds: np.ndarray
+    final_thresholds: dict
+    sizes: dict
+    final_targets: dict | None = None
 
 
 def group_rows(groups) -> list[tuple[str, np.ndarray]]:
@@ -91,7 +207,7 @@ def too_small_reason(n_calibration: int, target, c_max, delta=None) -> str | Non
     return f"only {n_calibration} calibration patients; {rule}, so every set is empty"
 
 
-def segment_table(result, target_index: int = 0) -> pd.DataFrame:
+def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:
     """One row per segment of a grouped replay: how each group fared against the target.
 
     Columns: ``segment``, ``patients`` (calibration patients of the group over the whole
@@ -101,8 +217,10 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
     C_max) / (gamma S_g) on the segment's mean cost over its S_g predicted patients; NaN
     otherwise), ``within_target`` (mean cost <= target — or <= ``bound`` when adaptive —
     under expected control, violation rate <= delta under violation control; empty when the
-    group had no predicted patient) and ``warning`` (why the group gets the empty set, if it
-    is too small).
+    group had no predicted patient), ``warning`` (why the group gets the empty set, if it
+    is too small) and ``binds`` (the share of the group's predicted patients whose threshold
+    is this grouping's, i.e. the smallest of their groupings' thresholds: 1 with one grouping;
+    NaN when the group had no predicted patient).
 
     Parameters
     ----------
@@ -110,18 +228,22 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
         A replay run with ``groups=`` (``result.groups`` set).
     target_index : int
         Which target's row of the result.
+    grouping : str or int, optional
+        Which grouping (its name or position in ``result.groupings``); default the first.
     """
     if result.groups is None or result.group_thresholds is None:
         raise ValueError("result: segment_table needs a replay run with groups= (segments on)")
+    chosen = _grouping_of(result, grouping)
     target = float(result.targets[target_index])
     c_max = result.settings.get("c_max")
+    used = np.asarray(result.thresholds[target_index], dtype=float)
     rows = []
-    for label, final in result.group_thresholds.items():
-        mine = result.groups == label
+    for label, final in chosen.final_thresholds.items():
+        mine = chosen.groups == label
         predicted = int(mine.sum())
         costs = result.cost[target_index, mine]
         viol = result.violations[target_index, mine]
-        n_cal = int(result.group_sizes[label])
+        n_cal = int(chosen.sizes[label])
         mean_cost = float(costs.mean()) if predicted else math.nan
         rate = float(viol.mean()) if predicted else math.nan
         bound = math.nan
@@ -137,6 +259,8 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
         else:
             within = bool(rate <= result.delta)
         reason = too_small_reason(n_cal, result.targets[target_index], c_max, result.delta) if c_max is not None else None
+        own = np.asarray(chosen.thresholds[target_index], dtype=float)[mine] if chosen.thresholds is not None else None
+        binds = math.nan if not predicted else 1.0 if own is None else float(np.mean(own == used[mine]))
         rows.append({
             "segment": label,
             "patients": n_cal,
@@ -149,11 +273,42 @@ def segment_table(result, target_index: int = 0) -> pd.DataFrame:
             "bound": bound,
             "within_target": within,
             "warning": reason or "",
+            "binds": binds,
         })
     import pandas as pd  # imported on use: pandas is slow to import
 
     return pd.DataFrame(rows, columns=["segment", "patients", "predicted", "threshold", "mean_cost", "target",
-                                       "violation_rate", "delta", "bound", "within_target", "warning"])
+                                       "violation_rate", "delta", "bound", "within_target", "warning", "binds"])
+
+
+def grouping_tables(result, target_index: int = 0) -> dict:
+    """Grouping name -> its :func:`segment_table` (one table per grouping, in the result's order).
+
+    The ``binds`` column says, per group, how often that grouping's threshold was the one
+    used: a grouping binds for a group where it is near 1.
+    """
+    return {g.name: segment_table(result, target_index, grouping=i) for i, g in enumerate(_groupings_of(result))}
+
+
+def _groupings_of(result) -> list:
+    if getattr(result, "groupings", None):
+        return list(result.groupings)
+    return [GroupingResult("segment", np.asarray(result.groups, dtype=object), None, result.group_thresholds,
+                           result.group_sizes)]
+
+
+def _grouping_of(result, grouping) -> GroupingResult:
+    groupings = _groupings_of(result)
+    if grouping is None:
+        return groupings[0]
+    if isinstance(grouping, (int, np.integer)) and not isinstance(grouping, bool):
+        if not 0 <= grouping < len(groupings):
+            raise ValueError(f"grouping: expected a position in 0..{len(groupings) - 1}, got {grouping}")
+        return groupings[grouping]
+    for g in groupings:
+        if g.name == grouping:
+            return g
+    raise ValueError(f"grouping: no grouping named {grouping!r}; the result has {', '.join(g.name for g in groupings)}")
 
 
 def running_by_segment(result, target_index: int = 0) -> pd.DataFrame:

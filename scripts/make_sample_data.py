@@ -23,6 +23,11 @@
     stream on it turns over-confident for everyone (a model update gone wrong). Plain
     FavMac overruns the target on East and in the second half; per-segment control fixes
     the first, the adaptive target the second.
+
+(d) A several-groupings demo: 3,000 patients in stream order with 8 codes,
+    columns ``plan`` (P1, P2, P3) and ``age_band`` (<50, 50-74, 75+). The classifier is over-confident for plan P3 and,
+    among the other patients, for the 75+ band: control per plan leaves 75+ over the target,
+    control per band leaves P3 over it, both groupings at once keep every group.
 """
 from __future__ import annotations
 
@@ -301,6 +306,30 @@ def make_drift(out: Path, seed: int) -> dict:
     return {"prevalence": labels[cal].mean(axis=0), "east_share": float(east[cal].mean())}
 
 
+# ----------------------------------------------------------------------------- groupings demo
+
+N_GROUPINGS = 3000
+GROUPINGS_CODES = [f"G{k}" for k in range(1, 9)]
+
+
+def make_groupings(out: Path, seed: int) -> dict:
+    rng = np.random.default_rng(seed + 11)
+    n = N_GROUPINGS
+    p_true = rng.beta(1.2, 3.0, size=(n, len(GROUPINGS_CODES)))
+    labels = rng.random(p_true.shape) < p_true
+    plan = rng.choice(["P1", "P2", "P3"], size=n, p=[0.4, 0.35, 0.25])
+    band = rng.choice(["<50", "50-74", "75+"], size=n, p=[0.35, 0.4, 0.25])
+    probs = p_true.copy()
+    over = (plan == "P3") | (band == "75+")
+    probs[over] = over_confident(p_true[over], shift=1.2, stretch=1.0)
+    frame = wide_frame([f"M{i:05d}" for i in range(n)], pd.DataFrame(np.round(probs, 4), columns=GROUPINGS_CODES),
+                       pd.DataFrame(labels.astype(int), columns=GROUPINGS_CODES))
+    frame.insert(1, "plan", plan)
+    frame.insert(2, "age_band", band)
+    write(frame, out / "groupings_calibration.csv")
+    return {"over_share": float(over.mean())}
+
+
 def write(frame: pd.DataFrame, path: Path) -> None:
     frame.to_csv(path, index=False, lineterminator="\n")
 
@@ -323,6 +352,8 @@ def main(argv=None) -> int:
     drift = make_drift(args.out, args.seed)
     print(f"drift demo: {len(DRIFT_CODES)} codes, East plan {drift['east_share']:.0%} of patients, "
           f"prevalence {drift['prevalence'].min():.1%}-{drift['prevalence'].max():.1%}")
+    groupings = make_groupings(args.out, args.seed)
+    print(f"groupings demo: {len(GROUPINGS_CODES)} codes, over-confident for {groupings['over_share']:.0%} of patients")
     for path in sorted(args.out.glob("*.csv")):
         print(f"  {path.name:26s} {path.stat().st_size / 1024:8.1f} KB")
     print(f"done in {time.perf_counter() - start:.1f} s")

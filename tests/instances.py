@@ -29,3 +29,5 @@ def targets_for(rng, w, integer_weights):
 
 
 UNIVERSES = ["ratio", "prob", "value", "full"]
+#: (universe, score) pairs: the cost score everywhere, the price score on the greedy universes.
+SCORED = [(u, "cost") for u in UNIVERSES] + [(u, "price") for u in UNIVERSES if u != "full"]

@@ -220,3 +220,34 @@ def adaptive_session(stream, v, w, c, gamma, universe, burn_in, window=None, sco
         costs.append(C)
         c_n = c_n + gamma * (c0 - C)
     return thresholds, targets, sets, costs
+
+
+def arrived(stream, arrival, n, burn_in, window=None, rows=None):
+    """Labels that arrive later, literally: the calibration patients of position n are those whose
+    labels arrived before n was predicted (arrival[i] < n; burn-in patients from the start), in the
+    order they arrived (arrival, then position); a window keeps the last ``window`` of them.
+    ``rows`` restricts to some patients (a group)."""
+    rows = range(len(stream)) if rows is None else rows
+    when = {i: (burn_in - 1 if i < burn_in else arrival[i]) for i in rows}
+    cal = sorted((when[i], i) for i in rows if when[i] < n)
+    cal = [stream[i] for _, i in cal]
+    return cal[-window:] if window else cal
+
+
+def delayed_adaptive_session(stream, arrival, v, w, c, gamma, universe, burn_in, window=None, score="cost"):
+    """The adaptive target with labels that arrive later, literally: the set of patient n is chosen at
+    c_n; when its labels arrive (after position arrival[n]) the target moves by gamma (c - C_n).
+    Returns (thresholds, targets c_n) for n = burn_in..N-1."""
+    c0, gamma = q(c), q(gamma)
+    c_n, costs = c0, {}
+    thresholds, targets = [], []
+    for n in range(burn_in, len(stream)):
+        T = expected_threshold(arrived(stream, arrival, n, burn_in, window), v, w, c_n, universe, score=score)
+        p, y = stream[n]
+        costs[n] = true_cost(predict(p, v, w, T, universe, score=score), y, w)
+        thresholds.append(T)
+        targets.append(c_n)
+        for i in range(burn_in, n + 1):
+            if arrival[i] == n:
+                c_n = c_n + gamma * (c0 - costs[i])
+    return thresholds, targets

@@ -9,10 +9,7 @@ from favmac import AdditiveCost, AdditiveValue, FavMac, replay
 from favmac.segments import check_group_labels, group_rows, min_calibration, segment_table, too_small_reason
 
 import oracle
-from instances import UNIVERSES, random_instance, targets_for
-
-
-SCORED = [(u, "cost") for u in UNIVERSES] + [(u, "price") for u in UNIVERSES if u != "full"]
+from instances import SCORED, random_instance, targets_for
 
 
 @pytest.mark.parametrize("delta", [None, 0.2])

@@ -11,6 +11,18 @@ Layouts (``../shared/SPEC.md``, "Input files"), each as CSV or Parquet:
 Calibration and new-patient files may carry one text column of segment labels (a plan,
 region or provider; :mod:`favmac.segments`): by default a column named ``segment``, or the
 column given as ``segment_column``. It is not a code; :attr:`Dataset.groups` holds it.
+Several groupings: ``segment_column`` may be a list of columns (plan, age band, ...); each
+becomes one grouping of :attr:`Dataset.groupings` (``groups`` is the first).
+
+A calibration file may say when each patient's labels arrived (:mod:`favmac.arrivals`):
+``label_available_column`` names a column of stream positions (integers: the labels
+arrive right after the prediction at that position, >= the patient's own row position,
+counted from 0 in file order) or of dates. Dates need a ``predicted_at`` column of dates
+(the day each patient was predicted; the file in that order): a label dated D joins the
+calibration data of the first patient predicted at or after D, i.e. its position is that
+patient's position minus one (a label dated on its own patient's day, or later but before
+any other prediction, arrives right after its own prediction); a date before the patient's
+own ``predicted_at`` is refused. :attr:`Dataset.label_available_at` holds the positions.
 
 Every malformed input raises :class:`~favmac.io.errors.DataError`, whose message names the
 file, the row (counted as a spreadsheet shows it: the header is row 1) or column, the
@@ -63,6 +75,8 @@ __all__ = [
 
 #: The column name read as segment labels when no other is chosen.
 SEGMENT_COLUMN = "segment"
+#: The column of prediction dates that date-valued label arrivals are placed against.
+PREDICTED_AT_COLUMN = "predicted_at"
 
 
 @dataclass
@@ -81,6 +95,8 @@ class Dataset:
     segment_column: str | None = None
     attributes: pd.DataFrame | None = None
     sources: dict | None = None  # file name -> SHA-256 of its bytes (for provenance)
+    groupings: dict | None = None  # segment column -> labels (N,), in the order asked; groups is the first
+    label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
 
     def segment_columns(self) -> list[str]:
         """Columns that can serve as segments: the segment column read, then the kept text columns."""
@@ -190,6 +206,103 @@ def segment_labels(values, rows, file, column) -> np.ndarray:
                 fix="Give every patient a segment (e.g. its plan or region), or turn segments off.",
             )
     return np.array([str(label).strip() for label in text], dtype=object)
+
+
+def _segment_list(segment_column) -> list:
+    """The segment columns asked for: [] (none: a ``segment`` column is read if present), or the names."""
+    if segment_column is None:
+        return []
+    return [segment_column] if isinstance(segment_column, str) else [str(c) for c in segment_column]
+
+
+def _take_segments(frame, rows, file, segment_column):
+    """Remove the segment column(s) from ``frame``; return ``(frame, {column: labels} or None)``.
+
+    ``segment_column`` None reads a ``segment`` column when present; a name or list of names
+    requires each (several = several groupings).
+    """
+    columns = _segment_list(segment_column)
+    if len(set(columns)) != len(columns):
+        raise DataError(f"the segment column {join_few([c for c in columns if columns.count(c) > 1][:1])} is "
+                        "given twice.", file=file, fix="Name each segment column once.")
+    groupings = {}
+    for column in columns or [SEGMENT_COLUMN]:
+        frame, labels = _take_segment(frame, rows, file, column, required=bool(columns))
+        if labels is not None:
+            groupings[column] = labels
+    return frame, groupings or None
+
+
+def _take_arrivals(frame, rows, file, column):
+    """Remove the label-arrival column (and a ``predicted_at`` column) from ``frame``; return
+    ``(frame, positions (N,) int64 or None)`` as the module docstring says."""
+    if column is None:
+        return frame, None
+    if column not in frame.columns:
+        raise DataError(f"there is no column named {column!r} to read the label arrivals from.", file=file, row=1,
+                        fix="Add a column with the stream position (or the date) at which each patient's labels "
+                        "arrived, or leave the label-arrival column unset.")
+    values = frame[column].astype(object).where(frame[column].notna(), None)
+    text = ["" if v is None else str(v).strip() for v in values.tolist()]
+    for i, cell in enumerate(text):
+        if not cell:
+            raise DataError("this patient has no label-arrival position or date.", file=file, row=int(rows[i]),
+                            column=column, fix="Write the stream position (or date) at which its labels arrived; a "
+                            "label still pending at the end of the stream can be any position >= the number of patients.")
+    frame = frame.drop(columns=column)
+    numbers = pd.to_numeric(pd.Series(text), errors="coerce")
+    if numbers.notna().all():
+        whole = numbers == np.floor(numbers)
+        if not whole.all():
+            i = int(np.argmax(~whole.to_numpy()))
+            raise DataError(f"{text[i]!r} is not a whole stream position.", file=file, row=int(rows[i]), column=column,
+                            fix="Write label arrivals as whole positions (0 = the first patient) or as dates.")
+        positions = numbers.to_numpy(dtype=np.int64)
+    else:
+        positions, frame = _arrival_dates(frame, rows, file, column, text)
+    early = positions < np.arange(len(positions))
+    if early.any():
+        i = int(np.argmax(early))
+        raise DataError(f"the labels arrive at position {positions[i]}, before the patient's own position {i}.",
+                        file=file, row=int(rows[i]), column=column,
+                        fix="A label arrives after its patient's prediction: use a position >= the patient's row "
+                        "position (0 = the first patient), or the date the labels came back.")
+    return frame, positions
+
+
+def _dates(values, file, rows, column):
+    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed")
+    if parsed.isna().any():
+        i = int(np.argmax(parsed.isna().to_numpy()))
+        raise DataError(f"{values[i]!r} is neither a stream position nor a date.", file=file, row=int(rows[i]),
+                        column=column, fix="Write whole positions (0 = the first patient) or dates such as 2024-03-31.")
+    return parsed.to_numpy(dtype="datetime64[ns]")
+
+
+def _arrival_dates(frame, rows, file, column, text):
+    """Positions of date-valued label arrivals, against the ``predicted_at`` column (see the module docstring)."""
+    if PREDICTED_AT_COLUMN not in frame.columns:
+        raise DataError(f"the label arrivals in {column!r} are dates, so each patient's prediction date is needed.",
+                        file=file, row=1, column=column,
+                        fix=f"Add a {PREDICTED_AT_COLUMN} column (the date each patient was predicted, rows in that "
+                        "order), or give the arrivals as stream positions.")
+    raw = frame[PREDICTED_AT_COLUMN].astype(object).where(frame[PREDICTED_AT_COLUMN].notna(), None)
+    predicted = _dates(["" if v is None else str(v).strip() for v in raw.tolist()], file, rows, PREDICTED_AT_COLUMN)
+    backwards = predicted[1:] < predicted[:-1]
+    if backwards.any():
+        i = int(np.argmax(backwards)) + 1
+        raise DataError("the prediction dates go backwards here; the rows are the stream, in prediction order.",
+                        file=file, row=int(rows[i]), column=PREDICTED_AT_COLUMN,
+                        fix=f"Sort the file by {PREDICTED_AT_COLUMN}.")
+    arrived = _dates(text, file, rows, column)
+    before = arrived < predicted
+    if before.any():
+        i = int(np.argmax(before))
+        raise DataError(f"the labels arrive on {text[i]}, before the patient was predicted.", file=file,
+                        row=int(rows[i]), column=column, fix="A label arrives on or after its patient's prediction date.")
+    first_at_or_after = np.searchsorted(predicted, arrived, side="left")
+    positions = np.maximum(first_at_or_after - 1, np.arange(len(arrived))).astype(np.int64)
+    return positions, frame.drop(columns=PREDICTED_AT_COLUMN)
 
 
 def read_table(source, name=None) -> pd.DataFrame:
@@ -387,20 +500,24 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
     >>> read_probabilities(b"patient_id,HCC18,HCC19\\n007,0.25,0.5\\n").loc["007", "HCC19"]
     np.float64(0.5)
     """
-    return _read_probabilities(source, name, SEGMENT_COLUMN, required=False)[0]
+    return _read_probabilities(source, name, None)[0]
 
 
-def _read_probabilities(source, name, column, required):
-    """Probabilities frame and segment labels (or None) of a probabilities file."""
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
-    frame, groups = _take_segment(frame, rows, file, column, required)
+def _read_probabilities(source, name, segment_column, label_available_column=None):
+    """Probabilities frame, segment labels ({column: labels} or None) and label arrivals (or None)
+    of a probabilities file."""
+    text = (ID_COLUMN, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+            *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
+    frame, rows, file = parse_table(source, name, text_columns=text)
+    frame, groups = _take_segments(frame, rows, file, segment_column)
+    frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
             file=file, row=1,
             fix="Upload it as a single calibration file, or keep only patient_id and the probability columns.",
         )
-    return _layout_frame(frame, rows, file, "probability"), groups
+    return _layout_frame(frame, rows, file, "probability"), groups, arrivals
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -408,28 +525,35 @@ def read_labels(source, name=None) -> pd.DataFrame:
 
     A ``segment`` column is ignored here (segments are read from the probabilities file).
     """
-    return _read_labels(source, name, SEGMENT_COLUMN)
+    return _read_labels(source, name, [SEGMENT_COLUMN])
 
 
-def _read_labels(source, name, column):
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
-    frame, _ = _take_segment(frame, rows, file, column, required=False)
+def _read_labels(source, name, columns):
+    """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out."""
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
+    for column in columns:
+        frame, _ = _take_segment(frame, rows, file, column, required=False)
     return _layout_frame(frame, rows, file, "label")
 
 
-def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = False) -> Dataset:
+def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = False,
+              label_available_column=None) -> Dataset:
     """Read a wide calibration file: ``patient_id``, then ``prob_<code>`` and ``label_<code>`` per code.
 
     CSV or Parquet. The column order is free; codes follow the order of the ``prob_`` columns.
     An optional segment column (``segment``, or ``segment_column``, which is then required)
     becomes :attr:`Dataset.groups`. With ``keep_columns`` any other column (not a code) is
     kept as text in :attr:`Dataset.attributes` (candidate segment columns) instead of
-    being refused.
+    being refused. ``segment_column`` may be a list (several groupings); ``label_available_column``
+    names the label-arrival column (module docstring).
     """
-    column = segment_column or SEGMENT_COLUMN
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
+    text = (ID_COLUMN, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+            *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
+    frame, rows, file = parse_table(source, name, text_columns=text)
     ids = patient_ids(frame, rows, file)
-    prob_codes, label_codes, other = _wide_columns([c for c in frame.columns if c != column])
+    frame, groupings = _take_segments(frame, rows, file, segment_column)
+    frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
+    prob_codes, label_codes, other = _wide_columns(frame.columns)
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
         attributes = pd.DataFrame({c: frame[c].astype(object).where(frame[c].notna(), None).map(
@@ -437,8 +561,12 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
             for c in other})
         attributes.index = ids
         frame = frame.drop(columns=other)
-    prob_codes = column_layout(frame.columns, file, segment_column=segment_column).codes
-    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+    layout = column_layout(frame.columns, file)  # the segment and arrival columns are out already
+    if layout.segment is not None:  # a "segment" column beside the segment columns asked for
+        raise DataError(f"the column {layout.segment!r} is neither patient_id nor prob_<code> / label_<code>.",
+                        file=file, row=1, column=layout.segment,
+                        fix="In a wide file every column after patient_id is named prob_<code> or label_<code>.")
+    prob_codes = layout.codes
     probs = numeric_block(frame, ["prob_" + c for c in prob_codes], rows, file, "probability")
     labels = numeric_block(frame, ["label_" + c for c in prob_codes], rows, file, "label")
     columns = pd.Index(prob_codes, dtype=object)
@@ -446,9 +574,11 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         probs=pd.DataFrame(probs, index=ids, columns=columns),
         labels=pd.DataFrame(labels.astype(np.int8), index=ids, columns=columns.copy()),
         name=name or _stem(file),
-        groups=groups,
-        segment_column=None if groups is None else column,
+        groups=None if groupings is None else next(iter(groupings.values())),
+        segment_column=None if groupings is None else next(iter(groupings)),
         attributes=attributes,
+        groupings=groupings,
+        label_available_at=arrivals,
     )
 
 
@@ -475,7 +605,7 @@ def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
 
 
 def load_calibration(probs_source, labels_source=None, *, name=None, segment_column=None,
-                     keep_columns: bool = False) -> Dataset:
+                     keep_columns: bool = False, label_available_column=None) -> Dataset:
     """Load labelled calibration data from one wide file or a probabilities + labels pair.
 
     Parameters
@@ -487,11 +617,15 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         and codes by column name (column order does not matter).
     name : str, optional
         Dataset name (default: the probabilities file's name without extension).
-    segment_column : str, optional
+    segment_column : str or list of str, optional
         The column of segment labels (then required, in the wide or probabilities file).
-        Without it a column named ``segment``, if present, is read as the segments.
+        Without it a column named ``segment``, if present, is read as the segments. A list
+        of columns gives several groupings (:attr:`Dataset.groupings`).
     keep_columns : bool
         Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`.
+    label_available_column : str, optional
+        The column saying when each patient's labels arrived (positions or dates; module
+        docstring), in the wide or probabilities file: :attr:`Dataset.label_available_at`.
 
     Returns
     -------
@@ -499,14 +633,15 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         Rows in the probabilities file's order; labels aligned to it; ``groups`` the segments.
     """
     if labels_source is None:
-        dataset = read_wide(probs_source, segment_column=segment_column, keep_columns=keep_columns)
+        dataset = read_wide(probs_source, segment_column=segment_column, keep_columns=keep_columns,
+                            label_available_column=label_available_column)
         if name:
             dataset.name = str(name)
         dataset.sources = file_digests(probs_source)
         return dataset
-    column = segment_column or SEGMENT_COLUMN
-    probs, groups = _read_probabilities(probs_source, None, column, required=segment_column is not None)
-    labels = _read_labels(labels_source, None, column)
+    probs, groupings, arrivals = _read_probabilities(probs_source, None, segment_column, label_available_column)
+    labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+                                                *([label_available_column] if label_available_column else [])])
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
     if p_file == l_file:
         p_file, l_file = f"{p_file} (probabilities)", f"{l_file} (labels)"
@@ -530,8 +665,10 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         )
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
     return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)),
-                   groups=groups, segment_column=None if groups is None else column,
-                   sources=file_digests(probs_source, labels_source))
+                   groups=None if groupings is None else next(iter(groupings.values())),
+                   segment_column=None if groupings is None else next(iter(groupings)),
+                   sources=file_digests(probs_source, labels_source), groupings=groupings,
+                   label_available_at=arrivals)
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
