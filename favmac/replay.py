@@ -682,7 +682,7 @@ def _expected_points(cands, realized, costs, score):
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
     weights = np.empty(ptr[-1], dtype=realized.dtype)
-    for start, stop in _chunks(0, n_patients, 8 * _CHUNK):
+    for start, stop in _chunks(0, n_patients):  # the keys' chunk-sized temporaries stay small
         keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
         positive = increments > 0
         weights[ptr[start] : ptr[stop]] = increments[positive]

@@ -310,7 +310,8 @@ class Candidates:
     decreases along a nested sequence (additive value), so S_hat is simply the last prefix
     under the threshold and Vhat is not needed to choose. ``steps_source`` (nested universes;
     an array pair or a zero-argument function) gives the (N, K) Chat and Vhat increments of
-    every step, which the price score divides.
+    every step, which the price score divides; a function with a true ``takes_rows`` attribute
+    also takes a row selection, so that :meth:`subset` computes only its own rows' steps.
     """
 
     universe: str
@@ -356,7 +357,11 @@ class Candidates:
         source = self.vhat_source
         vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
         order = None if self.order is None else self.order[rows]
-        steps = None if self.steps_source is None else (lambda: tuple(part[rows] for part in self.steps))
+        source = self.steps_source
+        if callable(source) and getattr(source, "takes_rows", False):
+            steps = lambda: source(rows)  # noqa: E731 — these patients' steps only, never the whole stream's
+        else:
+            steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
         return Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets,
                           monotone=self.monotone, steps_source=steps)
 
@@ -528,7 +533,11 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         chat[rows] = _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
     if value.is_additive:
         value_weights = value.weights_for(n_codes)
-        steps = lambda: (_along((1.0 - probs) * cost_weights, order), _along(probs * value_weights, order))  # noqa: E731
+
+        def steps(rows=slice(None)):
+            return _along((1.0 - probs[rows]) * cost_weights, order[rows]), _along(probs[rows] * value_weights, order[rows])
+
+        steps.takes_rows = True  # a subset computes its own rows' steps (a replay's chunks): no (N, K) pair kept
         return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order,
                           monotone=True, steps_source=steps)
     _, vhat = general_sequences(probs, value, cost, order)
