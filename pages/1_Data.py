@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import io as fio
 from favmac.validation import MAX_WEIGHT
-from favmac.ui import actions, data_views, figures, samples, widgets, weights_view
+from favmac.ui import actions, data_views, figures, payment_widgets, samples, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 
@@ -120,6 +120,7 @@ st.caption(f"{md(ds.name)}: {ds.n_patients:,} patients × {ds.n_codes} codes. Fi
 tab_p, tab_l = st.tabs(["Probabilities", "Labels"])
 widgets.table(ds.probs.head(100), where=tab_p, height=260)
 widgets.table(ds.labels.head(100), where=tab_l, height=260)
+payment_widgets.show_members(ds)  # the CMS member context read from the files (cells, known codes)
 descs = weights_view.descriptions(ss.weights, ds.codes)
 c1, c2 = st.columns(2, gap="large")
 widgets.chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs), max_codes=figures.MAX_CODES_SHOWN),

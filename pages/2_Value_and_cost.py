@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import actions, guarantees, jobs, playback, settings_form as form, widgets
+from favmac.ui import actions, guarantees, jobs, payment_widgets, playback, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.session import Session
@@ -62,10 +62,13 @@ with st.container(border=True):
     left, right = st.columns(2, gap="large")
     with left:
         st.subheader("Value of a chosen set")
-        value_kind = st.radio("Value", list(form.VALUE_KINDS), format_func=form.VALUE_KINDS.get,
-                              index=list(form.VALUE_KINDS).index(current["value_kind"]), key="value_kind",
+        kinds = payment_widgets.value_options(form.VALUE_KINDS, ds.codes)
+        value_kind = st.radio("Value", kinds, format_func=form.VALUE_KINDS.get,
+                              index=kinds.index(current["value_kind"]) if current["value_kind"] in kinds else 0, key="value_kind",
                               help="TP count: number of true codes found. Risk-weighted TP: sum of the risk weights of the true codes found. "
-                                   "Custom: any formula over the true hits.")
+                                   "Custom: any formula over the true hits. CMS-HCC payment: the member's risk score with "
+                                   "hierarchies, interactions and demographic cells (CMS-HCC codes only).")
+        payment = payment_widgets.payment_inputs(current, ds.codes, value_kind)
         formula = st.text_area("Custom value formula (used when 'Custom formula' is chosen)", key="formula", height=80,
                                value=current["formula"] if current["value_kind"] == "formula" else "",
                                placeholder=f"for example {form.PAPER_FORMULA}", disabled=value_kind != "formula")
@@ -83,7 +86,7 @@ with st.container(border=True):
         chosen = guarantee_inputs()
     submitted = st.button("Apply settings", type="primary", key="apply_settings", on_click=follow_default_score)
 
-if submitted and actions.apply_settings(ss, {**current, "value_kind": value_kind,
+if submitted and payment_widgets.accept(ss, payment) and actions.apply_settings(ss, {**current, **payment, "value_kind": value_kind,
                                              "formula": formula if value_kind == "formula" else current["formula"],
                                              "cost_kind": cost_kind,
                                              **chosen, "score": form.score_for(current, chosen)}):

@@ -4,7 +4,7 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import figures, guarantees, jobs, patients, widgets
+from favmac.ui import figures, guarantees, jobs, patients, payment_view, payment_widgets, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -22,7 +22,6 @@ new = ss.new_patients
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
-value, cost = spec.build()
 result = jobs.online(ss)
 if source == "Calibration stream":
     first = patients.first_informative_step(result, ds.label_array(), ds.prob_array())
@@ -45,9 +44,11 @@ if source == "Calibration stream":
     threshold = float(result.thresholds[0, step])
     selected_row = result.selected[0, step]
     where = guarantees.stream_patient_where(result, step, position)
+    value, cost = payment_view.patient_functions(spec, ds.codes, ds.members, position)
 else:
     ids = [str(i) for i in new.index]
     pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
+    value, cost = payment_view.patient_functions(spec, ds.codes, new.attrs.get("members"), ids.index(pick))
     probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
     threshold, where = guarantees.new_patient_threshold(result, new, pick, ds.n_patients)
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
@@ -67,6 +68,8 @@ if summary["value"] is not None:
     tiles[4].metric(f"Confirmed value / {cost_unit(settings)}", f"{summary['value']:.3g} / {summary['cost']:.3g}",
                     help=f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}.")
 st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
+if spec.value_kind == "cms_payment":
+    payment_widgets.show_breakdown(value, selected_row)
 
 if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")

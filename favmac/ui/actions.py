@@ -17,7 +17,7 @@ from __future__ import annotations
 from favmac import io as fio
 from favmac.functions import FormulaError
 from favmac.runspec import SettingsError
-from favmac.ui import parsing, playback, samples, settings_form, weights_view
+from favmac.ui import parsing, payment_view, playback, samples, settings_form, weights_view
 from favmac.ui.session import Session
 
 __all__ = ["apply_calibration_upload", "apply_cms_weights", "apply_edited_weights", "apply_new_patients_upload",
@@ -104,10 +104,14 @@ def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patien
     w = weights_view.weight_array(weights, codes)
     if ss.settings is None:
         ss.settings = settings_form.default_settings(dataset.n_patients, dataset.n_codes, w)
+        ss.settings.update(payment_view.payment_defaults(list(codes)))  # CMS-HCC codes: the payment value by default
     else:
         ss.settings, adapted = settings_form.adapt_settings(ss.settings, dataset.n_patients, dataset.n_codes, w, old_cmax,
                                                             old_n_patients=old_n)
         notes += adapted
+        if ss.settings["value_kind"] == "cms_payment" and payment_view.payment_model_of(list(codes)) is None:
+            ss.settings = {**ss.settings, "value_kind": "weighted_tp"}
+            notes.append("Value set to risk-weighted TP: the new data's codes are not CMS-HCC payment codes.")
     if ss.settings.get("segment") and ss.settings["segment"] not in dataset.segment_columns():
         notes.append(f"Per-segment control turned off: this data has no column {ss.settings['segment']!r}.")
         ss.settings = {**ss.settings, "segment": None}

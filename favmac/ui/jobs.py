@@ -130,18 +130,18 @@ def replay_online(dataset, spec, progress=None):
     ``spec.segment`` is set): a ``favmac.result.ReplayResult``."""
     groups = dataset.segments(spec.segment) if spec.segment else None
     return playback.run_online(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
-                               progress=progress, groups=groups)
+                               progress=progress, groups=groups, members=dataset.members)
 
 
 def compare_tradeoffs(dataset, spec, targets, methods, progress=None) -> dict:
     """The Trade-offs comparison of ``methods`` over ``targets`` (``tradeoffs.run_tradeoffs``)."""
     return tradeoff_runs.run_tradeoffs(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
-                                       list(targets), list(methods), progress=progress)
+                                       list(targets), list(methods), progress=progress, members=dataset.members)
 
 
 def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
     """``favmac.validity.validity_check`` of ``dataset`` under ``spec`` (its first target)."""
-    value, cost = spec.build()
+    value, cost = spec.build(dataset.codes, dataset.members)
     groups = dataset.segments(spec.segment) if spec.segment else dataset.groups
     return validity_check(dataset.prob_array(), dataset.label_array(), value, cost, spec.target,
                           delta=spec.control_delta, universe=spec.universe, burn_in=spec.burn_in,
@@ -157,7 +157,7 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
     "n_calibration", "new" and "new_preview" (None without new patients), "n_new", "threshold"
     (the final threshold used for new patients).
     """
-    value, cost = spec.build()
+    value, cost = spec.build(dataset.codes, dataset.members)
     calibration = export.stream_sets(result, dataset.prob_array(), dataset.label_array(), value, cost, universe=spec.universe,
                                      descriptions=descriptions)
     if progress is not None:

@@ -113,11 +113,11 @@ def advance_position(position: int, n_steps: int, speed: float, elapsed: float) 
 # --------------------------------------------------------------------------- the replay
 
 
-def run_online(probs, labels, codes, patient_ids, spec: RunSpec, progress=None, groups=None):
+def run_online(probs, labels, codes, patient_ids, spec: RunSpec, progress=None, groups=None, members=None):
     """The FavMac replay behind the online session: the spec's first target, control, universe, score and window
     (per segment with ``groups`` when ``spec.segment`` is set; adaptive with ``spec.adaptive_rate``)."""
     return run_method(spec.replace(targets=(spec.target,)), "favmac", probs, labels,
-                      codes=list(codes), patient_ids=patient_ids, progress=progress, groups=groups)
+                      codes=list(codes), patient_ids=patient_ids, progress=progress, groups=groups, members=members)
 
 
 def estimate_replay_seconds(probs, labels, spec: RunSpec, n_sample: int = 12) -> float:

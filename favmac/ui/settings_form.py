@@ -3,7 +3,9 @@
 The Value & cost and Trade-offs forms edit a plain ``settings`` dict (one per session):
 
 =============  ==============================================================
-value_kind     "tp" (TP count), "weighted_tp" (risk-weighted TP), "formula"
+value_kind     "tp" (TP count), "weighted_tp" (risk-weighted TP), "formula", "cms_payment" (CMS-HCC payment)
+cms_model ...  cms_model, cms_year, cms_segment, normalization, coding_intensity, base_rate: the payment value's
+               inputs (RunSpec fields; payment_view.PAYMENT_KEYS); base_rate (dollars) turns values into dollars
 formula        value formula text (used when value_kind == "formula")
 cost_kind      "fp" (FP count) or "weighted_fp" (risk-weighted FP)
 control        "expected" (mean cost <= target) or "violation" (P(cost > target) <= delta)
@@ -30,6 +32,7 @@ from favmac.functions import FormulaValue
 from favmac.runspec import (CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
+from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
 from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
@@ -79,6 +82,7 @@ def to_spec(settings: dict, weights) -> RunSpec:
         score=settings.get("score"),  # None: the universe's default score
         segment=settings.get("segment"),
         adaptive_rate=settings.get("adaptive_rate"),
+        **{k: settings.get(k, PAYMENT_DEFAULTS[k]) for k in PAYMENT_KEYS},  # the payment value's fields (payment_view)
     )
 
 
@@ -90,6 +94,8 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     for key, default in (("segment", None), ("adaptive_rate", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
+    if spec.value_kind == "cms_payment":
+        out.update({k: getattr(spec, k) for k in PAYMENT_KEYS})
     return out
 
 

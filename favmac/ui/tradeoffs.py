@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from favmac.functions import bind_rows
 from favmac.methods import applicability, method_labels, run_method
 from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
+from favmac.ui import payment_view
 from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
@@ -74,8 +76,9 @@ def applicable_methods(labels, control: str, n_codes: int) -> list[str]:
 
 def value_max(value, n_codes: int) -> float:
     """Largest value any set can have (all codes chosen and present); scales value to 0–100."""
-    everything = np.ones(n_codes, dtype=bool)
-    return float(value(everything, everything))
+    n_rows = getattr(value, "n_rows", None)  # a per-patient value (the CMS payment): the largest over the patients
+    everything = np.ones(n_codes if n_rows is None else (n_rows, n_codes), dtype=bool)
+    return float(np.max(value(everything, everything)))
 
 
 def value_scale(value, n_codes: int) -> float:
@@ -83,7 +86,7 @@ def value_scale(value, n_codes: int) -> float:
     return 100.0 / vmax if vmax > 0 else 1.0
 
 
-def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None) -> dict:
+def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None, members=None) -> dict:
     """Replay every applicable method over ``targets`` and summarise.
 
     Every method uses all earlier patients (no rolling window, no segments, a fixed target:
@@ -101,7 +104,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
     # one comparable protocol for every method: all earlier patients, pooled, at a fixed target
     grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None)
-    value, _ = spec.build()
+    value, _ = spec.build(codes, members)
     n_codes = len(codes)
     cmax = spec.c_max(n_codes)
     vscale = value_scale(value, n_codes)
@@ -111,22 +114,25 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
             if progress is not None:
                 progress((i + float(fraction)) / len(runnable))
 
-        summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part)
+        summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members)
         part(1.0)
+    if spec.value_kind == "cms_payment" and runnable:  # payment-aware FavMac vs the additive one, on the payment scale
+        summaries.update(payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
     runs = list(summaries.values())
     table = compare_methods(runs, value_scale=CHARTS, cost_scale=CHARTS) if runs else None
     predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
-    oracle = float(np.mean(value(predicted, predicted))) if len(predicted) else float("nan")
+    scored = bind_rows(value, slice(spec.burn_in, None))  # a per-patient value: the predicted rows
+    oracle = float(np.mean(scored(predicted, predicted))) if len(predicted) else float("nan")
     return {
         "points": tradeoff_points(summaries, cmax, vscale),
         "table": comparison_display(table, oracle * CHARTS, vscale / CHARTS,
-                                    {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind}),
+                                    {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind, "base_rate": spec.base_rate}),
         "skipped": skipped,
         "targets": np.asarray(targets, dtype=float),
     }
 
 
-def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None) -> pd.DataFrame:
+def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None, members=None) -> pd.DataFrame:
     """``favmac.metrics.summarize`` of one method's run over ``grid_spec``'s targets.
 
     The run (its thresholds, chosen sets, per-patient cost and value) lives only inside this
@@ -134,7 +140,7 @@ def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patien
     """
     from favmac.metrics import summarize
 
-    result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress)
+    result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress, members=members)
     return summarize(result)
 
 

