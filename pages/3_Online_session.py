@@ -9,7 +9,7 @@ from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
 from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
-                             value_per_100_label)
+                             value_tile)
 
 ss = page_setup("Online session")
 st.title("Online session")
@@ -71,8 +71,8 @@ def live_view():
     tiles[1].metric(label, shown_threshold, help=why)
     tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else per_100_charts(m["mean_cost"]),
                     help=f"Running mean cost per chart × 100; the target is {target_text(settings)}.")
-    tiles[3].metric("Value captured per 100 charts", "—" if position == 0 else per_100_charts(m["mean_value"]),
-                    help=f"{value_per_100_label(settings)}: the running mean value per chart × 100, in {value_unit(settings)}.")
+    value_label, value_shown, value_help = value_tile(m["mean_value"], settings)
+    tiles[3].metric(value_label, "—" if position == 0 else value_shown, help=value_help)
     tiles[4].metric("Charts over the target", "—" if position == 0 else f"{m['violation_rate']:.1%}",
                     help=f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")
     if result.adaptive_targets is not None:

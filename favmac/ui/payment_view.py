@@ -16,7 +16,7 @@ from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YE
 from favmac.io import CMS_SEGMENTS
 from favmac.runspec import SettingsError
 
-__all__ = ["ADDITIVE_LABEL", "CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "additive_summaries", "realized_payment", "payment_model_of", "payment_defaults", "parse_base_rate",
+__all__ = ["ADDITIVE_LABEL", "CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "additive_summaries", "realized_payment", "weightless_skips", "payment_model_of", "payment_defaults", "parse_base_rate",
            "members_summary", "breakdown_rows", "money", "patient_functions"]
 
 #: The settings keys of the payment value (RunSpec fields of the same names).
@@ -118,13 +118,13 @@ def breakdown_rows(value, selected, labels=None, row: int = 0) -> tuple[pd.DataF
     others, Why) and {"interactions", "count", "value"}, in the value's unit (:func:`money`)."""
     parts = value.breakdown(selected, labels, row=row)
     base_rate = value.base_rate is not None
+    flagged = {str(c) for c, on in zip(value.codes, np.asarray(selected, dtype=bool)) if on}
     rows = []
     for r in parts["codes"]:
-        why = ""
-        if r["removed_by"]:
-            above = ", ".join(_hcc(c) for c in r["removed_by"])
-            why = f"{above} {'is' if len(r['removed_by']) == 1 else 'are'} flagged or on record and rank{'s' if len(r['removed_by']) == 1 else ''} above it"
-        line = f"{_hcc(r['code'])}: {'+' if r['marginal'] >= 0 else '−'}{money(abs(r['marginal']), base_rate)}" + (f", {why}" if why else "")
+        why = []
+        for c in r["removed_by"] or ():
+            why.append(f"{_hcc(c)} is {'flagged' if str(c) in flagged else 'on record'} and ranks above it")
+        line = f"{_hcc(r['code'])}: {'+' if r['marginal'] >= 0 else '−'}{money(abs(r['marginal']), base_rate)}" + "".join(", " + w for w in why)
         rows.append({"Code": _hcc(r["code"]), "Alone": money(r["alone"], base_rate),
                      "Marginal given the others": money(r["marginal"], base_rate), "Why": line})
     frame = pd.DataFrame(rows, columns=["Code", "Alone", "Marginal given the others", "Why"])
@@ -157,7 +157,9 @@ def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_
     additive = grid_spec.replace(value_kind="weighted_tp",
                                  weights=tuple(value.weights_for(len(codes))) if grid_spec.weights is None else grid_spec.weights)
     result = run_method(additive, "FavMac (price)", probs, labels, codes=codes, patient_ids=patient_ids)
-    return {ADDITIVE_LABEL: summarize(realized_payment(result, value, labels))}
+    summary = summarize(realized_payment(result, value, labels))
+    summary["method"] = ADDITIVE_LABEL
+    return {ADDITIVE_LABEL: summary}
 
 
 def patient_functions(spec, codes, members, row):
@@ -168,3 +170,16 @@ def patient_functions(spec, codes, members, row):
 
     value, cost = spec.build(list(codes), members)
     return bind_rows(value, row), bind_rows(cost, row)
+
+
+def weightless_skips(value, methods, n_codes: int) -> dict:
+    """{method: reason} for the FavMac runs whose 'value' universe needs one weight per code, when
+    ``value`` (a payment value with several demographic cells) has none; {} otherwise."""
+    from favmac.methods import get_method
+
+    try:
+        value.weights_for(n_codes)
+    except ValueError as err:
+        return {m: f"its 'value' universe needs one weight per code ({err})" for m in methods
+                if get_method(m).is_favmac and get_method(m).universe == "value"}
+    return {}

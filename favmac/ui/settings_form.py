@@ -228,6 +228,10 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         ("Burn-in", f"{settings['burn_in']:,} patients"),
         ("Window", "all patients" if settings["window"] is None else f"last {settings['window']:,} patients"),
     ]
+    if settings["value_kind"] == "cms_payment":
+        rate = settings.get("base_rate")
+        rows.append(("Payment", f"CMS-HCC {settings.get('cms_model', 'V28')} {settings.get('cms_year', '')}, default cell "
+                                f"{settings.get('cms_segment', 'CNA')}, " + (f"base rate ${rate:,.0f} (dollars)" if rate is not None else "RAF units")))
     if settings.get("segment"):
         rows.append(("Segments", f"per {settings['segment']}"))
     if settings.get("adaptive_rate"):

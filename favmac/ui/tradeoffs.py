@@ -106,6 +106,8 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None)
     value, _ = spec.build(codes, members)
     n_codes = len(codes)
+    skipped.update(payment_view.weightless_skips(value, runnable, n_codes))  # the payment value with several cells
+    runnable = [m for m in runnable if m not in skipped]
     cmax = spec.c_max(n_codes)
     vscale = value_scale(value, n_codes)
     summaries = {}
@@ -148,6 +150,11 @@ def comparison_columns(units: dict) -> dict:
     """The summary table's columns (name in ``compare_methods`` -> label), led by what an
     auditor weighs: value captured and false flags per 100 charts. ``units``: the settings'
     ``cost_kind`` and ``value_kind``."""
+    if units.get("value_kind") == "cms_payment":  # the payment per patient and per 1,000 members (units.payment_rates)
+        unit = "$" if units.get("base_rate") is not None else "RAF"
+        return {"method": "Method", "mean_value": f"Payment captured per patient ({unit})",
+                "per_1000": f"Payment captured per 1,000 members ({unit})",
+                **{k: v for k, v in comparison_columns({**units, "value_kind": "tp"}).items() if k not in ("method", "mean_value")}}
     return {
         "method": "Method",
         "mean_value": value_per_100_label(units),
@@ -174,6 +181,9 @@ def comparison_display(table: pd.DataFrame | None, oracle_value: float = float("
     out = table.copy()
     out["captured"] = 100.0 * out["mean_value"] / oracle_value if oracle_value > 0 else np.nan
     out["paper_value"] = out["mean_value"] * paper_scale
+    if "per_1000" in columns:  # the payment: per patient and per 1,000 members instead of per 100 charts
+        out["mean_value"] = out["mean_value"] / CHARTS
+        out["per_1000"] = 1000.0 * out["mean_value"]
     out = out[list(columns)]
     out["violation_freq"] = 100.0 * out["violation_freq"]
     return out.rename(columns=columns).reset_index(drop=True)

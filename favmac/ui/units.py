@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -106,6 +106,24 @@ def value_per_100_label(settings: dict) -> str:
         return "Payment captured per 100 charts (" + ("$)" if settings.get("base_rate") is not None else "RAF)")
     return {"tp": "Confirmed codes per 100 charts", "weighted_tp": "Risk-weighted value captured per 100 charts",
             "formula": "Formula value per 100 charts"}[settings["value_kind"]]
+
+
+def value_tile(mean_value: float, settings: dict) -> tuple[str, str, str]:
+    """(label, value, help) of the tile of the running mean value per chart: per 100 charts, or for
+    the CMS payment per patient (dollars with a base rate, else RAF) with the 1,000-member figure.
+
+    >>> value_tile(41.97, {"value_kind": "cms_payment", "base_rate": 11000.0})[:2]
+    ('Payment captured per patient', '$42')
+    >>> value_tile(0.5, {"value_kind": "tp"})[:2]
+    ('Value captured per 100 charts', '50')
+    """
+    if settings["value_kind"] == "cms_payment":
+        x = float(mean_value)
+        shown = "—" if math.isnan(x) else (f"${x:,.0f}" if settings.get("base_rate") is not None else f"{x:.3g} RAF")
+        return ("Payment captured per patient", shown,
+                f"The running mean payment of the confirmed flags per patient, in {value_unit(settings)}: {payment_rates(x, settings)}.")
+    return ("Value captured per 100 charts", per_100_charts(mean_value),
+            f"{value_per_100_label(settings)}: the running mean value per chart × 100, in {value_unit(settings)}.")
 
 
 def target_text(settings: dict) -> str:
