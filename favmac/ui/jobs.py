@@ -165,6 +165,7 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
     out = {"calibration": to_safe_csv(calibration), "calibration_preview": calibration.head(20), "n_calibration": len(calibration),
            "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
     if new_patients is not None:
+        value, cost = spec.build(dataset.codes, new_patients.attrs.get("members"))  # the new patients' own cells and known codes
         new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
         out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
     return out
