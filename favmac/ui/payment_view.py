@@ -133,7 +133,7 @@ def breakdown_rows(value, selected, labels=None, row: int = 0) -> tuple[pd.DataF
 
 
 #: The Trade-offs row of FavMac choosing with the additive value (risk-weighted TP) but scored in payment.
-ADDITIVE_LABEL = "FavMac (price), additive value: payment realized"
+ADDITIVE_LABEL = "FavMac (price, additive)"
 
 
 def realized_payment(result, value, labels):

@@ -77,3 +77,12 @@ def settle_jobs(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
     for job in jobs.values():
         assert job.wait(timeout), f"{job!r} did not finish in {timeout} s"
     return at.run()
+
+
+def open_additive(name: str) -> AppTest:
+    """A fresh session on page ``name`` with the additive value (risk-weighted TP), not the HCC
+    sample's default CMS-HCC payment value: for tests that compare with ``AdditiveValue``."""
+    at = open_page("value_cost")
+    at.radio(key="value_kind").set_value("weighted_tp")
+    at.button(key="apply_settings").click().run()
+    return at if name == "value_cost" else go(at, name)

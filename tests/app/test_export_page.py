@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from app_helpers import SAMPLES, assert_clean, go, open_page
+from app_helpers import open_additive, SAMPLES, assert_clean, go, open_page
 
 from favmac import io as fio
 from favmac.functions import AdditiveCost, AdditiveValue
@@ -29,7 +29,7 @@ def library_run(target, burn_in, universe="ratio", score="price"):
 
 
 def test_calibration_and_new_patient_exports_equal_the_library(downloads):
-    at = open_page("value_cost")
+    at = open_additive("value_cost")
     at.number_input(key="target").set_value(2.6)
     at.number_input(key="burn_in").set_value(800)
     at.button(key="apply_settings").click().run()

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
-from app_helpers import assert_clean, open_page
+from app_helpers import open_additive, assert_clean, open_page
 
 
 def test_calibration_patient_matches_the_replay():
-    at = open_page("patients")
+    at = open_additive("patients")
     assert_clean(at)
     result = next(iter(at.session_state["results"].values()))
     pick = str(result.patient_ids[25])

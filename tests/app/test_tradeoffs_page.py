@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from app_helpers import assert_clean, go, open_page
+from app_helpers import open_additive, assert_clean, go, open_page
 
 
 def test_default_comparison_runs_on_demand_and_matches_metrics():
-    at = open_page("tradeoffs")
+    at = open_additive("tradeoffs")
     assert_clean(at)
     assert at.session_state["tradeoffs"] is None  # computed on demand, not on the first visit
     assert any("Run comparison" in i.value for i in at.info)
@@ -35,7 +35,7 @@ def test_default_comparison_runs_on_demand_and_matches_metrics():
 
 
 def test_grid_form_changes_targets_and_methods():
-    at = open_page("tradeoffs")
+    at = open_additive("tradeoffs")
     at.number_input(key="grid_low").set_value(10.0)
     at.number_input(key="grid_high").set_value(30.0)
     at.number_input(key="grid_n").set_value(3)
@@ -49,7 +49,7 @@ def test_grid_form_changes_targets_and_methods():
 
 
 def test_violation_control_offers_rcps_not_crc():
-    at = open_page("value_cost")
+    at = open_additive("value_cost")
     at.radio(key="control").set_value("violation")
     at.button(key="apply_settings").click().run()
     at.session_state["settings"]["grid"]["methods"] = ["FavMac (ratio)", "RCPS", "CRC", "ClassWise"]
@@ -69,7 +69,7 @@ def test_both_scores_side_by_side():
     from favmac.replay import replay
     from app_helpers import SAMPLES
 
-    at = open_page("value_cost")
+    at = open_additive("value_cost")
     at.radio(key="score").set_value("cost")
     at.button(key="apply_settings").click().run()
     at.session_state["settings"]["grid"].update(n_targets=2, low_pct=5.0, high_pct=10.0,
