@@ -384,7 +384,8 @@ def run_predict(args) -> int:
     if args.calibration is None:
         raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
                         "from 'favmac calibrate'.")
-    segment_column = _one_segment_column(args, "predict")
+    segment_column = (args.segment_column[0] if len(args.segment_column) == 1 else list(args.segment_column)) \
+        if args.segment_column else None
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
@@ -415,7 +416,14 @@ def run_predict(args) -> int:
         file=_report_stream(args),
     )
     _print_recalibration(args, result)
-    if result.group_thresholds is not None:
+    if result.groupings is not None and len(result.groupings) > 1:
+        print("  each new patient's threshold is the smallest of its groups' (one per grouping):",
+              file=_report_stream(args))
+        for grouping in result.groupings:
+            for label, final in grouping.final_thresholds.items():
+                print(f"  {grouping.name} {label}: {grouping.sizes[label]} calibration patients, threshold "
+                      f"{float(final[0]):g}", file=_report_stream(args))
+    elif result.group_thresholds is not None:
         for label, final in result.group_thresholds.items():
             print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
                   file=_report_stream(args))

@@ -694,16 +694,31 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     codes : sequence of str
         The calibration data's codes.
     name : str, optional
-    segment_column : str, optional
+    segment_column : str or list of str, optional
         The column of segment labels (then required); default: a ``segment`` column if present.
+        A list of two or more columns reads several groupings (each required).
 
     Returns
     -------
-    (DataFrame, ndarray or None)
+    (DataFrame, ndarray, dict or None)
         The probabilities (as :func:`load_new_patients`) and one segment label per row (None
-        when the file has no segment column).
+        when the file has no segment column); with several columns, ``{column: labels}`` in
+        the order asked (also in ``frame.attrs["groupings"]``).
     """
-    column = segment_column or SEGMENT_COLUMN
+    columns = _segment_list(segment_column)
+    if len(columns) > 1:
+        frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
+        frame, groupings = _take_segments(frame, rows, file, columns)
+        layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out
+        values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
+        probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
+                             columns=pd.Index(layout.codes, dtype=object))
+        probs.attrs["sources"] = file_digests(source, names=[file])
+        probs.attrs["groups"] = next(iter(groupings.values())).tolist()
+        probs.attrs["groupings"] = {column: labels.tolist() for column, labels in groupings.items()}
+        return probs, groupings
+    column = columns[0] if columns else SEGMENT_COLUMN
+    segment_column = columns[0] if columns else None
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
     layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
     frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
