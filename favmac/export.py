@@ -245,16 +245,15 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     )
 
 
+
 def grouping_thresholds(result, groups, n_patients: int, target_index: int = 0):
-    """Each new patient's threshold under several groupings: the smallest of its groups' final ones.
+    """Each new patient's threshold under a result's several groupings: the smallest of its groups'
+    final thresholds (:func:`favmac.segments.smallest_group_thresholds`).
 
     ``groups`` maps each grouping name of ``result.groupings`` to one label per patient (a
-    dict, or a DataFrame with those columns). Returns ``(thresholds (N,), segments, notes)``:
-    a group a grouping never saw in calibration has T = -inf there (0 calibration patients,
-    as :func:`new_patient_sets` does with one grouping); ``segments`` reads ``name=label; ...``;
-    ``notes`` join each grouping's reason (too small, or unseen) and name the binding grouping.
+    dict, or a DataFrame with those columns). Returns ``(thresholds (N,), segments, notes)``.
     """
-    from .segments import too_small_reason
+    from .segments import smallest_group_thresholds
 
     names = [g.name for g in result.groupings]
     if hasattr(groups, "columns"):
@@ -265,32 +264,7 @@ def grouping_thresholds(result, groups, n_patients: int, target_index: int = 0):
     if missing:
         raise ValueError(f"groups: no labels for the grouping {missing[0]!r}; the result was calibrated with "
                          f"{', '.join(names)}")
-    target, c_max = result.targets[target_index], result.settings.get("c_max")
-    per_grouping, labels_of = [], []
-    for grouping in result.groupings:
-        labels = [str(g).strip() for g in np.asarray(groups[grouping.name], dtype=object).tolist()]
-        if len(labels) != n_patients:
-            raise ValueError(f"groups[{grouping.name!r}]: expected one label per new patient ({n_patients}), "
-                             f"got {len(labels)}")
-        reasons = {}
-        for label in set(labels):
-            if label not in grouping.final_thresholds:
-                reasons[label] = (-np.inf, f"{grouping.name} {label!r} is not in the calibration data (0 calibration "
-                                  "patients), so its set is empty")
-            else:
-                why = too_small_reason(grouping.sizes[label], target, c_max, result.delta) if c_max is not None else None
-                reasons[label] = (float(grouping.final_thresholds[label][target_index]),
-                                  f"{grouping.name} {label!r}: {why}" if why else "")
-        per_grouping.append(np.array([reasons[label][0] for label in labels], dtype=float))
-        labels_of.append((labels, reasons))
-    table = np.vstack(per_grouping)  # (G, N)
-    thresholds = table.min(axis=0)
-    binding = table.argmin(axis=0)
-    segments, notes = [], []
-    for i in range(n_patients):
-        segments.append("; ".join(f"{name}={labels[i]}" for name, (labels, _) in zip(names, labels_of)))
-        why = [reasons[labels[i]][1] for labels, reasons in labels_of if reasons[labels[i]][1]]
-        if not why:
-            why = [f"binding grouping: {names[binding[i]]}"]
-        notes.append("; ".join(why))
-    return thresholds, segments, notes
+    finals = [(g.name, {label: float(t[target_index]) for label, t in g.final_thresholds.items()}, g.sizes)
+              for g in result.groupings]
+    return smallest_group_thresholds(finals, [groups[name] for name in names], n_patients,
+                                     result.targets[target_index], result.settings.get("c_max"), result.delta)

@@ -375,9 +375,11 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
         ``prob_<code>`` and possibly ``label_<code>`` ones is a wide file (the ``prob_`` columns
         hold the codes; labels are ignored); any other header is the probabilities layout
         (``patient_id``, then one column per code).
-    segment_column : str, optional
+    segment_column : str or list of str, optional
         As for the readers: a column named ``segment``, if present, holds segment labels; a
-        name given here must be present. Either way it is not a code.
+        name given here must be present. Either way it is not a code. A list names several
+        segment columns (several groupings): each must be present, none is a code, and
+        ``ColumnLayout.segment`` is the first.
     codes : sequence of str, optional
         The codes expected (any column order); they are then the returned order.
     codes_from : str
@@ -405,11 +407,13 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     """
     names = [str(c) for c in columns]
     check_id_column(names, file)
-    column = segment_column or SEGMENT_COLUMN
-    if segment_column is not None and column not in names:
-        raise _no_segment_column(column, file)
-    segment = column if column in names else None
-    rest = [c for c in names if c not in (ID_COLUMN, segment) and not c.startswith(UNNAMED)]
+    asked = _segment_list(segment_column)
+    for column in asked:
+        if column not in names:
+            raise _no_segment_column(column, file)
+    present = asked or ([SEGMENT_COLUMN] if SEGMENT_COLUMN in names else [])
+    segment = present[0] if present else None
+    rest = [c for c in names if c != ID_COLUMN and c not in present and not c.startswith(UNNAMED)]
     prob_codes, label_codes, other = _wide_columns(rest)
     wide = labelled or (bool(prob_codes) and not other)
     if labelled and other:
