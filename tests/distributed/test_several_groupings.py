@@ -103,3 +103,42 @@ def test_several_segment_columns_are_checked(tmp_path):
     with pytest.raises(ValueError, match="column -> {segment label -> threshold}"):
         predict(str(tmp_path / "cal"), AdditiveValue(), AdditiveCost(), {"plan": {"A": 1.0}}, tmp_path / "o",
                 segment=["plan", "band"])
+
+
+def test_cli_calibrate_and_predict_with_two_segment_columns(tmp_path, capsys):
+    """favmac calibrate / predict --engine dask with --segment-column twice (settings round trip and
+    direct calibration) equal the in-memory predict with the same columns."""
+    from favmac.cli import main
+
+    n, k = 240, 4
+    probs, labels, plans, bands = _cohort(21, n, k)
+    _write(tmp_path / "cal", probs, labels, plans, bands, [100, 140])
+    settings = tmp_path / "run.json"
+    flags = ["--segment-column", "plan", "--segment-column", "band", "--score", "cost"]
+    assert main(["calibrate", "--data", str(tmp_path / "cal"), *flags, "--targets", "0.8,1.5",
+                 "--scheduler", "synchronous", "--settings-out", str(settings)]) == 0
+    out = capsys.readouterr().out
+    assert f"plan=A (n={int((plans == 'A').sum())})" in out and f"band=A (n={int((bands == 'A').sum())})" in out
+    new_probs, _ = tied_data(22, 30, k, 1)
+    new = pd.DataFrame(new_probs, columns=[f"C{j}" for j in range(k)])
+    new.insert(0, "patient_id", [f"N{i}" for i in range(30)])
+    new.insert(1, "plan", ["A", "B", "C", "D", "tiny"] * 6)
+    new.insert(2, "band", ["<50", "50-74", "75+"] * 10)
+    os.makedirs(tmp_path / "new")
+    new.to_parquet(tmp_path / "new" / "n.parquet", index=False)
+    assert main(["predict", "--engine", "dask", "--settings", str(settings), "--target", "1.5",
+                 "--new", str(tmp_path / "new"), "--out", str(tmp_path / "a")]) == 0
+    assert main(["predict", "--engine", "dask", "--calibration", str(tmp_path / "cal"), *flags, "--target", "1.5",
+                 "--new", str(tmp_path / "new"), "--scheduler", "synchronous", "--out", str(tmp_path / "b")]) == 0
+    said = capsys.readouterr()
+    assert "of 2 groupings with their own thresholds; each patient uses the smallest" in said.out + said.err
+    wide_frame(probs, labels).assign(plan=plans, band=bands).to_csv(tmp_path / "cal.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--calibration", str(tmp_path / "cal.csv"), *flags, "--target", "1.5",
+                 "--new", str(tmp_path / "new.csv"), "--out", str(tmp_path / "m.csv")]) == 0
+    memory = pd.read_csv(tmp_path / "m.csv", dtype={"patient_id": str}, keep_default_na=False)
+    for folder in ("a", "b"):
+        written = pd.read_parquet(tmp_path / folder).set_index("patient_id").loc[memory["patient_id"]]
+        assert written["codes"].tolist() == memory["codes"].tolist()
+        assert written["note"].tolist() == memory["note"].tolist()
+        np.testing.assert_allclose(written["threshold"].to_numpy(), memory["threshold"].to_numpy(dtype=float))
