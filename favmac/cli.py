@@ -88,7 +88,7 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
-                        "Repeat it for several groupings at once (replay), e.g. --segment-column plan "
+                        "Repeat it for several groupings at once (replay, predict, calibrate), e.g. --segment-column plan "
                         "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
     method.add_argument("--recalibrate", type=int, metavar="R",
                         help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
