@@ -309,13 +309,10 @@ class _Session:
         engine = _Engine(self, cands, realized, costs)
         n_parts = max(len(self.groupings), 1)
         per_grouping = []
-        indexed = [(name, labels, *group_index(labels)) for name, labels in self.groupings]
-        parts = (engine.thresholds_many([index for *_, index in indexed], [len(names) for _, _, names, _ in indexed],
-                                        opts.burn_in, lambda f: report(0.25 + 0.6 * f))
-                 if len(indexed) > 1 and self.rate is None else None)
-        for i, (name, labels, names, index) in enumerate(indexed):
-            part = parts[i] if parts is not None else engine.thresholds(
-                index, len(names), opts.burn_in, self.rate, lambda f, i=i: report(0.25 + 0.6 * (i + f) / n_parts))
+        for i, (name, labels) in enumerate(self.groupings):
+            names, index = group_index(labels)
+            part = engine.thresholds(index, len(names), opts.burn_in, self.rate,
+                                     lambda f, i=i: report(0.25 + 0.6 * (i + f) / n_parts))
             per_grouping.append((name, labels, names, index, part))
         n_patients = self.probs.shape[0]
         if per_grouping:
@@ -440,55 +437,6 @@ class _Engine:
             warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
             out = self._loop(group, n_groups, burn_in, rate)
         return out
-
-    def thresholds_many(self, groups, n_groups, burn_in, report):
-        """:meth:`thresholds` of several groupings (no adaptive target) in one walk of the stream
-        (:func:`~favmac.replay_kernels.expected_thresholds_many` /
-        :func:`~favmac.replay_kernels.violation_thresholds_many`): the same numbers as one
-        :meth:`thresholds` per grouping, each arriving patient read once. Returns one
-        :class:`_Thresholds` per grouping; None entries never occur (on int64 overflow every
-        grouping falls back to :meth:`thresholds`, i.e. the exact loop)."""
-        from .replay_kernels import (expected_thresholds_many, group_slots_many, rank_order,
-                                     violation_thresholds_many)
-
-        s = self.session
-        window = 0 if s.options.window is None else int(s.options.window)
-        offsets = np.concatenate([[0], np.cumsum(n_groups)]).astype(np.int64)
-        stacked = np.ascontiguousarray(np.vstack([g + offsets[k] for k, g in enumerate(groups)]), dtype=np.int64)
-        total = int(offsets[-1])
-        evict = np.ascontiguousarray(np.vstack([s.schedule.evictions(g, window) for g in groups]))
-        schedule = s.schedule
-        n_patients, n_targets, n_groupings = len(groups[0]), len(s.targets), len(groups)
-        out = np.empty((n_groupings, n_targets, n_patients - burn_in))
-        final = np.empty((n_targets, total))
-        if s.options.delta is not None:
-            ranks_k = violation_ranks(s.options.delta, n_patients)
-            ptr = np.arange(n_patients + 1)
-            for t in range(n_targets):
-                unique_scores, score_ranks = self.ranked_scores(t)
-                local, keys, key_start = group_slots_many(
-                    ptr, stacked, *rank_order(ptr, score_ranks, len(unique_scores), False), unique_scores, total)
-                tree = np.zeros(len(keys) + total, dtype=np.int64)
-                counts = np.zeros(total, dtype=np.int64)
-                for start, stop in _chunks(0, n_patients + 1):
-                    violation_thresholds_many(local, keys, key_start, stacked, schedule.order, schedule.ptr, evict,
-                                              ranks_k, burn_in, window, start, stop, tree, counts, out[:, t], final[t])
-                report((t + 1) / n_targets)
-        else:
-            points = self.points()
-            if points is None:
-                return [self.thresholds(g, n, burn_in, None, report) for g, n in zip(groups, n_groups)]
-            ptr, ranks, weights, sorted_keys = points
-            local, keys, key_start = group_slots_many(
-                ptr, stacked, *rank_order(ptr, ranks, len(sorted_keys), True), sorted_keys, total)
-            bounds = expected_bounds(s.targets, self.costs, n_patients)
-            tree = np.zeros(len(keys) + total, dtype=np.int64)
-            counts = np.zeros(total, dtype=np.int64)
-            for start, stop in _chunks(0, n_patients + 1):
-                expected_thresholds_many(ptr, local, weights, keys, key_start, stacked, schedule.order, schedule.ptr,
-                                         evict, bounds, burn_in, window, start, stop, tree, counts, out, final)
-                report(stop / (n_patients + 1))
-        return [_Thresholds(out[k], final[:, offsets[k]:offsets[k + 1]]) for k in range(n_groupings)]
 
     def pooled_final(self) -> np.ndarray:
         """(T,) thresholds calibrated on the whole stream (the last ``window`` arrived), at the base

@@ -23,9 +23,8 @@ from numba import njit
 from . import thresholds
 from .fenwick import add, count_le
 
-__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "expected_thresholds_many",
-           "group_slots", "group_slots_many", "rank_order", "violation_thresholds", "violation_thresholds_many",
-           "rank_edge", "weight_totals"]
+__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "rank_order",
+           "violation_thresholds", "rank_edge", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True)(thresholds.rank_edge)
@@ -91,40 +90,6 @@ def group_slots(ptr, group, by_rank, patient, rank, keys, n_groups):
         grouped_keys[slot] = keys[rank[j]]
         local[by_rank[j]] = slot - key_start[g]
         running[g] = slot + 1
-    return local, grouped_keys, key_start
-
-
-@njit(cache=True)
-def group_slots_many(ptr, groups, by_rank, patient, rank, keys, n_groups):
-    """:func:`group_slots` for several groupings at once, in one walk over the points in rank order.
-
-    ``groups`` (G, N) holds each patient's group in each grouping, numbered across the
-    groupings (grouping k's groups follow grouping k-1's), ``n_groups`` their total. Returns
-    ``(local (G, P) int32, grouped_keys, key_start)``: every group of every grouping has its
-    sorted keys ``grouped_keys[key_start[g]:key_start[g + 1]]`` (G copies of the points' keys
-    end to end), and ``local[k, p]`` is point p's rank inside its group of grouping k.
-    """
-    n_groupings = groups.shape[0]
-    n_points = by_rank.shape[0]
-    key_start = np.zeros(n_groups + 1, dtype=np.int64)
-    for k in range(n_groupings):
-        for i in range(groups.shape[1]):
-            key_start[groups[k, i] + 1] += ptr[i + 1] - ptr[i]
-    for g in range(n_groups):
-        key_start[g + 1] += key_start[g]
-    running = key_start[:-1].copy()
-    local = np.empty((n_groupings, n_points), dtype=np.int32)
-    grouped_keys = np.empty(n_groupings * n_points)
-    for j in range(n_points):
-        i = patient[j]
-        key = keys[rank[j]]
-        p = by_rank[j]
-        for k in range(n_groupings):
-            g = groups[k, i]
-            slot = running[g]
-            grouped_keys[slot] = key
-            local[k, p] = slot - key_start[g]
-            running[g] = slot + 1
     return local, grouped_keys, key_start
 
 
@@ -297,73 +262,3 @@ def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arri
                 for t in range(n_targets):
                     current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)
     return True
-
-
-@njit(cache=True)
-def expected_thresholds_many(ptr, ranks, weights, keys, key_start, groups, order, arrival_ptr, evict, bounds, burn_in,
-                             window, start, stop, tree, counts, out, final):
-    """:func:`expected_thresholds` for G groupings in one walk of the stream (the same numbers as G
-    separate walks): ``groups`` (G, N) numbers the groups across the groupings (as
-    :func:`group_slots_many`), ``ranks`` (G, P) are the points' ranks in each grouping's groups,
-    ``evict`` (G, E) each grouping's window evictions. Writes ``out[k, t, n - burn_in]`` for
-    grouping k, and ``final[t, g]`` for every group g of every grouping at position N. Each
-    arriving patient's points are read once and added to its G groups' trees."""
-    n_patients = groups.shape[1]
-    n_groupings = groups.shape[0]
-    n_targets = bounds.shape[0]
-    for n in range(start, stop):
-        if n == n_patients:
-            for g in range(key_start.shape[0] - 1):
-                m = calibration_count(counts[g], window)
-                for t in range(n_targets):
-                    final[t, g] = _smallest_key_over(tree, keys, key_start, g, bounds[t, m])
-            continue
-        if n >= burn_in:
-            for k in range(n_groupings):
-                g = groups[k, n]
-                m = calibration_count(counts[g], window)
-                for t in range(n_targets):
-                    out[k, t, n - burn_in] = _smallest_key_over(tree, keys, key_start, g, bounds[t, m])
-        for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
-            i = order[e]
-            for q in range(ptr[i], ptr[i + 1]):
-                w = weights[q]
-                for k in range(n_groupings):
-                    g = groups[k, i]
-                    add(_tree(tree, key_start, g), ranks[k, q], w)
-            for k in range(n_groupings):
-                g = groups[k, i]
-                counts[g] += 1
-                gone = evict[k, e]
-                if gone >= 0:
-                    _move(tree, key_start, groups[k, gone], ptr, ranks[k], weights, gone, -1)
-
-
-@njit(cache=True)
-def violation_thresholds_many(ranks, keys, key_start, groups, order, arrival_ptr, evict, ranks_k, burn_in, window,
-                              start, stop, tree, counts, out, final):
-    """:func:`violation_thresholds` (one target) for G groupings in one walk: ``groups`` (G, N) and
-    ``evict`` (G, E) as :func:`expected_thresholds_many`, ``ranks`` (G, N) each patient's score rank
-    in its group of each grouping; writes ``out[k, n - burn_in]`` and ``final[g]``."""
-    n_patients = groups.shape[1]
-    n_groupings = groups.shape[0]
-    for n in range(start, stop):
-        if n == n_patients:
-            for g in range(key_start.shape[0] - 1):
-                m = calibration_count(counts[g], window)
-                final[g] = _kth_largest(tree, keys, key_start, g, ranks_k[m], m)
-            continue
-        if n >= burn_in:
-            for k in range(n_groupings):
-                g = groups[k, n]
-                m = calibration_count(counts[g], window)
-                out[k, n - burn_in] = _kth_largest(tree, keys, key_start, g, ranks_k[m], m)
-        for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
-            i = order[e]
-            for k in range(n_groupings):
-                g = groups[k, i]
-                add(_tree(tree, key_start, g), ranks[k, i], 1)
-                counts[g] += 1
-                gone = evict[k, e]
-                if gone >= 0:
-                    add(_tree(tree, key_start, groups[k, gone]), ranks[k, gone], -1)
