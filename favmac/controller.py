@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .functions import bind_rows
 from .quantile_tree import QuantileTree
 from .recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, check_recalibration, fit_recalibration
 from .adaptive import AdaptiveTarget, check_adaptive_rate
@@ -200,7 +201,7 @@ class FavMac:
         return None if self._costs is None else self._costs.c_max
 
     # -------------------------------------------------------------- learning
-    def update(self, probs, labels, group=None, *, adapt: bool = True) -> "FavMac":
+    def update(self, probs, labels, group=None, *, adapt: bool = True, value=None) -> "FavMac":
         """Add labelled patient(s): probs, labels of shape (K,) or (N, K). Returns self.
 
         Parameters
@@ -212,6 +213,10 @@ class FavMac:
         adapt : bool
             With ``adaptive_rate``: False for calibration-only patients (a burn-in), whose
             sets do not move the adaptive target.
+        value : value function, optional
+            The controller's value bound to these patients, for values with per-patient
+            context (e.g. ``payment.take(rows)`` of a ``CmsHccValue`` with a cell and known codes
+            per patient); default the controller's own value.
         """
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
@@ -222,9 +227,10 @@ class FavMac:
         if group is not None:
             for grouping, groups in enumerate(self._groupings_of(group, probs.shape[0])):
                 for label, rows in group_rows(groups):
-                    self._segment(label, grouping).update(probs[rows], labels[rows], adapt=adapt)
+                    self._segment(label, grouping).update(probs[rows], labels[rows], adapt=adapt,
+                                                          value=None if value is None else bind_rows(value, rows))
             adapt = False  # the pooled target moves with ungrouped updates only
-        cands = candidate_sets(probs, self.value, self.cost, self.universe)
+        cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
         realized = self._costs.realized(cands, labels)
         if self._rule is not None and adapt:
             for row in range(probs.shape[0]):  # sequential: each set is chosen before its patient joins
@@ -342,17 +348,18 @@ class FavMac:
         return self._tree.search_greater(n - k)  # the k-th largest T_i
 
     # -------------------------------------------------------------- prediction
-    def predict(self, probs, group=None) -> np.ndarray:
+    def predict(self, probs, group=None, *, value=None) -> np.ndarray:
         """Boolean mask(s) of the chosen set: (K,) for one patient, (N, K) for a batch.
 
         ``group`` (a label, or one per row; a tuple: one per grouping) uses each segment's
         threshold (:meth:`threshold_for`; the smallest over the groupings).
+        ``value`` is the value bound to these patients (see :meth:`update`).
         """
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
         probs = self._mapped(probs)
-        cands = candidate_sets(probs, self.value, self.cost, self.universe)
+        cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
         if group is None:
             thresholds = self.threshold
         else:
@@ -365,7 +372,7 @@ class FavMac:
         masks = cands.masks(cands.choose(thresholds, self.score))
         return masks[0] if single else masks
 
-    def explain(self, probs, codes=None) -> pd.DataFrame:
+    def explain(self, probs, codes=None, *, value=None) -> pd.DataFrame:
         """The greedy order for one patient and where the threshold cuts it.
 
         One row per step: rank, code, prob, value_weight, cost_weight, chat (cumulative cost
@@ -380,7 +387,8 @@ class FavMac:
         if self.universe == "full":
             raise ValueError("explain shows a greedy order; the 'full' universe has none")
         codes = list(codes) if codes is not None else [str(k) for k in range(n_codes)]
-        cands = candidate_sets(probs, self.value, self.cost, self.universe)
+        value = self.value if value is None else value  # bound to this patient (see update)
+        cands = candidate_sets(probs, value, self.cost, self.universe)
         chosen = int(cands.choose(self.threshold, self.score)[0])
         order = cands.order[0]
         import pandas as pd  # imported on use: pandas is slow to import
@@ -389,7 +397,7 @@ class FavMac:
                 "rank": np.arange(1, n_codes + 1),
                 "code": [codes[k] for k in order],
                 "prob": probs[0, order],
-                "value_weight": self.value.weights_for(n_codes)[order],
+                "value_weight": value.weights_for(n_codes)[order],
                 "cost_weight": self.cost.weights_for(n_codes)[order],
                 "chat": cands.chat[0, 1:],
                 "vhat": cands.vhat[0, 1:],

@@ -77,7 +77,9 @@ def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
     if getattr(value, "is_additive", False):
         vhat = np.asarray(value.proxy(selected, probs), dtype=float)
     else:
-        vhat = np.array([float(value.proxy(s, p)) for s, p in zip(selected, probs)], dtype=float)
+        from .functions import bind_rows  # values with per-patient context (CmsHccValue) are bound to each row
+
+        vhat = np.array([float(bind_rows(value, i).proxy(s, p)) for i, (s, p) in enumerate(zip(selected, probs))], dtype=float)
     return vhat, chat
 
 
@@ -168,6 +170,9 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
     probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:])
     ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
     codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
+    from .functions import bind_rows
+
+    value, cost = bind_rows(value, slice(start, None)), bind_rows(cost, slice(start, None))
     return chosen_sets(
         ids, probs, result.selected[target_index], result.thresholds[target_index],
         codes=codes, value=value, cost=cost, method=result.method, target=float(result.targets[target_index]),

@@ -30,6 +30,8 @@ __all__ = [
     "STATUS_OK",
     "STATUS_NON_FINITE",
     "formula_sequences",
+    "lowest_tied",
+    "offer",
 ]
 
 OPCODES = {name: i for i, name in enumerate(
@@ -278,32 +280,8 @@ def _kernel(probs, cost_steps, program, constants, kinds, coefs, uniforms, exact
                             return STATUS_NON_FINITE
                         d = index[h]
                         gain += weights[d] * (out[h] - f_set[d])
-                    # Summation round-off must not turn a zero gain into "positive / 0 = +inf".
-                    if abs(gain) <= tolerance * max(1.0, abs(current)):
-                        gain = 0.0
-                    den = cost_steps[i, k]
-                    if den == 0.0:
-                        key = math.inf if gain > 0.0 else -math.inf
-                    else:
-                        key = gain / den
-                    gains[k] = gain
-                    keys[k] = key
-                    if best < 0 or key > best_key:
-                        best = k
-                        best_key = key
-                # the lowest code index among ties (universe.first_tied_maximum's rule)
-                allowance = tolerance * max(1.0, abs(current))
-                for k in range(best):
-                    if chosen[k]:
-                        continue
-                    if math.isinf(best_key):
-                        tied = keys[k] == best_key
-                    else:
-                        den = cost_steps[i, k]
-                        tied = keys[k] == best_key or (den > 0.0 and gains[k] >= best_key * den - allowance)
-                    if tied:
-                        best = k
-                        break
+                    best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, best, best_key)
+                best = lowest_tied(best, best_key, chosen, keys, gains, cost_steps[i], tolerance * max(1.0, abs(current)))
             else:
                 best = fixed_order[i, step]
             chosen[best] = True
@@ -330,6 +308,43 @@ def _kernel(probs, cost_steps, program, constants, kinds, coefs, uniforms, exact
                 current += weights[d] * f_set[d]
             out_vhat[i, step + 1] = current
     return STATUS_OK
+
+
+@njit(cache=True)
+def offer(k, gain, cost_step, tolerance, current, gains, keys, best, best_key):
+    """Record candidate k's gain and ratio key; return the (best, best_key) so far.
+
+    The rule every compiled greedy universe shares: summation round-off must not turn a zero
+    gain into "positive / 0 = +inf", so a gain within ``tolerance * max(1, |current|)`` of zero
+    is zero; a zero cost step gives +inf for a positive gain, -inf otherwise (SPEC "Universes").
+    """
+    if abs(gain) <= tolerance * max(1.0, abs(current)):
+        gain = 0.0
+    if cost_step == 0.0:
+        key = math.inf if gain > 0.0 else -math.inf
+    else:
+        key = gain / cost_step
+    gains[k] = gain
+    keys[k] = key
+    if best < 0 or key > best_key:
+        return k, key
+    return best, best_key
+
+
+@njit(cache=True)
+def lowest_tied(best, best_key, chosen, keys, gains, cost_steps, allowance):
+    """The lowest unchosen code whose key ties ``best_key`` (universe.first_tied_maximum's rule)."""
+    for k in range(best):
+        if chosen[k]:
+            continue
+        if math.isinf(best_key):
+            tied = keys[k] == best_key
+        else:
+            den = cost_steps[k]
+            tied = keys[k] == best_key or (den > 0.0 and gains[k] >= best_key * den - allowance)
+        if tied:
+            return k
+    return best
 
 
 def formula_sequences(probs, cost_steps, compiled, uniforms, tolerance: float, order=None):

@@ -145,7 +145,7 @@ def applicability(name: str, control: str, n_codes: int | None = None) -> str | 
 
 
 def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,
-               c_max=None, burn_in: int | None = None, groups=None, label_available_at=None):
+               c_max=None, burn_in: int | None = None, groups=None, label_available_at=None, members=None):
     """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
 
     Parameters
@@ -171,6 +171,8 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     label_available_at : array (N,) of int, optional
         Label arrival positions, read from the ``spec.label_available_column`` column
         (:attr:`favmac.io.Dataset.label_available_at`; required when it is set).
+    members : dict, optional
+        The payment value's member context (:attr:`favmac.io.Dataset.members`), rows as ``probs``.
 
     Returns
     -------
@@ -183,7 +185,7 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
         (``window``, ``c_max``, a non-default ``score``/``segment``/``adaptive_rate``), named.
     """
     chosen = get_method(method)
-    value, cost = spec.build()
+    value, cost = spec.build(codes, members)  # members: the CMS payment value's per-patient context
     burn_in = spec.burn_in if burn_in is None else burn_in
     kwargs = dict(delta=spec.control_delta, burn_in=burn_in, codes=None if codes is None else list(codes),
                   patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object))

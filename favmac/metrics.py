@@ -2,7 +2,8 @@
 
 * :func:`summarize` — one row per target of one :class:`~favmac.result.ReplayResult`.
 * :func:`compare_methods` — one row per method, figures averaged over targets (and, when a
-  method has several runs such as seeds, mean and standard deviation over runs).
+  method has several runs such as seeds, mean and standard deviation over runs); it takes the
+  results or their :func:`summarize` tables, so a large comparison can keep only the tables.
 * :func:`protocol_table` — the paper's table: ``mean ± std`` over seeds of the per-seed
   target-averaged figures.
 """
@@ -78,9 +79,9 @@ def summarize(result: ReplayResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "target", "n", *_FIGURES, "ttest_p", "binom_p"])
 
 
-def _run_figures(result: ReplayResult, value_scale, cost_scale) -> dict:
-    """Target-averaged figures of one run, rescaled."""
-    table = summarize(result)
+def _run_figures(run, value_scale, cost_scale) -> dict:
+    """Target-averaged figures of one run (a ReplayResult or its :func:`summarize` table), rescaled."""
+    table = summarize(run) if isinstance(run, ReplayResult) else run
     figures = {name: float(table[name].mean()) for name in _FIGURES}
     if value_scale is not None:
         figures["mean_value"] *= value_scale
@@ -90,13 +91,23 @@ def _run_figures(result: ReplayResult, value_scale, cost_scale) -> dict:
     return figures
 
 
+def _run_method(run) -> str:
+    return run.method if isinstance(run, ReplayResult) else str(run["method"].iloc[0])
+
+
+def _run_targets(run) -> int:
+    return len(run.targets) if isinstance(run, ReplayResult) else len(run)
+
+
 def compare_methods(results, value_scale=None, cost_scale=None, ddof: int = 1) -> pd.DataFrame:
     """One row per method: figures averaged over targets, then over runs of the same method.
 
     Parameters
     ----------
-    results : list of ReplayResult
-        Runs to compare; runs with the same ``method`` name (e.g. one per seed) are pooled.
+    results : list of ReplayResult or of summarize() tables
+        Runs to compare; runs with the same ``method`` name (e.g. one per seed) are pooled. A
+        run's :func:`summarize` table gives the same row as the run itself (it is what is
+        computed from the run), so a caller may summarize each run as it ends and free it.
     value_scale, cost_scale : float, optional
         Multipliers applied to the target-averaged figures, e.g. ``value_scale=100 / 55``
         for the paper's MNIST value (V/55 × 100) and ``cost_scale=100 / C_max`` for cost as a
@@ -113,9 +124,10 @@ def compare_methods(results, value_scale=None, cost_scale=None, ddof: int = 1) -
     """
     groups: dict[str, list[dict]] = {}
     n_targets: dict[str, set] = {}
-    for result in results:
-        groups.setdefault(result.method, []).append(_run_figures(result, value_scale, cost_scale))
-        n_targets.setdefault(result.method, set()).add(len(result.targets))
+    for run in results:
+        method = _run_method(run)
+        groups.setdefault(method, []).append(_run_figures(run, value_scale, cost_scale))
+        n_targets.setdefault(method, set()).add(_run_targets(run))
     rows = []
     for method, runs in groups.items():
         row = {"method": method, "n_runs": len(runs), "n_targets": max(n_targets[method])}

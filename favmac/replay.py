@@ -26,6 +26,7 @@ import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .arrivals import ArrivalSchedule, check_label_delay
+from .functions import bind_rows
 from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
 from .segments import GroupingResult, check_groupings, group_index
@@ -242,6 +243,7 @@ def _after_fold(probs, labels, value, cost, targets, options, groups, label_avai
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
+    value = bind_rows(value, slice(recalibrate, None))  # the replay after the fold sees the rows after it
     return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
                              recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
                              patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
@@ -357,7 +359,7 @@ class _Session:
                 realized_cost[t, steps_here] = cost_table[rows, index]
                 exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
                 realized_value[t, steps_here] = (value_table[rows, index] if value_table is not None
-                                                 else self.value(part.masks(index), part_labels))
+                                                 else bind_rows(self.value, slice(start, stop))(part.masks(index), part_labels))
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
         return chosen, realized_cost, realized_value, exceeds
@@ -617,7 +619,7 @@ class _Engine:
                     if rate is not None:
                         step_targets[t, n - burn_in] = float(fms[group[n]].current_target)
                 for i in schedule.order[schedule.ptr[n] : schedule.ptr[n + 1]]:
-                    fms[group[i]].update(s.probs[i], s.labels[i], adapt=bool(i >= burn_in))
+                    fms[group[i]].update(s.probs[i], s.labels[i], adapt=bool(i >= burn_in), value=bind_rows(s.value, i))
             for g, fm in enumerate(fms):
                 final[t, g] = fm.threshold
                 if rate is not None:
@@ -631,7 +633,8 @@ def _candidates(probs, value, cost, universe, report):
         return candidate_sets(probs, value, cost, universe)
     parts = []
     for start in range(0, len(probs), _FORMULA_CHUNK):
-        parts.append(candidate_sets(probs[start : start + _FORMULA_CHUNK], value, cost, universe))
+        rows = slice(start, start + _FORMULA_CHUNK)
+        parts.append(candidate_sets(probs[rows], bind_rows(value, rows), cost, universe))
         report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
     return Candidates.concatenate(parts)
 
@@ -682,7 +685,7 @@ def _expected_points(cands, realized, costs, score):
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
     weights = np.empty(ptr[-1], dtype=realized.dtype)
-    for start, stop in _chunks(0, n_patients, 8 * _CHUNK):
+    for start, stop in _chunks(0, n_patients):  # the keys' chunk-sized temporaries stay small
         keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
         positive = increments > 0
         weights[ptr[start] : ptr[stop]] = increments[positive]

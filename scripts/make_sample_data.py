@@ -111,8 +111,18 @@ def v28_hierarchy(codes):
     }
 
 
+#: Probability that a less severe code of the member's ladder is documented (and confirmed) too,
+#: e.g. CKD stage 3 at an earlier visit of a member now at stage 4. Labels are the confirmed HCCs
+#: before the payment hierarchies (CMS applies those when it computes the risk score).
+LOWER_DOCUMENTED = 0.35
+
+
 def hcc_labels(rng, n):
-    """(n, K) 0/1 labels with correlated comorbidities, columns in ``HCC_CODES`` order."""
+    """(n, K) 0/1 confirmed HCCs with correlated comorbidities, columns in ``HCC_CODES`` order.
+
+    Within a severity ladder the member's level is confirmed, and each less severe level
+    with probability ``LOWER_DOCUMENTED`` (codes of one hierarchy family co-occur, as coded
+    data do before the hierarchies are applied)."""
     factors = rng.multivariate_normal(np.zeros(len(FACTORS)), FACTOR_CORRELATION, size=n)
     labels = pd.DataFrame(0, index=range(n), columns=HCC_CODES, dtype=np.int8)
     for ladder, loadings in CONDITIONS:
@@ -122,29 +132,73 @@ def hcc_labels(rng, n):
         liability = shared + np.sqrt(1.0 - shared_var) * rng.standard_normal(n)  # unit variance
         upper = np.inf
         cumulative = 0.0
+        above = np.zeros(n, dtype=bool)  # the member's level is more severe than this code
         for code, prevalence in ladder:
             cumulative += prevalence
             lower = norm.ppf(1.0 - cumulative)
-            labels[code] = ((liability > lower) & (liability <= upper)).astype(np.int8)
+            level = (liability > lower) & (liability <= upper)
+            documented = above & (rng.random(n) < LOWER_DOCUMENTED)
+            labels[code] = (level | documented).astype(np.int8)
+            above |= level
             upper = lower
-    for parent, children in v28_hierarchy(HCC_CODES).items():
-        has_parent = labels[parent].to_numpy() == 1
-        labels.loc[has_parent, children] = 0
     return labels
 
 
+def family_of_codes(codes):
+    """Index of each code's severity ladder (hierarchy family) in ``CONDITIONS``."""
+    ladder_of = {code: i for i, (ladder, _) in enumerate(CONDITIONS) for code, _ in ladder}
+    return np.array([ladder_of[c] for c in codes])
+
+
 def classifier_probabilities(rng, labels: pd.DataFrame):
-    """An imperfectly calibrated classifier: binormal scores turned into over-confident probabilities."""
+    """An imperfectly calibrated classifier: binormal scores turned into over-confident probabilities.
+
+    Suspicions cluster within hierarchy families, as real models' do: the evidence for one
+    severity level (a diabetes diagnosis, a CKD lab) also raises the scores of its siblings, so
+    a patient with HCC 37 often gets a high probability for HCC 38 (and CKD stage 4 for stage 3).
+    """
     y = labels.to_numpy()
     n, k = y.shape
     separation = rng.uniform(1.2, 3.0, size=k)  # AUC = Phi(d / sqrt 2): about 0.80 to 0.98
     prevalence = np.clip(y.mean(axis=0), 1e-3, None)
-    score = separation * y + rng.standard_normal((n, k))
+    family = family_of_codes(list(labels.columns))
+    in_family = np.zeros((n, k))
+    for f in np.unique(family):
+        members = family == f
+        in_family[:, members] = y[:, members].max(axis=1, keepdims=True)
+    sibling = in_family * (1 - y)  # a sibling of the patient's true code
+    spill = rng.uniform(0.6, 0.9, size=k) * separation  # how much of the family's evidence a sibling's score sees
+    score = separation * y + spill * sibling + rng.standard_normal((n, k))
     calibrated_logit = logit(prevalence) + separation * score - separation**2 / 2
     overconfidence = rng.uniform(1.1, 1.5, size=k)
     bias = rng.normal(0.0, 0.25, size=k)
     probs = expit(overconfidence * calibrated_logit + bias)
     return pd.DataFrame(np.round(probs, 4), index=labels.index, columns=labels.columns)
+
+
+# Share of members per CMS-HCC coefficient cell (favmac.payment_tables.CELL_NAMES): mostly
+# community non-dual aged, then duals, disabled and institutional members.
+CELL_SHARES = {"CNA": 0.58, "CND": 0.08, "CFA": 0.10, "CFD": 0.07, "CPA": 0.06, "CPD": 0.04, "INS": 0.05, "INSD": 0.02}
+KNOWN_SHARE = 0.25  # a true code is already on the member's record (submitted earlier in the year)
+
+
+def member_context(rng, labels: pd.DataFrame):
+    """Each member's cell (``cms_cell``) and the codes already on the record (``known_codes``,
+    ";"-joined): a random quarter of the member's true codes."""
+    n = len(labels)
+    cells = rng.choice(list(CELL_SHARES), size=n, p=list(CELL_SHARES.values()))
+    known_mask = (labels.to_numpy() == 1) & (rng.random(labels.shape) < KNOWN_SHARE)
+    codes = np.array(labels.columns, dtype=object)
+    known = np.array([";".join(codes[row]) for row in known_mask], dtype=object)
+    return cells, known
+
+
+def with_members(frame: pd.DataFrame, cells, known) -> pd.DataFrame:
+    """``frame`` with the member-context columns after ``patient_id`` (favmac.io reads them)."""
+    frame = frame.reset_index(drop=True).copy()
+    frame.insert(1, "cms_cell", np.asarray(cells))
+    frame.insert(2, "known_codes", np.asarray(known))
+    return frame
 
 
 def wide_frame(ids, probs: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
@@ -171,12 +225,15 @@ def make_hcc(out: Path, seed: int) -> dict:
     cal_ids = np.array([f"PT{i:05d}" for i in range(1, N_HCC_CALIBRATION + 1)], dtype=object)
     new_ids = np.array([f"NP{i:04d}" for i in range(1, N_HCC_NEW + 1)], dtype=object)
 
-    write(wide_frame(cal_ids, probs.iloc[cal], labels.iloc[cal]), out / "hcc_calibration.csv")
-    write(probs_frame(new_ids, probs.iloc[new]), out / "hcc_new_patients.csv")
+    cells, known = member_context(rng, labels)
+    write(with_members(wide_frame(cal_ids, probs.iloc[cal], labels.iloc[cal]), cells[cal], known[cal]),
+          out / "hcc_calibration.csv")
+    write(with_members(probs_frame(new_ids, probs.iloc[new]), cells[new], known[new]), out / "hcc_new_patients.csv")
 
     # The two-file layout: the same first patients, labels shuffled by row and by column.
     two_ids = cal_ids[:N_TWO_FILE]
-    write(probs_frame(two_ids, probs.iloc[:N_TWO_FILE]), out / "hcc_probs.csv")
+    write(with_members(probs_frame(two_ids, probs.iloc[:N_TWO_FILE]), cells[:N_TWO_FILE], known[:N_TWO_FILE]),
+          out / "hcc_probs.csv")
     two_labels = probs_frame(two_ids, labels.iloc[:N_TWO_FILE])
     code_order = list(rng.permutation(HCC_CODES))
     two_labels = two_labels[["patient_id"] + code_order].iloc[rng.permutation(N_TWO_FILE)]

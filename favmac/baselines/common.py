@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..result import ReplayResult
-from ..thresholds import ExactCosts
+from ..thresholds import INT64_LIMIT, ExactCosts
 from ..validation import check_stream
 
 __all__ = ["Stream", "prepare", "refuse_control", "calibration_sizes", "build_result", "grid_costs", "no_progress"]
@@ -98,16 +98,54 @@ def grid_costs(costs: ExactCosts, n_patients: int):
     return costs.float_weights, float(costs.c_max), 1, False
 
 
+def _additive_weights(function, n_codes):
+    """Float per-code weights of an additive ``function``, or None when it is not additive."""
+    if not (getattr(function, "is_additive", False) and hasattr(function, "weights_for")):
+        return None
+    return np.asarray(function.weights_for(n_codes), dtype=float)
+
+
 def _realized(function, selected, labels, hit):
     """Realized value (hit=True) or cost (hit=False) of every chosen set, shape (T, S)."""
     n_targets, n_steps, n_codes = selected.shape
-    if getattr(function, "is_additive", False) and hasattr(function, "weights_for"):
-        weights = np.asarray(function.weights_for(n_codes), dtype=float)
-        per_code = np.where(labels == hit, weights[None, :], 0.0)
+    weights = _additive_weights(function, n_codes)
+    if weights is not None:
         from .kernels import masked_sums
 
-        return masked_sums(selected, np.ascontiguousarray(per_code))
+        return masked_sums(selected, np.ascontiguousarray(np.where(labels == hit, weights[None, :], 0.0)))
+    rows = getattr(function, "n_rows", None)
+    if rows is not None:  # per-patient context (favmac.payment.CmsHccValue): the steps are the stream's last rows
+        from ..functions import bind_rows
+
+        bound = bind_rows(function, slice(rows - n_steps, rows))
+        return np.array([bound(selected[t], labels) for t in range(n_targets)], dtype=float).reshape(n_targets, n_steps)
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
+
+
+def _outcomes(stream: Stream, selected, value, cost, labels):
+    """(cost, value, exceeds), each (T, S), of the chosen sets.
+
+    With an additive cost whose exact sums fit int64 (the usual case) one compiled pass gives
+    all three (:func:`favmac.baselines.kernels.set_outcomes`); the same numbers as
+    :func:`_realized` and :meth:`ExactCosts.exceeds`, which remain the path for the rest.
+    """
+    n_codes = selected.shape[2]
+    cost_weights = _additive_weights(cost, n_codes)
+    bounds = [stream.costs.bound(t) for t in stream.targets]
+    exact_ok = stream.costs.weights.dtype != object and all(abs(b) < INT64_LIMIT for b in bounds)
+    if cost_weights is None or not exact_ok:
+        return (_realized(cost, selected, labels, hit=False), _realized(value, selected, labels, hit=True),
+                stream.costs.exceeds(selected, labels, stream.targets))
+    from .kernels import set_outcomes
+
+    value_weights = _additive_weights(value, n_codes)
+    realized_cost, realized_value, exceeds = set_outcomes(
+        selected, np.ascontiguousarray(labels, dtype=bool), cost_weights,
+        np.zeros(0) if value_weights is None else value_weights, stream.costs.weights.astype(np.int64),
+        np.array(bounds, dtype=np.int64))
+    if value_weights is None:
+        realized_value = _realized(value, selected, labels, hit=True)
+    return realized_cost, realized_value, exceeds
 
 
 def build_result(method: str, stream: Stream, thresholds, selected, value, cost, settings: dict,
@@ -115,6 +153,7 @@ def build_result(method: str, stream: Stream, thresholds, selected, value, cost,
     """The ReplayResult of a baseline run: realized cost/value and exact violation flags."""
     step_labels = stream.labels[stream.burn_in:]
     settings = {"control": stream.control, "c_max": float(stream.costs.c_max), "window": stream.window, **settings}
+    realized_cost, realized_value, exceeds = _outcomes(stream, selected, value, cost, step_labels)
     result = ReplayResult(
         method=method,
         targets=stream.targets,
@@ -122,13 +161,13 @@ def build_result(method: str, stream: Stream, thresholds, selected, value, cost,
         burn_in=stream.burn_in,
         thresholds=thresholds,
         selected=selected,
-        cost=_realized(cost, selected, step_labels, hit=False),
-        value=_realized(value, selected, step_labels, hit=True),
+        cost=realized_cost,
+        value=realized_value,
         codes=stream.codes,
         patient_ids=None if stream.patient_ids is None else stream.patient_ids[stream.burn_in:],
         settings=settings,
         final_thresholds=final_thresholds,
-        exceeds=stream.costs.exceeds(selected, step_labels, stream.targets),
+        exceeds=exceeds,
     )
     stream.progress(1.0)
     return result

@@ -9,6 +9,28 @@ from .common import build_result, grid_costs, prepare, refuse_control
 __all__ = ["crc"]
 
 
+def distinct_ranks(probs):
+    """``np.unique(probs, return_inverse=True)`` with the inverse as int32 (int64 above 2^31
+    values) in ``probs``' shape, built with fewer (N, K) temporaries (large streams).
+
+    >>> values, ranks = distinct_ranks(np.array([[0.5, 0.1], [0.5, 0.9]]))
+    >>> values.tolist(), ranks.tolist()
+    ([0.1, 0.5, 0.9], [[1, 0], [1, 2]])
+    """
+    flat = np.ascontiguousarray(probs, dtype=float).ravel()
+    order = np.argsort(flat)
+    ordered = flat[order]
+    starts = np.empty(flat.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    values = ordered[starts]
+    del ordered
+    dtype = np.int32 if flat.size < 2**31 else np.int64
+    ranks = np.empty(flat.size, dtype=dtype)
+    ranks[order] = np.cumsum(starts, dtype=dtype) - 1
+    return values, ranks.reshape(np.shape(probs))
+
+
 def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None, codes=None,
         patient_ids=None, progress=None):
     """Conformal risk control (as in MAPIE), expected-cost control, with an exact threshold.
@@ -66,13 +88,12 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     else:
         sizes = np.arange(n_patients + 1)
         bounds = np.array([float(t) * (sizes + 1) - c_max_units for t in stream.targets])
-    values, ranks = np.unique(stream.probs, return_inverse=True)
-    ranks = ranks.reshape(stream.probs.shape).astype(np.int64)
-    negative_weight = np.where(stream.labels, weights.dtype.type(0), np.asarray(weights)[None, :]).astype(weights.dtype)
+    values, ranks = distinct_ranks(stream.probs)
     stream.progress(0.1)
     from .kernels import crc_kernel
 
-    thresholds, selected, final = crc_kernel(stream.probs, ranks, values, negative_weight, bounds, stream.burn_in,
+    labels = np.ascontiguousarray(stream.labels, dtype=bool)
+    thresholds, selected, final = crc_kernel(stream.probs, ranks, values, labels, np.asarray(weights), bounds, stream.burn_in,
                                              stream.window_int)
     settings = {"rule": "predict code k iff p_k >= threshold",
                 "candidates": "0, every calibration probability, +inf (exact)"}

@@ -27,6 +27,42 @@ def masked_sums(selected, per_code):
 
 
 @njit(cache=True)
+def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, bounds):
+    """Realized cost, value and exact "cost > target" of every chosen set, in one pass.
+
+    ``cost[t, s]`` is :func:`masked_sums` of the per-code cost ``cost_weights[k]`` where code k
+    is absent (``labels[s, k]`` False), else 0.0; ``value[t, s]`` the same with
+    ``value_weights[k]`` where it is present: the same additions in the same order, so the same
+    floats, without the (S, K) per-code tables (an empty ``value_weights`` leaves ``value`` zero
+    for the caller to fill). ``exceeds[t, s]`` compares the int64 sum of ``exact_weights`` (the
+    costs' integers at their decimal scale) over the set's false positives with ``bounds[t]``, as
+    :meth:`favmac.thresholds.ExactCosts.exceeds` does, without its (T, S, K) integer copy.
+    """
+    n_targets, n_steps, n_codes = selected.shape
+    with_value = value_weights.shape[0] > 0
+    cost = np.zeros((n_targets, n_steps))
+    value = np.zeros((n_targets, n_steps))
+    exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
+    for t in range(n_targets):
+        for s in range(n_steps):
+            cost_total = 0.0
+            value_total = 0.0
+            exact_total = np.int64(0)
+            for k in range(n_codes):
+                chosen = selected[t, s, k]
+                present = labels[s, k]
+                cost_total += chosen * (0.0 if present else cost_weights[k])
+                if with_value:
+                    value_total += chosen * (value_weights[k] if present else 0.0)
+                if chosen and not present:
+                    exact_total += exact_weights[k]
+            cost[t, s] = cost_total
+            value[t, s] = value_total
+            exceeds[t, s] = exact_total > bounds[t]
+    return cost, value, exceeds
+
+
+@njit(cache=True)
 def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
     """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
 
@@ -240,24 +276,25 @@ def rcps_bound_kernel(n_max, alpha, delta):
 
 
 @njit(cache=True)
-def crc_kernel(probs, ranks, values, negative_weight, bounds, burn_in, window):
+def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
     is <= ``bounds[t, m]`` (m calibration patients).
 
     ``values`` are the sorted distinct probabilities of the stream and ``ranks`` (N, K) each
     probability's position in them. Two Fenwick trees over those positions: the calibration
-    cost (``negative_weight``, int64 at the costs' scale, or float above 2^62) and the count
+    cost (``weights``, int64 at the costs' scale, or float above 2^62) and the count
     of calibration probabilities (which positions are candidates now). R(lambda at position
     r) = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
     strict search and the candidate one k-th search: O(T log U) per prediction, O(K log U)
-    per patient inserted or (with a window) removed.
+    per patient inserted or (with a window) removed. A code's cost is ``weights[k]`` where it
+    is absent (``labels[n, k]`` False), read here rather than from an (N, K) table.
     """
     n_patients, n_codes = probs.shape
     n_values = values.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
-    cost_tree = np.zeros(n_values + 1, dtype=negative_weight.dtype)
+    cost_tree = np.zeros(n_values + 1, dtype=weights.dtype)
     count_tree = np.zeros(n_values + 1, dtype=np.int64)
     top = 1
     while top * 2 <= n_values:
@@ -290,16 +327,16 @@ def crc_kernel(probs, ranks, values, negative_weight, bounds, burn_in, window):
         if n < n_patients:
             for k in range(n_codes):
                 fenwick.add(count_tree, ranks[n, k], 1)
-                if negative_weight[n, k] != 0:
-                    fenwick.add(cost_tree, ranks[n, k], negative_weight[n, k])
-                    total += negative_weight[n, k]
+                if not labels[n, k] and weights[k] != 0:
+                    fenwick.add(cost_tree, ranks[n, k], weights[k])
+                    total += weights[k]
             count += n_codes
             if window > 0 and n - window >= 0:
                 old = n - window
                 for k in range(n_codes):
                     fenwick.add(count_tree, ranks[old, k], -1)
-                    if negative_weight[old, k] != 0:
-                        fenwick.add(cost_tree, ranks[old, k], -negative_weight[old, k])
-                        total -= negative_weight[old, k]
+                    if not labels[old, k] and weights[k] != 0:
+                        fenwick.add(cost_tree, ranks[old, k], -weights[k])
+                        total -= weights[k]
                 count -= n_codes
     return thresholds, selected, final

@@ -56,6 +56,8 @@ from .parquet import is_parquet, parse_parquet
 
 __all__ = [
     "SEGMENT_COLUMN",
+    "CELL_COLUMN",
+    "KNOWN_CODES_COLUMN",
     "ColumnLayout",
     "Dataset",
     "column_layout",
@@ -63,6 +65,7 @@ __all__ = [
     "load_calibration",
     "load_new_patients",
     "load_new_patients_segmented",
+    "member_context",
     "parse_table",
     "read_labels",
     "read_probabilities",
@@ -75,6 +78,12 @@ __all__ = [
 
 #: The column name read as segment labels when no other is chosen.
 SEGMENT_COLUMN = "segment"
+#: Member-context columns for the CMS-HCC payment value (:mod:`favmac.payment`): the coefficient
+#: cell of each member, and the codes already on the record (``known_codes``, ";"-joined, or one
+#: 0/1 ``known_<code>`` column per code).
+CELL_COLUMN = "cms_cell"
+KNOWN_CODES_COLUMN = "known_codes"
+_MEMBER_TEXT = (CELL_COLUMN, KNOWN_CODES_COLUMN)
 #: The column of prediction dates that date-valued label arrivals are placed against.
 PREDICTED_AT_COLUMN = "predicted_at"
 
@@ -95,6 +104,7 @@ class Dataset:
     segment_column: str | None = None
     attributes: pd.DataFrame | None = None
     sources: dict | None = None  # file name -> SHA-256 of its bytes (for provenance)
+    members: dict | None = None  # CMS member context: {"cells": (N,) or None, "known": (N, K) bool or None}
     groupings: dict | None = None  # segment column -> labels (N,), in the order asked; groups is the first
     label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
 
@@ -206,6 +216,70 @@ def segment_labels(values, rows, file, column) -> np.ndarray:
                 fix="Give every patient a segment (e.g. its plan or region), or turn segments off.",
             )
     return np.array([str(label).strip() for label in text], dtype=object)
+
+
+def is_member_column(name: str) -> bool:
+    """A member-context column of the payment value (``cms_cell``, ``known_codes``, ``known_<code>``): not a code."""
+    return name in _MEMBER_TEXT or name.startswith("known_")
+
+
+def _take_members(frame, rows, file):
+    """Remove the member-context columns (``cms_cell``, ``known_codes``, ``known_<code>``); return
+    ``(frame, raw)`` where ``raw`` is None or what :func:`member_context` checks against the codes."""
+    known_columns = [c for c in frame.columns if is_member_column(c) and c not in _MEMBER_TEXT]
+    present = [c for c in _MEMBER_TEXT if c in frame.columns] + known_columns
+    if not present:
+        return frame, None
+    raw = {"file": file, "rows": np.asarray(rows)}
+    if CELL_COLUMN in frame.columns:
+        raw["cells"] = frame[CELL_COLUMN].astype(object).where(frame[CELL_COLUMN].notna(), None).tolist()
+    if KNOWN_CODES_COLUMN in frame.columns:
+        raw["known_codes"] = frame[KNOWN_CODES_COLUMN].astype(object).where(frame[KNOWN_CODES_COLUMN].notna(), None).tolist()
+    if known_columns:
+        raw["known_columns"] = {c[len("known_"):]: numeric_block(frame, [c], rows, file, "label")[:, 0] for c in known_columns}
+    return frame.drop(columns=present), raw
+
+
+def member_context(raw, codes) -> dict | None:
+    """The checked member context of a file: ``{"cells": (N,) names or None, "known": (N, K) bool or None}``.
+
+    A cell that is not a CMS-HCC coefficient cell, or a known code that is not one of the data's
+    ``codes``, is a DataError naming the file, row and column.
+    """
+    if raw is None:
+        return None
+    from ..payment_tables import CELL_NAMES
+
+    file, rows, codes = raw["file"], raw["rows"], [str(c) for c in codes]
+    out = {"cells": None, "known": None}
+    if "cells" in raw:
+        cells = []
+        for i, cell in enumerate(raw["cells"]):
+            key = "" if cell is None else str(cell).strip().upper()
+            if key not in CELL_NAMES:
+                raise DataError(f"{cell!r} is not a CMS-HCC coefficient cell.", file=file, row=int(rows[i]),
+                                column=CELL_COLUMN, fix=f"Use one of {', '.join(CELL_NAMES)} for every member.")
+            cells.append(key)
+        out["cells"] = np.array(cells, dtype=object)
+    if "known_codes" in raw or "known_columns" in raw:
+        position = {c: k for k, c in enumerate(codes)}
+        known = np.zeros((len(rows), len(codes)), dtype=bool)
+        for code, column in raw.get("known_columns", {}).items():
+            if code not in position:
+                raise DataError(f"the column known_{code} names a code that is not in the data.", file=file, row=1,
+                                column=f"known_{code}", fix=f"Name known_<code> columns after the data's codes "
+                                f"(e.g. known_{codes[0]}), or drop the column.")
+            known[:, position[code]] = column.astype(bool)
+        for i, text in enumerate(raw.get("known_codes", [])):
+            for code in ([] if text is None else [c.strip() for c in str(text).split(";") if c.strip()]):
+                if code not in position:
+                    raise DataError(f"known code {code!r} is not one of the data's codes.", file=file,
+                                    row=int(rows[i]), column=KNOWN_CODES_COLUMN,
+                                    fix="List known codes by their column names, separated by ';' (e.g. "
+                                    f"{';'.join(codes[:2])}).")
+                known[i, position[code]] = True
+        out["known"] = known
+    return out
 
 
 def _segment_list(segment_column) -> list:
@@ -413,7 +487,8 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
             raise _no_segment_column(column, file)
     present = asked or ([SEGMENT_COLUMN] if SEGMENT_COLUMN in names else [])
     segment = present[0] if present else None
-    rest = [c for c in names if c != ID_COLUMN and c not in present and not c.startswith(UNNAMED)]
+    rest = [c for c in names if c != ID_COLUMN and c not in present and not c.startswith(UNNAMED)
+            and not is_member_column(c)]
     prob_codes, label_codes, other = _wide_columns(rest)
     wide = labelled or (bool(prob_codes) and not other)
     if labelled and other:
@@ -510,18 +585,21 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
 def _read_probabilities(source, name, segment_column, label_available_column=None):
     """Probabilities frame, segment labels ({column: labels} or None) and label arrivals (or None)
     of a probabilities file."""
-    text = (ID_COLUMN, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+    text = (ID_COLUMN, *_MEMBER_TEXT, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
+    frame, members = _take_members(frame, rows, file)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
             file=file, row=1,
             fix="Upload it as a single calibration file, or keep only patient_id and the probability columns.",
         )
-    return _layout_frame(frame, rows, file, "probability"), groups, arrivals
+    probs = _layout_frame(frame, rows, file, "probability")
+    probs.attrs["members"] = member_context(members, probs.columns)
+    return probs, groups, arrivals
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -551,12 +629,13 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     being refused. ``segment_column`` may be a list (several groupings); ``label_available_column``
     names the label-arrival column (module docstring).
     """
-    text = (ID_COLUMN, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+    text = (ID_COLUMN, *_MEMBER_TEXT, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
+    frame, members = _take_members(frame, rows, file)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
@@ -581,6 +660,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         groups=None if groupings is None else next(iter(groupings.values())),
         segment_column=None if groupings is None else next(iter(groupings)),
         attributes=attributes,
+        members=member_context(members, prob_codes),
         groupings=groupings,
         label_available_at=arrivals,
     )
@@ -672,7 +752,7 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
                    groups=None if groupings is None else next(iter(groupings.values())),
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,
-                   label_available_at=arrivals)
+                   label_available_at=arrivals, members=probs.attrs.pop("members", None))
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -710,27 +790,28 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         the order asked (also in ``frame.attrs["groupings"]``).
     """
     columns = _segment_list(segment_column)
-    if len(columns) > 1:
-        frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
+                                                                *_MEMBER_TEXT))
+    frame, members = _take_members(frame, rows, file)
+    if len(columns) > 1:  # several groupings
         frame, groupings = _take_segments(frame, rows, file, columns)
         layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out
-        values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
-        probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
-                             columns=pd.Index(layout.codes, dtype=object))
-        probs.attrs["sources"] = file_digests(source, names=[file])
-        probs.attrs["groups"] = next(iter(groupings.values())).tolist()
-        probs.attrs["groupings"] = {column: labels.tolist() for column, labels in groupings.items()}
-        return probs, groupings
-    column = columns[0] if columns else SEGMENT_COLUMN
-    segment_column = columns[0] if columns else None
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column))
-    layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
-    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+        groups = None
+    else:
+        column = columns[0] if columns else SEGMENT_COLUMN
+        segment_column = columns[0] if columns else None
+        layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
+        frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
     probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
                          columns=pd.Index(layout.codes, dtype=object))
     frame = probs
     frame.attrs["sources"] = file_digests(source, names=[file])
+    frame.attrs["members"] = member_context(members, codes)  # CMS cells / known codes, rows as frame
+    if len(columns) > 1:
+        frame.attrs["groups"] = next(iter(groupings.values())).tolist()
+        frame.attrs["groupings"] = {column: labels.tolist() for column, labels in groupings.items()}
+        return frame, groupings
     frame.attrs["groups"] = None if groups is None else groups.tolist()
     return frame, groups
 

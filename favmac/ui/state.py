@@ -58,6 +58,9 @@ from favmac.ui import jobs as bg
 from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 
 RESULTS_KEPT = 4
+# Parsed uploads are cached across sessions (same bytes, same result) but bounded: a few entries,
+# a size cap, and dropped CACHE_TTL_SECONDS after they were stored, so memory comes back when sessions end.
+CACHE_TTL_SECONDS = 900
 # Above this many calibration patients the export files are built on click, not on arrival.
 AUTO_EXPORT_PATIENTS = 50_000
 
@@ -65,7 +68,7 @@ AUTO_EXPORT_PATIENTS = 50_000
 # --------------------------------------------------------------------------- cached parsing
 
 
-@st.cache_data(show_spinner="Reading the calibration data…", max_entries=8)
+@st.cache_data(show_spinner="Reading the calibration data…", max_entries=2, max_size="1GB", ttl=CACHE_TTL_SECONDS)
 def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None, labels_name: str | None = None) -> fio.Dataset:
     """Dataset from uploaded bytes (one wide file, or probabilities + labels)."""
     labels_source = None if labels is None else samples.NamedBytes(labels, labels_name or "labels.csv")
@@ -73,17 +76,17 @@ def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None
     return fio.load_calibration(samples.NamedBytes(probs, probs_name), labels_source, name=name, keep_columns=True)
 
 
-@st.cache_data(show_spinner="Reading the new patients…", max_entries=8)
+@st.cache_data(show_spinner="Reading the new patients…", max_entries=2, max_size="512MB", ttl=CACHE_TTL_SECONDS)
 def parse_new_patients(data: bytes, name: str, codes: tuple[str, ...]):
     return fio.load_new_patients(samples.NamedBytes(data, name), list(codes), name=name)
 
 
-@st.cache_data(show_spinner="Reading the weights…", max_entries=8)
+@st.cache_data(show_spinner="Reading the weights…", max_entries=8, max_size="16MB", ttl=CACHE_TTL_SECONDS)
 def parse_weights(data: bytes, name: str, codes: tuple[str, ...]):
     return fio.read_weights(samples.NamedBytes(data, name), list(codes), name=name)
 
 
-@st.cache_data(show_spinner="Looking up CMS-HCC weights…", max_entries=32)
+@st.cache_data(show_spinner="Looking up CMS-HCC weights…", max_entries=32, max_size="16MB", ttl=CACHE_TTL_SECONDS)
 def cms_weights(model: str, segment: str, codes: tuple[str, ...]):
     return fio.cms_hcc_weights(model, segment, list(codes))
 

@@ -90,9 +90,11 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     the baselines have none of these), so all see the same data.
     Returns {"points": one row per (method, target) (see ``tradeoff_points``), "table":
     ``favmac.metrics.compare_methods`` per 100 charts (see ``comparison_display``), "skipped": {method: reason},
-    "targets": the targets}. Raw results are not kept (they can be large).
+    "targets": the targets}. Each method's result is reduced to its ``favmac.metrics.summarize``
+    table as soon as it ends and then dropped: the chosen sets of every method x target x
+    patient are never all held at once (at 300,000 patients one baseline's are 100 MB).
     """
-    from favmac.metrics import compare_methods, summarize
+    from favmac.metrics import compare_methods
 
     reasons = method_applicability(spec.control, methods, len(codes))
     runnable = [m for m in methods if reasons[m] is None]
@@ -103,17 +105,16 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     n_codes = len(codes)
     cmax = spec.c_max(n_codes)
     vscale = value_scale(value, n_codes)
-    summaries, results = {}, []
+    summaries = {}
     for i, method in enumerate(runnable):
         def part(fraction, i=i):
             if progress is not None:
                 progress((i + float(fraction)) / len(runnable))
 
-        result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=part)
+        summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part)
         part(1.0)
-        summaries[method] = summarize(result)
-        results.append(result)
-    table = compare_methods(results, value_scale=CHARTS, cost_scale=CHARTS) if results else None
+    runs = list(summaries.values())
+    table = compare_methods(runs, value_scale=CHARTS, cost_scale=CHARTS) if runs else None
     predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
     oracle = float(np.mean(value(predicted, predicted))) if len(predicted) else float("nan")
     return {
@@ -123,6 +124,18 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         "skipped": skipped,
         "targets": np.asarray(targets, dtype=float),
     }
+
+
+def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None) -> pd.DataFrame:
+    """``favmac.metrics.summarize`` of one method's run over ``grid_spec``'s targets.
+
+    The run (its thresholds, chosen sets, per-patient cost and value) lives only inside this
+    call: what the Trade-offs page shows is computed from it here, exactly as from a kept result.
+    """
+    from favmac.metrics import summarize
+
+    result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress)
+    return summarize(result)
 
 
 def comparison_columns(units: dict) -> dict:

@@ -1,0 +1,259 @@
+"""Benchmark: large cohorts — Trade-offs against one FavMac replay, a session's peak memory, and
+the memory a session leaves behind. Every figure is a ratio measured in the same run.
+
+    python scripts/bench_large_cohort.py [--patients 100000] [--codes 35] [--sessions 4] [--baseline-src DIR]
+
+The cohort is ``scripts/make_synthetic_parquet.py``'s (calibrated logistic probabilities as full
+float64 values, random 3-decimal weights), value = risk-weighted TP, cost = risk-weighted FP,
+expected-cost control, burn-in 1,000, the Trade-offs page's default grid (10 targets, 5-50 % of
+C_max) and methods (7 apply: FavMac price/ratio/value/prob, ClassWise, InnerSet, CRC).
+
+Each measurement runs in a fresh child process:
+
+* ``replay``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
+  then the Trade-offs computation (``favmac.ui.tradeoffs.run_tradeoffs``); wall and CPU seconds.
+* ``memory``: the same two steps under ``tracemalloc`` (numpy's arrays are traced); the peak
+  of traced memory, data included, against the data's in-memory size (probabilities,
+  labels and patient ids as the app's Dataset holds them).
+* ``sessions`` (``--sessions S``): S app sessions one after the other in one process
+  (``streamlit.testing.v1.AppTest``: upload the cohort as Parquet, Online session, Trade-offs),
+  then every session dropped: traced memory and RSS before, with the sessions, after they end,
+  after the caches are cleared, and after glibc's ``malloc_trim`` (what the allocator kept).
+
+``--baseline-src DIR`` runs the ``replay`` and ``memory`` children on another checkout too (e.g.
+the main branch before a change), for before/after figures from the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = os.environ.get("FAVMAC_BENCH_SOURCE") or str(ROOT)  # the checkout to measure
+sys.path.insert(0, SOURCE)
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import numpy as np  # noqa: E402
+
+BURN_IN = 1000
+
+
+def cohort(n_patients: int, n_codes: int, seed: int = 0):
+    """(probs, labels, weights, codes, ids) of make_synthetic_parquet's cohort (one part)."""
+    from make_synthetic_parquet import code_names, part, write_weights
+
+    table = part(0, 0, n_patients, n_codes, seed)
+    codes = code_names(n_codes)
+    probs = np.column_stack([table.column(f"prob_{c}").to_numpy() for c in codes])
+    labels = np.column_stack([table.column(f"label_{c}").to_numpy() for c in codes]).astype(np.int8)
+    ids = np.array(table.column("patient_id").to_pylist(), dtype=object)
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_weights(folder, n_codes, seed)
+        weights = np.loadtxt(path, delimiter=",", skiprows=1, usecols=1)
+    return probs, labels, weights, codes, ids
+
+
+def data_bytes(probs, labels, ids) -> int:
+    """In-memory size of the data: arrays plus the id strings."""
+    return int(probs.nbytes + labels.nbytes + ids.nbytes + sum(sys.getsizeof(i) for i in ids))
+
+
+def run_spec(n_patients, n_codes, weights):
+    from favmac.ui import settings_form as form
+
+    settings = {**form.default_settings(n_patients, n_codes, weights), "value_kind": "weighted_tp", "cost_kind": "weighted_fp",
+                "burn_in": BURN_IN}
+    return form.to_spec(settings, weights)
+
+
+def grid(spec, n_codes):
+    from favmac.ui import tradeoffs
+
+    g = tradeoffs.default_grid()
+    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), g["low_pct"], g["high_pct"], g["n_targets"], False)
+    return targets, list(g["methods"])
+
+
+def child_steps(args, trace: bool) -> dict:
+    """One FavMac replay of the grid, then the Trade-offs computation: seconds (or traced peaks)."""
+    import tracemalloc
+
+    from favmac.methods import run_method
+    from favmac.ui import tradeoffs
+
+    if trace:
+        tracemalloc.start()
+    probs, labels, weights, codes, ids = cohort(args.patients, args.codes)
+    spec = run_spec(*probs.shape, weights)
+    targets, methods = grid(spec, args.codes)
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets))
+    if not trace:  # compile the kernels first (numba's cache on disk): not part of either step
+        small = grid_spec.replace(burn_in=10)
+        for method in methods:
+            if tradeoffs.method_applicability(spec.control, [method], args.codes)[method] is None:
+                run_method(small, method, probs[:200], labels[:200])
+    out = {"data_bytes": data_bytes(probs, labels, ids)}
+    for name, step in (("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)),
+                       ("tradeoffs", lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods))):
+        gc.collect()
+        if trace:
+            tracemalloc.reset_peak()
+            kept = step()
+            out[f"{name}_peak"] = tracemalloc.get_traced_memory()[1]
+        else:
+            wall, cpu = time.perf_counter(), time.process_time()
+            kept = step()
+            out[f"{name}_wall"], out[f"{name}_cpu"] = time.perf_counter() - wall, time.process_time() - cpu
+        del kept
+    return out
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def child_sessions(args) -> dict:
+    """S app sessions in one process, one after the other; memory before, during, after."""
+    import logging
+    import tracemalloc
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    probs, labels, _, codes, ids = cohort(args.patients, args.codes)
+    columns = {"patient_id": pa.array(list(ids))}
+    for k, code in enumerate(codes):
+        columns[f"prob_{code}"] = pa.array(probs[:, k])
+        columns[f"label_{code}"] = pa.array(labels[:, k])
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(columns), buffer)
+    upload = buffer.getvalue()
+    size = data_bytes(probs, labels, ids)
+    del probs, labels, ids, columns, buffer
+
+    def wait_for(at, done, seconds=300):
+        """Rerun the page (as its progress fragment would) until ``done()``; fail on an error."""
+        start = time.monotonic()
+        while not done():
+            if at.exception or at.error or time.monotonic() - start > seconds:
+                raise SystemExit(f"session stuck or failed: {[e.value for e in at.exception]} {[e.value for e in at.error]}")
+            time.sleep(0.5)
+            at.run()
+
+    def session():
+        at = AppTest.from_file(str(Path(SOURCE) / "studio.py"), default_timeout=600)
+        at.switch_page("pages/1_Data.py").run()
+        at.run()  # a session's first run leaves the rest of the page to a timer (favmac.ui.bootstrap)
+        at.file_uploader(key="upload_wide").set_value(("cohort.parquet", upload, "application/octet-stream"))
+        at.run()
+        assert at.session_state["dataset"].n_patients == args.patients, [e.value for e in at.exception]
+        at.switch_page("pages/3_Online_session.py").run()
+        wait_for(at, lambda: at.session_state["jobs"].get("online") is None)
+        at.switch_page("pages/4_Trade-offs.py").run()
+        at.button(key="run_tradeoffs").click().run()
+        wait_for(at, lambda: at.session_state["tradeoffs"] is not None)
+        return at
+
+    def measure():
+        gc.collect()
+        return {"traced": tracemalloc.get_traced_memory()[0], "rss": rss_bytes()}
+
+    for page in ("pages/1_Data.py", "pages/3_Online_session.py", "pages/4_Trade-offs.py"):  # imports and numba kernels
+        warm = AppTest.from_file(str(Path(SOURCE) / "studio.py"), default_timeout=600)
+        warm.switch_page(page).run()
+        warm.run()
+    del warm
+    tracemalloc.start()
+    out = {"data_bytes": size, "sessions": args.sessions, "before": measure()}
+    kept = []
+    for _ in range(args.sessions):
+        kept.append(session())
+    out["with_sessions"] = measure()
+    out["peak_traced"] = tracemalloc.get_traced_memory()[1]
+    kept.clear()
+    out["after_sessions"] = measure()
+    st.cache_data.clear()
+    out["after_cache_clear"] = measure()
+    try:  # what the C allocator still holds of the freed memory (glibc)
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        out["after_malloc_trim"] = measure()
+    except (OSError, AttributeError):
+        pass
+    return out
+
+
+def run_child(what: str, args, source: str | None = None) -> dict:
+    env = {**os.environ, "FAVMAC_BENCH_SOURCE": source or SOURCE}
+    command = [sys.executable, __file__, "--child", what, "--patients", str(args.patients), "--codes", str(args.codes),
+               "--sessions", str(args.sessions)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"child {what} failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["max_rss"] = out.get("max_rss")
+    return out
+
+
+def mb(n) -> str:
+    return f"{n / 1e6:,.0f} MB"
+
+
+def report(label: str, speed: dict, memory: dict) -> None:
+    data = memory["data_bytes"]
+    print(f"{label}: data {mb(data)}")
+    print(f"  FavMac (price) replay, 10 targets: {speed['replay_wall']:.2f} s wall, {speed['replay_cpu']:.2f} s CPU; "
+          f"peak {mb(memory['replay_peak'])} = {memory['replay_peak'] / data:.2f}x the data")
+    print(f"  Trade-offs, 7 methods x 10 targets: {speed['tradeoffs_wall']:.2f} s wall, {speed['tradeoffs_cpu']:.2f} s CPU; "
+          f"peak {mb(memory['tradeoffs_peak'])} = {memory['tradeoffs_peak'] / data:.2f}x the data")
+    print(f"  Trade-offs / replay: {speed['tradeoffs_wall'] / speed['replay_wall']:.2f}x wall, "
+          f"{speed['tradeoffs_cpu'] / speed['replay_cpu']:.2f}x CPU (child max RSS {mb(speed['max_rss'])})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patients", type=int, default=100_000)
+    parser.add_argument("--codes", type=int, default=35)
+    parser.add_argument("--sessions", type=int, default=4, help="app sessions for the memory-returned figure (0: skip)")
+    parser.add_argument("--baseline-src", help="another checkout to measure the same way (before/after)")
+    parser.add_argument("--child", choices=["speed", "memory", "sessions"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        out = child_sessions(args) if args.child == "sessions" else child_steps(args, trace=args.child == "memory")
+        out["max_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(json.dumps(out))
+        return 0
+    print(f"{args.patients:,} patients x {args.codes} codes, random 3-decimal weights, weighted TP / weighted FP, expected cost, "
+          f"burn-in {BURN_IN:,}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    sources = [("this checkout", SOURCE)] + ([("baseline " + args.baseline_src, args.baseline_src)] if args.baseline_src else [])
+    for label, source in sources:
+        report(label, run_child("speed", args, source), run_child("memory", args, source))
+    if args.sessions:
+        out = run_child("sessions", args)
+        data = out["data_bytes"]
+        print(f"{out['sessions']} app sessions in one process (upload, Online session, Trade-offs each), data {mb(data)} per session:")
+        for key in ("before", "with_sessions", "after_sessions", "after_cache_clear", "after_malloc_trim"):
+            if key not in out:
+                continue
+            extra = out[key]["traced"] - out["before"]["traced"]
+            print(f"  {key:18s} traced {mb(out[key]['traced'])} ({extra / data:+.2f}x the data), RSS {mb(out[key]['rss'])}")
+        print(f"  peak traced {mb(out['peak_traced'])}, max RSS {mb(out['max_rss'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

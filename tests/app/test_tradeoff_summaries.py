@@ -1,0 +1,147 @@
+"""Large cohorts: the Trade-offs page keeps summaries, not runs, and its caches are bounded.
+
+* What ``run_tradeoffs`` returns (each method's result reduced to ``summarize`` as it ends)
+  is identical, to the last bit, to the tables computed from every method's full result kept
+  until the end (the way it was computed before), for FavMac and every baseline, both controls.
+* The baselines' one-pass outcomes (``favmac.baselines.kernels.set_outcomes``) equal the
+  realized cost, value and exact exceedance flags recomputed from their chosen sets.
+* Every ``st.cache_data`` of the app is bounded (entries, bytes, time to live), and a
+  session's replays are capped.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import favmac.ui
+from favmac.baselines.common import _realized
+from favmac.methods import run_method
+from favmac.metrics import compare_methods, summarize
+from favmac.thresholds import ExactCosts
+from favmac.ui import settings_form as form, tradeoffs
+
+ALL_METHODS = ["FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "FavMac (full)", "ClassWise", "InnerSet",
+               "FPCP", "CRC", "RCPS"]
+
+
+def _stream(seed, n_patients=400, n_codes=5):
+    rng = np.random.RandomState(seed)
+    prevalence = rng.uniform(0.1, 0.4, size=n_codes)
+    labels = rng.rand(n_patients, n_codes) < prevalence
+    probs = np.round(np.clip(0.5 * labels + 0.5 * rng.rand(n_patients, n_codes), 0, 1), 2)  # ties in keys
+    weights = rng.choice([0.1, 0.331, 1.0, 1.3, 2.5], size=n_codes)
+    return probs, labels.astype(int), weights
+
+
+def _spec(n_patients, n_codes, weights, control, cost_kind, value_kind="weighted_tp"):
+    settings = {**form.default_settings(n_patients, n_codes, weights), "burn_in": 60, "control": control,
+                "cost_kind": cost_kind, "value_kind": value_kind}
+    if control == "violation":
+        settings["score"] = "cost"
+    return form.to_spec(settings, weights)
+
+
+def _from_full_results(probs, labels, codes, ids, spec, targets, methods):
+    """The comparison as computed from every method's full result, all kept to the end."""
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None)
+    value, _ = spec.build()
+    cmax = spec.c_max(len(codes))
+    vscale = tradeoffs.value_scale(value, len(codes))
+    runnable = [m for m in methods if tradeoffs.method_applicability(spec.control, [m], len(codes))[m] is None]
+    results = [run_method(grid_spec, m, probs, labels, codes=codes, patient_ids=ids) for m in runnable]
+    assert all(r.selected.shape == (len(targets), len(probs) - spec.burn_in, len(codes)) for r in results)
+    points = tradeoffs.tradeoff_points({m: summarize(r) for m, r in zip(runnable, results)}, cmax, vscale)
+    table = compare_methods(results, value_scale=tradeoffs.CHARTS, cost_scale=tradeoffs.CHARTS)
+    predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
+    oracle = float(np.mean(value(predicted, predicted)))
+    return points, tradeoffs.comparison_display(table, oracle * tradeoffs.CHARTS, vscale / tradeoffs.CHARTS,
+                                                {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind})
+
+
+@pytest.mark.parametrize("control", ["expected", "violation"])
+@pytest.mark.parametrize("cost_kind", ["fp", "weighted_fp"])
+def test_tradeoffs_summaries_equal_those_of_full_results(control, cost_kind):
+    probs, labels, weights = _stream(3)
+    n_patients, n_codes = probs.shape
+    codes, ids = [f"C{k}" for k in range(n_codes)], [f"p{i}" for i in range(n_patients)]
+    spec = _spec(n_patients, n_codes, weights, control, cost_kind)
+    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, cost_kind == "fp")
+    out = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS)
+    points, table = _from_full_results(probs, labels, codes, ids, spec, targets, ALL_METHODS)
+    shown = set(out["points"]["method"])
+    assert {"ClassWise", "CRC"} <= shown if control == "expected" else "RCPS" in shown
+    assert {"FavMac (price)", "FavMac (full)", "InnerSet", "FPCP"} <= shown
+    pd.testing.assert_frame_equal(out["points"], points, check_exact=True)
+    pd.testing.assert_frame_equal(out["table"], table, check_exact=True)
+
+
+def test_compare_methods_takes_summaries_or_results():
+    probs, labels, weights = _stream(5, n_patients=200)
+    spec = _spec(200, 5, weights, "expected", "weighted_fp").replace(targets=(0.5, 1.0, 2.0))
+    results = [run_method(spec, m, probs, labels) for m in ("FavMac (price)", "CRC", "FavMac (price)")]
+    from_results = compare_methods(results, value_scale=2.0, cost_scale=3.0)
+    from_tables = compare_methods([summarize(r) for r in results], value_scale=2.0, cost_scale=3.0)
+    pd.testing.assert_frame_equal(from_results, from_tables, check_exact=True)
+    assert from_tables["n_runs"].tolist() == [2, 1] and from_tables["n_targets"].tolist() == [3, 3]
+
+
+@pytest.mark.parametrize("method", ["ClassWise", "InnerSet", "CRC", "RCPS"])
+@pytest.mark.parametrize("value_kind", ["weighted_tp", "tp", "formula"])
+def test_baseline_outcomes_equal_those_recomputed_from_their_sets(method, value_kind):
+    probs, labels, weights = _stream(11, n_patients=300, n_codes=4)
+    control = "violation" if method == "RCPS" else "expected"
+    spec = _spec(300, 4, weights, control, "weighted_fp", value_kind).replace(targets=(0.0, 0.331, 1.0, 2.2, 10.0))
+    result = run_method(spec, method, probs, labels)
+    value, cost = spec.build()
+    step_labels = labels[spec.burn_in:].astype(bool)
+    assert np.array_equal(result.cost, _realized(cost, result.selected, step_labels, hit=False))
+    assert np.array_equal(result.value, _realized(value, result.selected, step_labels, hit=True))
+    exact = ExactCosts.of(cost, 4).exceeds(result.selected, step_labels, result.targets)
+    assert np.array_equal(result.exceeds, exact)
+    assert result.exceeds.any() and not result.exceeds.all()
+
+
+def _cached_functions():
+    """Every st.cache_data / st.cache_resource function defined in the app's modules."""
+    from streamlit.runtime.caching.cache_utils import CachedFunc
+
+    found = {}
+    for info in pkgutil.iter_modules(favmac.ui.__path__):
+        module = importlib.import_module(f"favmac.ui.{info.name}")
+        for name, obj in vars(module).items():
+            if isinstance(obj, CachedFunc) and obj._info.func.__module__ == module.__name__:
+                found[f"{module.__name__}.{name}"] = obj
+    return found
+
+
+def test_every_app_cache_is_bounded():
+    cached = _cached_functions()
+    assert any(name.endswith("parse_calibration") for name in cached), sorted(cached)
+    for name, func in cached.items():
+        info = func._info
+        assert info.max_entries is not None and info.max_entries <= 32, name
+        assert info.ttl is not None, f"{name}: entries must expire when no session uses them"
+        assert getattr(info, "max_size_bytes", None) is not None, f"{name}: no size cap"
+    patient_data = [f for n, f in cached.items() if n.endswith(("parse_calibration", "parse_new_patients"))]
+    assert patient_data and all(f._info.max_entries <= 2 for f in patient_data)
+
+
+def test_a_sessions_replays_are_capped():
+    from favmac.ui import state
+
+    assert 1 <= state.RESULTS_KEPT <= 4
+
+
+def test_crc_distinct_ranks_equal_numpy_unique():
+    from favmac.baselines.crc import distinct_ranks
+
+    rng = np.random.RandomState(4)
+    for shape in [(0, 3), (1, 1), (60, 4), (500, 7)]:
+        probs = np.round(rng.rand(*shape), 2)
+        values, ranks = distinct_ranks(probs)
+        expected_values, expected_ranks = np.unique(probs, return_inverse=True)
+        assert np.array_equal(values, expected_values) and np.array_equal(ranks, expected_ranks.reshape(shape))
