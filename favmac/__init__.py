@@ -3,17 +3,16 @@
 Lin, Trivedi, Xiao, Sun, "Fast Online Value-Maximizing Prediction Sets with Conformal
 Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides every edge case.
 """
-import importlib
-
+from ._lazy import lazy_exports
 from ._version import __version__
 
 # ``replay`` is both a submodule and a function: importing the submodule anywhere would set
 # the package attribute to the module, so the function is bound here, eagerly (numpy only).
 from .replay import ReplayOptions, predict_with_threshold, replay
 
-# Other public names and the submodule that defines each. They are imported on first use (PEP 562
-# module __getattr__), so ``import favmac`` and ``favmac --help`` do not pay for pandas,
-# scipy, numba or hccinfhir until a feature needs them.
+# Other public names and the submodule that defines each: the one list of them (__all__ is these
+# and the two above). They are imported on first use (favmac._lazy), so ``import favmac`` and
+# ``favmac --help`` do not pay for pandas, scipy, numba or hccinfhir until a feature needs them.
 _EXPORTS = {
     "BASELINE_CONTROLS": "baselines",
     "classwise": "baselines",
@@ -63,72 +62,5 @@ _EXPORTS = {
     "greedy_order": "universe",
 }
 
-__all__ = [
-    "CMS_MODELS",
-    "CMS_SEGMENTS",
-    "DataError",
-    "Dataset",
-    "cms_hcc_weights",
-    "load_calibration",
-    "load_new_patients",
-    "read_labels",
-    "read_probabilities",
-    "read_weights",
-    "read_wide",
-    "to_safe_csv",
-    "BASELINE_CONTROLS",
-    "classwise",
-    "compare_methods",
-    "crc",
-    "fpcp",
-    "inner_set",
-    "protocol_table",
-    "rcps",
-    "summarize",
-    "AdditiveCost",
-    "AdditiveValue",
-    "FavMac",
-    "FormulaError",
-    "FormulaValue",
-    "bind_rows",
-    "CmsHccValue",
-    "CmsHccCost",
-    "MAX_FULL_CODES",
-    "QuantileTree",
-    "QuantileTreeError",
-    "ReplayOptions",
-    "ReplayResult",
-    "UNIVERSES",
-    "candidate_sets",
-    "greedy_order",
-    "predict_with_threshold",
-    "replay",
-    "chosen_sets",
-    "new_patient_sets",
-    "stream_sets",
-    "METHODS",
-    "get_method",
-    "run_method",
-    "RunSpec",
-    "SettingsError",
-    "Recalibration",
-    "fit_recalibration",
-]
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        try:  # a submodule, e.g. favmac.thresholds after a bare ``import favmac``
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS,
+                                             eager=("ReplayOptions", "predict_with_threshold", "replay"), submodules=True)

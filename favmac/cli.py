@@ -30,8 +30,8 @@ from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
 from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS
-from .runspec import RunSpec, SettingsError
-from .universe import DEFAULT_SCORE, SCORES, UNIVERSES
+from .runspec import RunSpec, SettingsError, target_from_percent
+from .universe import SCORES, UNIVERSES, default_score
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,7 +96,8 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     method.add_argument("--score", choices=list(SCORES),
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
-                        f"false-flag budget: the paper's rule); default {DEFAULT_SCORE} ('cost' with --universe full)")
+                        f"false-flag budget: the paper's rule); default {default_score()} under expected-cost control, "
+                        f"{default_score(delta=0.1)} with --delta or --universe full")
     method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
@@ -300,16 +301,17 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
             raise DataError(f"{flag}: {text!r} is not a number.", fix="Write targets as numbers, e.g. 1,2,3.") from None
         if not math.isfinite(number) or number < 0:
             raise DataError(f"{flag}: target {text} must be a finite number >= 0.")
-        if percent and number > 100:
-            raise DataError(f"{flag}: {text} is above 100 percent of C_max.")
-        if percent:
-            # 2% of 35 is 0.7000000000000001 in floats; such long decimals would push replay off
-            # its exact integer fast path, so keep 12 significant digits.
-            number = float(f"{number * c_max / 100.0:.12g}")
-        targets.append(number)
+        targets.append(_percent_target(number, c_max, flag) if percent else number)
     if not targets:
         raise DataError(f"{flag}: no target given.", fix="For example --targets 1,2,3.")
     return targets
+
+
+def _percent_target(percent: float, c_max: float, flag: str) -> float:
+    try:
+        return target_from_percent(percent, c_max)
+    except SettingsError as err:
+        raise DataError(f"{flag}: {err.field} {err.problem}.") from None
 
 
 def _write(frame: pd.DataFrame, out: str) -> bytes:
@@ -646,7 +648,7 @@ def _predict_distributed(args) -> int:
             raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         c_max = spec.c_max(len(codes))
-        target = float(wanted) if args.target is not None else float(f"{wanted * c_max / 100.0:.12g}")
+        target = float(wanted) if args.target is not None else _percent_target(wanted, c_max, flag)
         targets = [float(t) for t in calibration["targets"]]
         if target not in targets:
             raise DataError(f"{flag} {wanted:g}: the settings file was calibrated for targets "

@@ -22,7 +22,7 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_score, check_universe
+from .universe import candidate_sets, check_score, check_universe, default_score
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
@@ -36,8 +36,9 @@ _INF = math.inf
 class FavMac:
     """Online FavMac: prediction sets that maximize value with controlled cost.
 
-    Constructing only stores the settings; ``update`` adds labelled patients, ``threshold``
-    is calibrated on everything added so far, ``predict`` chooses sets.
+    Constructing only stores and checks the settings (a bad one is a ValueError naming it);
+    the calibration state is built by :meth:`reset` or on first use. ``update`` adds labelled
+    patients, ``threshold`` is calibrated on everything added so far, ``predict`` chooses sets.
 
     Parameters
     ----------
@@ -52,11 +53,13 @@ class FavMac:
         Largest possible cost (default: the sum of the cost weights).
     window : int, optional
         Keep only the last ``window`` patients (rolling window for distribution shift).
-    score : {"cost", "price"}
+    score : {"cost", "price"} or None
         What the threshold is on: the cumulative cost proxy Chat (the paper's rule, every
         patient gets the same false-flag budget) or the price score (running max of the
         step prices Chat increment / Vhat increment: one budget spent across patients where
         each flag is most likely to pay off). "price" needs a nested universe (not "full").
+        None (the default): :func:`favmac.universe.default_score` — "price" under expected-cost
+        control, "cost" under violation control and on the "full" universe.
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
         when the threshold is needed before any patient is seen (it fixes C_max).
@@ -94,26 +97,31 @@ class FavMac:
     >>> fm = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
     >>> fm.threshold  # no calibration yet: (0 + C_max) / 1 = 3 > 1.5
     -inf
-    >>> fm.update(np.array([[0.9, 0.2, 0.6]]), np.array([[1, 0, 0]])).threshold
-    0.5
+    >>> fm.update(np.array([[0.9, 0.2, 0.6]]), np.array([[1, 0, 0]])).threshold  # on the price score
+    0.6666666666666667
     >>> fm.predict([0.95, 0.1, 0.5]).tolist()
     [True, False, False]
     >>> seg = FavMac(AdditiveValue(), AdditiveCost(), target=1.5, n_codes=3)
     >>> seg.update([[0.9, 0.2, 0.6]], [[1, 0, 0]], group="north").threshold_for("north"), seg.threshold_for("south")
-    (0.5, -inf)
+    (0.6666666666666667, -inf)
     >>> seg.update([[0.8, 0.1, 0.7]], [[1, 0, 1]], group=("north", "75+")).threshold_for(("north", "75+"))
-    1.3
+    4.0
     """
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
-                 n_codes=None, score: str = "cost", adaptive_rate=None, recalibrate=None,
+                 n_codes=None, score: str | None = None, adaptive_rate=None, recalibrate=None,
                  recalibration=DEFAULT_RECALIBRATION):
+        if n_codes is not None and (isinstance(n_codes, bool) or int(n_codes) != n_codes or n_codes < 1):
+            raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
+        check_universe(universe, 0 if n_codes is None else int(n_codes))
         self.value = value
         self.cost = cost
         self.target = check_target(target)
         self.delta = check_delta(delta)
         self.universe = universe
-        self.score = check_score(score, universe)
+        self.score = check_score(default_score(universe, self.delta) if score is None else score, universe)
+        if c_max is not None and not (isinstance(c_max, (int, float, np.number)) and 0 < c_max < _INF):
+            raise ValueError(f"c_max: expected None (the sum of the cost weights) or a finite cost > 0, got {c_max!r}")
         self.c_max = c_max
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
@@ -122,11 +130,18 @@ class FavMac:
             raise ValueError("recalibration: fitted maps are applied as they are; leave recalibrate=None with them")
         self.recalibration = recalibration if isinstance(recalibration, Recalibration) else check_recalibration(recalibration)
         self._n_codes_arg = n_codes
-        if n_codes is not None and (int(n_codes) != n_codes or n_codes < 1):
-            raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
-        self.reset()
 
     # -------------------------------------------------------------- bookkeeping
+    #: The calibration state: built by reset(), which the first use calls (see __getattr__).
+    _STATE = frozenset({"_n_codes", "_tree", "_history", "_costs", "_segments", "_rule", "_current", "_fold", "_maps"})
+
+    def __getattr__(self, name):
+        # called only for an attribute not set yet: the state, before the first reset()
+        if name in FavMac._STATE:
+            self.reset()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def reset(self) -> "FavMac":
         """Forget every calibration patient (settings and a given ``n_codes`` stay). Returns self."""
         self._n_codes: int | None = None
@@ -410,7 +425,7 @@ class FavMac:
         control = "expected" if self.delta is None else f"violation, delta={self.delta}"
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
-        score = "" if self.score == "cost" else f", score={self.score!r}"
+        score = "" if self.score == default_score(self.universe, self.delta) else f", score={self.score!r}"
         if self.recalibrate is not None:
             score += f", recalibrate={self.recalibrate} ({self.recalibration})"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

@@ -15,7 +15,6 @@ parameters (the FavMac universe and score). Adding a variant is one record, e.g.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,9 +26,14 @@ from .replay import method_name, replay
 from .runspec import CONTROLS, RunSpec
 from .universe import MAX_FULL_CODES
 
-__all__ = ["METHODS", "Method", "applicability", "get_method", "method_keys", "method_labels", "run_method"]
+__all__ = ["BASELINE_OPTIONS", "FAVMAC_OPTIONS", "METHODS", "Method", "applicability", "get_method", "method_keys",
+           "method_labels", "run_method"]
 
 BOTH_CONTROLS = ("expected", "violation")
+#: The optional keywords each kind of engine takes (besides delta, burn_in, codes, patient_ids).
+FAVMAC_OPTIONS = ("window", "c_max", "progress", "groups", "adaptive_rate", "score", "recalibrate", "recalibration",
+                  "label_delay", "label_available_at")
+BASELINE_OPTIONS = ("window", "c_max", "progress")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,9 @@ class Method:
     score : str or None
         What FavMac's threshold is on ("cost" or "price"); None = the run's own score
         (``RunSpec.score``, the command line's ``favmac``). None for the baselines.
+    options : tuple of str
+        The optional keywords ``function`` takes (:data:`FAVMAC_OPTIONS`, :data:`BASELINE_OPTIONS`);
+        :func:`run_method` passes a run's option only to a method that declares it.
     """
 
     key: str
@@ -60,6 +67,7 @@ class Method:
     controls: tuple = BOTH_CONTROLS
     universe: str | None = None
     score: str | None = None
+    options: tuple = BASELINE_OPTIONS
 
     @property
     def is_favmac(self) -> bool:
@@ -72,12 +80,12 @@ class Method:
         return self.label
 
     def accepts(self, parameter: str) -> bool:
-        """Whether ``function`` takes keyword ``parameter`` (e.g. ``window``, ``progress``)."""
-        return parameter in inspect.signature(self.function).parameters
+        """Whether ``function`` takes keyword ``parameter`` (e.g. ``window``, ``progress``): one of :attr:`options`."""
+        return parameter in self.options
 
 
 def _favmac(key: str, label: str, universe: str | None, score: str | None = "cost") -> Method:
-    return Method(key, label, replay, BOTH_CONTROLS, universe=universe, score=score)
+    return Method(key, label, replay, BOTH_CONTROLS, universe=universe, score=score, options=FAVMAC_OPTIONS)
 
 
 def _baseline(key: str, label: str) -> Method:

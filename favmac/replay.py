@@ -80,7 +80,7 @@ class ReplayOptions:
     burn_in: int = 0
     window: int | None = None
     c_max: float | None = None
-    score: str | None = "cost"
+    score: str | None = None
     adaptive_rate: float | None = None
     label_delay: int | None = None
 
@@ -114,7 +114,7 @@ def replay(
     progress=None,
     groups=None,
     adaptive_rate=None,
-    score: str | None = "cost",
+    score: str | None = None,
     label_delay=None,
     label_available_at=None,
     options: ReplayOptions | None = None,
@@ -710,8 +710,8 @@ def _preference(cands) -> np.ndarray:
     return np.lexsort((steps, cands.chat, -cands.vhat), axis=-1).astype(np.int64)
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str = "cost",
-                           recalibration=None) -> np.ndarray:
+def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
+                           recalibration=None, delta=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
     ``score`` must be the score the threshold was calibrated on ("cost" or "price");
@@ -722,7 +722,7 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
     [[True, False], [False, True]]
     """
-    check_score(score, universe)
+    score = check_score(default_score(universe, delta) if score is None else score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     if recalibration is not None:
         from .recalibration import as_recalibration

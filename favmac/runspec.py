@@ -17,6 +17,7 @@ nothing else parses settings.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import json
 import math
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
 from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS, check_recalibrate
+from .thresholds import exact
 from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 from .validation import MAX_WEIGHT
 
@@ -42,6 +44,7 @@ __all__ = [
     "as_number",
     "check_against_data",
     "read_settings_json",
+    "target_from_percent",
 ]
 
 VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula",
@@ -126,6 +129,43 @@ def _as_tuple(values, field: str, limit: int) -> tuple[float, ...]:
     return tuple(as_number(v, f"{field}[{i}]") for i, v in enumerate(values))
 
 
+def target_from_percent(percent, c_max, *, decimals: int | None = None, integer_cost: bool = False) -> float:
+    """``percent`` % of ``c_max``, in cost units: the one rule for a target given as a percent of C_max
+    (the command line's ``--target-percent(s)``, the app's default target and its trade-off grid).
+
+    The product is exact on the numbers as written (2 % of 35 is 0.7, not the float
+    0.7000000000000001), rounded half-to-even to ``decimals`` places, or to 12 significant
+    digits when ``decimals`` is None (short decimals keep replay on its exact integer path).
+    With ``integer_cost`` a target on a whole number below C_max moves up 0.1 (the paper's
+    c = k + 0.1, clear of the ties of integer costs); a target that rounds to 0 becomes the
+    smallest step, 10^-decimals.
+
+    Raises SettingsError("percent") unless 0 < percent <= 100, SettingsError("c_max") unless
+    C_max is a finite number >= 0.
+
+    >>> target_from_percent(2, 35), target_from_percent(3, 35, decimals=2), target_from_percent(100, 35)
+    (0.7, 1.05, 35.0)
+    >>> target_from_percent(10, 10, decimals=2, integer_cost=True), target_from_percent(100, 10, decimals=2, integer_cost=True)
+    (1.1, 10.0)
+    """
+    share, whole = as_number(percent, "percent"), as_number(c_max, "c_max")
+    if not 0 < share <= 100:
+        raise SettingsError("percent", f"of C_max must be above 0 and at most 100; got {_show(percent)}")
+    if whole < 0:
+        raise SettingsError("c_max", f"must be >= 0; got {_show(c_max)}")
+    product = exact(share) * exact(whole) / 100
+    if decimals is None:
+        with decimal.localcontext(prec=12, rounding=decimal.ROUND_HALF_EVEN):
+            target = float(decimal.Decimal(product.numerator) / decimal.Decimal(product.denominator))
+    else:
+        target = float(round(product, decimals))  # Fraction rounding: half to even, exact
+    if integer_cost and target.is_integer() and target < whole:
+        target = float(exact(target) + exact(0.1))
+    if target == 0 and decimals is not None:
+        target = 10.0 ** -decimals
+    return target
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything that decides a run, independent of the data.
@@ -153,8 +193,10 @@ class RunSpec:
     window : int or None
         Calibrate on the last ``window`` patients only (None: all of them).
     score : {"cost", "price"} or None
-        None (the default) becomes :func:`favmac.universe.default_score` of the universe:
-        "price", or "cost" for the "full" universe. What FavMac's threshold is on: "cost" (the cumulative cost proxy, the paper's rule:
+        None (the default) becomes :func:`favmac.universe.default_score` of the universe and
+        the control ("price" under expected-cost control, "cost" under violation control and
+        on the "full" universe) and follows them through :meth:`replace`. What FavMac's
+        threshold is on: "cost" (the cumulative cost proxy, the paper's rule:
         every patient gets the same false-flag budget) or "price" (the marginal price of
         each flag: the budget is spent across patients where flags most likely pay off).
         "price" needs a greedy universe (not "full").
@@ -219,8 +261,9 @@ class RunSpec:
                 pass
         if isinstance(self.targets, (int, float)) and not isinstance(self.targets, bool):
             object.__setattr__(self, "targets", (float(self.targets),))
+        object.__setattr__(self, "_default_score", self.score is None)  # not a field: replace() reads it
         if self.score is None:
-            object.__setattr__(self, "score", default_score(self.universe))
+            object.__setattr__(self, "score", default_score(self.universe, self.control_delta))
 
     # ------------------------------------------------------------------ derived values
 
@@ -245,7 +288,14 @@ class RunSpec:
         return math.fsum(self.cost_weights(n_codes))
 
     def replace(self, **changes) -> "RunSpec":
-        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        """A copy with ``changes`` applied (``dataclasses.replace``); a default score stays the default
+        of the copy's control and universe unless ``changes`` sets one.
+
+        >>> RunSpec().replace(control="violation").score, RunSpec(score="price").replace(control="violation").score
+        ('cost', 'price')
+        """
+        if self._default_score and "score" not in changes:
+            changes["score"] = None
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ validation

@@ -169,7 +169,7 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
 def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
                    window=None, c_max=None, groups=None, adaptive_rate=None, n_orderings: int = MIN_ORDERINGS,
                    seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True,
-                   score: str = "cost") -> ValidityReport:
+                   score: str | None = None) -> ValidityReport:
     """Replay the session over ``n_orderings`` random orderings and test the promise.
 
     Parameters
@@ -185,8 +185,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     segment_control : bool
         With ``groups``: True calibrates each segment on its own (Mondrian control); False
         calibrates on everyone and only reports per segment.
-    score : str
-        The conformal score, passed to :func:`favmac.replay`.
+    score : str or None
+        The conformal score, passed to :func:`favmac.replay` (None: its default for the control).
     n_orderings : int
         R >= 200 random orderings.
     seed : int

@@ -1,10 +1,12 @@
 """Home: what FavMac Studio does, the guarantee in plain words, what is loaded, the steps."""
 import streamlit as st
 
-from favmac.ui import bootstrap
+from favmac.ui import widgets
+from favmac.ui.bootstrap import page_setup
 from favmac.ui.navigation import EXPLAIN, PAGES
+from favmac.ui.text import md
 
-bootstrap.page_setup("Home", load_data=False, menu_first=True)  # menu and text first; the data (and pandas) below
+ss = page_setup("Home")
 
 st.title("FavMac Studio")
 st.info("**Start here:** open **Online session** to watch FavMac choose codes patient by patient on the loaded data "
@@ -29,17 +31,12 @@ st.markdown(
 )
 st.caption("  \n".join(EXPLAIN.values()))
 
-bootstrap.draw_rest_later()  # a first visit shows the text above first; the data (and pandas) a moment later
 st.subheader("Loaded now")
-bootstrap.load_data()
-from favmac.ui import state, widgets  # noqa: E402  (after the text: these import the library)
-from favmac.ui.text import md  # noqa: E402
-
-if st.session_state["messages"].get("calibration", ("",))[0] == "error":
+if ss.message_level("calibration") == "error":
     widgets.show_message("calibration")
-if state.has_dataset():
-    ds = st.session_state["dataset"]
-    new = st.session_state.get("new_patients")
+if ss.has_dataset:
+    ds = ss.dataset
+    new = ss.new_patients
     st.markdown(f"**{md(ds.name)}**")
     cols = st.columns(3)
     cols[0].metric("Calibration patients", f"{ds.n_patients:,}")

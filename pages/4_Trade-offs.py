@@ -2,17 +2,17 @@
 import streamlit as st
 
 from favmac.methods import method_labels
-from favmac.ui import figures, settings_form as form, state, tradeoffs, widgets
+from favmac.ui import actions, figures, jobs, settings_form as form, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 
-page_setup("Trade-offs")
+ss = page_setup("Trade-offs")
 st.title("Trade-offs")
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
+ds = ss.dataset
+settings = ss.settings
 grid = settings["grid"]
-cmax = state.c_max()
+cmax = ss.c_max()
 
 with st.form("tradeoff_form"):
     c1, c2, c3 = st.columns([1, 1, 1])
@@ -26,19 +26,21 @@ with st.form("tradeoff_form"):
                        help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
-    run = state.apply_settings({**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
+    run = actions.apply_settings(ss, {**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
     widgets.show_message("settings")
-    settings, grid = state.settings(), state.settings()["grid"]
+    if run:
+        widgets.refresh_sidebar_summary()  # drawn before the new grid
+    settings, grid = ss.settings, ss.settings["grid"]
 
 widgets.show_settings_line()
-integer_cost = form.is_integer_valued(state.spec().cost_weights(ds.n_codes))
+integer_cost = form.is_integer_valued(ss.spec().cost_weights(ds.n_codes))
 targets = tradeoffs.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost, include=settings["target"])
 chosen = [m for m in grid["methods"] if m in choices]
 if not chosen:
     st.warning("Choose at least one method.")
     st.stop()
 
-out = state.tradeoffs(targets, chosen, start=run)
+out = jobs.tradeoffs(ss, targets, chosen, start=run)
 if out is None:
     st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
             f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")
@@ -52,8 +54,8 @@ if points.empty:
 
 cost_unit, value_unit = form.cost_unit(settings), form.value_unit(settings)
 left, right = st.columns(2, gap="large")
-left.plotly_chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart")
-right.plotly_chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart")
+widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart", where=left)
+widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart", where=right)
 st.caption(
     f"{len(targets)} targets from {targets[0]:.4g} to {targets[-1]:.4g} {cost_unit} per chart ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {cmax:.4g}"
     + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
@@ -67,8 +69,8 @@ st.caption(f"Value captured and {cost_unit} per 100 charts; value captured (%) =
            "Over the target = realized minus promised, per 100 charts; charts over the target = share of patients whose cost exceeded it. "
            "This is one ordering of your patients: the promise holds on average over orderings, so a small positive "
            "'over the target' here is noise, not a broken promise. The **Validity** page replays many orderings and shows the spread.")
-st.dataframe(out["table"], hide_index=True, key="comparison_table",
+widgets.table(out["table"], hide_index=True, key="comparison_table",
              column_config={c: st.column_config.NumberColumn(format="%.2f") for c in out["table"].columns if c != "Method"})
 with st.expander("Every method × target"):
-    st.dataframe(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
+    widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
                                                          "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})

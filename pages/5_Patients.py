@@ -4,28 +4,26 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import bootstrap, figures, guarantees, patients, state, widgets
+from favmac.ui import figures, guarantees, jobs, patients, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 from favmac.ui.units import cost_unit, threshold_text, threshold_tile, value_unit
 
-page_setup("Patients")
+ss = page_setup("Patients")
 st.title("Patients")
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
-weights_df = st.session_state["weights"]
-new = st.session_state.get("new_patients")
+ds = ss.dataset
+settings = ss.settings
+spec = ss.spec()
+weights_df = ss.weights
+new = ss.new_patients
 
 sources = ["Calibration stream"] + (["New patients"] if new is not None else [])
 source = st.radio("Patients from", sources, horizontal=True, key="patient_source")  # drawn before the replay is awaited
-# a first visit shows the choice above first; the patient box (its front-end code is large, and it
-# needs the replay), the patient's numbers, chart and table a moment later
-bootstrap.draw_rest_later()
-value, cost = state.value_and_cost()
-result = state.online_result()
+value, cost = spec.build()
+result = jobs.online(ss)
 if source == "Calibration stream":
     first = patients.first_informative_step(result, ds.label_array(), ds.prob_array())
     if result.n_steps <= patients.MAX_SELECT_OPTIONS:
@@ -53,12 +51,12 @@ else:
     probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
     threshold, where = guarantees.new_patient_threshold(result, new, pick, ds.n_patients)
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
-                                          score=state.spec().score)[0]
+                                          score=spec.score)[0]
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 tiles = st.columns(5)
 tiles[0].metric("Codes chosen", summary["n_selected"])
-label, shown_threshold, why = threshold_tile(threshold, settings, state.spec().score)
+label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
 tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {md(where)}.")
 tiles[2].metric("Expected value of the set", f"{summary['vhat']:.3f}",
                 help=f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities.")
@@ -74,7 +72,6 @@ if settings["universe"] == "full":
     order = np.argsort(-probs_row, kind="stable")
     explain = None
 else:
-    spec = state.spec()
     controller = FavMac(value, cost, spec.target, delta=spec.control_delta, universe=spec.universe, score=spec.score)
     explain = patients.greedy_cut(controller.explain(probs_row, codes=ds.codes), threshold)
     order = [ds.codes.index(c) for c in explain["code"]]
@@ -83,7 +80,7 @@ cut = None if explain is None else int(explain["selected"].sum())
 # the chosen codes and the next few in the order, at most 3 x MAX_CODES_SHOWN bars
 shown = min(max(figures.MAX_CODES_SHOWN, (cut or 0) + 10), 3 * figures.MAX_CODES_SHOWN)
 drawn_cut = cut if cut is not None and cut < shown else None
-st.plotly_chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=drawn_cut), key="patient_chart")
+widgets.chart(figures.patient_figure(codes_frame.head(shown), f"Patient {pick}: probability of each code", cut=drawn_cut), key="patient_chart")
 if len(codes_frame) > shown:
     st.caption(f"The chart shows the first {shown} of {len(codes_frame):,} codes in this order"
                + ("." if drawn_cut is not None or cut is None else f"; the threshold cut comes after code {cut:,}, beyond it."))
@@ -97,7 +94,7 @@ else:
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
                f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}, that is: "
                f"{threshold_text(threshold, settings, spec.score)}.")
-    st.dataframe(explain, hide_index=True, key="greedy_table",
+    widgets.table(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",
                                                                       help="Ĉ: the cost proxy of the set up to this code"),

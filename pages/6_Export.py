@@ -1,19 +1,20 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import bootstrap, guarantees, settings_form, state, widgets
+from favmac.ui import actions, guarantees, jobs, settings_form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
 from favmac.ui.units import threshold_label, threshold_rule, threshold_text
 
-page_setup("Export")
+ss = page_setup("Export")
 st.title("Export")
 widgets.require_dataset()
 
-ds = state.dataset()
-settings = state.settings()
+ds = ss.dataset
+settings = ss.settings
+spec = ss.spec()
 widgets.show_settings_line()
 sets_area = st.container()  # filled last: the settings below never wait for the export files
 
@@ -21,29 +22,26 @@ st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
     st.download_button("Download settings (JSON)", guarantees.settings_with_provenance(
-                           settings_form.settings_to_json(settings, st.session_state["weights"], ds.name), ds, state.spec(),
-                           st.session_state.get("weights_source", "")),
+                           settings_form.settings_to_json(settings, ss.weights, ds.name), ds, spec, ss.weights_source),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
-with right:  # the uploader's code is large: a first visit shows the download buttons first, the uploader a moment later
+with right:
     def on_settings_upload():
         file = st.session_state.get("upload_settings")
         if file is not None:
-            state.apply_settings_json(file.getvalue(), file.name)
+            actions.apply_settings_json(ss, file.getvalue(), file.name)
 
-    if not bootstrap.first_run():
-        st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
-        widgets.show_message("settings_json")
+    st.file_uploader("Restore settings from JSON", type=["json"], key="upload_settings", on_change=on_settings_upload)
+    widgets.show_message("settings_json")
 
 with sets_area:
-    bootstrap.draw_rest_later()  # a first visit shows the settings below first; the chosen sets a moment later
     st.caption("Text cells that a spreadsheet would run as formulas (starting with = + - @) are prefixed with ' so they stay text.")
-    start = ds.n_patients <= state.AUTO_EXPORT_PATIENTS
+    start = ds.n_patients <= jobs.AUTO_EXPORT_PATIENTS
     if not start:
         start = st.button(f"Prepare the export files ({ds.n_patients:,} patients)", key="prepare_exports", type="primary",
                           icon=":material/build:")
-    files = state.exports(start=start)
+    files = jobs.exports(ss, start=start)
     if files is None:
         st.info("The export files are built when you ask for them (large data); you can switch pages while they are prepared.")
         st.stop()
@@ -62,7 +60,7 @@ with sets_area:
     st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known, "
                + ("with its segment's threshold, learned from the earlier patients of that segment." if settings.get("segment")
                   else "with the threshold learned from every patient before it.") + " First 20 rows:")
-    st.dataframe(blank_missing(files["calibration_preview"]), **PREVIEW)
+    widgets.table(blank_missing(files["calibration_preview"]), **PREVIEW)
 
     st.subheader("Chosen sets for new patients")
     if files["new"] is None:
@@ -70,31 +68,30 @@ with sets_area:
     else:
         st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
                            mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
-        per_segment = guarantees.segment_thresholds(state.online_result(), st.session_state.get("new_patients"), settings, state.spec().score)
+        per_segment = guarantees.segment_thresholds(jobs.online(ss), ss.new_patients, settings, spec.score)
         if per_segment is None:
-            st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}; threshold T = "
+            st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
                        f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients: "
-                       f"{threshold_text(files['threshold'], settings, state.spec().score)}. First 20 rows:")
+                       f"{threshold_text(files['threshold'], settings, spec.score)}. First 20 rows:")
         else:
-            st.caption(f"{files['n_new']:,} patients from {md(st.session_state.get('new_patients_name'))}. Per-segment control: each "
+            st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}. Per-segment control: each "
                        "new patient gets its own segment's threshold, calibrated on that segment's labelled patients:")
-            st.dataframe(per_segment, hide_index=True, key="segment_thresholds",
-                         column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
-                         column_config={"segment": st.column_config.TextColumn(width="small"),
-                                        "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
-                                        "calibration patients": st.column_config.NumberColumn(width="small"),
-                                        "new patients": st.column_config.NumberColumn(width="small"),
-                                        "rule": st.column_config.TextColumn(threshold_label(settings, state.spec().score),
-                                                                            help=threshold_rule(settings, state.spec().score))})
+            widgets.table(per_segment, hide_index=True, key="segment_thresholds",
+                          column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
+                          column_config={"segment": st.column_config.TextColumn(width="small"),
+                                         "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
+                                         "calibration patients": st.column_config.NumberColumn(width="small"),
+                                         "new patients": st.column_config.NumberColumn(width="small"),
+                                         "rule": st.column_config.TextColumn(threshold_label(settings, spec.score),
+                                                                             help=threshold_rule(settings, spec.score))})
             st.caption("First 20 rows:")
-        st.dataframe(blank_missing(files["new_preview"]), **PREVIEW)
+        widgets.table(blank_missing(files["new_preview"]), **PREVIEW)
 
     st.subheader("Provenance")
     outputs = {"favmac_calibration_sets.csv": files["calibration"]}
     if files["new"] is not None:
         outputs["favmac_new_patient_sets.csv"] = files["new"]
-    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, state.spec(), st.session_state.get("weights_source", ""),
-                                                                                 outputs, st.session_state.get("new_patients")),
+    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, spec, ss.weights_source, outputs, ss.new_patients),
                        file_name="favmac_provenance.json", mime="application/json", key="download_provenance",
                        icon=":material/verified_user:", on_click="ignore")
     st.caption("SHA-256 of the data files and of each CSV above, the settings, the CMS-HCC model, year and segment when used, "

@@ -1,17 +1,14 @@
 """Validity: did the promise hold on this data? Many random orderings, a test and a plain verdict."""
 import streamlit as st
 
-from favmac.ui import bootstrap
+from favmac.io import DataError
+from favmac.ui import jobs, validity, widgets
+from favmac.ui.bootstrap import page_setup
+from favmac.ui.settings_form import cost_unit
+from favmac.ui.text import md, md_frame
 
-bootstrap.page_setup("Validity", load_data=False)  # the title first; the data and plotly below
+ss = page_setup("Validity")
 st.title("Validity")
-bootstrap.load_data()
-
-from favmac.io import DataError  # noqa: E402
-from favmac.ui import validity, widgets  # noqa: E402 — after the title: pandas, plotly
-from favmac.ui.settings_form import cost_unit  # noqa: E402
-from favmac.ui.text import md, md_frame  # noqa: E402
-
 widgets.require_dataset()
 widgets.show_settings_line()
 st.markdown(
@@ -22,23 +19,21 @@ st.markdown(
 )
 # the widgets' own keys are dropped when another page runs; "validity_params" keeps the choice,
 # so coming back finds the same check (and its running job) instead of the defaults
-params = st.session_state.setdefault("validity_params", {"orderings": validity.MIN_ORDERINGS, "seed": 0})
-inputs = st.container()  # the two numbers, above the button; empty on a first run, so the button keeps its place
-if not bootstrap.first_run():  # their front-end code is large: a first visit shows the button first
-    with inputs:
-        left, right = st.columns(2)
-        n_orderings = left.number_input("Random orderings", min_value=validity.MIN_ORDERINGS, max_value=5000,
-                                        value=int(params["orderings"]), step=100, key="validity_orderings",
-                                        on_change=lambda: params.update(orderings=st.session_state["validity_orderings"]))
-        seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=int(params["seed"]), step=1, key="validity_seed",
-                                  on_change=lambda: params.update(seed=st.session_state["validity_seed"]),
-                                  help="The orderings are numpy.random.RandomState(seed).permutation(N), drawn in sequence.")
+if ss.validity_params is None:
+    ss.validity_params = {"orderings": validity.MIN_ORDERINGS, "seed": 0}
+params = ss.validity_params
+left, right = st.columns(2)
+n_orderings = left.number_input("Random orderings", min_value=validity.MIN_ORDERINGS, max_value=5000,
+                                value=int(params["orderings"]), step=100, key="validity_orderings",
+                                on_change=lambda: params.update(orderings=st.session_state["validity_orderings"]))
+seed = right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=int(params["seed"]), step=1, key="validity_seed",
+                          on_change=lambda: params.update(seed=st.session_state["validity_seed"]),
+                          help="The orderings are numpy.random.RandomState(seed).permutation(N), drawn in sequence.")
 pressed = st.button("Run the validity check", type="primary", key="run_validity", icon=":material/verified:")
-bootstrap.draw_rest_later()  # a first visit: the numbers above the button and the report come a moment later
 report = None
 try:
     # in the background: a progress bar (kept while you visit other pages) until the report is ready
-    report = validity.run(int(n_orderings), int(seed), start=pressed)
+    report = jobs.validity(ss, int(n_orderings), int(seed), start=pressed)
 except DataError as err:
     st.error(md(err))  # the message quotes file names and cells
 if report is None:
@@ -46,8 +41,8 @@ if report is None:
     st.stop()
 
 (st.success if report.passed else st.error)(md(report.verdict), icon=":material/gavel:")  # names segments
-settings = st.session_state["settings"]
-st.plotly_chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
+settings = ss.settings
+widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 tiles = st.columns(4)
 expected = report.control == "expected"
 tiles[0].metric("Mean over orderings", f"{report.mean:.4g}" if expected else f"{100 * report.mean:.2f} %",

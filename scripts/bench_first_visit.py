@@ -10,9 +10,9 @@
    context (a new session, nothing cached in the browser), Home and every page opened by deep
    link (``/Data``,
    ...) until the page's title *and its first control* are drawn ("controls"), and until the
-   script run has finished ("settled": no "Running..." status widget, and no "Loading the rest
-   of the page…" note: on a session's first run the pages with tables or charts draw their
-   title and first controls, and the rest in a second run a moment later).
+   script run has finished ("settled": no "Running..." status widget, and no "Loading the menu…"
+   note: a session's first run draws the page and leaves the sidebar to a second run a moment
+   later, ``favmac.ui.bootstrap.page_setup``).
 
 Visits go in rounds: one-line app, its deep link, Home, every page; ``--repeat`` rounds (a
 fresh context each visit), and the table shows each row's median. Interleaved, the baseline and
@@ -32,9 +32,8 @@ this script measured that polling step as much as the app.)
 
 A third server, for reference (a row, not the goal's baseline): the same one-line app served as an
 ``st.App`` the way FavMac Studio's ``app.py`` is: with its start-up hook, which turns Nagle's
-algorithm off on the server's socket, and its middleware, which answers Streamlit's front-end
-files from memory (``favmac.ui.server``). Its row shows how much of the pages' lead over the
-one-line app is those server changes, and how much the pages' own design. Below the table the script prints,
+algorithm off on the server's socket (``favmac.ui.server``). Its row shows how much of the
+pages' time against the one-line app is that server change, and how much the pages' own design. Below the table the script prints,
 for each server, the median time of a small response (``/_stcore/health``) on a reused
 connection: about 40 ms where Nagle's algorithm holds the body back, about 1 ms where it is off.
 
@@ -65,14 +64,14 @@ ONE_LINE_APP = 'import streamlit as st\nst.write("Hello")\n'
 # under the link's path (/x/_stcore/health: 404), waits 100 ms and tries again at the root, so
 # every deep link (/Data, ...) starts its session about 0.1-0.2 s later than "/" does.
 DEEP_LINK_ROW = "one-line app at /x (a deep link)"
-# The one-line app as an st.App on FavMac Studio's server setup (TCP_NODELAY, front-end files from memory)
+# The one-line app as an st.App on FavMac Studio's server setup (its start-up hook: TCP_NODELAY)
 REFERENCE_ROW = "one-line app on our server (reference)"
-REFERENCE_APP = ('import streamlit as st\n\nfrom favmac.ui.server import lifespan, middleware\n\n'
-                 'app = st.App("one_line.py", lifespan=lifespan, middleware=middleware())\n')
+REFERENCE_APP = ('import streamlit as st\n\nfrom favmac.ui.server import lifespan\n\n'
+                 'app = st.App("one_line.py", lifespan=lifespan)\n')
 ONE_LINE_FIRST = "one-line app (first view of a fresh server)"  # a single visit, as is HOME_FIRST
 HOME_FIRST = "Home (first view of a fresh server)"
 sys.path.insert(0, str(ROOT))
-from favmac.ui.bootstrap import MENU_NOTE, REST_NOTE  # noqa: E402  the notes of a page whose rest is still to come
+from favmac.ui.bootstrap import MENU_NOTE  # noqa: E402  the note of a page whose sidebar is still to come
 
 # (label, URL path, title text, CSS of the page's first control). The control is what a user
 # needs to start working; charts and tables may still be computing.
@@ -83,7 +82,7 @@ PAGES = [
     ("Online session", "Online_session", "Online session", "[data-testid='stButton']"),
     ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
     ("Patients", "Patients", "Patients", "[data-testid='stRadio'], [data-testid='stTextInput'], [data-testid='stSelectbox']"),
-    ("Export", "Export", "Export", "[data-testid='stDownloadButton']"),  # the settings download (the uploader comes next run)
+    ("Export", "Export", "Export", "[data-testid='stDownloadButton']"),  # the settings download
     ("Validity", "Validity", "Validity", "[data-testid='stButton']"),
 ]
 
@@ -196,12 +195,11 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
         page.goto(url, wait_until="commit")
         page.wait_for_function(DRAWN_JS, arg=[title, control, text], polling="raf", timeout=120_000)
         drawn = time.perf_counter() - t0
-        # settled: the app's status widget ("Running...") and the note of a page whose rest is still
-        # to come (REST_NOTE, MENU_NOTE) are gone for half a second
+        # settled: the app's status widget ("Running...") and the note of a sidebar still to come
+        # (MENU_NOTE) are gone for half a second
         quiet_since = None
         while time.perf_counter() - t0 < 180:
-            running = (page.locator("[data-testid='stStatusWidget']").count() > 0 or page.get_by_text(REST_NOTE).count() > 0
-                       or page.get_by_text(MENU_NOTE).count() > 0)
+            running = (page.locator("[data-testid='stStatusWidget']").count() > 0 or page.get_by_text(MENU_NOTE).count() > 0)
             now = time.perf_counter()
             if running:
                 quiet_since = None

@@ -407,10 +407,9 @@ def main(argv=None) -> int:
             "(P(C > c) <= delta), so giving every patient the same budget (the cost score) usually fits it better; "
             "in these runs the price score won there only on the HCC sample with risk-weighted value, where the "
             "risk weights of the 35 codes span a factor of about 33.",
-            "- Default: the app and RunSpec use the price score (the app's default control is expected cost, "
-            "where it won everywhere); the Value & cost form says that under violation control the cost score "
-            "usually finds a little more. The library's FavMac and replay keep the paper's cost score as their "
-            "default.",
+            "- Default (favmac.universe.default_score, the same in the library, the CLI and the app): the price "
+            "score under expected-cost control, where it won everywhere; the cost score under violation control, "
+            "where it usually finds a little more.",
             ""]
     synthetic_doc, means = synthetic_section(args.seeds)
     doc += synthetic_doc + split_cost(args.seeds) + samples_split(args.seeds) + recalibration_findings(means) + [

@@ -56,7 +56,8 @@ def test_adaptive_with_groups_adapts_each_segment_on_its_own():
     rng = np.random.RandomState(8)
     probs, labels = rng.rand(80, 4).round(2), rng.rand(80, 4) < 0.3
     groups = rng.choice(["n", "s"], size=80)
-    res = replay(probs, labels, AdditiveValue(), AdditiveCost(), [1.1], burn_in=20, groups=groups, adaptive_rate=0.2)
+    res = replay(probs, labels, AdditiveValue(), AdditiveCost(), [1.1], burn_in=20, groups=groups, adaptive_rate=0.2,
+                 score="cost")  # the oracle's default score
     stream = list(zip(probs, labels))
     ones = np.ones(4)
     for label in ("n", "s"):

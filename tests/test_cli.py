@@ -83,9 +83,10 @@ def test_predict_matches_the_library(tmp_path, run):
     new = load_new_patients(SAMPLE / "digits_new_patients.csv", data.codes)
     value, cost = AdditiveValue(), AdditiveCost()
     result = replay(data.prob_array(), data.label_array(), value, cost, [2.0], delta=0.1,
-                    universe="prob", burn_in=data.n_patients, score="price")  # the default score
+                    universe="prob", burn_in=data.n_patients)  # the default score: "cost" under violation control
+    assert result.settings["score"] == "cost"
     selected = predict_with_threshold(new.to_numpy(), value, cost, result.final_thresholds[0], universe="prob",
-                                      score="price")
+                                      delta=0.1)
     codes = np.array(data.codes, dtype=object)
     assert frame["codes"].tolist() == [";".join(codes[row]) for row in selected]
     assert frame["target"].iloc[0] == 2.0 and frame["delta"].iloc[0] == 0.1

@@ -22,7 +22,7 @@ def test_expected_threshold_matches_oracle(universe, integer_weights):
         probs, labels, v, w = random_instance(rng, integer_weights)
         N = len(probs) - 3
         for c in targets_for(rng, w, integer_weights):
-            fm = FavMac(AdditiveValue(v), AdditiveCost(w), c, universe=universe, n_codes=len(v))
+            fm = FavMac(AdditiveValue(v), AdditiveCost(w), c, universe=universe, n_codes=len(v), score="cost")
             for n in range(N + 1):
                 cal = list(zip(probs[:n], labels[:n]))
                 expect = oracle.expected_threshold(cal, v, w, c, universe)
@@ -55,7 +55,7 @@ def test_exact_ties_integer_costs():
     probs[:, 0] = 0.9  # code 0 first in every order
     labels = np.zeros((9, K), bool)
     # each patient: one point per code; F(b) counts false positives with Chat <= b
-    fm = FavMac(AdditiveValue(), AdditiveCost(), 4.1, universe="prob")
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 4.1, universe="prob", score="cost")
     fm.update(probs, labels)
     cal = list(zip(probs, labels))
     assert fm.threshold == oracle.expected_threshold(cal, np.ones(K), np.ones(K), 4.1, "prob")
@@ -126,6 +126,31 @@ def test_bad_inputs_name_the_argument():
         fm.update([0.1, 0.2, 0.3], [0, 2, 1])
     with pytest.raises(ValueError, match="probs: every probability"):
         fm.update([0.1, 1.2, 0.3], [0, 1, 1])
+
+
+def test_constructor_only_stores_and_checks_the_settings():
+    """Estimator habit: no calibration state until reset() or the first use; bad settings named at once."""
+    value, cost = AdditiveValue(), AdditiveCost()
+    fm = FavMac(value, cost, 1.5, n_codes=3, window=5)
+    assert set(vars(fm)) == {"value", "cost", "target", "delta", "universe", "score", "c_max", "window",
+                             "adaptive_rate", "recalibrate", "recalibration", "_n_codes_arg"}
+    assert fm.threshold == -math.inf and fm.n_codes == 3  # the state is built on first use
+    assert "_tree" in vars(fm)
+    assert FavMac(value, cost, 1.5).reset().n_calibration == 0
+    with pytest.raises(ValueError, match="unknown universe 'ratios'"):
+        FavMac(value, cost, 1.0, universe="ratios")
+    with pytest.raises(ValueError, match="the 'full' universe .* at most 14 codes"):
+        FavMac(value, cost, 1.0, universe="full", n_codes=20)
+    with pytest.raises(ValueError, match="score: expected one of cost, price"):
+        FavMac(value, cost, 1.0, score="prices")
+    with pytest.raises(ValueError, match="score: the price score is defined on nested sequences"):
+        FavMac(value, cost, 1.0, universe="full", score="price")
+    with pytest.raises(ValueError, match="c_max: expected None .* finite cost > 0"):
+        FavMac(value, cost, 1.0, c_max=-2)
+    with pytest.raises(ValueError, match="adaptive_rate"):
+        FavMac(value, cost, 1.0, delta=0.1, adaptive_rate=0.1)
+    with pytest.raises(AttributeError, match="no attribute 'thresholds'"):
+        fm.thresholds  # noqa: B018  (a typo is still an AttributeError)
 
 
 def test_oracle_imports_nothing_from_favmac():

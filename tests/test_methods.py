@@ -78,7 +78,7 @@ def test_burn_in_override_and_unsupported_options():
     spec = RunSpec(targets=(0.6,), burn_in=10, score="cost")
     result = run_method(spec, "favmac", probs, labels, burn_in=len(probs))  # predict: calibrate on all, no steps
     value, cost = spec.build()
-    direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs))
+    direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs), score="cost")
     assert result.n_steps == 0 and result.final_thresholds.tolist() == direct.final_thresholds.tolist()
     if not METHODS["crc"].accepts("window"):
         with pytest.raises(ValueError, match="window is not supported by CRC"):
@@ -101,3 +101,17 @@ def test_score_routing():
         assert "score" not in run_method(spec, "crc", probs, labels).settings
     assert get_method("favmac").display_label(RunSpec(universe="value", score="price")) == "FavMac (value, price)"
 
+
+def test_declared_options_are_the_functions_keywords():
+    """Methods declare what they take as data (Method.options); it must be what the function accepts."""
+    import inspect
+
+    from favmac.methods import BASELINE_OPTIONS, FAVMAC_OPTIONS
+
+    always = {"probs", "labels", "value", "cost", "targets", "delta", "burn_in", "codes", "patient_ids"}
+    for method in METHODS.values():
+        keywords = set(inspect.signature(method.function).parameters)
+        assert {name for name in FAVMAC_OPTIONS + BASELINE_OPTIONS if name in keywords} == set(method.options), method.key
+        assert method.accepts("window") and method.accepts("score") == method.is_favmac
+    # every keyword replay takes is declared: a new one must be added to FAVMAC_OPTIONS
+    assert set(inspect.signature(replay).parameters) - always - {"universe", "method", "options"} == set(FAVMAC_OPTIONS)

@@ -180,6 +180,64 @@ def test_default_score_is_price_except_on_the_full_universe():
     assert RunSpec.from_json(RunSpec(score="cost").to_json()).score == "cost"
 
 
+def test_target_from_percent_is_exact_on_the_decimals_as_written():
+    from favmac.runspec import target_from_percent
+
+    assert 2 / 100 * 35 != 0.7 and target_from_percent(2, 35) == 0.7  # the float product is 0.7000000000000001
+    assert target_from_percent(5, 19.59) == 0.9795 and target_from_percent(3, 35, decimals=2) == 1.05
+    assert target_from_percent(100, 35) == 35.0 and target_from_percent(100, 19.59) == 19.59
+    assert target_from_percent(1, 1 / 3) == 0.00333333333333  # 12 significant digits
+    assert target_from_percent(33.3333, 1, decimals=6) == 0.333333
+
+
+def test_target_from_percent_rounds_to_nearest_ties_to_even():
+    from favmac.runspec import target_from_percent
+
+    # off-tie values round to the nearest, as round(float) did: 12.5 % of 35.3 = 4.4125 -> 4.41
+    assert target_from_percent(12.5, 35.3, decimals=2) == 4.41 == round(35.3 * 12.5 / 100, 2)
+    assert target_from_percent(13, 35.3, decimals=2) == 4.59 == round(35.3 * 13 / 100, 2)  # 4.589
+    # exact decimal ties go to the even neighbour (the float product broke them by binary noise)
+    assert target_from_percent(10.9, 5, decimals=2) == 0.54  # 0.545 exactly; round(float) gave 0.55
+    assert target_from_percent(2.5, 111, decimals=2) == 2.78  # 2.775 exactly; round(float) gave 2.77
+    assert target_from_percent(7.5, 35, decimals=2) == 2.62  # 2.625 exactly, as round(float) gave
+
+
+def test_target_from_percent_integer_costs_and_small_targets():
+    from favmac.runspec import target_from_percent
+
+    assert target_from_percent(10, 10, decimals=2, integer_cost=True) == 1.1  # the paper's c = k + 0.1
+    assert target_from_percent(10, 10, decimals=2) == 1.0
+    assert target_from_percent(100, 10, decimals=2, integer_cost=True) == 10.0  # never past C_max
+    assert target_from_percent(0.01, 10, decimals=2) == 0.01  # 0.001 rounds to 0: the smallest step
+    assert target_from_percent(0.01, 10, decimals=2, integer_cost=True) == 0.1  # 0 is whole: 0 + 0.1
+    for bad in (0, -1, 100.5, float("nan"), "x"):
+        with pytest.raises(SettingsError, match="percent"):
+            target_from_percent(bad, 35)
+    with pytest.raises(SettingsError, match="c_max must be >= 0"):
+        target_from_percent(5, -1)
+
+
+def test_target_from_percent_matches_the_old_rules_off_ties():
+    """The three rules it replaces (the CLI's, the app's default target, the trade-off grid) on
+    random inputs: equal except on exact decimal ties."""
+    from fractions import Fraction
+
+    from favmac.runspec import target_from_percent
+    from favmac.thresholds import exact
+
+    rng = np.random.RandomState(7)
+    for _ in range(3000):
+        cmax = float(rng.choice([rng.randint(1, 200), round(rng.uniform(0.1, 300), rng.randint(0, 5))]))
+        pct = float(rng.choice([rng.randint(1, 101), round(rng.uniform(0.01, 100), rng.randint(0, 4))]))
+        if pct <= 0:
+            continue
+        assert target_from_percent(pct, cmax) == float(f"{pct * cmax / 100.0:.12g}")  # the CLI's
+        for decimals, old in ((2, round(cmax * pct / 100.0, 2)), (6, float(np.round(pct / 100.0 * cmax, 6)))):
+            scaled = exact(pct) * exact(cmax) / 100 * 10**decimals
+            if scaled - scaled.numerator // scaled.denominator != Fraction(1, 2):
+                assert target_from_percent(pct, cmax, decimals=decimals) == max(old, 10.0**-decimals), (pct, cmax)
+
+
 # --------------------------------------------------------------------------- settings against the data (issue 21)
 
 def wide_dataset(region_cells=None, n=12):

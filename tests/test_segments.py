@@ -81,8 +81,8 @@ def test_groups_keep_every_segment_within_target_where_pooled_fails():
     for seed in range(40):  # many orderings of the same cohort
         order = np.random.RandomState(seed).permutation(len(probs))
         p, y, g = probs[order], labels[order], groups[order]
-        plain = replay(p, y, value, cost, [target], burn_in=burn_in)
-        seg = replay(p, y, value, cost, [target], burn_in=burn_in, groups=g)
+        plain = replay(p, y, value, cost, [target], burn_in=burn_in, score="cost")  # the rule this test was sized for
+        seg = replay(p, y, value, cost, [target], burn_in=burn_in, groups=g, score="cost")
         tail = g[burn_in:]
         pooled_b.append(plain.cost[0, tail == "B"].mean())
         for label in grouped:

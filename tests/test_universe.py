@@ -115,8 +115,9 @@ def test_replay_on_the_paper_data_chooses_the_reference_sets():
     labels = frame[[f"Y{k}" for k in range(10)]].to_numpy(bool)
     digits = np.array([10, 1, 2, 3, 4, 5, 6, 7, 8, 9], dtype=float)
     targets = [1.1, 2.1, 3.1]
-    fast = replay(probs, labels, FormulaValue(V_GEN, weights=digits), AdditiveCost(), targets, burn_in=40)
-    reference = replay(probs, labels, ReferenceFormula(V_GEN, weights=digits), AdditiveCost(), targets, burn_in=40)
+    fast = replay(probs, labels, FormulaValue(V_GEN, weights=digits), AdditiveCost(), targets, burn_in=40, score="cost")
+    reference = replay(probs, labels, ReferenceFormula(V_GEN, weights=digits), AdditiveCost(), targets, burn_in=40,
+                       score="cost")
     np.testing.assert_array_equal(fast.thresholds, reference.thresholds)
     np.testing.assert_array_equal(fast.selected, reference.selected)
 
@@ -137,7 +138,7 @@ def test_replay_with_a_formula_gives_the_reference_sets(n_codes):
     labels = rng.rand(80, n_codes) < probs
     values = np.arange(1.0, n_codes + 1)
     cost = AdditiveCost(rng.choice([0.5, 1.0, 2.0], size=n_codes))
-    kwargs = dict(burn_in=20, targets=[1.1, 2.6, 4.0])
+    kwargs = dict(burn_in=20, targets=[1.1, 2.6, 4.0], score="cost")  # exact Chat thresholds (prices differ by float noise)
     fast = replay(probs, labels, FormulaValue(V_GEN, weights=values, n_samples=64), cost, **kwargs)
     reference = replay(probs, labels, ReferenceFormula(V_GEN, weights=values, n_samples=64), cost, **kwargs)
     np.testing.assert_array_equal(fast.thresholds, reference.thresholds)

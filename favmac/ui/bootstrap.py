@@ -1,131 +1,77 @@
-"""``page_setup``: the first call of every page, so any page works as a deep link;
-``draw_rest_later``: where a new session's first run of a page stops (menu, charts and tables
-next run).
+"""``page_setup(title)``: the first call of every page, so any page works as a deep link.
 
-Imports only Streamlit and the page table at module level: ``state`` and ``widgets`` (numpy,
-pandas, the library) are imported when the data is set up, so the Home page can draw its text
-first.
+It sets the page config, fills in the session's defaults (the bundled sample when nothing is
+loaded: :func:`favmac.ui.actions.init_state`), draws the sidebar (menu and dataset summary) and
+returns the :class:`favmac.ui.session.Session` the page reads.
+
+It also holds the app's one first-visit mechanism (docs/first_visit.md), the same for every page:
+a session's first run of a page ends with a rerun :data:`REST_DELAY` seconds later, and the
+elements whose front-end code is large come with that rerun: the sidebar (menu and summary;
+:data:`MENU_NOTE` meanwhile) and the charts and tables, which the pages draw through
+``widgets.chart`` / ``widgets.table`` / ``widgets.editor`` (a note meanwhile). Streamlit's
+front end holds back the elements that reach it together with one whose code is still
+loading, so without this a deep link's first controls waited for plotly's 4.7 MB of code. The
+first page view of a server process also starts :func:`warm_up` in the background, so the first
+visitor's replay does not compile the kernels.
 """
 from __future__ import annotations
 
 import threading
 import time
 
+import numpy as np
 import streamlit as st
 
-from favmac.ui.navigation import PAGES
+from favmac.methods import run_method
+from favmac.runspec import RunSpec
+from favmac.ui import actions, widgets
+from favmac.ui.session import Session, current
 
-SUMMARY_SLOT = "_sidebar_summary_slot"  # session key of this run's sidebar-summary placeholder
-PAGE_RUNS = "_page_runs"  # session key: page runs so far in this session (counted by page_setup)
-REST_PENDING = "_rest_pending"  # session key: the first run stopped at draw_rest_later; its timer reruns the page
-# Seconds between a session's first run (title, menu, first controls) and the run that draws the
-# rest of the page (tables, charts): time for the browser to fetch the first controls' code.
+__all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
+
+# Seconds between a session's first run (the page, no sidebar) and the run that draws the sidebar:
+# time for the browser to fetch the code of the page's own elements first.
 REST_DELAY = 0.3
-REST_NOTE = "Loading the rest of the page…"  # shown where the rest will be, until that run draws it
-MENU_NOTE = "Loading the menu…"  # the same, in the sidebar where the menu will be
+MENU_NOTE = "Loading the menu…"  # shown in the sidebar, where the menu will be, until that run draws it
 
 _WARM_UP = threading.Lock()
 _warm_up_started = False
 
 
-def page_setup(title: str, *, load_data: bool = True, menu_first: bool = False) -> None:
-    """Page config, session-state defaults (sample data if nothing is loaded) and the sidebar.
+def page_setup(title: str) -> Session:
+    """Page config, session defaults (sample data if nothing is loaded) and the sidebar; the session.
 
-    Every page calls this first; nothing relies on ``studio.py`` having run. The first call in a
-    server process also starts :func:`warm_up` in the background.
-
-    ``load_data=False`` (the Home page) draws the menu and leaves the data for
-    :func:`load_data`, called once the page's own text is on screen: a first visit then shows
-    the page before the sample is read (and pandas imported).
-
-    On a session's first run the menu and the dataset summary come a moment later (the run
-    :func:`draw_rest_later` describes, started here when the page does not start it itself):
-    the browser renders the sidebar before the page, and fetching the page links' code first held
-    a deep link's title and controls back by about 0.1 s (docs/first_visit.md). ``menu_first=True``
-    (Home, whose first control is the menu) draws the menu at once.
+    Every page calls this first; nothing relies on ``studio.py`` having run. On the session's
+    first page run the sidebar, charts and tables come with a rerun :data:`REST_DELAY` seconds
+    later (module docstring); every later run (widget changes, page switches) draws them at once.
     """
-    ss = st.session_state
-    ss[PAGE_RUNS] = ss.get(PAGE_RUNS, 0) + 1
-    if ss[PAGE_RUNS] > 1:
-        ss.pop(REST_PENDING, None)  # left over when the user moved on before the timer fired
+    ss = current()
+    ss.page_runs = (ss.page_runs or 0) + 1
+    first_run = ss.page_runs == 1
+    if not first_run:
+        ss.store.pop(Session.rest_pending.key, None)  # left over when the user acted before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
-    later = first_run() and not menu_first  # menu and summary come with the next run
-    if later:
+    actions.init_state(ss)
+    if first_run:
         with st.sidebar:
-            _rerun_soon(MENU_NOTE)  # where the menu will be; its timer reruns the page with it
+            _rerun_soon()
     else:
-        show_menu()
-    if load_data:
-        from favmac.ui import state, widgets
-
-        state.init_state()
-        if not later:
-            widgets.show_sidebar_summary()
-    elif not later:
-        with st.sidebar:
-            st.divider()
-            st.session_state[SUMMARY_SLOT] = st.empty()  # filled by load_data()
+        widgets.show_menu()
+        widgets.show_sidebar_summary()
     _start_warm_up()
-
-
-def show_menu() -> None:
-    """Sidebar menu (studio.py hides st.navigation's own list so every page shows this one)."""
-    with st.sidebar:
-        st.markdown("### FavMac Studio")
-        for entry in PAGES:
-            st.page_link(entry.path, label=entry.title, icon=entry.icon)
-
-
-def load_data() -> None:
-    """The data half of ``page_setup(load_data=False)``: session defaults, then the sidebar summary."""
-    from favmac.ui import state, widgets
-
-    state.init_state()
-    widgets.refresh_sidebar_summary()
-
-
-def draw_rest_later(note: bool = True) -> None:
-    """On the session's first page run, end the run here; the rest of the page comes a moment later.
-
-    A first visit (a new browser tab or a deep link) has to fetch the front-end code of every
-    kind of element the run draws, from this same server, before it can show them. Charts and
-    data tables need the largest pieces (plotly's is 4.7 MB), controls drawn in the same run
-    were seen to wait for them (the Patients page's patient box: about 2.4 s after the page
-    connected, 0.6 s once the chart came in a later run), and the Python that builds them holds
-    the GIL the server needs to send that code. So a page calls this after its title and first
-    controls: the first run stops here (with a note where the rest will be) and the browser
-    reruns the page ``REST_DELAY`` seconds later, a run that draws everything. Every later run
-    of the session (widget changes, page switches) draws the whole page at once.
-
-    ``note=False``: the page showed :data:`REST_NOTE` itself, where the rest will be (the note
-    still comes here if this call has to start the timer).
-    """
-    if not first_run():
-        return
-    if st.session_state.get(REST_PENDING):  # page_setup's timer (the menu's) already runs
-        if note:
-            st.caption(REST_NOTE)
-    else:
-        _rerun_soon(REST_NOTE)
-    st.stop()
-
-
-def first_run() -> bool:
-    """True during the session's first page run (a new tab or a deep link), the run that
-    :func:`draw_rest_later` ends early. A page may leave out of it a control whose front-end code
-    is large (a slider) when a control drawn beside it is what the visitor needs first."""
-    return st.session_state.get(PAGE_RUNS, 0) <= 1
+    return ss
 
 
 @st.fragment(run_every=REST_DELAY)
-def _rerun_soon(note: str) -> None:
-    """Drawn by the first run (a note); its first timer tick reruns the whole page. One per run."""
-    ss = st.session_state
-    if ss.get(REST_PENDING):
-        ss.pop(REST_PENDING)
+def _rerun_soon() -> None:
+    """Drawn by a session's first run (a note where the menu will be); its first timer tick reruns
+    the whole page, which draws the sidebar."""
+    ss = current()
+    if ss.rest_pending:
+        ss.store.pop(Session.rest_pending.key)
         st.rerun()
-    ss[REST_PENDING] = True
-    st.caption(note)
+    ss.rest_pending = True
+    st.caption(MENU_NOTE)
 
 
 def warm_up(delay: float = 1.0) -> None:
@@ -133,11 +79,6 @@ def warm_up(delay: float = 1.0) -> None:
     first visitor's replay does not pay for it. Waits ``delay`` seconds first: the page that
     started it finishes drawing before the warm-up competes for the CPU."""
     time.sleep(delay)
-    import numpy as np
-
-    from favmac.methods import run_method
-    from favmac.runspec import RunSpec
-
     rng = np.random.RandomState(0)
     probs = rng.random_sample((20, 3))
     labels = rng.random_sample((20, 3)) < probs

@@ -1,7 +1,7 @@
 """The app's pages, in menu order: file, title, icon, URL path and a one-line purpose.
 
 ``studio.py`` (the router) builds ``st.navigation`` from this table and the sidebar menu
-(``favmac.ui.bootstrap.show_menu``) links to the same entries, so the list lives in one place.
+(``favmac.ui.widgets.show_menu``) links to the same entries, so the list lives in one place.
 ``EXPLAIN`` holds the one-line explanations of the words a newcomer meets first. Nothing here
 imports more than the standard library (the Home page draws its text before the data loads).
 """

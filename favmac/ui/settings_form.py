@@ -27,7 +27,8 @@ import math
 import numpy as np
 
 from favmac.functions import FormulaValue
-from favmac.runspec import CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data, read_settings_json
+from favmac.runspec import (CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
+                            read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoffs import default_grid, validate_grid
@@ -36,7 +37,7 @@ from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
-    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "score_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
@@ -92,13 +93,22 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     return out
 
 
-def score_for(universe: str, chosen: str) -> str:
-    """The score the form saves: ``chosen``, except "cost" for the ``full`` universe (it has no price score).
+def default_score_of(settings: dict) -> str:
+    """The default score of the settings' control and universe (:func:`favmac.universe.default_score`)."""
+    return default_score(settings["universe"], settings["delta"] if settings["control"] == "violation" else None)
 
-    >>> score_for("full", "price"), score_for("ratio", "price")
-    ('cost', 'price')
+
+def score_for(current: dict, chosen: dict) -> str:
+    """The score the form saves: the user's pick; a pick left at the default the form showed
+    follows the chosen control and universe (:func:`default_score_of`); "cost" on ``full``.
+
+    >>> shown = {"control": "expected", "delta": 0.1, "universe": "ratio", "score": "price"}
+    >>> score_for(shown, {**shown, "control": "violation"}), score_for({**shown, "score": "cost"}, {**shown, "score": "cost"})
+    ('cost', 'cost')
     """
-    return "cost" if universe == "full" else chosen
+    if chosen["score"] == current["score"] == default_score_of(current):
+        return default_score_of(chosen)
+    return "cost" if chosen["universe"] == "full" else chosen["score"]
 
 
 def is_integer_valued(arr) -> bool:
@@ -107,11 +117,8 @@ def is_integer_valued(arr) -> bool:
 
 
 def default_target(cmax: float, integer_cost: bool, pct: float = DEFAULT_TARGET_PCT) -> float:
-    """``pct`` % of C_max, moved 0.1 off an integer for integer costs (the paper's c = k + 0.1)."""
-    target = round(cmax * pct / 100.0, 2)
-    if integer_cost and float(target).is_integer():
-        target += 0.1
-    return max(target, 0.01)
+    """``pct`` % of C_max to 2 decimals, moved 0.1 off an integer for integer costs (:func:`favmac.runspec.target_from_percent`)."""
+    return target_from_percent(min(pct, 100.0), cmax, decimals=2, integer_cost=integer_cost)
 
 
 def default_burn_in(n_patients: int) -> int:
@@ -129,11 +136,12 @@ def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None =
         "target": 1.0,
         "delta": 0.1,
         "universe": "ratio",
-        "score": default_score("ratio"),
+        "score": None,  # below: the default of the control and universe
         "burn_in": default_burn_in(n_patients),
         "window": None,
         "grid": default_grid(),
     }
+    settings["score"] = default_score_of(settings)
     w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
     settings["target"] = default_target(to_spec(settings, w).c_max(n_codes), True)
     return settings
@@ -171,7 +179,7 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
     s = dict(settings)
     notes = []
     if s["universe"] == "full" and n_codes > MAX_FULL_CODES:
-        s["universe"] = "ratio"
+        s["universe"], s["score"] = "ratio", default_score_of({**s, "universe": "ratio"})
         notes.append(f"Universe set to 'ratio': 'full' allows at most {MAX_FULL_CODES} codes.")
     stream_changed = old_n_patients is not None and old_n_patients != n_patients
     if (stream_changed or not 0 <= s["burn_in"] < n_patients) and s["burn_in"] != default_burn_in(n_patients):
@@ -210,7 +218,7 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         rows.append(("Delta", f"{settings['delta']:g}"))
     rows += [
         ("Universe", settings["universe"]),
-        ("Score", settings.get("score") or default_score(settings["universe"])),
+        ("Score", settings.get("score") or default_score_of(settings)),
         ("Burn-in", f"{settings['burn_in']:,} patients"),
         ("Window", "all patients" if settings["window"] is None else f"last {settings['window']:,} patients"),
     ]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from favmac.methods import applicability, method_labels, run_method
-from favmac.runspec import RunSpec, SettingsError, as_integer, as_number
+from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
 from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
@@ -47,17 +47,17 @@ def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: in
     """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units, plus
     ``include`` (the configured target, so the comparison shows the run the other pages show).
 
-    For integer costs a grid target that lands on an integer is moved up by 0.1, as the paper
-    does, to stay clear of exact ties (``include`` is kept as it is).
+    Each grid target is :func:`favmac.runspec.target_from_percent` to 6 decimals: for integer
+    costs one that lands on an integer below C_max is moved up by 0.1, as the paper does, to stay
+    clear of exact ties (``include`` is kept as it is).
 
     >>> tradeoff_targets(10, 10, 50, 5, False, include=2.5).tolist()
     [1.0, 2.0, 2.5, 3.0, 4.0, 5.0]
     """
-    targets = np.round(np.linspace(low_pct, high_pct, int(n_targets)) / 100.0 * cmax, 6)
-    if integer_cost:
-        targets = np.where(targets == np.round(targets), targets + 0.1, targets)
+    percents = np.linspace(low_pct, high_pct, int(n_targets)).tolist()
+    targets = [target_from_percent(p, cmax, decimals=6, integer_cost=integer_cost) for p in percents]
     if include is not None:
-        targets = np.append(targets, float(include))
+        targets.append(float(include))
     return np.unique(targets)
 
 

@@ -1,9 +1,8 @@
-"""The Validity page's pieces: run the check for the current data and settings, draw the evidence.
+"""The Validity page's evidence: the histogram of the per-ordering statistic against the promise,
+and the per-segment table (no Streamlit).
 
-The check itself is :func:`favmac.validity.validity_check`; this module runs it with the
-session's data and settings as a background job (``favmac.ui.jobs``; remembered per run key,
-so revisiting the page does not redo it), draws the histogram of the per-ordering statistic against the promise and lays out the
-per-segment table.
+The check itself is :func:`favmac.validity.validity_check`; the page runs it for the session's
+data and settings with ``favmac.ui.jobs.validity`` (a background job, remembered per run key).
 """
 from __future__ import annotations
 
@@ -12,53 +11,12 @@ import math
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import streamlit as st
 
-from favmac.ui import settings_form, state
 from favmac.ui.figures import OKABE_ITO, layout
 from favmac.ui.formats import fixed
-from favmac.validity import MIN_ORDERINGS, validity_check
+from favmac.validity import MIN_ORDERINGS
 
-__all__ = ["histogram_figure", "report_key", "run", "segment_frame"]
-
-
-def report_key(n_orderings: int, seed: int) -> str:
-    """Fingerprint of a check: data, settings, orderings and seed."""
-    return settings_form.run_key(st.session_state["dataset_key"], state.spec(), ["validity", int(n_orderings), int(seed)])
-
-
-def run(n_orderings: int = MIN_ORDERINGS, seed: int = 0, *, start: bool = True):
-    """The report of this check for the current data and settings, run as a background job.
-
-    Returns the stored report of the same check, else (``start``, or a job for it already
-    running) the job's result: a quick check returns at once, a longer one shows its progress
-    bar, which keeps following the job across page switches, and stops the page. None when
-    nothing was run and ``start`` is False.
-    """
-    key = report_key(n_orderings, seed)
-    stored = st.session_state.get("validity")
-    if not start and stored is not None and stored[0] == key:
-        return stored[1]
-    ds, spec = state.dataset(), state.spec()
-    groups = ds.segments(spec.segment) if spec.segment else ds.groups
-    probs, labels = ds.prob_array(), ds.label_array()
-    n_orderings, seed = int(n_orderings), int(seed)
-
-    def check(progress):
-        value, cost = spec.build()
-        return validity_check(probs, labels, value, cost, spec.target,
-                              delta=spec.control_delta, universe=spec.universe, burn_in=spec.burn_in,
-                              window=spec.window, groups=groups, segment_control=spec.segment is not None,
-                              adaptive_rate=spec.adaptive_rate, n_orderings=n_orderings, seed=seed, score=spec.score,
-                              progress=progress)
-
-    label = f"Replaying {n_orderings} random orderings of {ds.n_patients:,} patients…"
-    job = state.background("validity", key, label, check, start=start)
-    if job is None:
-        return None
-    report = state.finish("validity", job)
-    st.session_state["validity"] = (key, report)
-    return report
+__all__ = ["MIN_ORDERINGS", "histogram_figure", "segment_frame"]
 
 
 def histogram_figure(report, unit: str) -> go.Figure:

@@ -1,57 +1,102 @@
-"""Small drawing functions shared by the pages (each draws one recurring piece)."""
+"""Small drawing functions shared by the pages (each draws one recurring piece of the current
+session, :func:`favmac.ui.session.current`)."""
 from __future__ import annotations
 
 import streamlit as st
 
 from favmac.runspec import SettingsError
-from favmac.ui import settings_form, state
-from favmac.ui.bootstrap import SUMMARY_SLOT
-from favmac.ui.navigation import DATA
+from favmac.ui import settings_form
+from favmac.ui.navigation import DATA, PAGES
+from favmac.ui.session import current
 from favmac.ui.text import md
 
 _LEVELS = {"error": st.error, "warning": st.warning, "success": st.success, "info": st.info}
+# Where a chart or table will be, during a session's first page run (favmac.ui.bootstrap.page_setup).
+LATER_NOTE = "Loading…"
 
 
+def first_page_run() -> bool:
+    """True during the session's first page run, which ``bootstrap.page_setup`` ends with a rerun
+    0.3 s later (the app's one first-visit mechanism): its charts and tables come with that rerun.
+
+    Why: Streamlit's front end holds back the elements that reach it together with one whose
+    code is still loading (plotly's is 4.7 MB), so a page's first controls waited for its charts'
+    code (docs/first_visit.md, "Branch `s-ui`").
+    """
+    return (current().page_runs or 0) <= 1
+
+
+def chart(figure, *, key: str, where=st) -> None:
+    """``where.plotly_chart(figure, key=key)``; in the session's first page run a note instead."""
+    if first_page_run():
+        where.caption(LATER_NOTE)
+    else:
+        where.plotly_chart(figure, key=key)
+
+
+def table(frame, *, where=st, **kwargs) -> None:
+    """``where.dataframe(frame, **kwargs)``; in the session's first page run a note instead."""
+    if first_page_run():
+        where.caption(LATER_NOTE)
+    else:
+        where.dataframe(frame, **kwargs)
+
+
+def editor(frame, **kwargs):
+    """``st.data_editor(frame, **kwargs)`` (the edited table); in the session's first page run a note
+    instead, and ``frame`` unedited."""
+    if first_page_run():
+        st.caption(LATER_NOTE)
+        return frame
+    return st.data_editor(frame, **kwargs)
+
+
+def show_menu() -> None:
+    """Sidebar menu (studio.py hides st.navigation's own list so every page shows this one)."""
+    with st.sidebar:
+        st.markdown("### FavMac Studio")
+        for entry in PAGES:
+            st.page_link(entry.path, label=entry.title, icon=entry.icon)
 
 
 def show_sidebar_summary() -> None:
     """Current dataset and settings, in the sidebar of every page.
 
-    Drawn into a placeholder kept in ``st.session_state[SUMMARY_SLOT]`` so that an action later
-    in the same run (Apply, a restored settings file, an upload) redraws it with
+    Drawn into a placeholder kept in the session (``Session.summary_slot``) so that an action
+    later in the same run (Apply, an edited weight) redraws it with
     :func:`refresh_sidebar_summary` instead of leaving it one run behind.
     """
     with st.sidebar:
         st.divider()
         slot = st.empty()
-    st.session_state[SUMMARY_SLOT] = slot
+    current().summary_slot = slot
     _draw_summary(slot)
 
 
 def refresh_sidebar_summary() -> None:
     """Redraw the sidebar summary of this run (no-op before ``show_sidebar_summary``)."""
-    slot = st.session_state.get(SUMMARY_SLOT)
+    slot = current().summary_slot
     if slot is not None:
         _draw_summary(slot)
 
 
 def _draw_summary(slot) -> None:
-    ss = st.session_state
+    ss = current()
     with slot.container():
         st.markdown("**Dataset**")
-        if not state.has_dataset():
+        if not ss.has_dataset:
             st.caption("No data loaded.")
             return
-        ds = ss["dataset"]
-        new = ss.get("new_patients")
+        ds = ss.dataset
+        new = ss.new_patients
         st.caption(
             f"{md(ds.name)}  \n{ds.n_patients:,} patients × {ds.n_codes} codes  \n"
             f"New patients: {'none' if new is None else f'{len(new):,}'}  \n"
-            f"Weights: {md(ss.get('weights_source', '—'))}"
+            f"Weights: {md(ss.weights_source or '—')}"
         )
         st.markdown("**Settings**")
         try:
-            rows = settings_form.settings_summary(ss["settings"], state.c_max())
+            rows = settings_form.settings_summary(ss.settings, ss.c_max())
         except SettingsError as err:
             st.caption(f"Settings need attention: {md(err)}")
             return
@@ -60,7 +105,7 @@ def _draw_summary(slot) -> None:
 
 def show_message(area: str) -> None:
     """Draw the stored message of ``area`` (if any)."""
-    message = st.session_state.get("messages", {}).get(area)
+    message = (current().messages or {}).get(area)
     if message:
         level, text = message
         _LEVELS.get(level, st.info)(md(text))  # messages quote file names and cells: never Markdown
@@ -68,7 +113,7 @@ def show_message(area: str) -> None:
 
 def require_dataset() -> None:
     """Stop the page with a pointer to the Data page when no data is loaded."""
-    if not state.has_dataset():
+    if not current().has_dataset:
         show_message("calibration")
         st.warning("No calibration data is loaded. Load a sample or upload your files on the Data page.")
         st.page_link(DATA.path, label="Go to Data", icon=DATA.icon)
@@ -77,5 +122,6 @@ def require_dataset() -> None:
 
 def show_settings_line() -> None:
     """One caption line with the settings that produced the page's numbers."""
-    rows = settings_form.settings_summary(state.settings(), state.c_max())
+    ss = current()
+    rows = settings_form.settings_summary(ss.settings, ss.c_max())
     st.caption(" · ".join(f"{label}: {md(text)}" for label, text in rows))

@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from favmac.ui.bootstrap import REST_PENDING  # noqa: E402
+from favmac.ui.session import Session  # noqa: E402
+
+REST_PENDING = Session.rest_pending.key
 
 APP = REPO / "studio.py"  # the router (app.py is the st.App server around it)
 SAMPLES = REPO / "sample_data"
@@ -36,10 +38,9 @@ TIMEOUT = 120  # the first replay compiles numba kernels
 def open_page(name: str, *, first_run_only: bool = False) -> AppTest:
     """A fresh session whose first request is a deep link to page ``name`` (already run).
 
-    A session's first run may stop after the page's first controls
-    (``favmac.ui.bootstrap.draw_rest_later``) and leave the rest to a timer in the browser that
-    reruns the page; AppTest runs no timers, so this reruns the page as that timer would
-    (``first_run_only=True``: not, to look at the first run itself).
+    A session's first run leaves the sidebar to a timer in the browser that reruns the page
+    (``favmac.ui.bootstrap.page_setup``); AppTest runs no timers, so this reruns the page as that
+    timer would (``first_run_only=True``: not, to look at the first run itself).
     """
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     if name != "home":

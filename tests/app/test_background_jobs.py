@@ -7,7 +7,6 @@ import pytest
 from app_helpers import assert_clean, go, open_page, settle_jobs
 
 from favmac.ui import jobs, playback
-from favmac.ui import validity as validity_view
 
 
 @pytest.fixture
@@ -75,7 +74,7 @@ def test_online_session_draws_its_controls_while_the_replay_runs(slow_replay):
 def slow_validity(monkeypatch):
     """``validity_check`` (as the Validity page calls it) that reports 40 % and waits for ``gate``."""
     gate, calls = threading.Event(), []
-    real = validity_view.validity_check
+    real = jobs.validity_check
 
     def validity_check(*args, progress=None, **kwargs):
         calls.append(kwargs["n_orderings"])
@@ -83,7 +82,7 @@ def slow_validity(monkeypatch):
         assert gate.wait(60)
         return real(*args, progress=progress, **kwargs)
 
-    monkeypatch.setattr(validity_view, "validity_check", validity_check)
+    monkeypatch.setattr(jobs, "validity_check", validity_check)
     monkeypatch.setattr(jobs, "FOREGROUND_SECONDS", 0.2)
     return gate, calls
 

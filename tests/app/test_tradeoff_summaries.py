@@ -22,7 +22,7 @@ from favmac.baselines.common import _realized
 from favmac.methods import run_method
 from favmac.metrics import compare_methods, summarize
 from favmac.thresholds import ExactCosts
-from favmac.ui import settings_form as form, tradeoffs
+from favmac.ui import jobs, settings_form as form, tradeoffs
 
 ALL_METHODS = ["FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "FavMac (full)", "ClassWise", "InnerSet",
                "FPCP", "CRC", "RCPS"]
@@ -131,9 +131,7 @@ def test_every_app_cache_is_bounded():
 
 
 def test_a_sessions_replays_are_capped():
-    from favmac.ui import state
-
-    assert 1 <= state.RESULTS_KEPT <= 4
+    assert 1 <= jobs.RESULTS_KEPT <= 4
 
 
 def test_crc_distinct_ranks_equal_numpy_unique():

@@ -94,3 +94,18 @@ def test_score_choice_is_explained_and_saved():
     assert_clean(at)
     assert at.session_state["settings"]["score"] == "cost"
     assert at.radio(key="score").value == "cost"
+
+
+def test_score_follows_the_control_unless_the_user_picks_one():
+    """favmac.universe.default_score through the form: a score left as shown follows the control."""
+    at = open_page("value_cost")
+    at.radio(key="control").set_value("violation")
+    submit(at)
+    assert_clean(at)
+    assert at.session_state["settings"]["score"] == "cost" and at.radio(key="score").value == "cost"
+    at.radio(key="score").set_value("price")
+    submit(at)
+    assert at.session_state["settings"]["score"] == "price"
+    at.radio(key="control").set_value("expected")
+    submit(at)
+    assert at.session_state["settings"]["score"] == "price" and at.radio(key="score").value == "price"

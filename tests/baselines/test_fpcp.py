@@ -17,7 +17,7 @@ def test_fpcp_is_favmac_prob_universe():
     value, cost = AdditiveValue(), AdditiveCost(weights)
     for delta in (None, 0.1):
         got = fpcp(probs, labels, value, cost, targets, delta=delta, burn_in=burn_in)
-        ref = replay(probs, labels, value, cost, targets, delta=delta, universe="prob", burn_in=burn_in)
+        ref = replay(probs, labels, value, cost, targets, delta=delta, universe="prob", burn_in=burn_in, score="cost")
         assert got.method == "FPCP"
         assert np.array_equal(got.selected, ref.selected) and same(got.thresholds, ref.thresholds)
 
@@ -30,5 +30,6 @@ def test_fpcp_passes_window_and_c_max_on():
     value, cost = AdditiveValue(), AdditiveCost(weights)
     c_max = float(c_max_of(weights)) + 1
     got = fpcp(probs, labels, value, cost, targets, burn_in=burn_in, window=4, c_max=c_max)
-    ref = replay(probs, labels, value, cost, targets, universe="prob", burn_in=burn_in, window=4, c_max=c_max)
+    ref = replay(probs, labels, value, cost, targets, universe="prob", burn_in=burn_in, window=4, c_max=c_max,
+                 score="cost")
     assert np.array_equal(got.selected, ref.selected) and same(got.thresholds, ref.thresholds)

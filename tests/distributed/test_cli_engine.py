@@ -43,7 +43,7 @@ def test_cli_calibrate_writes_settings_that_predict_loads(tmp_path, capsys):
                    "--target", "1.1", "--new", str(tmp_path / "new"),
                    "--out", str(tmp_path / "chosen")])
     assert status == 0
-    fm = FavMac(value, cost, 1.1)
+    fm = FavMac(value, cost, 1.1, score="cost")  # the run's --score
     fm.update(probs, labels)
     chosen = pd.read_parquet(tmp_path / "chosen")
     assert chosen["codes"].tolist() == [";".join(f"C{k}" for k in np.flatnonzero(m)) for m in fm.predict(new.iloc[:, 1:].to_numpy())]
@@ -154,7 +154,7 @@ def test_engine_dask_says_what_it_writes_where_and_equals_the_memory_engine(tmp_
     on_dask = pd.read_parquet(tmp_path / "chosen")
     assert on_dask["codes"].tolist() == in_memory["codes"].tolist()
     assert on_dask["threshold"].tolist() == in_memory["threshold"].tolist()
-    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.1).update(probs, labels)
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.1, score="cost").update(probs, labels)  # the run's --score
     assert on_dask["threshold"].iloc[0] == fm.threshold
 
 

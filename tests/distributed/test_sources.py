@@ -168,7 +168,8 @@ def test_csv_segment_labels_stay_text(tmp_path):
     frame.to_csv(tmp_path / "a.csv", index=False)
     _, by_segment = calibrate(str(tmp_path / "a.csv"), AdditiveValue(), AdditiveCost(), [1.0], segment="plan",
                               score="cost", scheduler="synchronous")
-    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0).update(probs, labels, group=frame["plan"].to_numpy(dtype=object))
+    fm = FavMac(AdditiveValue(), AdditiveCost(), 1.0, score="cost").update(probs, labels,
+                                                                          group=frame["plan"].to_numpy(dtype=object))
     assert {k: float(v[0]) for k, v in by_segment.items()} == {"007": fm.threshold_for("007"), "010": fm.threshold_for("010")}
 
 def test_glob_with_a_character_class_selects_those_files(tmp_path):

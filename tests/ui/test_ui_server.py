@@ -1,6 +1,6 @@
-"""favmac.ui.server: the pages' HTML carries the server's address before Streamlit's bundle runs,
-the server's connections send small responses without Nagle's wait, and app.py is an st.App that
-``streamlit run`` recognises. (The browser side, that a deep link
+"""favmac.ui.server's two workarounds: the pages' HTML carries the server's address before
+Streamlit's bundle runs, the server's connections send small responses without Nagle's wait;
+and app.py is an st.App that ``streamlit run`` recognises. (The browser side, that a deep link
 then connects without looking under the page's path, is tests/browser/test_deep_link.py.)"""
 from __future__ import annotations
 
@@ -47,6 +47,29 @@ def test_streamlit_index_gets_the_address_before_its_bundle():
     assert html.count("BACKEND_BASE_URL") == 1
 
 
+def _asgi(app, path, method="GET", headers=()):
+    """ASGI-call ``app`` with an HTTP request; (status, headers, body), or None if it sent nothing."""
+    sent, requests = [], [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive():  # the request, then nothing (a file response waits for a disconnect meanwhile)
+        if requests:
+            return requests.pop()
+        await asyncio.Event().wait()
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers], "root_path": "", "scheme": "http",
+             "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    if not sent:
+        return None
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, body
+
+
 @pytest.mark.parametrize("base, paths", [("", ["/", "/Data", "/Validity"]), ("/studio/", ["/studio/", "/studio/Data", "/studio/Validity"])])
 def test_routes_answer_each_page_with_its_html(base, paths):
     routes = server.page_routes(["", "Data", "Validity", "Data"], base_url_path=base)
@@ -66,8 +89,8 @@ def test_app_py_is_an_st_app_over_the_router():
     assert 'st.App("studio.py"' in source and (REPO / "studio.py").is_file()
     # the start-up hook that sets TCP_NODELAY (app.py is not imported here: an st.App pins
     # Streamlit's process-wide config to its script)
-    assert "from favmac.ui.server import lifespan, middleware, page_routes" in source
-    assert "lifespan=lifespan, middleware=middleware())" in source
+    assert "from favmac.ui.server import lifespan, page_routes" in source
+    assert "lifespan=lifespan)" in source and "middleware" not in source  # Streamlit serves its own files
     # every page's URL path is one the script accepts (a bad one fails at start-up)
     for entry in PAGES:
         server.base_url_script(entry.url_path)
@@ -124,95 +147,9 @@ def test_lifespan_sets_nodelay_and_leaves_other_sockets_alone():
         assert udp.fileno() >= 0 and listener.fileno() >= 0  # the duplicates were closed, not these
 
 
-def _front_end(base=""):
-    async def inner(scope, receive, send):
-        inner.paths.append(scope["path"])
+def test_base_url_path_is_read_from_streamlits_options(monkeypatch):
+    import streamlit as st
 
-    inner.paths = []
-    return server.FrontEndFromMemory(inner, base_url_path=base), inner.paths
-
-
-def _asgi(app, path, method="GET", headers=()):
-    """ASGI-call ``app`` with an HTTP request; (status, headers, body), or None if it sent nothing."""
-    sent, requests = [], [{"type": "http.request", "body": b"", "more_body": False}]
-
-    async def receive():  # the request, then nothing (a file response waits for a disconnect meanwhile)
-        if requests:
-            return requests.pop()
-        await asyncio.Event().wait()
-
-    async def send(message):
-        sent.append(message)
-
-    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers], "root_path": "", "scheme": "http",
-             "server": ("127.0.0.1", 80)}
-    asyncio.run(app(scope, receive, send))
-    if not sent:
-        return None
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, body
-
-
-def _some_assets():
-    root = server.index_html_path().parent / "static"
-    js = min((root / "js").glob("*.js"), key=lambda p: p.stat().st_size)
-    return [p.relative_to(root).as_posix() for p in (js, next((root / "css").glob("*.css")), next((root / "media").glob("*.woff2")))]
-
-
-@pytest.mark.parametrize("name", _some_assets())
-def test_front_end_files_come_from_memory_as_streamlit_serves_them(name):
-    from streamlit.web.server.starlette.starlette_static_routes import create_streamlit_static_handler
-
-    app, handed = _front_end()
-    status, headers, body = _asgi(app, f"/static/{name}")
-    assert handed == [] and status == 200
-    assert body == (server.index_html_path().parent / "static" / name).read_bytes()
-    assert headers["content-length"] == str(len(body))
-    # the same answer as Streamlit's own handler for the same file
-    stock = create_streamlit_static_handler(str(server.index_html_path().parent), None)
-    s_status, s_headers, s_body = _asgi(stock, f"/static/{name}")
-    assert (s_status, s_body) == (status, body)
-    assert headers["content-type"] == s_headers["content-type"] and headers["cache-control"] == s_headers["cache-control"]
-    # HEAD: the headers, no body; a second GET: the same bytes (kept in memory)
-    head = _asgi(app, f"/static/{name}", method="HEAD")
-    assert head[0] == 200 and head[2] == b"" and head[1]["content-length"] == str(len(body))
-    assert _asgi(app, f"/static/{name}")[2] == body
-
-
-@pytest.mark.parametrize("path, method, headers", [
-    ("/static/js/no-such-file.js", "GET", ()),  # not one of Streamlit's files: Streamlit answers
-    ("/static/../index.html", "GET", ()),
-    ("/static/js/../../index.html", "GET", ()),
-    ("/static/%2e%2e/index.html", "GET", ()),
-    ("/static/js", "GET", ()),  # a folder
-    ("/Data", "GET", ()),
-    ("/_stcore/health", "GET", ()),
-    ("/static/{js}", "POST", ()),
-    ("/static/{js}", "GET", (("Range", "bytes=0-10"),)),
-    ("/static/{js}", "GET", (("If-None-Match", '"x"'),)),
-    ("/static/{js}", "GET", (("If-Modified-Since", "Thu, 01 Jan 2026 00:00:00 GMT"),)),
-])
-def test_everything_else_goes_to_streamlit(path, method, headers):
-    app, handed = _front_end()
-    path = path.replace("{js}", _some_assets()[0])
-    assert _asgi(app, path, method=method, headers=headers) is None
-    assert handed == [path]
-
-
-def test_front_end_files_under_a_base_url_path():
-    name = _some_assets()[0]
-    app, handed = _front_end("/studio/")
-    assert _asgi(app, f"/studio/static/{name}")[0] == 200 and handed == []
-    assert _asgi(app, f"/static/{name}") is None and handed == [f"/static/{name}"]
-
-
-def test_websocket_scopes_pass_through():
-    app, handed = _front_end()
-
-    async def run():
-        await app({"type": "websocket", "path": "/_stcore/stream", "headers": []}, None, None)
-
-    asyncio.run(run())
-    assert handed == ["/_stcore/stream"]
+    monkeypatch.setattr(st, "get_option", lambda name: {"server.baseUrlPath": "/studio/"}[name])
+    assert server.url_prefix() == "/studio"
+    assert [r.path for r in server.page_routes(["", "Data"])] == ["/studio/", "/studio/Data"]
