@@ -120,7 +120,7 @@ def test_old_upload_errors_go_when_other_data_is_loaded():
 
 def test_formula_box_is_empty_and_disabled_unless_custom_formula_is_chosen():
     at = open_page("value_cost")
-    assert at.session_state["settings"]["value_kind"] == "weighted_tp"
+    assert at.session_state["settings"]["value_kind"] == "cms_payment"  # the HCC sample's codes are CMS-HCC codes (issue 18)
     box = at.text_area(key="formula")
     assert box.disabled and box.value == ""
     at.radio(key="value_kind").set_value("formula").run()
@@ -179,8 +179,8 @@ def test_tradeoffs_include_the_target_and_say_one_ordering_is_noise():
     captions = " ".join(c.value for c in at.caption)
     assert "≤ 0 keeps" not in captions and "is noise, not a broken promise" in captions and "Validity" in captions
     table = at.dataframe[0].value
-    assert list(table.columns[1:4]) == ["Risk-weighted value captured per 100 charts", "Value captured (% of the true codes' value)",
-                                        "False flags per 100 charts"]
+    assert list(table.columns[1:5]) == ["Payment captured per patient (RAF)", "Payment captured per 1,000 members (RAF)",
+                                        "Value captured (% of the true codes' value)", "False flags per 100 charts"]  # the payment value (issue 18)
 
 
 def test_every_page_speaks_in_the_auditors_units():
