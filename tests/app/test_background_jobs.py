@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from app_helpers import assert_clean, go, open_page, settle_jobs
+from app_helpers import open_additive, assert_clean, go, open_page, settle_jobs
 
 from favmac.ui import jobs, playback
 
@@ -89,7 +89,7 @@ def slow_validity(monkeypatch):
 
 def test_the_validity_check_runs_in_the_background_and_survives_navigation(slow_validity):
     gate, calls = slow_validity
-    at = open_page("validity")
+    at = open_additive("validity")  # the background behaviour; 300 orderings of the payment value take longer than TIMEOUT here
     assert_clean(at)
     at.number_input(key="validity_orderings").set_value(300).run()
     at.button(key="run_validity").click().run()
