@@ -133,10 +133,11 @@ def replay_online(dataset, spec, progress=None):
                                progress=progress, groups=groups)
 
 
-def compare_tradeoffs(dataset, spec, targets, methods, progress=None) -> dict:
-    """The Trade-offs comparison of ``methods`` over ``targets`` (``tradeoffs.run_tradeoffs``)."""
+def compare_tradeoffs(dataset, spec, targets, methods, progress=None, recalibrate: int | None = None) -> dict:
+    """The Trade-offs comparison of ``methods`` over ``targets`` (``tradeoffs.run_tradeoffs``; with
+    ``recalibrate`` R, plus FavMac (price) recalibrated on the first R patients)."""
     return tradeoff_runs.run_tradeoffs(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
-                                       list(targets), list(methods), progress=progress)
+                                       list(targets), list(methods), progress=progress, recalibrate=recalibrate)
 
 
 def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
@@ -232,19 +233,19 @@ def online(ss: Session, *, wait: bool = True):
     return result
 
 
-def tradeoffs(ss: Session, targets, methods, *, start: bool = False) -> dict | None:
+def tradeoffs(ss: Session, targets, methods, *, start: bool = False, recalibrate: int | None = None) -> dict | None:
     """The session's trade-off comparison for ``targets`` and ``methods`` (:func:`compare_tradeoffs`;
     kept until data or settings change). None until ``start`` (the page's Run button) asks for it."""
     spec = ss.spec()
     targets, methods = list(map(float, targets)), list(methods)
-    key = settings_form.run_key(ss.dataset_key, spec, ["tradeoffs", targets, methods])
+    key = settings_form.run_key(ss.dataset_key, spec, ["tradeoffs", targets, methods] + ([recalibrate] if recalibrate else []))
     if ss.tradeoffs is not None and ss.tradeoffs["key"] == key:
         return ss.tradeoffs
     dataset = ss.dataset
     reasons = tradeoff_runs.method_applicability(spec.control, methods, dataset.n_codes)
     n_methods = sum(reasons[m] is None for m in methods)
     label = f"Comparing {n_methods} methods on {dataset.n_patients:,} patients × {len(targets)} targets…"
-    job = background(ss, "tradeoffs", key, label, lambda progress: compare_tradeoffs(dataset, spec, targets, methods, progress),
+    job = background(ss, "tradeoffs", key, label, lambda progress: compare_tradeoffs(dataset, spec, targets, methods, progress, recalibrate),
                      start=start)
     if job is None:
         return None

@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from favmac.functions import FormulaValue
+from favmac.recalibration import DEFAULT_RECALIBRATION
 from favmac.runspec import (CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
@@ -79,6 +80,8 @@ def to_spec(settings: dict, weights) -> RunSpec:
         score=settings.get("score"),  # None: the universe's default score
         segment=settings.get("segment"),
         adaptive_rate=settings.get("adaptive_rate"),
+        recalibrate=settings.get("recalibrate"),
+        recalibration=settings.get("recalibration") or DEFAULT_RECALIBRATION,
     )
 
 
@@ -87,9 +90,11 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
     out["target"] = float(spec.target)
     out["grid"] = dict(grid)
-    for key, default in (("segment", None), ("adaptive_rate", None)):
+    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
+    if spec.recalibrate is not None:
+        out["recalibration"] = spec.recalibration
     return out
 
 
@@ -226,6 +231,8 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         rows.append(("Segments", f"per {settings['segment']}"))
     if settings.get("adaptive_rate"):
         rows.append(("Adaptive rate", f"γ = {settings['adaptive_rate']:g}"))
+    if settings.get("recalibrate"):
+        rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients"))
     return rows
 
 
