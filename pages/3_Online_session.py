@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from favmac.ui import figures, guarantees, jobs, playback, widgets
+from favmac.ui import figures, guarantees, jobs, playback, recalibration_view, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
@@ -32,6 +32,8 @@ else:
            "that segment's calibration data." if result.groups is not None else
            "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
     )
+    if recalibration_view.fold_note(ss.settings, "online"):
+        st.caption(recalibration_view.fold_note(ss.settings, "online"))
 widgets.show_settings_line()
 
 controls = st.columns([1, 1, 1, 1, 3])

@@ -154,13 +154,13 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
 
 
-def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str) -> bytes:
+def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:
     """The settings file with the provenance record under its top-level ``provenance`` key
     (the settings reader ignores that key, so the file still restores the settings)."""
     import json
 
     doc = json.loads(settings_json)
-    doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}))
+    doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}, recalibration=recalibration))
     return json.dumps(doc, indent=2).encode()
 
 
@@ -184,8 +184,8 @@ def stream_patient_where(result, step: int, position: int) -> str:
     return f"stream position {position:,}; threshold learned from the earlier patients of segment {result.groups[step]}"
 
 
-def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None) -> bytes:
-    """The provenance JSON of the app's exports (:mod:`favmac.provenance`)."""
+def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None, recalibration=None) -> bytes:
+    """The provenance JSON of the app's exports (:mod:`favmac.provenance`; ``recalibration``: the run's fitted maps)."""
     inputs = dict(dataset.sources or {})
     if new_patients is not None:
         inputs.update(new_patients.attrs.get("sources", {}))
@@ -194,4 +194,5 @@ def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_pati
         parts = weights_source.split()
         cms = {"model": parts[1], "segment": parts[2] if len(parts) > 2 else None}
     notes = f"weights: {weights_source}"
-    return provenance_json(provenance(spec, inputs=inputs, codes=dataset.codes, cms=cms, outputs=outputs, notes=notes))
+    return provenance_json(provenance(spec, inputs=inputs, codes=dataset.codes, cms=cms, outputs=outputs, notes=notes,
+                                      recalibration=recalibration))

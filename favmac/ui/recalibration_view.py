@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from favmac.recalibration import (DEFAULT_RECALIBRATION, MIN_FOLD, RECALIBRATIONS, calibration_error,
+from favmac.recalibration import (DEFAULT_RECALIBRATION, MIN_FOLD, RECALIBRATIONS, calibration_error, fit_recalibration,
                                   recalibration_report)
 from favmac.ui import data_views, figures, widgets
 from favmac.ui.text import md
 
 __all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fields", "suggested_split",
            "calibration_display", "looks_miscalibrated", "before_after_bins", "show_calibration_check", "tradeoff_option",
-           "tradeoff_caption"]
+           "tradeoff_caption", "fold_note", "fold_maps"]
 
 METHOD_LABELS = {"platt": "Smooth curve (Platt scaling, the default)", "isotonic": "Step curve (isotonic)"}
 METHOD_HELP = ("How each code's probabilities are corrected, learned from the fold's patients only. "
@@ -179,3 +179,29 @@ def tradeoff_caption(size: int | None, settings: dict) -> str | None:
     return (f"FavMac (price) + recalibration: {METHOD_LABELS[method].split(' (')[0].lower()} ({method}) fitted on the first {size:,} "
             f"patients, who get no prediction; the other methods use them as calibration patients instead, so all are measured "
             f"on the same patients after the first {size + int(settings['burn_in']):,}.")
+
+
+def fold_note(settings: dict, page: str) -> str | None:
+    """What the recalibration fold means on the Online session (``page="online"``) or Export (``"export"``) page;
+    None without recalibration."""
+    size = settings.get("recalibrate")
+    if not size:
+        return None
+    method = settings.get("recalibration") or DEFAULT_RECALIBRATION
+    if page == "online":
+        return (f"Recalibration: patients 1–{size:,} are the recalibration fold. They get no prediction and never join the "
+                f"calibration data; they only fit each code's correction ({method}). The burn-in is the next "
+                f"{int(settings['burn_in']):,} patients, and every probability after the fold is the corrected one.")
+    return (f"Recalibrated run: every set here, the new patients' included, is chosen on probabilities corrected with the per-code "
+            f"maps ({method}) fitted on the first {size:,} patients, who get no set. The maps are stored in the settings "
+            "JSON and the provenance record, so the same correction is applied to new patients later.")
+
+
+def fold_maps(dataset, settings: dict):
+    """The per-code maps of the settings' fold (``fit_recalibration`` on the first R patients, as the replay
+    fits them), or None without recalibration: stored in the settings JSON and the provenance record."""
+    size = settings.get("recalibrate")
+    if not size:
+        return None
+    return fit_recalibration(dataset.prob_array()[:size], dataset.label_array()[:size],
+                             settings.get("recalibration") or DEFAULT_RECALIBRATION, codes=dataset.codes)

@@ -245,10 +245,14 @@ def run_key(data_key: str, spec: RunSpec, extra=None) -> str:
     return content_key(blob)
 
 
-def settings_to_json(settings: dict, weights_table, dataset_name: str) -> bytes:
-    """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``)."""
+def settings_to_json(settings: dict, weights_table, dataset_name: str, recalibration=None) -> bytes:
+    """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``);
+    a recalibrated run's fitted maps (a ``Recalibration``) are stored as ``recalibration_maps``."""
     spec = to_spec(settings, weights_table["weight"].to_numpy(dtype=float))
-    return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras={"grid": settings["grid"]})
+    extras = {"grid": settings["grid"]}
+    if recalibration is not None:
+        extras["recalibration_maps"] = recalibration.to_dict()
+    return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras=extras)
 
 
 def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None, dataset=None) -> tuple[dict, dict | None, list[str]]:
