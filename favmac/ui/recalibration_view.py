@@ -126,7 +126,7 @@ def show_calibration_check(probs, labels, codes, settings: dict, groups=None, se
         st.success(f"No: every code's predicted and confirmed rates agree within {MISCALIBRATED_POINTS:g} percentage points "
                    "(10 probability bins).", icon=":material/check_circle:")
     with st.expander("Calibration error per code (all patients)", expanded=bool(bad)):
-        widgets.table(calibration_display(table), height=260)
+        widgets.table(calibration_display(table), height=260, hide_index=True)
         st.caption("Calibration error: over 10 equal-width probability bins, the patient-weighted average gap between the "
                    "predicted probability and the share of patients who truly have the code (expected calibration error), "
                    "in percentage points.")
@@ -144,7 +144,7 @@ def show_calibration_check(probs, labels, codes, settings: dict, groups=None, se
                                   "fold_positives": "Confirmed in the fold", "fallback": "Fold prevalence used",
                                   "before": "Error before (points)", "after": "Error after (points)"})
     widgets.table(shown[["Code", "Patients after the fold", "Confirmed after the fold", "Confirmed in the fold",
-                         "Fold prevalence used", "Error before (points)", "Error after (points)"]], height=260)
+                         "Fold prevalence used", "Error before (points)", "Error after (points)"]], height=260, hide_index=True)
     names = ["All codes (pooled)"] + [str(c) for c in codes]
     pick = st.selectbox("Reliability curve of", names, key="recalibration_curve_code")
     index = None if pick == names[0] else names.index(pick) - 1
