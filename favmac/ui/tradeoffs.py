@@ -100,7 +100,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     runnable = [m for m in methods if reasons[m] is None]
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
     # one comparable protocol for every method: all earlier patients, pooled, at a fixed target
-    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None)
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None, label_delay=None)
     value, _ = spec.build()
     n_codes = len(codes)
     cmax = spec.c_max(n_codes)
