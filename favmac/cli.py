@@ -101,7 +101,7 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
-                        "Repeat it for several groupings at once (replay), e.g. --segment-column plan "
+                        "Repeat it for several groupings at once (replay, predict, calibrate), e.g. --segment-column plan "
                         "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
     method.add_argument("--recalibrate", type=int, metavar="R",
                         help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
@@ -388,14 +388,6 @@ def _groups(args, data):
     return data.groups if len(args.segment_column) == 1 else dict(data.groupings)
 
 
-def _one_segment_column(args, where: str):
-    """The single --segment-column (or None); several are for replay only (yet)."""
-    if args.segment_column and len(args.segment_column) > 1:
-        raise DataError(f"{where} takes one --segment-column; several groupings at once are for 'favmac replay' (yet).",
-                        fix="Give one --segment-column.")
-    return args.segment_column[0] if args.segment_column else None
-
-
 def run_predict(args) -> int:
     from .export import new_patient_sets
     from .io import load_new_patients_segmented
@@ -406,7 +398,8 @@ def run_predict(args) -> int:
     if args.calibration is None:
         raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
                         "from 'favmac calibrate'.")
-    segment_column = _one_segment_column(args, "predict")
+    segment_column = (args.segment_column[0] if len(args.segment_column) == 1 else list(args.segment_column)) \
+        if args.segment_column else None
     data = _load(args)
     if args.target is not None:
         spec = _spec(args, data, [repr(args.target)], percent=False, flag="--target")
@@ -437,7 +430,14 @@ def run_predict(args) -> int:
         file=_report_stream(args),
     )
     _print_recalibration(args, result)
-    if result.group_thresholds is not None:
+    if result.groupings is not None and len(result.groupings) > 1:
+        print("  each new patient's threshold is the smallest of its groups' (one per grouping):",
+              file=_report_stream(args))
+        for grouping in result.groupings:
+            for label, final in grouping.final_thresholds.items():
+                print(f"  {grouping.name} {label}: {grouping.sizes[label]} calibration patients, threshold "
+                      f"{float(final[0]):g}", file=_report_stream(args))
+    elif result.group_thresholds is not None:
         for label, final in result.group_thresholds.items():
             print(f"  segment {label}: {result.group_sizes[label]} calibration patients, threshold {float(final[0]):g}",
                   file=_report_stream(args))
@@ -536,13 +536,14 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
     if _is_payment(args):
         raise DataError("the distributed engine (file sets, --settings, --scheduler) does not take --value cms-payment yet.",
                         fix="Use one calibration file (favmac replay / predict), or --value weighted_tp.")
-    codes = source_codes(source, segment=_one_segment_column(args, "the distributed engine"))
+    codes = source_codes(source, segment=list(args.segment_column) if args.segment_column else None)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
 
 
 def _engine_calibrate(args, source, spec, targets):
-    """(pooled thresholds, {segment: thresholds} or None, details) from the distributed engine."""
+    """(pooled thresholds, {segment: thresholds} or None, details) from the distributed engine; with
+    several segment columns the second item is {column: {segment: thresholds}}."""
     from .distributed import calibrate
 
     out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
@@ -567,11 +568,25 @@ def _calibration_extras(spec, codes, thresholds, by_segment, details, source) ->
         "targets": [float(t) for t in spec.targets],
         "thresholds": _as_text(thresholds),
     }
-    if by_segment is not None:
+    if by_segment is not None and isinstance(spec.segment, tuple):  # several groupings
+        block["groupings"] = {column: {label: {"n_patients": int(details["segment_sizes"][column][label]),
+                                               "thresholds": _as_text(values)} for label, values in by_label.items()}
+                              for column, by_label in by_segment.items()}
+    elif by_segment is not None:
         block["segments"] = {label: {"n_patients": int(details["segment_sizes"][label]), "thresholds": _as_text(values)}
                              for label, values in by_segment.items()}
     maps = details.get("recalibration_maps")  # the fold's maps: predict --settings applies them
     return {"calibration": block, **({"recalibration_maps": maps} if maps is not None else {})}
+
+
+def _segment_entries(spec, by_segment, sizes):
+    """(column, label, thresholds, calibration patients) of every segment the engine calibrated."""
+    if by_segment is None:
+        return []
+    if isinstance(spec.segment, tuple):
+        return [(column, label, values, sizes[column][label])
+                for column, by_label in by_segment.items() for label, values in by_label.items()]
+    return [(spec.segment, label, values, sizes[label]) for label, values in by_segment.items()]
 
 
 def run_calibrate(args) -> int:
@@ -588,8 +603,8 @@ def run_calibrate(args) -> int:
     import pandas as pd
 
     table = pd.DataFrame({"target": list(spec.targets), "threshold": thresholds})
-    for label, values in (by_segment or {}).items():
-        table[f"{spec.segment}={label} (n={details['segment_sizes'][label]})"] = values
+    for column, label, values, n in _segment_entries(spec, by_segment, details.get("segment_sizes")):
+        table[f"{column}={label} (n={n})"] = values
     print(table.to_string(index=False))
     settings = spec.to_json(codes, dataset=str(args.data),
                             extras=_calibration_extras(spec, codes, thresholds, by_segment, details, args.data))
@@ -642,7 +657,18 @@ def _predict_distributed(args) -> int:
         index = targets.index(target)
         threshold = float(calibration["thresholds"][index])
         by_segment = segment_sizes = None
-        if spec.segment is not None:
+        if isinstance(spec.segment, tuple):  # several groupings
+            stored_groupings = calibration.get("groupings", {})
+            missing = [c for c in spec.segment if c not in stored_groupings]
+            if missing:
+                raise DataError(f"the settings file names the segment column {missing[0]!r} but holds no thresholds "
+                                "for its segments.", file=args.settings,
+                                fix="Write it with 'favmac calibrate ... --segment-column ... --settings-out FILE'.")
+            by_segment = {c: {label: [float(t) for t in entry["thresholds"]] for label, entry in stored_groupings[c].items()}
+                          for c in spec.segment}
+            segment_sizes = {c: {label: int(entry["n_patients"]) for label, entry in stored_groupings[c].items()
+                                 if "n_patients" in entry} for c in spec.segment}
+        elif spec.segment is not None:
             by_segment = {label: [float(t) for t in entry["thresholds"]]
                           for label, entry in calibration.get("segments", {}).items()}
             segment_sizes = {label: int(entry["n_patients"]) for label, entry in calibration.get("segments", {}).items()
@@ -657,12 +683,21 @@ def _predict_distributed(args) -> int:
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
         segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
     value, cost = spec.build()
-    chosen = threshold if by_segment is None else {label: values[index] for label, values in by_segment.items()}
+    if by_segment is None:
+        chosen = threshold
+    elif isinstance(spec.segment, tuple):
+        chosen = {column: {label: values[index] for label, values in by_label.items()}
+                  for column, by_label in by_segment.items()}
+    else:
+        chosen = {label: values[index] for label, values in by_segment.items()}
     written = predict(args.new, value, cost, chosen, args.out, universe=spec.universe, score=spec.score,
                       codes=codes, target=target, delta=spec.control_delta, segment=spec.segment,
                       segment_sizes=segment_sizes, c_max=spec.c_max(len(codes)), scheduler=args.scheduler, progress=args.progress or sys.stderr.isatty(),
                       recalibration=maps)
-    per_segment = "" if by_segment is None else f", {len(by_segment)} segments with their own thresholds"
+    per_segment = "" if by_segment is None else (
+        f", {len(by_segment)} segments with their own thresholds" if not isinstance(spec.segment, tuple) else
+        f", {sum(len(v) for v in by_segment.values())} segments of {len(by_segment)} groupings with their own "
+        "thresholds; each patient uses the smallest of its groups'")
     print(f"{method_name(spec.universe, spec.score)}: threshold {threshold:g} for target {target:g} (calibrated on "
           f"{n_patients} patients{per_segment}); wrote {written:,} patients as Parquet parts to {args.out}.",
           file=_report_stream(args))

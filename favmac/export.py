@@ -32,7 +32,7 @@ from .replay import predict_with_threshold
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EXPORT_COLUMNS", "chosen_sets", "description_lists", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
+__all__ = ["EXPORT_COLUMNS", "chosen_sets", "description_lists", "grouping_thresholds", "new_patient_sets", "proxies", "round_noise", "stream_sets"]
 
 EXPORT_COLUMNS = ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target",
                   "delta", "universe", "score")
@@ -194,6 +194,14 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     gets its segment's final threshold (``result.group_thresholds``); a segment the
     calibration data lacks, or one too small for the target, gets the empty set and a
     ``note`` saying why.
+
+    Several groupings (a result of ``replay(..., groups=[plan, band])``; ``groups`` a dict
+    grouping name -> labels, default the ``groupings`` :func:`favmac.io.load_new_patients_segmented`
+    read): each patient's threshold is the smallest of its groups' final thresholds, one per
+    grouping (SPEC "Several groupings at once"). A group a grouping's calibration data lacks
+    counts as T = -inf for that grouping, as with one grouping, so the patient gets the empty
+    set. ``segment`` then reads ``plan=A; band=65+`` and ``note`` holds every grouping's reason
+    (``; ``-joined) plus, when the threshold is finite, which grouping binds.
     """
     from .segments import too_small_reason
 
@@ -203,10 +211,17 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     maps = recalibration_of(result)
     if maps is not None:  # the maps the threshold was calibrated with (SPEC "Recalibration on a split")
         probs = maps.apply(probs)
-    if groups is None:
-        groups = new_probs.attrs.get("groups")  # the segment column load_new_patients read, if any
+    several = len(getattr(result, "groupings", None) or []) > 1
+    if groups is None:  # the segment column(s) load_new_patients_segmented read, if any
+        groups = new_probs.attrs.get("groupings") if several else new_probs.attrs.get("groups")
     segments = notes = None
-    if groups is not None and result.group_thresholds is not None:
+    if several:
+        if groups is None:
+            raise ValueError("groups: the result was calibrated with several groupings "
+                             f"({', '.join(g.name for g in result.groupings)}); give each new patient's group in "
+                             "each (a dict grouping name -> labels)")
+        threshold, segments, notes = grouping_thresholds(result, groups, len(probs), target_index)
+    elif groups is not None and result.group_thresholds is not None:
         segments = [str(g).strip() for g in groups]
         if len(segments) != len(probs):
             raise ValueError(f"groups: expected one segment per new patient ({len(probs)}), got {len(segments)}")
@@ -233,3 +248,28 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
         cost=cost, method=result.method, target=float(result.targets[target_index]), delta=result.delta,
         universe=universe, score=score, descriptions=descriptions, segments=segments, notes=notes,
     )
+
+
+
+def grouping_thresholds(result, groups, n_patients: int, target_index: int = 0):
+    """Each new patient's threshold under a result's several groupings: the smallest of its groups'
+    final thresholds (:func:`favmac.segments.smallest_group_thresholds`).
+
+    ``groups`` maps each grouping name of ``result.groupings`` to one label per patient (a
+    dict, or a DataFrame with those columns). Returns ``(thresholds (N,), segments, notes)``.
+    """
+    from .segments import smallest_group_thresholds
+
+    names = [g.name for g in result.groupings]
+    if hasattr(groups, "columns"):
+        groups = {str(c): groups[c].to_numpy(dtype=object) for c in groups.columns}
+    if not isinstance(groups, dict):
+        raise ValueError(f"groups: with several groupings give a dict grouping name -> labels (names: {', '.join(names)})")
+    missing = [name for name in names if name not in groups]
+    if missing:
+        raise ValueError(f"groups: no labels for the grouping {missing[0]!r}; the result was calibrated with "
+                         f"{', '.join(names)}")
+    finals = [(g.name, {label: float(t[target_index]) for label, t in g.final_thresholds.items()}, g.sizes)
+              for g in result.groupings]
+    return smallest_group_thresholds(finals, [groups[name] for name in names], n_patients,
+                                     result.targets[target_index], result.settings.get("c_max"), result.delta)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["GroupingResult", "check_group_labels", "check_groupings", "group_index", "group_rows", "grouping_tables", "min_calibration",
-           "running_by_segment", "segment_table", "too_small_reason"]
+           "running_by_segment", "segment_table", "smallest_group_thresholds", "too_small_reason"]
 
 
 def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.ndarray:
@@ -205,6 +205,55 @@ def too_small_reason(n_calibration: int, target, c_max, delta=None) -> str | Non
     else:
         rule = f"violation control at delta {float(delta):g} needs at least {need} (k = ceil((1-delta)(N+1)) > N)"
     return f"only {n_calibration} calibration patients; {rule}, so every set is empty"
+
+
+def smallest_group_thresholds(finals, labels, n_patients: int, target, c_max=None, delta=None):
+    """New patients' thresholds under several groupings: each the smallest of its groups' final ones.
+
+    ``finals`` holds one ``(name, {label: T}, {label: calibration patients} or None)`` per
+    grouping and ``labels`` one label sequence (N,) per grouping, in the same order. A group
+    a grouping's calibration lacks has T = -inf there (0 calibration patients, as one
+    grouping's export does), so the patient gets the empty set. Shared by the in-memory
+    export and the distributed engine's predict.
+
+    Returns ``(thresholds (N,), segments, notes)``: ``segments`` reads ``name=label; ...``;
+    a note joins each grouping's reason for an empty set (unseen, or too small for the
+    target) with ``; ``, and otherwise names the binding grouping (the first on a tie).
+
+    >>> t, seg, notes = smallest_group_thresholds([("plan", {"A": 2.0}, None), ("band", {"x": 1.5, "y": 3.0}, None)],
+    ...                                           [["A", "A", "B"], ["x", "y", "y"]], 3, 1.0)
+    >>> t.tolist(), seg[0], notes[1]
+    ([1.5, 2.0, -inf], 'plan=A; band=x', 'binding grouping: plan')
+    """
+    names = [name for name, _, _ in finals]
+    per_grouping, labels_of = [], []
+    for (name, thresholds, sizes), given in zip(finals, labels):
+        text = [str(g).strip() for g in np.asarray(given, dtype=object).tolist()]
+        if len(text) != n_patients:
+            raise ValueError(f"groups[{name!r}]: expected one label per new patient ({n_patients}), got {len(text)}")
+        reasons = {}
+        for label in set(text):
+            if label not in thresholds:
+                reasons[label] = (-math.inf, f"{name} {label!r} is not in the calibration data (0 calibration "
+                                  "patients), so its set is empty")
+                continue
+            found = float(thresholds[label])
+            why = None
+            if sizes is not None and label in sizes and c_max is not None:
+                why = too_small_reason(int(sizes[label]), target, c_max, delta)
+            elif found == -math.inf:
+                why = "its calibrated threshold is -inf (too few calibration patients for the target), so every set is empty"
+            reasons[label] = (found, f"{name} {label!r}: {why}" if why else "")
+        per_grouping.append(np.array([reasons[label][0] for label in text], dtype=float))
+        labels_of.append((text, reasons))
+    table = np.vstack(per_grouping)  # (G, N)
+    out, binding = table.min(axis=0), table.argmin(axis=0)
+    segments, notes = [], []
+    for i in range(n_patients):
+        segments.append("; ".join(f"{name}={text[i]}" for name, (text, _) in zip(names, labels_of)))
+        why = [reasons[text[i]][1] for text, reasons in labels_of if reasons[text[i]][1]]
+        notes.append("; ".join(why) if why else f"binding grouping: {names[binding[i]]}")
+    return out, segments, notes
 
 
 def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:

@@ -81,13 +81,10 @@ def test_bad_delays_fail_cleanly(run, tmp_path, args, words):
     assert got.returncode == 2 and words in got.stderr, got.stderr
 
 
-def test_several_groupings_refuse_the_adaptive_target_and_predict(run, tmp_path):
+def test_several_groupings_refuse_the_adaptive_target(run, tmp_path):
     got = run("replay", "--calibration", GROUPINGS, "--segment-column", "plan", "--segment-column", "age_band",
               "--targets", "1", "--adaptive-rate", "0.1", "--out", tmp_path / "r.csv")
     assert got.returncode == 2 and "--adaptive-rate applies to one segment column at most" in got.stderr
-    got = run("predict", "--calibration", GROUPINGS, "--new", GROUPINGS, "--segment-column", "plan",
-              "--segment-column", "age_band", "--target", "1", "--out", tmp_path / "p.csv")
-    assert got.returncode == 2 and "predict takes one --segment-column" in got.stderr
 
 
 def test_runspec_fields_round_trip_and_are_checked():

@@ -56,7 +56,7 @@ from .histograms import (
     sparse_histogram,
 )
 from .runner import Runner, hash_series, id_hashes
-from .sources import Piece, rows_of, segment_labels
+from .sources import Piece, rows_of, segment_columns, segment_labels
 
 __all__ = ["calibrate"]
 
@@ -75,7 +75,7 @@ class _Model:
     codes: tuple
     costs: ExactCosts
     bounds: tuple  # violation control: distinct integer bounds floor(c * scale); () for expected control
-    segment: str | None = None  # column of group labels: every group is also calibrated on its own
+    segment: str | tuple | None = None  # column(s) of group labels: every group of each is also calibrated on its own
     maps: Recalibration | None = None  # recalibration maps applied to every row after the fold
     fold: tuple = ()  # ((item key, rows), ...): leading rows of each item that are the recalibration fold
 
@@ -84,10 +84,24 @@ class _Model:
         return dict(self.fold).get(_item_key(item, name), 0)
 
     @property
+    def columns(self) -> tuple:
+        """The segment columns (one per grouping; () without segments)."""
+        return segment_columns(self.segment)
+
+    @property
+    def text(self) -> tuple:
+        """The columns read as text: the ids and the segment labels."""
+        return (ID_COLUMN, *self.columns)
+
+    def group_key(self, c: int, label: str):
+        """The key of group ``label`` of the c-th segment column: the label itself with one column,
+        ``(column, label)`` with several (two groupings may share a label)."""
+        return label if len(self.columns) == 1 else (self.columns[c], label)
+
+    @property
     def wanted(self) -> list[str]:
         """The columns a pass reads."""
-        extra = [] if self.segment is None else [self.segment]
-        return [ID_COLUMN] + extra + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
+        return [ID_COLUMN, *self.columns] + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
 
     @property
     def expected(self) -> bool:
@@ -98,12 +112,14 @@ class _Model:
         return max(1, len(self.bounds))
 
     def arrays(self, frame, file, rows, hash_ids: bool = True):
-        """(probabilities, labels, segment labels or None, id hashes or None) of a batch, checked by
-        favmac.io's rules (the ids are checked on the first pass only, with ``hash_ids``)."""
+        """(probabilities, labels, segment labels (one array per segment column) or None, id hashes or
+        None) of a batch, checked by favmac.io's rules (the ids are checked on the first pass only,
+        with ``hash_ids``)."""
         probs = numeric_block(frame, [f"prob_{c}" for c in self.codes], rows, file, "probability")
         labels = numeric_block(frame, [f"label_{c}" for c in self.codes], rows, file, "label")
         hashes = id_hashes(patient_ids(frame, rows, file)) if hash_ids else None
-        return probs, labels, segment_labels(frame, self.segment, file, rows), hashes
+        groups = [segment_labels(frame, column, file, rows) for column in self.columns] or None
+        return probs, labels, groups, hashes
 
     def points(self, probs, labels):
         """Per point set: (keys, integer weights) per patient row — (N, M) for expected control,
@@ -127,7 +143,8 @@ def _item_key(item, name):
 def _pass_rows(model: _Model, rows, request, skip: int = 0):
     """Fold batches ``rows`` (iterable of (file, row numbers, frame)) into one pass's results.
 
-    Point sets are keyed by (group, s): group None is every patient, a segment label its
+    Point sets are keyed by (group, s): group None is every patient, a group key
+    (``_Model.group_key``: the label, or (column, label) with several segment columns) its
     patients only; s indexes the model's point sets (one per violation bound). ``request``
     is None for the first pass (a top-level histogram per point set) or a dict from point-set
     key to a list of regions (depth, prefix, exact) to histogram one level deeper
@@ -152,14 +169,17 @@ def _pass_rows(model: _Model, rows, request, skip: int = 0):
         if skip:  # SPEC "Recalibration on a split": the fold never joins calibration
             drop = min(skip, len(probs))
             skip -= drop
-            probs, labels, groups = probs[drop:], labels[drop:], None if groups is None else groups[drop:]
+            probs, labels = probs[drop:], labels[drop:]
+            groups = None if groups is None else [g[drop:] for g in groups]
         if model.maps is not None and len(probs):
             probs = model.maps.apply(probs)
         n_rows[None] += len(probs)
         if not len(probs):
             continue
         per_row = model.points(probs, labels)
-        selections = [(None, slice(None))] + (group_rows(groups) if groups is not None else [])
+        selections = [(None, slice(None))] + [(model.group_key(c, label), selected)
+                                              for c, labels_of in enumerate(groups or [])
+                                              for label, selected in group_rows(labels_of)]
         for group, selected in selections:
             if group is not None:
                 n_rows[group] = n_rows.get(group, 0) + len(selected)
@@ -195,14 +215,12 @@ def _piece_pass(item, name: str, model: _Model, request):
     """One pass over a Piece or a dask partition (see ``_pass_rows``)."""
     if not isinstance(item, Piece):
         column_layout(item.columns, name, segment_column=model.segment, codes=model.codes)
-    text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
-    return _pass_rows(model, rows_of(item, name, model.wanted, text), request, model.fold_rows(item, name))
+    return _pass_rows(model, rows_of(item, name, model.wanted, model.text), request, model.fold_rows(item, name))
 
 
 def _fit_fold(runner, model: _Model, size: int, method: str):
     """Read the first ``size`` rows of the stream order (files sorted, rows in order; or the
     partitions in order) on the coordinator and fit the maps: ``(maps, fold)`` for the model."""
-    text = (ID_COLUMN,) if model.segment is None else (ID_COLUMN, model.segment)
     probs, labels, fold, seen = [], [], [], 0
     for item, name in runner.items():
         if seen >= size:
@@ -211,7 +229,7 @@ def _fit_fold(runner, model: _Model, size: int, method: str):
         if not isinstance(item, Piece):
             column_layout(part.columns, name, segment_column=model.segment, codes=model.codes)
         taken = 0
-        for file, row_numbers, frame in rows_of(part, name, model.wanted, text):
+        for file, row_numbers, frame in rows_of(part, name, model.wanted, model.text):
             batch_probs, batch_labels, _, _ = model.arrays(frame, file, row_numbers, hash_ids=False)
             take = min(size - seen, len(batch_probs))
             probs.append(batch_probs[:take])
@@ -228,6 +246,18 @@ def _fit_fold(runner, model: _Model, size: int, method: str):
 
 
 # ----------------------------------------------------------------------------- calibrate
+
+
+def _checked_segment(segment):
+    """``segment`` as None, one column name, or a tuple of two or more distinct names."""
+    columns = segment_columns(segment)
+    if not columns:
+        if segment is not None:
+            raise ValueError("segment: give a column name or a list of them, not an empty list")
+        return None
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"segment: names a column twice ({', '.join(columns)}); name each segment column once")
+    return columns[0] if len(columns) == 1 else columns
 
 
 def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score=None, c_max=None,
@@ -262,7 +292,11 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     segment : str, optional
         A column of group labels (plan, region, provider; SPEC "Segments"): every segment is
         also calibrated on its own patients, as ``FavMac.threshold_for(label)`` after
-        ``update(p, y, group=labels)``.
+        ``update(p, y, group=labels)``. A list of columns calibrates several groupings at once
+        (SPEC "Several groupings at once"): every group of every column on its own patients,
+        each equal to the in-memory replay's final group threshold
+        (``ReplayResult.groupings[i].final_thresholds``); the second item returned is then
+        ``{column: {label: thresholds}}`` and ``segment_sizes`` ``{column: {label: patients}}``.
     scheduler : None, str or distributed.Client
         None: dask's local default (threads); a local scheduler name ("threads", "processes",
         "synchronous"); a ``distributed.Client``; or a scheduler address such as
@@ -313,6 +347,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     if delta is not None and not 0 < float(delta) < 1:
         raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
     score = check_score(default_score(universe, delta) if score is None else score, universe)
+    segment = _checked_segment(segment)
     with Runner(source, scheduler, progress, labelled=True, segment=segment) as runner:
         n_codes = len(runner.codes)
         check_universe(universe, n_codes)
@@ -323,8 +358,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
             size = check_recalibrate(recalibrate)
             maps, fold = _fit_fold(runner, model, size, recalibration)
             model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold)
-        text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
-        results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), text)
+        results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), model.text)
         sizes: dict = {}
         for counts, _ in results:
             for group, n in counts.items():
@@ -380,8 +414,14 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         return values[0] if scalar else values
 
     out = thresholds_of(None)
+    keys = sorted(g for g in sizes if g is not None)
+    several = len(model.columns) > 1
     if segment is not None:
-        out = (out, {group: thresholds_of(group) for group in sorted(g for g in sizes if g is not None)})
+        by_group = {group: thresholds_of(group) for group in keys}
+        if several:  # column -> {label: thresholds}
+            by_group = {column: {label: by_group[column, label] for c, label in keys if c == column}
+                        for column in model.columns}
+        out = (out, by_group)
     if return_details:
         details = {"n_patients": sizes[None], "codes": list(runner.codes), "passes": passes, "c_max": costs.c_max,
                    "scale": costs.scale, "score": score}
@@ -389,6 +429,8 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
             details["recalibrate"] = int(recalibrate)
             details["recalibration_maps"] = model.maps.to_dict()
         if segment is not None:
-            details["segment_sizes"] = {g: n for g, n in sorted((g, n) for g, n in sizes.items() if g is not None)}
+            details["segment_sizes"] = ({column: {label: sizes[column, label] for c, label in keys if c == column}
+                                         for column in model.columns} if several
+                                        else {g: sizes[g] for g in keys})
         return (*out, details) if segment is not None else (out, details)
     return out

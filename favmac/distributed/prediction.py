@@ -19,11 +19,11 @@ from ..export import chosen_sets
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
 from ..io.readers import column_layout
 from ..replay import method_name
-from ..segments import too_small_reason
+from ..segments import smallest_group_thresholds, too_small_reason
 from ..thresholds import ExactCosts
 from ..universe import candidate_sets, check_score, check_universe, default_score
 from .runner import Runner, hash_series, id_hashes
-from .sources import Piece, rows_of, segment_labels
+from .sources import Piece, rows_of, segment_columns, segment_labels
 
 __all__ = ["predict"]
 
@@ -43,7 +43,10 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
         The threshold T (e.g. from :func:`~favmac.distributed.calibrate`); with ``segment``,
         each segment's own (the second item calibrate returns with ``segment``). A segment
         missing from the dict gets T = -inf (the empty set; it had no calibration patient),
-        with a note.
+        with a note. With several segment columns: ``{column: {label: T}}``, and each
+        patient's T is the smallest of its groups' (:func:`favmac.segments.smallest_group_thresholds`;
+        ``segment`` reads ``plan=A; band=x`` and ``note`` names the binding grouping or why
+        the set is empty), as the in-memory ``favmac.export.new_patient_sets``.
     out : str
         Output folder; one ``part-NNNNN.parquet`` per task is written into it. It is filled
         only when every partition succeeded (written to a temporary folder, then renamed).
@@ -54,13 +57,14 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
         The calibration codes; every file must hold exactly these (any column order).
     target, delta, method : optional
         Copied into the output columns (as the CLI's CSV export does).
-    segment : str, optional
-        Column of segment labels; adds the export's ``segment`` and ``note`` columns.
+    segment : str or list of str, optional
+        Column(s) of segment labels; adds the export's ``segment`` and ``note`` columns.
     segment_sizes : dict, optional
         Segment label -> calibration patients (``details["segment_sizes"]`` of
         :func:`~favmac.distributed.calibrate`). A segment whose threshold is -inf (too few
         patients for the target) then gets ``favmac.segments.too_small_reason`` as its note, as the in-memory export
-        writes it; without the sizes the note says the threshold is -inf.
+        writes it; without the sizes the note says the threshold is -inf. With several segment
+        columns: ``{column: {label: patients}}``.
     c_max : float, optional
         The calibration's C_max (default: the sum of the cost weights), for that note.
     scheduler, progress : as in :func:`~favmac.distributed.calibrate`
@@ -81,13 +85,22 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
         a patient id seen twice in the whole file set; nothing is written then.
     """
     score = check_score(default_score(universe, delta) if score is None else score, universe)
+    columns = segment_columns(segment)
+    segment = None if not columns else columns[0] if len(columns) == 1 else columns
     if segment is None:
         threshold = float(thresholds)
-    else:
+    elif len(columns) == 1:
         if not isinstance(thresholds, dict):
             raise ValueError("thresholds: with segment=..., give a dict of segment label -> threshold")
         threshold = {str(label).strip(): float(t) for label, t in thresholds.items()}
-    if any(math.isnan(t) for t in (threshold.values() if segment is not None else [threshold])):
+    else:
+        if not isinstance(thresholds, dict) or any(not isinstance(thresholds.get(c), dict) for c in columns):
+            raise ValueError(f"thresholds: with several segment columns ({', '.join(columns)}), give a dict "
+                             "column -> {segment label -> threshold} for each")
+        threshold = {c: {str(label).strip(): float(t) for label, t in thresholds[c].items()} for c in columns}
+    values = ([threshold] if segment is None else threshold.values() if len(columns) == 1
+              else [t for by_label in threshold.values() for t in by_label.values()])
+    if any(math.isnan(t) for t in values):
         raise ValueError("thresholds: a threshold is NaN")
     out = os.fspath(out)
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
@@ -102,15 +115,14 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
 
             info = dict(maps=as_recalibration(recalibration, codes=runner.codes), threshold=threshold, method=method or method_name(universe, score), target=target, delta=delta,
                         universe=universe, score=score, segment=segment,
-                        notes=_segment_notes(threshold, segment_sizes, target, delta,
-                                             ExactCosts.of(cost, len(runner.codes), c_max).c_max)
-                        if segment is not None else {})
+                        c_max=ExactCosts.of(cost, len(runner.codes), c_max).c_max, sizes=segment_sizes)
+            info["notes"] = (_segment_notes(threshold, segment_sizes, target, delta, info["c_max"])
+                             if len(columns) == 1 else {})
             import dask
 
             tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, value, cost, runner.codes, info, staging)
                      for index, (item, name) in enumerate(runner.items())]
-            text = (ID_COLUMN,) if segment is None else (ID_COLUMN, segment)
-            written = sum(count for (count,) in runner.run_checking_ids(tasks, text))
+            written = sum(count for (count,) in runner.run_checking_ids(tasks, (ID_COLUMN, *columns)))
         if os.path.isdir(out):
             os.rmdir(out)
         os.replace(staging, out)
@@ -157,9 +169,17 @@ def _predict_rows(rows, value, cost, codes, info, path, prob_cols):
             probs = numeric_block(frame, prob_cols, row_numbers, file, "probability")
             ids = patient_ids(frame, row_numbers, file)
             hashes.append(id_hashes(ids))
-            segments = segment_labels(frame, info["segment"], file, row_numbers)
+            columns = segment_columns(info["segment"])
+            segments = segment_labels(frame, info["segment"], file, row_numbers) if len(columns) == 1 else None
             threshold, notes = info["threshold"], None
-            if segments is not None:
+            if len(columns) > 1:  # several groupings: the smallest of the patient's groups' thresholds
+                sizes = info["sizes"] or {}
+                finals = [(c, info["threshold"][c], sizes.get(c)) for c in columns]
+                threshold, segments, notes = smallest_group_thresholds(
+                    finals, [segment_labels(frame, c, file, row_numbers) for c in columns], len(frame),
+                    math.nan if info["target"] is None else info["target"], info["c_max"] if info["target"] is not None
+                    else None, info["delta"])
+            elif segments is not None:
                 threshold = np.array([info["threshold"].get(label, -math.inf) for label in segments])
                 notes = [info["notes"].get(label, "") if label in info["threshold"] else missing_note.format(label)
                          for label in segments]
@@ -188,7 +208,7 @@ def _predict_item(item, name, index, value, cost, codes, info, staging):
     names = item.columns if isinstance(item, Piece) else list(item.columns)
     layout = column_layout(names, name, labelled=False, segment_column=info["segment"], codes=codes)
     prob_cols = layout.prob_columns
-    wanted = [ID_COLUMN] + ([] if info["segment"] is None else [info["segment"]]) + prob_cols
+    text = (ID_COLUMN, *segment_columns(info["segment"]))
+    wanted = list(text) + prob_cols
     path = os.path.join(staging, f"part-{index:05d}.parquet")
-    text = (ID_COLUMN,) if info["segment"] is None else (ID_COLUMN, info["segment"])
     return _predict_rows(rows_of(item, name, wanted, text), value, cost, codes, info, path, prob_cols)

@@ -33,7 +33,7 @@ from ..io.readers import column_layout
 from ..io.readers import segment_labels as io_segment_labels
 
 __all__ = ["BATCH_ROWS", "PIECE_ROWS", "Piece", "list_pieces", "source_codes", "checked_source", "batches",
-           "rows_of", "segment_labels", "is_dask_frame"]
+           "rows_of", "segment_columns", "segment_labels", "is_dask_frame"]
 
 BATCH_ROWS = 32_768  # rows a worker holds at once
 PIECE_ROWS = 250_000  # Parquet row groups are grouped into tasks of about this many rows
@@ -269,6 +269,17 @@ def rows_of(item, name: str, wanted: list[str], text_columns):
     for start in range(0, len(item), BATCH_ROWS):
         frame = item.iloc[start : start + BATCH_ROWS]
         yield name, np.arange(start + 2, start + 2 + len(frame)), frame
+
+
+def segment_columns(segment) -> tuple:
+    """The segment columns of a ``segment`` argument: () for None, one name, or several (a list).
+
+    >>> segment_columns(None), segment_columns("plan"), segment_columns(["plan", "age_band"])
+    ((), ('plan',), ('plan', 'age_band'))
+    """
+    if segment is None:
+        return ()
+    return (segment,) if isinstance(segment, str) else tuple(str(c) for c in segment)
 
 
 def segment_labels(frame, segment, file, rows):

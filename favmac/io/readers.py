@@ -452,9 +452,11 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
         ``prob_<code>`` and possibly ``label_<code>`` ones is a wide file (the ``prob_`` columns
         hold the codes; labels are ignored); any other header is the probabilities layout
         (``patient_id``, then one column per code).
-    segment_column : str, optional
+    segment_column : str or list of str, optional
         As for the readers: a column named ``segment``, if present, holds segment labels; a
-        name given here must be present. Either way it is not a code.
+        name given here must be present. Either way it is not a code. A list names several
+        segment columns (several groupings): each must be present, none is a code, and
+        ``ColumnLayout.segment`` is the first.
     codes : sequence of str, optional
         The codes expected (any column order); they are then the returned order.
     codes_from : str
@@ -482,11 +484,14 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     """
     names = [str(c) for c in columns]
     check_id_column(names, file)
-    column = segment_column or SEGMENT_COLUMN
-    if segment_column is not None and column not in names:
-        raise _no_segment_column(column, file)
-    segment = column if column in names else None
-    rest = [c for c in names if c not in (ID_COLUMN, segment) and not c.startswith(UNNAMED) and not is_member_column(c)]
+    asked = _segment_list(segment_column)
+    for column in asked:
+        if column not in names:
+            raise _no_segment_column(column, file)
+    present = asked or ([SEGMENT_COLUMN] if SEGMENT_COLUMN in names else [])
+    segment = present[0] if present else None
+    rest = [c for c in names if c != ID_COLUMN and c not in present and not c.startswith(UNNAMED)
+            and not is_member_column(c)]
     prob_codes, label_codes, other = _wide_columns(rest)
     wide = labelled or (bool(prob_codes) and not other)
     if labelled and other:
@@ -776,27 +781,41 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     codes : sequence of str
         The calibration data's codes.
     name : str, optional
-    segment_column : str, optional
+    segment_column : str or list of str, optional
         The column of segment labels (then required); default: a ``segment`` column if present.
+        A list of two or more columns reads several groupings (each required).
 
     Returns
     -------
-    (DataFrame, ndarray or None)
+    (DataFrame, ndarray, dict or None)
         The probabilities (as :func:`load_new_patients`) and one segment label per row (None
-        when the file has no segment column).
+        when the file has no segment column); with several columns, ``{column: labels}`` in
+        the order asked (also in ``frame.attrs["groupings"]``).
     """
-    column = segment_column or SEGMENT_COLUMN
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, column, *_MEMBER_TEXT))
+    columns = _segment_list(segment_column)
+    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
+                                                                *_MEMBER_TEXT))
     frame, members = _take_members(frame, rows, file)
-    layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
-    frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+    if len(columns) > 1:  # several groupings
+        frame, groupings = _take_segments(frame, rows, file, columns)
+        layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out
+        groups = None
+    else:
+        column = columns[0] if columns else SEGMENT_COLUMN
+        segment_column = columns[0] if columns else None
+        layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
+        frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
     values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
     probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
                          columns=pd.Index(layout.codes, dtype=object))
     frame = probs
     frame.attrs["sources"] = file_digests(source, names=[file])
-    frame.attrs["groups"] = None if groups is None else groups.tolist()
     frame.attrs["members"] = member_context(members, codes)  # CMS cells / known codes, rows as frame
+    if len(columns) > 1:
+        frame.attrs["groups"] = next(iter(groupings.values())).tolist()
+        frame.attrs["groupings"] = {column: labels.tolist() for column, labels in groupings.items()}
+        return frame, groupings
+    frame.attrs["groups"] = None if groups is None else groups.tolist()
     return frame, groups
 
 

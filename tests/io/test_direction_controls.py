@@ -28,7 +28,7 @@ def test_a_code_name_with_a_direction_control_is_refused(char):
 
 
 def test_new_patients_and_ordinary_unicode_ids():
-    new = b"patient_id,HCC18,HCC19\nN\u202e1,0.5,0.5\n".decode("unicode_escape").encode()
+    new = "patient_id,HCC18,HCC19\nN\u202e1,0.5,0.5\n".encode()
     assert "U+202E" in str(error(load_new_patients, Upload("new.csv", new), ["HCC18", "HCC19"]))
     # Arabic, Hebrew and accented ids without control characters are fine
     ok = "patient_id,prob_A,label_A\nمريض1,0.5,1\nחולה2,0.25,0\nJosé,0.1,0\n".encode()
