@@ -34,7 +34,7 @@ from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_ru
 from favmac.ui.session import Session
 from favmac.validity import validity_check
 
-__all__ = ["AUTO_EXPORT_PATIENTS", "FOREGROUND_SECONDS", "NEW_PATIENTS_REFUSED", "RESULTS_KEPT", "Job", "JobCancelled", "background", "build_exports",
+__all__ = ["AUTO_EXPORT_PATIENTS", "FOREGROUND_SECONDS", "RESULTS_KEPT", "Job", "JobCancelled", "background", "build_exports",
            "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "segment_groups", "tradeoffs", "validity"]
 
 # How long a page waits for a job before drawing its progress instead: a quick job then shows
@@ -43,10 +43,6 @@ FOREGROUND_SECONDS = 0.5
 RESULTS_KEPT = 4  # online replays kept per session (the newest)
 # Above this many calibration patients the export files are built on click, not on arrival.
 AUTO_EXPORT_PATIENTS = 50_000
-NEW_PATIENTS_REFUSED = ("New-patient sets with several groupings are not exported yet: each new patient would need its "
-                        "group in every grouping and the smallest of those groups' thresholds. Empty 'Also keep the "
-                        "guarantee per' on the Value & cost page to export new-patient sets; the calibration-stream sets above "
-                        "already use every grouping.")
 
 
 class JobCancelled(Exception):
@@ -170,7 +166,7 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
     Keys: "calibration" (CSV bytes, formula cells neutralized), "calibration_preview" (20 rows),
     "n_calibration", "new" and "new_preview" (None without new patients), "n_new", "threshold"
     (the final threshold used for new patients), and "new_refused" (why new-patient sets were not
-    built: several groupings, or the library's ValueError) when they were not.
+    built: the library's ValueError, e.g. several groupings and no group of each per new patient).
     """
     value, cost = spec.build()
     calibration = export.stream_sets(result, dataset.prob_array(), dataset.label_array(), value, cost, universe=spec.universe,
@@ -179,10 +175,7 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
         progress(0.6 if new_patients is not None else 0.9)
     out = {"calibration": to_safe_csv(calibration), "calibration_preview": calibration.head(20), "n_calibration": len(calibration),
            "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
-    if new_patients is not None and len(getattr(result, "groupings", None) or ()) > 1:
-        # export.new_patient_sets reads one segment per new patient (the first grouping's thresholds only)
-        out["new_refused"] = NEW_PATIENTS_REFUSED
-    elif new_patients is not None:
+    if new_patients is not None:
         try:
             new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
         except ValueError as err:  # the library's refusal, shown as it words it
