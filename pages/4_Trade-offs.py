@@ -62,7 +62,8 @@ st.caption(
     + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
     + f"; plus your target c = {settings['target']:g})"
     + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
-    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "") + ")."
+    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "")
+    + (", every earlier patient's labels known" if settings.get("label_delay") is not None else "") + ")."
 )
 
 if recalibrate is not None:

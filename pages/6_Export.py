@@ -1,7 +1,7 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import actions, guarantees, jobs, recalibration_view, settings_form, widgets
+from favmac.ui import actions, groupings, guarantees, jobs, recalibration_view, settings_form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
@@ -63,10 +63,13 @@ with sets_area:
                   else "with the threshold learned from every patient before it.") + " First 20 rows:")
     widgets.table(blank_missing(files["calibration_preview"]), **PREVIEW)
 
+    groupings.show_grouping_thresholds(jobs.online(ss), settings, spec.score)
     st.subheader("Chosen sets for new patients")
     if recalibration_view.fold_note(settings, "export"):
         st.caption(recalibration_view.fold_note(settings, "export"))
-    if files["new"] is None:
+    if files.get("new_refused"):
+        st.warning(md(files["new_refused"]), icon=":material/block:")
+    elif files["new"] is None:
         st.info("No new patients loaded; upload them on the Data page.")
     else:
         st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",

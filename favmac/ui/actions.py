@@ -108,8 +108,10 @@ def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patien
         ss.settings, adapted = settings_form.adapt_settings(ss.settings, dataset.n_patients, dataset.n_codes, w, old_cmax,
                                                             old_n_patients=old_n)
         notes += adapted
-    if ss.settings.get("segment") and ss.settings["segment"] not in dataset.segment_columns():
-        notes.append(f"Per-segment control turned off: this data has no column {ss.settings['segment']!r}.")
+    segment = ss.settings.get("segment")
+    missing = [c for c in ([segment] if isinstance(segment, str) else segment or ()) if c not in dataset.segment_columns()]
+    if missing:
+        notes.append(f"Per-segment control turned off: this data has no column {missing[0]!r}.")
         ss.settings = {**ss.settings, "segment": None}
     reset_playback(ss)
     if notes:

@@ -35,7 +35,7 @@ from favmac.ui.session import Session
 from favmac.validity import validity_check
 
 __all__ = ["AUTO_EXPORT_PATIENTS", "FOREGROUND_SECONDS", "RESULTS_KEPT", "Job", "JobCancelled", "background", "build_exports",
-           "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "tradeoffs", "validity"]
+           "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "segment_groups", "tradeoffs", "validity"]
 
 # How long a page waits for a job before drawing its progress instead: a quick job then shows
 # its result at once (no flicker), a slow one never freezes the page for longer than this.
@@ -125,10 +125,20 @@ class Job:
 # --------------------------------------------------------------------------- runs: functions of (dataset, RunSpec)
 
 
+def segment_groups(dataset, spec):
+    """The labels of ``spec.segment`` in ``dataset``: None (pooled), one column's labels, or
+    column -> labels for several groupings (``favmac.methods.run_method``'s ``groups``)."""
+    if not spec.segment:
+        return None
+    if isinstance(spec.segment, str):
+        return dataset.segments(spec.segment)
+    return {column: dataset.segments(column) for column in spec.segment}
+
+
 def replay_online(dataset, spec, progress=None):
     """The Online session's FavMac replay of ``dataset`` under ``spec`` (per segment when
     ``spec.segment`` is set): a ``favmac.result.ReplayResult``."""
-    groups = dataset.segments(spec.segment) if spec.segment else None
+    groups = segment_groups(dataset, spec)
     return playback.run_online(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
                                progress=progress, groups=groups)
 
@@ -156,7 +166,8 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
 
     Keys: "calibration" (CSV bytes, formula cells neutralized), "calibration_preview" (20 rows),
     "n_calibration", "new" and "new_preview" (None without new patients), "n_new", "threshold"
-    (the final threshold used for new patients).
+    (the final threshold used for new patients), and "new_refused" (why new-patient sets were not
+    built: the library's ValueError, e.g. several groupings and no group of each per new patient).
     """
     value, cost = spec.build()
     calibration = export.stream_sets(result, dataset.prob_array(), dataset.label_array(), value, cost, universe=spec.universe,
@@ -166,8 +177,12 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
     out = {"calibration": to_safe_csv(calibration), "calibration_preview": calibration.head(20), "n_calibration": len(calibration),
            "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
     if new_patients is not None:
-        new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
-        out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
+        try:
+            new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
+        except ValueError as err:  # the library's refusal, shown as it words it
+            out["new_refused"] = str(err)
+        else:
+            out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
     return out
 
 

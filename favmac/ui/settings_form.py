@@ -65,7 +65,7 @@ DEFAULT_TARGET_PCT = 3.0
 
 def to_spec(settings: dict, weights) -> RunSpec:
     """The run the form describes, with the app's risk weights (not yet validated)."""
-    window = settings.get("window")
+    window, segment = settings.get("window"), settings.get("segment")
     return RunSpec(
         value_kind=settings.get("value_kind"),
         formula=settings.get("formula") or "",
@@ -78,10 +78,11 @@ def to_spec(settings: dict, weights) -> RunSpec:
         burn_in=settings.get("burn_in"),
         window=None if window in (None, "", 0) else window,
         score=settings.get("score"),  # None: the universe's default score
-        segment=settings.get("segment"),
+        segment=tuple(segment) if isinstance(segment, list) else segment,  # several columns: a list in the session
         adaptive_rate=settings.get("adaptive_rate"),
         recalibrate=settings.get("recalibrate"),
         recalibration=settings.get("recalibration") or DEFAULT_RECALIBRATION,
+        label_delay=settings.get("label_delay"),
     )
 
 
@@ -90,7 +91,7 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
     out["target"] = float(spec.target)
     out["grid"] = dict(grid)
-    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None)):
+    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None), ("label_delay", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
     if spec.recalibrate is not None:
@@ -228,11 +229,14 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         ("Window", "all patients" if settings["window"] is None else f"last {settings['window']:,} patients"),
     ]
     if settings.get("segment"):
-        rows.append(("Segments", f"per {settings['segment']}"))
+        segment = settings["segment"]
+        rows.append(("Segments", "per " + (segment if isinstance(segment, str) else " and per ".join(segment))))
     if settings.get("adaptive_rate"):
         rows.append(("Adaptive rate", f"γ = {settings['adaptive_rate']:g}"))
     if settings.get("recalibrate"):
         rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients"))
+    if settings.get("label_delay") is not None:
+        rows.append(("Label delay", f"{settings['label_delay']:,} patients"))
     return rows
 
 

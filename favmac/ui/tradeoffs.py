@@ -110,7 +110,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     runnable = [m for m in methods if reasons[m] is None]
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
     # one comparable protocol for every method: all earlier patients, pooled, at a fixed target
-    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None,
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None, label_delay=None,
                              recalibrate=None, burn_in=spec.burn_in + (recalibrate or 0))
     extra = {} if recalibrate is None else {RECALIBRATED_LABEL: grid_spec.replace(recalibrate=int(recalibrate), burn_in=spec.burn_in)}
     if extra and method_applicability(spec.control, [RECALIBRATED_METHOD], len(codes))[RECALIBRATED_METHOD] is None:
