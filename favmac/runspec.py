@@ -539,19 +539,19 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
     other data is refused here, before anything is restored.
     """
     spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
-    if spec.segment is not None:
+    for column in (spec.segment,) if isinstance(spec.segment, str) else spec.segment or ():
         columns = dataset.segment_columns()
-        if spec.segment not in columns:
+        if column not in columns:
             have = (f"its segment columns are {', '.join(repr(c) for c in columns[:10])}" if columns
                     else "it has no text column to read segments from")
-            raise SettingsError("segment", f"names the column {spec.segment!r}, which the loaded data ({dataset.name}) "
+            raise SettingsError("segment", f"names the column {column!r}, which the loaded data ({dataset.name}) "
                                 f"does not have; {have}. Choose one of those, or set segment to null")
         from .io.errors import DataError
 
         try:
-            dataset.segments(spec.segment)
+            dataset.segments(column)
         except DataError as err:
-            raise SettingsError("segment", f"column {spec.segment!r} cannot be used: {err}") from None
+            raise SettingsError("segment", f"column {column!r} cannot be used: {err}") from None
     return spec
 
 

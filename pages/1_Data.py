@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import io as fio
 from favmac.validation import MAX_WEIGHT
-from favmac.ui import actions, data_views, figures, payment_widgets, samples, widgets, weights_view
+from favmac.ui import actions, data_views, figures, payment_widgets, recalibration_view, samples, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 
@@ -135,3 +135,4 @@ except fio.DataError:  # the settings name a column this data lacks: the pooled 
 widgets.chart(figures.reliability_figure(data_views.reliability_bins(probs, labels), by_segment), key="reliability_chart", where=c2)
 c2.caption(("One line per segment (column " + md(segment) + "), each pooled over its codes" if segment else "Pooled over all codes")
            + ", 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")
+recalibration_view.show_calibration_check(probs, labels, ds.codes, ss.settings, ds.segments(segment) if segment else None, segment)

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import actions, guarantees, jobs, payment_widgets, playback, settings_form as form, widgets
+from favmac.ui import actions, groupings, guarantees, jobs, payment_widgets, playback, recalibration_view, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.session import Session
@@ -45,7 +45,9 @@ def guarantee_inputs() -> dict:
     window = st.number_input("Window length (patients)", min_value=1, value=int(current["window"] or min(1000, ds.n_patients)), step=100, key="window",
                              disabled=not use_window)
     return {"control": control, "target": target, "delta": delta, "universe": universe, "score": score, "burn_in": burn_in,
-            "window": int(window) if use_window else None, **guarantees.settings_fields(current, ds)}
+            "window": int(window) if use_window else None,
+            **guarantees.settings_fields(current, ds), **groupings.settings_fields(current, ds),
+            **recalibration_view.settings_fields(current, ds.n_patients)}
 
 
 def follow_default_score():
@@ -114,4 +116,4 @@ if saved["value_kind"] == "formula":
                        f"with the '{saved['universe']}' universe will take about {seconds / 60:.1f} minutes. "
                        + ("The 'prob' universe needs far fewer estimates per patient." if saved["universe"] != "prob" else ""))
 if saved.get("segment"):
-    guarantees.show_segment_table(jobs.online(ss), saved)
+    groupings.show_grouping_tables(jobs.online(ss), saved)

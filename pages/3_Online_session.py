@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from favmac.ui import figures, guarantees, jobs, playback, widgets
+from favmac.ui import figures, groupings, guarantees, jobs, playback, recalibration_view, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
@@ -32,6 +32,8 @@ else:
            "that segment's calibration data." if result.groups is not None else
            "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
     )
+    if recalibration_view.fold_note(ss.settings, "online"):
+        st.caption(recalibration_view.fold_note(ss.settings, "online"))
 widgets.show_settings_line()
 
 controls = st.columns([1, 1, 1, 1, 3])
@@ -77,6 +79,7 @@ def live_view():
                     help=f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")
     if result.adaptive_targets is not None:
         guarantees.show_adaptive_tiles(result, position, st.columns(5))
+    groupings.show_delay_tiles(result, position)
     st.progress(position / max(n_steps, 1), text=f"Stream position {result.burn_in + position:,} of {ds.n_patients:,}")
     if position == 0:
         st.info("Press **Play** (or **Step**) to start the stream.")
@@ -92,6 +95,7 @@ def live_view():
     segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
     if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
         widgets.chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart", where=segment_slot)
+    groupings.show_delay_chart(result, position)
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
     score = ss.spec().score

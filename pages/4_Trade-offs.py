@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.methods import method_labels
-from favmac.ui import actions, figures, jobs, settings_form as form, tradeoffs, widgets
+from favmac.ui import actions, figures, jobs, recalibration_view, settings_form as form, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 
 ss = page_setup("Trade-offs")
@@ -24,6 +24,7 @@ with st.form("tradeoff_form"):
     # code is small for a first visit to fetch
     methods = st.pills("Methods", choices, selection_mode="multi", default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                        help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
+    recalibrate = recalibration_view.tradeoff_option(settings, ds.n_patients)
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
     run = actions.apply_settings(ss, {**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
@@ -40,7 +41,7 @@ if not chosen:
     st.warning("Choose at least one method.")
     st.stop()
 
-out = jobs.tradeoffs(ss, targets, chosen, start=run)
+out = jobs.tradeoffs(ss, targets, chosen, start=run, recalibrate=recalibrate)
 if out is None:
     st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
             f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")
@@ -61,9 +62,12 @@ st.caption(
     + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
     + f"; plus your target c = {settings['target']:g})"
     + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
-    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "") + ")."
+    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "")
+    + (", every earlier patient's labels known" if settings.get("label_delay") is not None else "") + ")."
 )
 
+if recalibrate is not None:
+    st.caption(recalibration_view.tradeoff_caption(recalibrate, settings))
 st.subheader("Summary (averaged over the targets)")
 st.caption(f"Value captured and {cost_unit} per 100 charts; value captured (%) = share of the value of exactly the true codes. "
            "Over the target = realized minus promised, per 100 charts; charts over the target = share of patients whose cost exceeded it. "

@@ -1,7 +1,7 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import actions, guarantees, jobs, settings_form, widgets
+from favmac.ui import actions, groupings, guarantees, jobs, recalibration_view, settings_form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
@@ -15,6 +15,7 @@ widgets.require_dataset()
 ds = ss.dataset
 settings = ss.settings
 spec = ss.spec()
+maps = recalibration_view.fold_maps(ds, settings)  # None without recalibration
 widgets.show_settings_line()
 sets_area = st.container()  # filled last: the settings below never wait for the export files
 
@@ -22,7 +23,7 @@ st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
     st.download_button("Download settings (JSON)", guarantees.settings_with_provenance(
-                           settings_form.settings_to_json(settings, ss.weights, ds.name), ds, spec, ss.weights_source),
+                           settings_form.settings_to_json(settings, ss.weights, ds.name, maps), ds, spec, ss.weights_source, maps),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
@@ -62,8 +63,13 @@ with sets_area:
                   else "with the threshold learned from every patient before it.") + " First 20 rows:")
     widgets.table(blank_missing(files["calibration_preview"]), **PREVIEW)
 
+    groupings.show_grouping_thresholds(jobs.online(ss), settings, spec.score)
     st.subheader("Chosen sets for new patients")
-    if files["new"] is None:
+    if recalibration_view.fold_note(settings, "export"):
+        st.caption(recalibration_view.fold_note(settings, "export"))
+    if files.get("new_refused"):
+        st.warning(md(files["new_refused"]), icon=":material/block:")
+    elif files["new"] is None:
         st.info("No new patients loaded; upload them on the Data page.")
     else:
         st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
@@ -71,7 +77,8 @@ with sets_area:
         per_segment = guarantees.segment_thresholds(jobs.online(ss), ss.new_patients, settings, spec.score)
         if per_segment is None:
             st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
-                       f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients:,} labelled patients: "
+                       f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients - (settings.get('recalibrate') or 0):,} labelled patients"
+                       f"{' after the recalibration fold' if settings.get('recalibrate') else ''}: "
                        f"{threshold_text(files['threshold'], settings, spec.score)}. First 20 rows:")
         else:
             st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}. Per-segment control: each "
@@ -91,7 +98,7 @@ with sets_area:
     outputs = {"favmac_calibration_sets.csv": files["calibration"]}
     if files["new"] is not None:
         outputs["favmac_new_patient_sets.csv"] = files["new"]
-    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, spec, ss.weights_source, outputs, ss.new_patients),
+    st.download_button("Download provenance (JSON)", guarantees.provenance_bytes(ds, spec, ss.weights_source, outputs, ss.new_patients, maps),
                        file_name="favmac_provenance.json", mime="application/json", key="download_provenance",
                        icon=":material/verified_user:", on_click="ignore")
     st.caption("SHA-256 of the data files and of each CSV above, the settings, the CMS-HCC model, year and segment when used, "

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.io import DataError
-from favmac.ui import jobs, validity, widgets
+from favmac.ui import groupings, jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
 from favmac.ui.text import md, md_frame
@@ -11,6 +11,9 @@ ss = page_setup("Validity")
 st.title("Validity")
 widgets.require_dataset()
 widgets.show_settings_line()
+if refused := groupings.validity_refusal(ss.settings):
+    st.info(refused, icon=":material/info:")
+    st.stop()
 st.markdown(
     "FavMac's promise holds when patients arrive in a random order relative to each other (no drift). "
     "This check replays **your** patients in many random orders and measures the outcome each time: if the promise "

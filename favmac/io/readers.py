@@ -109,8 +109,9 @@ class Dataset:
     label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
 
     def segment_columns(self) -> list[str]:
-        """Columns that can serve as segments: the segment column read, then the kept text columns."""
+        """Columns that can serve as segments: the segment column(s) read, then the kept text columns."""
         out = [] if self.segment_column is None else [self.segment_column]
+        out += [c for c in self.groupings or () if c not in out]
         if self.attributes is not None:
             out += [c for c in self.attributes.columns if c not in out]
         return out
@@ -119,6 +120,8 @@ class Dataset:
         """Segment labels (object array, rows as ``probs``) from ``column``; DataError for a missing label."""
         if column == self.segment_column and self.groups is not None:
             return self.groups
+        if self.groupings and column in self.groupings:  # read with several segment columns
+            return self.groupings[column]
         if self.attributes is None or column not in self.attributes.columns:
             raise DataError(f"there is no column named {column!r} to read the segments from.", file=self.name,
                             fix="Choose one of: " + (", ".join(self.segment_columns()) or "(none; add a segment column)"))

@@ -112,8 +112,10 @@ def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patien
         if ss.settings["value_kind"] == "cms_payment" and payment_view.payment_model_of(list(codes)) is None:
             ss.settings = {**ss.settings, "value_kind": "weighted_tp"}
             notes.append("Value set to risk-weighted TP: the new data's codes are not CMS-HCC payment codes.")
-    if ss.settings.get("segment") and ss.settings["segment"] not in dataset.segment_columns():
-        notes.append(f"Per-segment control turned off: this data has no column {ss.settings['segment']!r}.")
+    segment = ss.settings.get("segment")
+    missing = [c for c in ([segment] if isinstance(segment, str) else segment or ()) if c not in dataset.segment_columns()]
+    if missing:
+        notes.append(f"Per-segment control turned off: this data has no column {missing[0]!r}.")
         ss.settings = {**ss.settings, "segment": None}
     reset_playback(ss)
     if notes:

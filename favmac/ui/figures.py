@@ -95,11 +95,12 @@ def prevalence_figure(prevalence: pd.DataFrame, max_codes: int = 40) -> go.Figur
     return _layout(fig, "Per-code prevalence", "Share of patients (%)", "Code (most prevalent first)", height=height)
 
 
-def reliability_figure(bins: pd.DataFrame, by_segment: dict[str, pd.DataFrame] | None = None) -> go.Figure:
+def reliability_figure(bins: pd.DataFrame, by_segment: dict[str, pd.DataFrame] | None = None,
+                       legend_title: str = "Segment", title: str | None = None) -> go.Figure:
     """Reliability diagram: observed frequency against mean predicted probability per bin.
 
     With ``by_segment`` ({segment: bins}) one line per segment (colour and marker, legend titled
-    "Segment") instead of the pooled ``bins``.
+    ``legend_title``, "Segment" by default) instead of the pooled ``bins``; ``title`` replaces the default title.
     """
     fig = go.Figure()
     fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="Perfect calibration", line={"color": OKABE_ITO["grey"], "dash": "dash"}, hoverinfo="skip")
@@ -118,10 +119,10 @@ def reliability_figure(bins: pd.DataFrame, by_segment: dict[str, pd.DataFrame] |
                           "<br>%{customdata[2]:,} code slots<extra></extra>",
         )
     if by_segment is not None:
-        fig.update_layout(legend_title_text="Segment")
+        fig.update_layout(legend_title_text=legend_title)
     fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
     fig.update_yaxes(range=[-0.02, 1.04], tickformat=".1f")
-    title = "Reliability (calibration) of the classifier" + (" per segment" if by_segment is not None else "")
+    title = title or "Reliability (calibration) of the classifier" + (" per segment" if by_segment is not None else "")
     return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=380)
 
 

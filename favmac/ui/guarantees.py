@@ -27,7 +27,8 @@ DEFAULT_RATE = 0.05
 def settings_fields(current: dict, dataset) -> dict:
     """The per-segment and adaptive-target widgets (inside the settings form); returns their values.
 
-    Keys: ``segment`` (column name or None) and ``adaptive_rate`` (gamma or None).
+    Keys: ``segment`` (None, a column name, or a list of columns: several groupings at once)
+    and ``adaptive_rate`` (gamma or None).
     """
     st.subheader("Segments and drift")
     columns = dataset.segment_columns()
@@ -37,10 +38,17 @@ def settings_fields(current: dict, dataset) -> dict:
                           "keeps its own guarantee." if columns else
                           "The calibration file has no segment column: add a column named 'segment' (or, in a wide "
                           "file, any text column) to use this.")
-    chosen = current.get("segment") if current.get("segment") in columns else (columns[0] if columns else None)
+    saved = [current["segment"]] if isinstance(current.get("segment"), str) else list(current.get("segment") or ())
+    chosen = saved[0] if saved and saved[0] in columns else (columns[0] if columns else None)
     column = st.selectbox("Segment column", columns or ["(none in this file)"],
                           index=columns.index(chosen) if chosen in columns else 0, key="segment_column",
                           disabled=not (columns and on))
+    others = [c for c in columns if c != column]
+    more = st.multiselect("Also keep the guarantee per (several groupings at once)", others, key="more_segment_columns",
+                          default=[c for c in saved[1:] if c in others],
+                          disabled=not (others and on), placeholder="No other column" if not others else "Choose columns",
+                          help="Each patient gets the smallest of its groups' thresholds (one group per column), so every "
+                               "group of every column keeps its guarantee at once, though the groups overlap.")
     adaptive = st.checkbox("Adaptive target under drift (expected cost only)", value=current.get("adaptive_rate") is not None,
                            key="use_adaptive",
                            help="The target moves with the cost of each chosen set: c(n+1) = c(n) + γ (c − C(n)). "
@@ -48,14 +56,16 @@ def settings_fields(current: dict, dataset) -> dict:
     rate = st.number_input("Adaptive rate γ", min_value=0.001, max_value=10.0,
                            value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format="%.3f",
                            key="adaptive_rate", disabled=not adaptive)
-    return {"segment": column if on and columns else None, "adaptive_rate": float(rate) if adaptive else None}
+    segment = None if not (on and columns) else [column, *more] if more else column
+    return {"segment": segment, "adaptive_rate": float(rate) if adaptive else None}
 
 
-def segment_display(result, settings: dict) -> pd.DataFrame:
+def segment_display(result, settings: dict, grouping=None) -> pd.DataFrame:
     """The per-segment table as shown: numbers as text with fixed decimals, status words for the
     within-target flag; ``patients`` counts the segment's calibration patients (burn-in included),
-    ``predicted`` those after the burn-in, over whom the mean cost and violation rate are taken."""
-    table = segment_table(result)
+    ``predicted`` those after the burn-in, over whom the mean cost and violation rate are taken.
+    ``grouping``: which grouping (``favmac.segments.segment_table``), default the first."""
+    table = segment_table(result, grouping=grouping)
     shown = pd.DataFrame({
         "segment": table["segment"].astype(str),
         "patients": table["patients"],
@@ -154,13 +164,13 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
 
 
-def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str) -> bytes:
+def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:
     """The settings file with the provenance record under its top-level ``provenance`` key
     (the settings reader ignores that key, so the file still restores the settings)."""
     import json
 
     doc = json.loads(settings_json)
-    doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}))
+    doc["provenance"] = json.loads(provenance_bytes(dataset, spec, weights_source, {}, recalibration=recalibration))
     return json.dumps(doc, indent=2).encode()
 
 
@@ -184,8 +194,8 @@ def stream_patient_where(result, step: int, position: int) -> str:
     return f"stream position {position:,}; threshold learned from the earlier patients of segment {result.groups[step]}"
 
 
-def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None) -> bytes:
-    """The provenance JSON of the app's exports (:mod:`favmac.provenance`)."""
+def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_patients=None, recalibration=None) -> bytes:
+    """The provenance JSON of the app's exports (:mod:`favmac.provenance`; ``recalibration``: the run's fitted maps)."""
     inputs = dict(dataset.sources or {})
     if new_patients is not None:
         inputs.update(new_patients.attrs.get("sources", {}))
@@ -194,4 +204,5 @@ def provenance_bytes(dataset, spec, weights_source: str, outputs: dict, new_pati
         parts = weights_source.split()
         cms = {"model": parts[1], "segment": parts[2] if len(parts) > 2 else None}
     notes = f"weights: {weights_source}"
-    return provenance_json(provenance(spec, inputs=inputs, codes=dataset.codes, cms=cms, outputs=outputs, notes=notes))
+    return provenance_json(provenance(spec, inputs=inputs, codes=dataset.codes, cms=cms, outputs=outputs, notes=notes,
+                                      recalibration=recalibration))

@@ -35,7 +35,7 @@ from favmac.ui.session import Session
 from favmac.validity import validity_check
 
 __all__ = ["AUTO_EXPORT_PATIENTS", "FOREGROUND_SECONDS", "RESULTS_KEPT", "Job", "JobCancelled", "background", "build_exports",
-           "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "tradeoffs", "validity"]
+           "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "segment_groups", "tradeoffs", "validity"]
 
 # How long a page waits for a job before drawing its progress instead: a quick job then shows
 # its result at once (no flicker), a slow one never freezes the page for longer than this.
@@ -125,18 +125,30 @@ class Job:
 # --------------------------------------------------------------------------- runs: functions of (dataset, RunSpec)
 
 
+def segment_groups(dataset, spec):
+    """The labels of ``spec.segment`` in ``dataset``: None (pooled), one column's labels, or
+    column -> labels for several groupings (``favmac.methods.run_method``'s ``groups``)."""
+    if not spec.segment:
+        return None
+    if isinstance(spec.segment, str):
+        return dataset.segments(spec.segment)
+    return {column: dataset.segments(column) for column in spec.segment}
+
+
 def replay_online(dataset, spec, progress=None):
     """The Online session's FavMac replay of ``dataset`` under ``spec`` (per segment when
     ``spec.segment`` is set): a ``favmac.result.ReplayResult``."""
-    groups = dataset.segments(spec.segment) if spec.segment else None
+    groups = segment_groups(dataset, spec)
     return playback.run_online(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
                                progress=progress, groups=groups, members=dataset.members)
 
 
-def compare_tradeoffs(dataset, spec, targets, methods, progress=None) -> dict:
-    """The Trade-offs comparison of ``methods`` over ``targets`` (``tradeoffs.run_tradeoffs``)."""
+def compare_tradeoffs(dataset, spec, targets, methods, progress=None, recalibrate: int | None = None) -> dict:
+    """The Trade-offs comparison of ``methods`` over ``targets`` (``tradeoffs.run_tradeoffs``; with
+    ``recalibrate`` R, plus FavMac (price) recalibrated on the first R patients)."""
     return tradeoff_runs.run_tradeoffs(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
-                                       list(targets), list(methods), progress=progress, members=dataset.members)
+                                       list(targets), list(methods), progress=progress, recalibrate=recalibrate,
+                                       members=dataset.members)
 
 
 def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
@@ -155,7 +167,8 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
 
     Keys: "calibration" (CSV bytes, formula cells neutralized), "calibration_preview" (20 rows),
     "n_calibration", "new" and "new_preview" (None without new patients), "n_new", "threshold"
-    (the final threshold used for new patients).
+    (the final threshold used for new patients), and "new_refused" (why new-patient sets were not
+    built: the library's ValueError, e.g. several groupings and no group of each per new patient).
     """
     value, cost = spec.build(dataset.codes, dataset.members)
     calibration = export.stream_sets(result, dataset.prob_array(), dataset.label_array(), value, cost, universe=spec.universe,
@@ -166,8 +179,12 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
            "new": None, "new_preview": None, "threshold": float(result.final_thresholds[0])}
     if new_patients is not None:
         value, cost = spec.build(dataset.codes, new_patients.attrs.get("members"))  # the new patients' own cells and known codes
-        new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
-        out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
+        try:
+            new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
+        except ValueError as err:  # the library's refusal, shown as it words it
+            out["new_refused"] = str(err)
+        else:
+            out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
     return out
 
 
@@ -233,19 +250,19 @@ def online(ss: Session, *, wait: bool = True):
     return result
 
 
-def tradeoffs(ss: Session, targets, methods, *, start: bool = False) -> dict | None:
+def tradeoffs(ss: Session, targets, methods, *, start: bool = False, recalibrate: int | None = None) -> dict | None:
     """The session's trade-off comparison for ``targets`` and ``methods`` (:func:`compare_tradeoffs`;
     kept until data or settings change). None until ``start`` (the page's Run button) asks for it."""
     spec = ss.spec()
     targets, methods = list(map(float, targets)), list(methods)
-    key = settings_form.run_key(ss.dataset_key, spec, ["tradeoffs", targets, methods])
+    key = settings_form.run_key(ss.dataset_key, spec, ["tradeoffs", targets, methods] + ([recalibrate] if recalibrate else []))
     if ss.tradeoffs is not None and ss.tradeoffs["key"] == key:
         return ss.tradeoffs
     dataset = ss.dataset
     reasons = tradeoff_runs.method_applicability(spec.control, methods, dataset.n_codes)
     n_methods = sum(reasons[m] is None for m in methods)
     label = f"Comparing {n_methods} methods on {dataset.n_patients:,} patients × {len(targets)} targets…"
-    job = background(ss, "tradeoffs", key, label, lambda progress: compare_tradeoffs(dataset, spec, targets, methods, progress),
+    job = background(ss, "tradeoffs", key, label, lambda progress: compare_tradeoffs(dataset, spec, targets, methods, progress, recalibrate),
                      start=start)
     if job is None:
         return None

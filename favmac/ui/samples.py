@@ -35,6 +35,12 @@ SAMPLES = {
         "drift_new_patients.csv",
         "drift_weights.csv",
     ),
+    "groupings": SampleSpec(  # no new patients or weights: the page loads only the files that exist
+        "Plan × age band groupings demo (8 codes)",
+        "groupings_calibration.csv",
+        "groupings_new_patients.csv",
+        "groupings_weights.csv",
+    ),
 }
 DEFAULT_SAMPLE = "hcc"
 

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from favmac.functions import FormulaValue
+from favmac.recalibration import DEFAULT_RECALIBRATION
 from favmac.runspec import (CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
@@ -67,7 +68,7 @@ DEFAULT_TARGET_PCT = 3.0
 
 def to_spec(settings: dict, weights) -> RunSpec:
     """The run the form describes, with the app's risk weights (not yet validated)."""
-    window = settings.get("window")
+    window, segment = settings.get("window"), settings.get("segment")
     return RunSpec(
         value_kind=settings.get("value_kind"),
         formula=settings.get("formula") or "",
@@ -80,8 +81,11 @@ def to_spec(settings: dict, weights) -> RunSpec:
         burn_in=settings.get("burn_in"),
         window=None if window in (None, "", 0) else window,
         score=settings.get("score"),  # None: the universe's default score
-        segment=settings.get("segment"),
+        segment=tuple(segment) if isinstance(segment, list) else segment,  # several columns: a list in the session
         adaptive_rate=settings.get("adaptive_rate"),
+        recalibrate=settings.get("recalibrate"),
+        recalibration=settings.get("recalibration") or DEFAULT_RECALIBRATION,
+        label_delay=settings.get("label_delay"),
         **{k: settings.get(k, PAYMENT_DEFAULTS[k]) for k in PAYMENT_KEYS},  # the payment value's fields (payment_view)
     )
 
@@ -91,9 +95,11 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
     out["target"] = float(spec.target)
     out["grid"] = dict(grid)
-    for key, default in (("segment", None), ("adaptive_rate", None)):
+    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None), ("label_delay", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
+    if spec.recalibrate is not None:
+        out["recalibration"] = spec.recalibration
     if spec.value_kind == "cms_payment":
         out.update({k: getattr(spec, k) for k in PAYMENT_KEYS})
     return out
@@ -233,9 +239,14 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         rows.append(("Payment", f"CMS-HCC {settings.get('cms_model', 'V28')} {settings.get('cms_year', '')}, default cell "
                                 f"{settings.get('cms_segment', 'CNA')}, " + (f"base rate ${rate:,.0f} (dollars)" if rate is not None else "RAF units")))
     if settings.get("segment"):
-        rows.append(("Segments", f"per {settings['segment']}"))
+        segment = settings["segment"]
+        rows.append(("Segments", "per " + (segment if isinstance(segment, str) else " and per ".join(segment))))
     if settings.get("adaptive_rate"):
         rows.append(("Adaptive rate", f"γ = {settings['adaptive_rate']:g}"))
+    if settings.get("recalibrate"):
+        rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients"))
+    if settings.get("label_delay") is not None:
+        rows.append(("Label delay", f"{settings['label_delay']:,} patients"))
     return rows
 
 
@@ -248,10 +259,14 @@ def run_key(data_key: str, spec: RunSpec, extra=None) -> str:
     return content_key(blob)
 
 
-def settings_to_json(settings: dict, weights_table, dataset_name: str) -> bytes:
-    """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``)."""
+def settings_to_json(settings: dict, weights_table, dataset_name: str, recalibration=None) -> bytes:
+    """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``);
+    a recalibrated run's fitted maps (a ``Recalibration``) are stored as ``recalibration_maps``."""
     spec = to_spec(settings, weights_table["weight"].to_numpy(dtype=float))
-    return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras={"grid": settings["grid"]})
+    extras = {"grid": settings["grid"]}
+    if recalibration is not None:
+        extras["recalibration_maps"] = recalibration.to_dict()
+    return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras=extras)
 
 
 def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None, dataset=None) -> tuple[dict, dict | None, list[str]]:

@@ -86,7 +86,12 @@ def value_scale(value, n_codes: int) -> float:
     return 100.0 / vmax if vmax > 0 else 1.0
 
 
-def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None, members=None) -> dict:
+RECALIBRATED_METHOD = "FavMac (price)"
+RECALIBRATED_LABEL = "FavMac (price) + recalibration"
+
+
+def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None,
+                  recalibrate: int | None = None, members=None) -> dict:
     """Replay every applicable method over ``targets`` and summarise.
 
     Every method uses all earlier patients (no rolling window, no segments, a fixed target:
@@ -96,6 +101,11 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     "targets": the targets}. Each method's result is reduced to its ``favmac.metrics.summarize``
     table as soon as it ends and then dropped: the chosen sets of every method x target x
     patient are never all held at once (at 300,000 patients one baseline's are 100 MB).
+
+    With ``recalibrate=R`` a row :data:`RECALIBRATED_LABEL` is added: FavMac (price) with the first
+    R patients as a recalibration fold (``spec.recalibration``); every other method then calibrates
+    on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
+    patients after the fold and burn-in.
     """
     from favmac.metrics import compare_methods
 
@@ -103,7 +113,11 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     runnable = [m for m in methods if reasons[m] is None]
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
     # one comparable protocol for every method: all earlier patients, pooled, at a fixed target
-    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None)
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None, label_delay=None,
+                             recalibrate=None, burn_in=spec.burn_in + (recalibrate or 0))
+    extra = {} if recalibrate is None else {RECALIBRATED_LABEL: grid_spec.replace(recalibrate=int(recalibrate), burn_in=spec.burn_in)}
+    if extra and method_applicability(spec.control, [RECALIBRATED_METHOD], len(codes))[RECALIBRATED_METHOD] is None:
+        runnable += list(extra)
     value, _ = spec.build(codes, members)
     n_codes = len(codes)
     skipped.update(payment_view.weightless_skips(value, runnable, n_codes))  # the payment value with several cells
@@ -116,14 +130,18 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
             if progress is not None:
                 progress((i + float(fraction)) / len(runnable))
 
-        summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members)
+        if method in extra:
+            summaries[method] = method_summary(extra[method], RECALIBRATED_METHOD, probs, labels, codes, patient_ids,
+                                               progress=part, members=members).assign(method=method)
+        else:
+            summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members)
         part(1.0)
     if spec.value_kind == "cms_payment" and runnable:  # payment-aware FavMac vs the additive one, on the payment scale
         summaries.update(payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
     runs = list(summaries.values())
     table = compare_methods(runs, value_scale=CHARTS, cost_scale=CHARTS) if runs else None
-    predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
-    scored = bind_rows(value, slice(spec.burn_in, None))  # a per-patient value: the predicted rows
+    predicted = np.asarray(labels)[grid_spec.burn_in:].astype(bool)
+    scored = bind_rows(value, slice(grid_spec.burn_in, None))  # a per-patient value: the predicted rows
     oracle = float(np.mean(scored(predicted, predicted))) if len(predicted) else float("nan")
     return {
         "points": tradeoff_points(summaries, cmax, vscale),
