@@ -175,11 +175,11 @@ def patient_functions(spec, codes, members, row):
 def weightless_skips(value, methods, n_codes: int) -> dict:
     """{method: reason} for the FavMac runs whose 'value' universe needs one weight per code, when
     ``value`` (a payment value with several demographic cells) has none; {} otherwise."""
-    from favmac.methods import get_method
+    from favmac.methods import get_method, method_labels
 
     try:
         value.weights_for(n_codes)
     except ValueError as err:
         return {m: f"its 'value' universe needs one weight per code ({err})" for m in methods
-                if get_method(m).is_favmac and get_method(m).universe == "value"}
+                if m in method_labels() and get_method(m).is_favmac and get_method(m).universe == "value"}
     return {}

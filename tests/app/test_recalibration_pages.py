@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from app_helpers import assert_clean, go, open_page, settle_jobs, shown
+from app_helpers import open_additive, assert_clean, go, open_page, settle_jobs, shown
 
 from favmac import export
 from favmac.methods import run_method
@@ -23,7 +23,7 @@ def submit(at):
 
 
 def recalibrated(size=400, method="isotonic"):
-    at = open_page("value_cost")
+    at = open_additive("value_cost")  # compared with the library's additive value below
     at.checkbox(key="use_recalibrate").check().run()
     at.number_input(key="recalibrate").set_value(size)
     at.radio(key="recalibration").set_value(method)

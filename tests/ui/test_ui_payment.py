@@ -125,7 +125,7 @@ def test_realized_payment_and_the_additive_row(hcc):
 def test_the_value_universe_is_skipped_with_several_cells(hcc):
     ds = hcc.dataset
     value, _ = hcc.spec().build(ds.codes, ds.members)
-    assert set(pv.weightless_skips(value, ["FavMac (value)", "FavMac (price)", "CRC"], ds.n_codes)) == {"FavMac (value)"}
+    assert set(pv.weightless_skips(value, ["FavMac (value)", "FavMac (price)", "CRC", tradeoffs.RECALIBRATED_LABEL], ds.n_codes)) == {"FavMac (value)"}
     one_cell = CmsHccValue(ds.codes)
     assert pv.weightless_skips(one_cell, ["FavMac (value)"], ds.n_codes) == {}
 
