@@ -209,6 +209,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     >>> report.n_orderings, report.passed
     (200, True)
     """
+    from .functions import bind_rows
     from .replay import replay
     from .segments import check_group_labels
     from .validation import check_probs
@@ -234,7 +235,9 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     seg_counts: dict = {}
     report(0.0)
     def run(order):
-        res = replay(probs[order], labels[order], value, cost, [target], delta=delta, universe=universe,
+        # values and costs with per-patient context (a member's CMS cell, known codes) follow their patients
+        res = replay(probs[order], labels[order], bind_rows(value, order), bind_rows(cost, order), [target],
+                     delta=delta, universe=universe,
                      burn_in=burn_in, window=window, c_max=c_max, adaptive_rate=adaptive_rate, score=score,
                      groups=None if group_labels is None or not segment_control else group_labels[order])
         measured = res.cost[0] if delta is None else res.violations[0].astype(float)

@@ -78,7 +78,7 @@ from favmac.ui.bootstrap import MENU_NOTE  # noqa: E402  the note of a page whos
 PAGES = [
     ("Home", "", "FavMac Studio", "[data-testid='stPageLink']"),
     ("Data", "Data", "Data", "[data-testid='stRadio']"),  # the sample choice (a select box before)
-    ("Value & cost", "Value_and_cost", "Value & cost", "[data-testid='stFormSubmitButton']"),
+    ("Value & cost", "Value_and_cost", "Value & cost", "[data-testid='stButton']"),  # Apply (not a form since issue 21)
     ("Online session", "Online_session", "Online session", "[data-testid='stButton']"),
     ("Trade-offs", "Trade-offs", "Trade-offs", "[data-testid='stFormSubmitButton']"),
     ("Patients", "Patients", "Patients", "[data-testid='stRadio'], [data-testid='stTextInput'], [data-testid='stSelectbox']"),

@@ -49,7 +49,13 @@ def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
 
 
 def test_validity_check_keeps_running_while_you_visit_another_page(page, app_url):
-    open_page(page, app_url, "validity")
+    # the additive value: this checks the background job, and 1000 orderings of the sample's
+    # default payment value take minutes (its candidates are rebuilt for every ordering)
+    open_page(page, app_url, "value_and_cost")
+    keyed(page, "value_kind").get_by_text("Risk-weighted TP", exact=False).first.click()
+    click_button(page, "apply_settings")
+    assert_healthy(page, "value & cost with the additive value")
+    goto_via_sidebar(page, "validity")
     orderings = keyed(page, "validity_orderings").locator("input")
     orderings.fill("1000")
     orderings.press("Enter")

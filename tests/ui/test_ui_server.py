@@ -5,6 +5,7 @@ then connects without looking under the page's path, is tests/browser/test_deep_
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import socket
 from pathlib import Path
 
@@ -15,6 +16,13 @@ from favmac.ui.navigation import PAGES
 
 REPO = Path(__file__).resolve().parents[2]
 
+
+
+def run_async(coroutine):
+    """``asyncio.run`` in a thread of its own: the session-wide Playwright fixture of tests/browser
+    (collected before tests/ui) keeps an event loop running in the main thread."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 def test_script_goes_before_the_first_script_once():
     html = "<html><head><title>x</title><script>a()</script><script type=module src=b.js></script></head></html>"
@@ -62,7 +70,7 @@ def _asgi(app, path, method="GET", headers=()):
     scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
              "headers": [(k.lower().encode(), v.encode()) for k, v in headers], "root_path": "", "scheme": "http",
              "server": ("127.0.0.1", 80)}
-    asyncio.run(app(scope, receive, send))
+    run_async(app(scope, receive, send))
     if not sent:
         return None
     start = next(m for m in sent if m["type"] == "http.response.start")
@@ -123,7 +131,7 @@ def _accepted_nodelay(listener: socket.socket) -> int:
             writer.close()
         return value
 
-    return asyncio.run(main())
+    return run_async(main())
 
 
 def test_connections_of_a_streamlit_style_socket_get_nodelay():
@@ -141,7 +149,7 @@ def test_lifespan_sets_nodelay_and_leaves_other_sockets_alone():
             async with server.lifespan(None) as state:
                 return state
 
-        assert asyncio.run(start()) is None
+        assert run_async(start()) is None
         assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         assert unconnected.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # not listening
         assert udp.fileno() >= 0 and listener.fileno() >= 0  # the duplicates were closed, not these
