@@ -434,3 +434,17 @@ def test_baselines_score_their_sets_with_each_members_payment():
         sets = res.selected[0]
         want = [float(value.take(40 + i)(sets[i], labels[40 + i])) for i in range(len(sets))]
         np.testing.assert_allclose(res.value[0], want)
+
+
+def test_validity_orderings_carry_each_members_context():
+    """Each ordering of the Validity check is a replay of the permuted patients with their own
+    cells and known codes (the value bound to the permutation), drawn as the check draws them."""
+    from favmac.validity import validity_check
+
+    probs, labels, value, cost = _payment_stream(3, n=120)
+    report = validity_check(probs, labels, value, cost, 1.0, burn_in=30, score="price", seed=5)
+    rng = np.random.RandomState(5)
+    for r in range(3):
+        order = rng.permutation(len(probs))
+        res = replay(probs[order], labels[order], bind_rows(value, order), cost, [1.0], burn_in=30, score="price")
+        assert report.statistic[r] == res.cost[0].mean()
