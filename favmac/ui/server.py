@@ -123,8 +123,13 @@ def nodelay_on_listening_sockets() -> int:
     done = 0
     for name in os.listdir(fd_dir):
         try:
-            sock = socket.socket(fileno=os.dup(int(name)))
-        except (OSError, ValueError):  # not a socket, or closed meanwhile
+            duplicate = os.dup(int(name))
+        except (OSError, ValueError):  # closed meanwhile
+            continue
+        try:
+            sock = socket.socket(fileno=duplicate)
+        except OSError:  # not a socket: close the duplicate (a leaked copy of a pipe's write end
+            os.close(duplicate)  # keeps its reader from ever seeing end-of-file)
             continue
         with sock:
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import socket
 from pathlib import Path
 
@@ -161,3 +162,21 @@ def test_base_url_path_is_read_from_streamlits_options(monkeypatch):
     monkeypatch.setattr(st, "get_option", lambda name: {"server.baseUrlPath": "/studio/"}[name])
     assert server.url_prefix() == "/studio"
     assert [r.path for r in server.page_routes(["", "Data"])] == ["/studio/", "/studio/Data"]
+
+
+def test_nodelay_leaves_no_descriptor_behind():
+    """Non-socket descriptors are reached through duplicates that are closed again: a leaked copy
+    of a pipe's write end would keep its reader from seeing end-of-file (the Playwright driver
+    never exited at the end of a test session)."""
+    read_end, write_end = os.pipe()
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        server.nodelay_on_listening_sockets()
+        assert len(os.listdir("/proc/self/fd")) == before
+        os.close(write_end)
+        write_end = None
+        assert os.read(read_end, 1) == b""  # end-of-file: no copy of the write end is left open
+    finally:
+        os.close(read_end)
+        if write_end is not None:
+            os.close(write_end)
