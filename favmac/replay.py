@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .adaptive import AdaptiveTarget, check_adaptive_rate
+from .costs import exact_costs
 from .arrivals import ArrivalSchedule, check_label_delay
 from .functions import bind_rows
 from .recalibration import DEFAULT_RECALIBRATION
@@ -32,7 +33,6 @@ from .result import ReplayResult
 from .segments import GroupingResult, check_groupings, group_index
 from .thresholds import (
     INT64_LIMIT,
-    ExactCosts,
     rank_edge,
     violation_rank,
     calibration_points,
@@ -305,8 +305,8 @@ class _Session:
         opts, report = self.options, self.report
         report(0.0)
         cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
-        costs = ExactCosts.of(self.cost, self.probs.shape[1], opts.c_max)
-        realized = _realized(cands, self.labels, costs)
+        costs = exact_costs(self.cost, self.probs.shape[1], opts.c_max)
+        realized = _realized(cands, self.labels, costs, self.cost)
         report(0.25)
         engine = _Engine(self, cands, realized, costs)
         n_parts = max(len(self.groupings), 1)
@@ -350,7 +350,8 @@ class _Session:
             steps_here = slice(start - burn_in, stop - burn_in)
             rows = np.arange(stop - start)
             part_labels = self.labels[start:stop]
-            cost_table = part.totals(self.cost.contributions(part_labels))
+            cost_table = (part.totals(self.cost.contributions(part_labels)) if self.cost.is_additive
+                          else realized[start:stop] / costs.scale)
             value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
             exact_cost = realized[start:stop]
             for t in range(n_targets):
@@ -564,7 +565,7 @@ class _Engine:
 
         s, costs = self.session, self.costs
         n_patients = len(group)
-        floor = max(costs.scale, common_scale(s.targets))  # one scale S for every target
+        floor = math.lcm(costs.scale, common_scale(s.targets))  # one scale S for every target
         rules = [AdaptiveTarget(target, rate, costs.scale, min_scale=floor) for target in s.targets]
         big = rules[0].scale
         if self.realized.dtype == object or not costs.exact_sums(n_patients):
@@ -634,7 +635,7 @@ def _candidates(probs, value, cost, universe, report):
     parts = []
     for start in range(0, len(probs), _FORMULA_CHUNK):
         rows = slice(start, start + _FORMULA_CHUNK)
-        parts.append(candidate_sets(probs[rows], bind_rows(value, rows), cost, universe))
+        parts.append(candidate_sets(probs[rows], bind_rows(value, rows), bind_rows(cost, rows), universe))
         report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
     return Candidates.concatenate(parts)
 
@@ -644,15 +645,15 @@ def _chunks(start, stop, size=_CHUNK):
     return list(zip(edges[:-1], edges[1:]))
 
 
-def _realized(cands, labels, costs):
+def _realized(cands, labels, costs, cost=None):
     """``costs.realized`` (exact realized cost of every candidate), in chunks of patients
     (its temporaries are several (N, K) arrays), as int32 when the weights' sum fits."""
     n_patients = cands.n_patients
     out = None
     for start, stop in _chunks(0, n_patients) or [(0, 0)]:
-        part = costs.realized(cands.subset(slice(start, stop)), labels[start:stop])
+        part = costs.realized(cands.subset(slice(start, stop)), labels[start:stop], bind_rows(cost, slice(start, stop)))
         if out is None:
-            dtype = np.int32 if costs.weights.dtype == np.int32 else part.dtype  # realized <= sum of weights
+            dtype = costs.realized_dtype or part.dtype  # int32 when realized <= sum of weights fits
             out = np.empty((n_patients, part.shape[1]), dtype=dtype)
         out[start:stop] = part
     return out

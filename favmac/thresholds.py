@@ -219,6 +219,11 @@ class ExactCosts:
         self.c_max = exact(c_max) if c_max is not None else Fraction(total, self.scale)
         self.c_max_scaled = scaled_int(self.c_max, self.scale)
 
+    @property
+    def realized_dtype(self):
+        """int32 when every realized cost fits it (the weights' sum does), else None (the sums' own type)."""
+        return np.int32 if self.weights.dtype == np.int32 else None
+
     @classmethod
     def of(cls, cost, n_codes: int, c_max=None) -> "ExactCosts":
         """ExactCosts of an additive cost function (anything with ``weights_for(K)``)."""
@@ -234,8 +239,11 @@ class ExactCosts:
         q = exact(target) * self.scale
         return q.numerator // q.denominator
 
-    def realized(self, candidates, labels) -> np.ndarray:
-        """(N, M) exact realized cost C(S; y) * scale of every candidate set of a universe."""
+    def realized(self, candidates, labels, cost=None) -> np.ndarray:
+        """(N, M) exact realized cost C(S; y) * scale of every candidate set of a universe.
+
+        ``cost`` (the cost bound to these patients) matters only to set costs
+        (:class:`favmac.costs.SetCosts`); per-code weights have no per-patient context."""
         labels = np.atleast_2d(np.asarray(labels, dtype=bool))
         false_pos = np.where(labels, 0, self.weights[None, :]).astype(self.weights.dtype)
         if candidates.subsets is not None:
@@ -394,8 +402,8 @@ def calibration_points(candidates, realized: np.ndarray, score: str = "cost"):
         Zero increments carry no weight and may be skipped by the caller.
     """
     keys = candidates.scores(score)
-    if candidates.nested:  # the score and C are both non-decreasing along a nested sequence
-        running = realized
+    if candidates.nested:  # the score is non-decreasing along a nested sequence; C need not be (a set cost)
+        running = np.maximum.accumulate(realized, axis=1)
     else:
         idx = np.argsort(keys, axis=1, kind="stable")
         keys = np.take_along_axis(keys, idx, axis=1)

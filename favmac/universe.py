@@ -509,6 +509,10 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
+    if not getattr(cost, "is_additive", True):  # a set-function cost, e.g. the unsupported payment
+        from .costs import set_cost_candidates
+
+        return set_cost_candidates(probs, value, cost, universe)
     if universe != "full" and value.is_additive:
         cost_terms = None
     else:
