@@ -87,8 +87,10 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                          help="MA coding-intensity adjustment in [0, 1) (default 0: none)")
     payment.add_argument("--base-rate", type=float, metavar="DOLLARS",
                          help="annual base rate: values in dollars (default: RAF units)")
-    method.add_argument("--cost", default="fp", choices=["fp", "weighted_fp"],
-                        help="fp (false positives) or weighted_fp (sum of the weights of false positives)")
+    method.add_argument("--cost", default="fp", choices=["fp", "weighted_fp", "unsupported-payment"],
+                        help="fp (false positives), weighted_fp (sum of the weights of false positives) or "
+                             "unsupported-payment (with --value cms-payment: the payment the false flags alone add, "
+                             "RADV exposure, in the value's units)")
     method.add_argument("--delta", type=float, metavar="D",
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
     method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
@@ -259,7 +261,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
     spec = RunSpec(
         value_kind="cms_payment" if payment else value if value in ("tp", "weighted_tp") else "formula",
         formula="" if value in ("tp", "weighted_tp") or payment else value,
-        cost_kind=args.cost,
+        cost_kind=_cost_kind(args),
         weights=None if weights is None else tuple(weights),
         control="expected" if args.delta is None else "violation",
         targets=(1.0,),
@@ -279,9 +281,9 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
     try:
         # every field but the targets first: C_max (for percent targets) needs valid weights
         unknown_weights = spec.cost_kind == "weighted_fp" and spec.weights is None
-        placeholder = 1.0 if unknown_weights else (spec.c_max(data.n_codes) or 1.0)
+        placeholder = 1.0 if unknown_weights else (_c_max(spec, data) or 1.0)
         spec.replace(targets=(placeholder,)).validate(data.n_codes, data.n_patients)
-        spec = spec.replace(targets=tuple(_resolve_targets(targets, percent, spec.c_max(data.n_codes), flag)))
+        spec = spec.replace(targets=tuple(_resolve_targets(targets, percent, _c_max(spec, data), flag)))
         return spec.validate(data.n_codes, data.n_patients)
     except SettingsError as err:
         option = flag if err.field.startswith("target") else OPTION_OF_FIELD.get(err.field, err.field)
@@ -290,6 +292,22 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
 
 def _is_payment(args) -> bool:
     return args.value.strip().lower() in ("cms-payment", "cms_payment")
+
+
+def _cost_kind(args) -> str:
+    """The RunSpec cost kind of ``--cost``; the unsupported payment only with the payment value."""
+    if args.cost != "unsupported-payment":
+        return args.cost
+    if not _is_payment(args):
+        raise DataError(f"--cost unsupported-payment is the CMS-HCC payment value's cost (the payment the false flags "
+                        f"alone add: RADV exposure); it needs --value cms-payment, got --value {args.value}.",
+                        fix="Add --value cms-payment (with --base-rate for dollars), or choose --cost fp / weighted_fp.")
+    return "cms_unsupported"
+
+
+def _c_max(spec: RunSpec, data) -> float:
+    """C_max of the run on this data (the unsupported payment's depends on the data's codes and cells)."""
+    return spec.c_max(data.n_codes, data.codes, data.members)
 
 
 def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]:
@@ -406,7 +424,7 @@ def run_predict(args) -> int:
     else:
         spec = _spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
     new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column)
-    target, c_max = spec.target, spec.c_max(data.n_codes)
+    target, c_max = spec.target, _c_max(spec, data)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
     progress = _progress(args, "calibrating")
@@ -457,7 +475,7 @@ def run_replay(args) -> int:
         spec = _spec(args, data, args.targets.split(","), percent=False, flag="--targets", **stream)
     else:
         spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
-    c_max = spec.c_max(data.n_codes)
+    c_max = _c_max(spec, data)
     method = get_method(args.method)
     if spec.window is not None and not method.accepts("window"):
         raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",

@@ -49,7 +49,8 @@ __all__ = [
 
 VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "Custom formula",
                "cms_payment": "CMS-HCC payment (hierarchies and interactions)"}
-COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP"}
+COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP",
+              "cms_unsupported": "Unsupported payment (RADV exposure)"}
 CONTROLS = {"expected": "Expected cost", "violation": "Violation probability"}
 
 SETTINGS_FORMAT = "favmac-studio-settings"
@@ -176,7 +177,7 @@ class RunSpec:
         True-positive count, risk-weighted true positives, or a value formula.
     formula : str
         Value formula text (used when ``value_kind == "formula"``).
-    cost_kind : {"fp", "weighted_fp"}
+    cost_kind : {"fp", "weighted_fp", "cms_unsupported"}
         False-positive count or risk-weighted false positives.
     weights : tuple of float or None
         Per-code weights (data order); needed by the weighted kinds, optional for a formula.
@@ -283,8 +284,19 @@ class RunSpec:
             return np.ones(n_codes)
         return np.asarray(self.weights, dtype=float)
 
-    def c_max(self, n_codes: int) -> float:
-        """Largest cost any set can have, C_max (the correctly rounded sum of the cost weights)."""
+    def c_max(self, n_codes: int, codes=None, members=None) -> float:
+        """Largest cost any set can have, C_max (the correctly rounded sum of the cost weights).
+
+        The unsupported payment (``cost_kind="cms_unsupported"``) needs the data's ``codes`` and
+        ``members``: its C_max bounds the cost of every member of the data's cells
+        (:meth:`favmac.payment.CmsHccCost.raw_max`, in the value's units)."""
+        if self.cost_kind == "cms_unsupported":
+            if codes is None:
+                raise SettingsError("cost_kind", "cms_unsupported: C_max needs the data's codes (the CMS-HCC tables)")
+            from .costs import exact_costs
+
+            _, cost = self.build(codes, members)
+            return float(exact_costs(cost, n_codes).c_max)
         return math.fsum(self.cost_weights(n_codes))
 
     def replace(self, **changes) -> "RunSpec":
@@ -325,6 +337,9 @@ class RunSpec:
                                     f"{', '.join(map(str, bad[:5]))} (weight {weights[bad[0]]:g})")
             if n_codes is not None and len(weights) != n_codes:
                 raise SettingsError("weights", f"must hold one weight per code ({n_codes}); got {len(weights)}")
+        if self.cost_kind == "cms_unsupported" and self.value_kind != "cms_payment":
+            raise SettingsError("cost_kind", "cms_unsupported (the unsupported payment) is a cost of the CMS-HCC payment "
+                                "value; choose value_kind cms_payment with it, or another cost")
         if weights is None:
             if self.value_kind == "weighted_tp":
                 raise SettingsError("value_kind", "weighted_tp needs per-code weights")
@@ -432,7 +447,7 @@ class RunSpec:
         if not targets:
             raise SettingsError("targets", "must hold at least one target cost")
         c_max = None
-        if n_codes is not None and (self.cost_kind == "fp" or self.weights is not None):
+        if n_codes is not None and self.cost_kind != "cms_unsupported" and (self.cost_kind == "fp" or self.weights is not None):
             c_max = self.c_max(n_codes)
         allowed = "(0, C_max]" if c_max is None else f"(0, C_max = {c_max:g}]"
         for i, target in enumerate(targets):
@@ -444,7 +459,8 @@ class RunSpec:
     # ------------------------------------------------------------------ value and cost
 
     def build(self, codes=None, members=None):
-        """The ``(value, cost)`` objects the spec describes (AdditiveValue / FormulaValue / CmsHccValue, AdditiveCost).
+        """The ``(value, cost)`` objects the spec describes (AdditiveValue / FormulaValue / CmsHccValue, AdditiveCost
+        or, for ``cost_kind="cms_unsupported"``, the value's CmsHccCost).
 
         The payment value needs the data's ``codes`` and takes the member context the readers
         found (``members``: {"cells", "known"}, rows as the data; :attr:`favmac.io.Dataset.members`).
@@ -466,6 +482,10 @@ class RunSpec:
                                 base_rate=self.base_rate)
         else:
             value = FormulaValue(self.formula, weights=weights)
+        if self.cost_kind == "cms_unsupported":
+            from .payment import CmsHccCost
+
+            return value, CmsHccCost(value)  # the value's members, units and adjustments
         cost = AdditiveCost(weights if self.cost_kind == "weighted_fp" else None)
         return value, cost
 

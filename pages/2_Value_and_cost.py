@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import actions, groupings, guarantees, jobs, payment_widgets, playback, recalibration_view, settings_form as form, widgets
+from favmac.ui import actions, groupings, guarantees, jobs, payment_cost, payment_widgets, playback, recalibration_view, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.session import Session
@@ -78,9 +78,13 @@ with st.container(border=True):
             st.markdown(FormulaValue.HELP)
             st.markdown(form.FORMULA_EXAMPLE)
         st.subheader("Cost of a chosen set")
-        cost_kind = st.radio("Cost", list(form.COST_KINDS), format_func=form.COST_KINDS.get,
-                             index=list(form.COST_KINDS).index(current["cost_kind"]), key="cost_kind",
-                             help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights.")
+        cost_kinds = payment_cost.cost_options(value_kind)
+        cost_kind = st.radio("Cost", cost_kinds, format_func=form.COST_KINDS.get,
+                             index=payment_cost.cost_index(cost_kinds, current["cost_kind"]), key="cost_kind",
+                             help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights. "
+                                  + payment_cost.HELP)
+        if current["cost_kind"] == payment_cost.UNSUPPORTED:
+            st.caption(payment_cost.c_max_caption(current, ss.c_max()))
         st.caption(f"The most one chart can cost (C_max, every code flagged and none present): {cmax_fp:g} false flags (FP count) "
                    f"or {cmax_w:.4g} in risk weight (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])

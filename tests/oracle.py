@@ -12,6 +12,12 @@ A general value is a Python function ``value_fn(S, y)`` of a set and a label tup
 proxy Vhat is the exact expectation over all 2^K label vectors (Fractions, then one
 rounding to float), and the ratio universe is built greedily by marginal Vhat / Chat gains.
 Tests use dyadic probabilities and values with such functions, so every Vhat is exact.
+
+A general cost (a set function such as the unsupported payment, SPEC "CMS-HCC payment value")
+is ``cost_fn(S, y)`` returning an exact Fraction; its Chat is the exact expectation (as for a
+value), the ratio universe divides Chat gains, the "cost" key of a nested set is the running
+max of Chat along the sequence (a score of x only, non-decreasing), price steps are increments
+of that key, realized costs are ``cost_fn`` and C_max is given.
 """
 from __future__ import annotations
 
@@ -61,48 +67,54 @@ def general_vhat(S, p, value_fn):
     return float(total)
 
 
-def nested_order(p, v, w, universe, value_fn=None):
+def nested_order(p, v, w, universe, value_fn=None, cost_fn=None):
     """The order a greedy universe adds codes in; ties by code index."""
     K = len(p)
     if universe == "prob":
         return sorted(range(K), key=lambda k: (-p[k], k))
     if universe == "value":
         return sorted(range(K), key=lambda k: (-(p[k] * v[k]), k))
-    if value_fn is None:
+    if value_fn is None and cost_fn is None:
         return sorted(range(K), key=lambda k: (-ratio_key(p[k], v[k], w[k]), k))
     order, chosen = [], ()
-    current = general_vhat(chosen, p, value_fn)
+    current = general_vhat(chosen, p, value_fn) if value_fn is not None else 0.0
+    spent = general_vhat(chosen, p, cost_fn) if cost_fn is not None else 0.0
     for _ in range(K):
         best = None
         for k in range(K):
             if k in chosen:
                 continue
-            key = ratio_of(general_vhat(chosen + (k,), p, value_fn) - current, (1.0 - p[k]) * w[k])
+            gain = general_vhat(chosen + (k,), p, value_fn) - current if value_fn is not None else p[k] * v[k]
+            cost_gain = general_vhat(chosen + (k,), p, cost_fn) - spent if cost_fn is not None else (1.0 - p[k]) * w[k]
+            key = ratio_of(gain, cost_gain)
             if best is None or key > best[0]:
                 best = (key, k)
         chosen = chosen + (best[1],)
         order.append(best[1])
-        current = general_vhat(chosen, p, value_fn)
+        current = general_vhat(chosen, p, value_fn) if value_fn is not None else 0.0
+        spent = general_vhat(chosen, p, cost_fn) if cost_fn is not None else 0.0
     return order
 
 
-def keyed_sets(p, v, w, universe, score="cost", value_fn=None):
+def keyed_sets(p, v, w, universe, score="cost", value_fn=None, cost_fn=None):
     """Candidate sets as (tuple, key, vhat): key = Chat ("cost") or the price score ("price")."""
-    sets = universe_sets(p, v, w, universe, value_fn)
+    sets = universe_sets(p, v, w, universe, value_fn, cost_fn)
     if score == "cost":
         return [(S, chat, vhat) for S, chat, vhat in sets]
     assert universe != "full", "the price score is defined on nested sequences only"
     out, running = [(sets[0][0], -math.inf, sets[0][2])], -math.inf
-    for (before, _, vhat_before), (S, _, vhat) in zip(sets[:-1], sets[1:]):
+    for (before, chat_before, vhat_before), (S, chat, vhat) in zip(sets[:-1], sets[1:]):
         (k,) = set(S) - set(before)
         value_step = p[k] * v[k] if value_fn is None else vhat - vhat_before
-        running = max(running, step_price((1.0 - p[k]) * w[k], value_step))
+        cost_step = (1.0 - p[k]) * w[k] if cost_fn is None else chat - chat_before
+        running = max(running, step_price(cost_step, value_step))
         out.append((S, running, vhat))
     return out
 
 
-def universe_sets(p, v, w, universe, value_fn=None):
-    """Candidate sets with their Chat, Vhat as (tuple, chat, vhat) (additive proxies unless ``value_fn``)."""
+def universe_sets(p, v, w, universe, value_fn=None, cost_fn=None):
+    """Candidate sets with their Chat, Vhat as (tuple, chat, vhat) (additive proxies unless ``value_fn``
+    / ``cost_fn``; a general cost's nested Chat is the running max along the sequence)."""
     K = len(p)
     if universe == "full":
         out = []
@@ -110,17 +122,24 @@ def universe_sets(p, v, w, universe, value_fn=None):
             S = tuple(k for k in range(K) if mask >> k & 1)
             sel = np.zeros(K, bool)
             sel[list(S)] = True
-            chat = float(np.sum((sel * ((1.0 - p) * w))[None, None, :], axis=2)[0, 0])
-            vhat = float(np.sum((sel * (p * v))[None, None, :], axis=2)[0, 0])
-            if value_fn is not None:
+            if cost_fn is None:
+                chat = float(np.sum((sel * ((1.0 - p) * w))[None, None, :], axis=2)[0, 0])
+            else:
+                chat = general_vhat(S, p, cost_fn)
+            if value_fn is None:
+                vhat = float(np.sum((sel * (p * v))[None, None, :], axis=2)[0, 0])
+            else:
                 vhat = general_vhat(S, p, value_fn)
             out.append((S, chat, vhat))
         return out
-    order = nested_order(p, v, w, universe, value_fn)
+    order = nested_order(p, v, w, universe, value_fn, cost_fn)
     vhat0 = 0.0 if value_fn is None else general_vhat((), p, value_fn)
     out, chat, vhat = [((), 0.0, vhat0)], 0.0, 0.0
     for j, k in enumerate(order):
-        chat = chat + (1.0 - p[k]) * w[k]
+        if cost_fn is None:
+            chat = chat + (1.0 - p[k]) * w[k]
+        else:
+            chat = max(chat, general_vhat(tuple(order[: j + 1]), p, cost_fn))
         vhat = vhat + p[k] * v[k] if value_fn is None else general_vhat(tuple(order[: j + 1]), p, value_fn)
         out.append((tuple(order[: j + 1]), chat, vhat))
     return out
@@ -130,7 +149,11 @@ def true_cost(S, y, w) -> Fraction:
     return sum((q(w[k]) for k in S if not y[k]), Fraction(0))
 
 
-def expected_threshold(cal, v, w, c, universe, c_max=None, score="cost", value_fn=None):
+def realized_cost(S, y, w, cost_fn=None) -> Fraction:
+    return true_cost(S, y, w) if cost_fn is None else Fraction(cost_fn(tuple(sorted(S)), tuple(y)))
+
+
+def expected_threshold(cal, v, w, c, universe, c_max=None, score="cost", value_fn=None, cost_fn=None):
     """T_c = sup{t : (C_max + sum_i C+(t; Z_i)) / (N + 1) <= c}, evaluated literally.
 
     C+(t; z) = max{C(S; z) : key(S) < t}; the keys are Chat or the price score.
@@ -138,7 +161,7 @@ def expected_threshold(cal, v, w, c, universe, c_max=None, score="cost", value_f
     c = q(c)
     cmax = q(c_max) if c_max is not None else sum((q(x) for x in w), Fraction(0))
     N = len(cal)
-    tables = [[(key, true_cost(S, y, w)) for S, key, _ in keyed_sets(p, v, w, universe, score, value_fn)]
+    tables = [[(key, realized_cost(S, y, w, cost_fn)) for S, key, _ in keyed_sets(p, v, w, universe, score, value_fn, cost_fn)]
               for p, y in cal]
 
     def g_after(b):  # G just above b: sets with Chat <= b
@@ -154,10 +177,10 @@ def expected_threshold(cal, v, w, c, universe, c_max=None, score="cost", value_f
     return math.inf
 
 
-def violation_threshold(cal, v, w, c, delta, universe, score="cost", value_fn=None):
+def violation_threshold(cal, v, w, c, delta, universe, score="cost", value_fn=None, cost_fn=None):
     """T_{c,delta} = sup{t : #{i : C+(t; Z_i) <= c} >= (1 - delta)(N + 1)}, literally."""
     c, need = q(c), (1 - q(delta)) * (len(cal) + 1)
-    tables = [[(key, true_cost(S, y, w)) for S, key, _ in keyed_sets(p, v, w, universe, score, value_fn)]
+    tables = [[(key, realized_cost(S, y, w, cost_fn)) for S, key, _ in keyed_sets(p, v, w, universe, score, value_fn, cost_fn)]
               for p, y in cal]
 
     def count_after(b):
@@ -172,9 +195,9 @@ def violation_threshold(cal, v, w, c, delta, universe, score="cost", value_fn=No
     return math.inf
 
 
-def predict(p, v, w, T, universe, score="cost", value_fn=None):
+def predict(p, v, w, T, universe, score="cost", value_fn=None, cost_fn=None):
     """argmax{Vhat(S) : S in U, key(S) < T}: nested -> the last maximum; full -> Vhat desc, Chat asc, enumeration."""
-    sets = keyed_sets(p, v, w, universe, score, value_fn)
+    sets = keyed_sets(p, v, w, universe, score, value_fn, cost_fn)
     ok = [(i, S, chat, vhat) for i, (S, chat, vhat) in enumerate(sets) if chat < T]
     if not ok:
         return ()

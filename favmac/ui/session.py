@@ -110,7 +110,7 @@ class Session:
         return settings_form.to_spec(self.settings, self.weight_array())
 
     def c_max(self) -> float:
-        return self.spec().c_max(self.dataset.n_codes)
+        return self.spec().c_max(self.dataset.n_codes, self.dataset.codes, self.dataset.members)
 
     def online_key(self) -> str:
         """The run key of the Online session's replay (data and settings)."""

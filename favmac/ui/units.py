@@ -50,6 +50,8 @@ def universe_math() -> str:
 
 def cost_unit(settings: dict) -> str:
     """Unit of the chosen cost, for axis titles and captions: what one unit of cost is."""
+    if settings["cost_kind"] == "cms_unsupported":
+        return "dollars of unsupported payment" if settings.get("base_rate") is not None else "RAF of unsupported payment"
     return "false flags" if settings["cost_kind"] == "fp" else "risk weight of false flags"
 
 
@@ -96,6 +98,8 @@ def per_100_charts(per_chart: float) -> str:
 
 def cost_per_100_label(settings: dict) -> str:
     """Column or tile label for the mean cost per 100 charts."""
+    if settings["cost_kind"] == "cms_unsupported":
+        return f"{cost_unit(settings).capitalize()} per 100 charts"
     return ("False flags per 100 charts" if settings["cost_kind"] == "fp"
             else "Risk weight of false flags per 100 charts")
 

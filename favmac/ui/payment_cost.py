@@ -1,0 +1,41 @@
+"""The unsupported-payment cost on Value & cost: offered with the CMS-HCC payment value only, with its unit.
+
+The cost itself is :class:`favmac.payment.CmsHccCost` (RunSpec ``cost_kind="cms_unsupported"``):
+the payment the false flags alone would add, RAF(D, B ∪ (S \\ y)) - RAF(D, B), the RADV exposure.
+"""
+from __future__ import annotations
+
+from favmac.runspec import COST_KINDS
+from favmac.ui.units import cost_unit
+
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "c_max_caption"]
+
+UNSUPPORTED = "cms_unsupported"
+HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
+        "risk score, with the same hierarchies, interactions, cell and known codes as the payment value; in "
+        "dollars with a base rate, else in RAF. Offered with the CMS-HCC payment value.")
+
+
+def cost_options(value_kind: str) -> list[str]:
+    """The cost kinds the chosen value allows: the unsupported payment only with the payment value.
+
+    >>> cost_options("tp"), cost_options("cms_payment")[-1]
+    (['fp', 'weighted_fp'], 'cms_unsupported')
+    """
+    return [k for k in COST_KINDS if k != UNSUPPORTED or value_kind == "cms_payment"]
+
+
+def cost_index(options: list[str], current: str) -> int:
+    """The radio's index of the saved cost (the first option when the value no longer allows it)."""
+    return options.index(current) if current in options else 0
+
+
+def c_max_caption(settings: dict, c_max: float) -> str:
+    """The caption under the cost radio when the unsupported payment is chosen.
+
+    >>> c_max_caption({"cost_kind": "cms_unsupported", "base_rate": None}, 15.379)[:70]
+    'Unsupported payment: the target is in RAF of unsupported payment per c'
+    """
+    return (f"Unsupported payment: the target is in {cost_unit(settings)} per chart. The most one chart can cost "
+            f"(C_max) is {c_max:,.4g}: a bound on any member's unsupported payment in the data's cells (every code "
+            "flagged, none present), which the calibration adds once as its margin of safety.")
