@@ -83,8 +83,8 @@ with st.container(border=True):
                              index=payment_cost.cost_index(cost_kinds, current["cost_kind"]), key="cost_kind",
                              help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights. "
                                   + payment_cost.HELP)
-        if current["cost_kind"] == payment_cost.UNSUPPORTED:
-            st.caption(payment_cost.c_max_caption(current, ss.c_max()))
+        if cost_kind == payment_cost.UNSUPPORTED and current["value_kind"] == "cms_payment":
+            st.caption(payment_cost.c_max_caption(spec, ds))
         st.caption(f"The most one chart can cost (C_max, every code flagged and none present): {cmax_fp:g} false flags (FP count) "
                    f"or {cmax_w:.4g} in risk weight (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])

@@ -110,8 +110,8 @@ def test_realized_costs_are_exact_integers_with_adjustments_and_dollars():
         assert Fraction(int(exact_ints[i]), costs.scale) == raw * unit
         assert float(cost.take(i)(sets[i], labels[i])) == pytest.approx(float(raw * unit), rel=1e-12)
     # a target in dollars is compared exactly: C > c iff the integer exceeds floor(c * scale)
-    c = float(raw * unit)
-    assert costs.bound(c) == int(exact_ints[-1])
+    assert costs.bound(raw * unit) == int(exact_ints[-1]) and costs.bound(raw * unit - Fraction(1, 10**9)) < int(exact_ints[-1])
+    assert costs.bound(150.25) == 150.25 * costs.scale // 1
 
 
 def test_c_max_bounds_every_cost_of_every_member():
@@ -201,7 +201,61 @@ def test_baselines_and_distributed_refuse_it_by_name():
     probs, labels, known = _cohort(19, 40)
     value = CmsHccValue(CODES, known=known)
     for method in (classwise, crc):
-        with pytest.raises(ValueError, match="unsupported-payment cost"):
+        with pytest.raises(ValueError, match="baselines need an additive cost.*CmsHccCost"):
             method(probs, labels, value, CmsHccCost(value), [0.5], burn_in=10)
     with pytest.raises(TypeError, match="built from a CmsHccValue"):
         CmsHccCost(AdditiveCost())
+
+
+def test_runspec_round_trip_build_and_refusals():
+    from favmac.runspec import RunSpec, SettingsError
+
+    codes = ["HCC37", "HCC226", "HCC280"]
+    spec = RunSpec(value_kind="cms_payment", cost_kind="cms_unsupported", targets=(250.0,), base_rate=11000,
+                   normalization=1.045).validate(3, 10)
+    again = RunSpec.from_json(spec.to_json(codes), codes=codes)
+    assert again == spec and again.to_dict()["cost_kind"] == "cms_unsupported"
+    members = {"cells": np.array(["CNA", "INS"]), "known": None}
+    value, cost = again.build(codes, members)
+    assert isinstance(cost, CmsHccCost) and cost.value is value and cost.units == "dollars"
+    assert again.c_max(3, codes, members) == float(exact_costs(cost, 3).c_max)
+    with pytest.raises(SettingsError, match="cost_kind cms_unsupported .* choose value_kind cms_payment"):
+        RunSpec(value_kind="weighted_tp", cost_kind="cms_unsupported", weights=(1.0, 1.0, 1.0)).validate(3, 10)
+    with pytest.raises(SettingsError, match="needs the data's codes"):
+        spec.c_max(3)
+
+
+def test_cli_replay_and_predict_with_the_unsupported_payment(tmp_path, capsys):
+    """On the sample's first 80 members (their cells and known codes), in dollars."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from favmac.cli import main
+    from favmac.io import load_calibration
+
+    sample = Path(__file__).parents[1] / "sample_data" / "hcc_calibration.csv"
+    path = tmp_path / "cohort.csv"
+    pd.read_csv(sample, dtype=str, keep_default_na=False).head(80).to_csv(path, index=False)
+    data = load_calibration(path)
+    cost = CmsHccCost(CmsHccValue(data.codes, cells=data.members["cells"], known=data.members["known"], base_rate=10_000))
+    steps = tmp_path / "steps.csv"
+    assert main(["replay", "--calibration", str(path), "--value", "cms-payment", "--cost", "unsupported-payment",
+                 "--targets", "2500", "--burn-in", "20", "--base-rate", "10000", "--out", str(steps)]) == 0
+    c_max = float(exact_costs(cost, data.n_codes).c_max)
+    assert (f"FavMac (price): 80 patients x {data.n_codes} codes, burn-in 20, 60 predicted per target "
+            f"(expected cost; C_max {c_max:g})") in capsys.readouterr().out
+    record = json.loads((tmp_path / "steps.csv.provenance.json").read_text())["settings"]["run"]
+    assert (record["cost_kind"], record["value_kind"], record["base_rate"]) == ("cms_unsupported", "cms_payment", 10000)
+    new = tmp_path / "new.csv"
+    new.write_text("patient_id,cms_cell,known_codes," + ",".join(data.codes) + "\n"
+                   + "N1,CNA,," + ",".join(["0.5"] * data.n_codes) + "\n")
+    sets = tmp_path / "sets.csv"
+    assert main(["predict", "--calibration", str(path), "--value", "cms-payment", "--cost", "unsupported-payment",
+                 "--target-percent", "5", "--new", str(new), "--out", str(sets)]) == 0
+    assert "Wrote 1 patients" in capsys.readouterr().out and "cost_proxy" in sets.read_text()
+    assert main(["replay", "--calibration", str(path), "--cost", "unsupported-payment", "--targets", "0.3",
+                 "--out", str(steps)]) == 2
+    err = capsys.readouterr().err
+    assert "--cost unsupported-payment" in err and "needs --value cms-payment" in err

@@ -30,12 +30,12 @@ def cost_index(options: list[str], current: str) -> int:
     return options.index(current) if current in options else 0
 
 
-def c_max_caption(settings: dict, c_max: float) -> str:
-    """The caption under the cost radio when the unsupported payment is chosen.
-
-    >>> c_max_caption({"cost_kind": "cms_unsupported", "base_rate": None}, 15.379)[:70]
-    'Unsupported payment: the target is in RAF of unsupported payment per c'
-    """
-    return (f"Unsupported payment: the target is in {cost_unit(settings)} per chart. The most one chart can cost "
+def c_max_caption(spec, dataset) -> str:
+    """The caption under the cost radio when the unsupported payment is chosen (``spec``: the saved
+    run with the payment value; ``dataset``: its data, whose codes and cells fix C_max)."""
+    spec = spec.replace(cost_kind=UNSUPPORTED)
+    c_max = spec.c_max(dataset.n_codes, dataset.codes, dataset.members)
+    unit = cost_unit({"cost_kind": UNSUPPORTED, "base_rate": spec.base_rate})
+    return (f"Unsupported payment: the target is in {unit} per chart. The most one chart can cost "
             f"(C_max) is {c_max:,.4g}: a bound on any member's unsupported payment in the data's cells (every code "
             "flagged, none present), which the calibration adds once as its margin of safety.")
