@@ -244,6 +244,7 @@ def _after_fold(probs, labels, value, cost, targets, options, groups, label_avai
         probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
     value = bind_rows(value, slice(recalibrate, None))  # the replay after the fold sees the rows after it
+    cost = bind_rows(cost, slice(recalibrate, None))
     return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
                              recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
                              patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,

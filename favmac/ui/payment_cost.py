@@ -8,7 +8,7 @@ from __future__ import annotations
 from favmac.runspec import COST_KINDS
 from favmac.ui.units import cost_unit
 
-__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "c_max_caption"]
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "c_max_caption", "additive_cost_skips"]
 
 UNSUPPORTED = "cms_unsupported"
 HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
@@ -39,3 +39,19 @@ def c_max_caption(spec, dataset) -> str:
     return (f"Unsupported payment: the target is in {unit} per chart. The most one chart can cost "
             f"(C_max) is {c_max:,.4g}: a bound on any member's unsupported payment in the data's cells (every code "
             "flagged, none present), which the calibration adds once as its margin of safety.")
+
+
+def additive_cost_skips(spec, methods) -> dict:
+    """{method: reason} for the methods that need an additive cost (the baselines), when ``spec``'s cost is
+    the unsupported payment; {} otherwise. FavMac's rows run on it.
+
+    >>> from favmac.runspec import RunSpec
+    >>> additive_cost_skips(RunSpec(value_kind="cms_payment", cost_kind="cms_unsupported"), ["FavMac (price)", "CRC"])
+    {'CRC': 'it needs an additive cost (per-code weights); the unsupported payment is a set function'}
+    """
+    if spec.cost_kind != UNSUPPORTED:
+        return {}
+    from favmac.methods import get_method, method_labels
+
+    return {m: "it needs an additive cost (per-code weights); the unsupported payment is a set function"
+            for m in methods if m in method_labels() and not get_method(m).is_favmac}

@@ -11,7 +11,7 @@ import pandas as pd
 from favmac.functions import bind_rows
 from favmac.methods import applicability, method_labels, run_method
 from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
-from favmac.ui import payment_view
+from favmac.ui import payment_cost, payment_view
 from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
@@ -121,8 +121,9 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     value, _ = spec.build(codes, members)
     n_codes = len(codes)
     skipped.update(payment_view.weightless_skips(value, runnable, n_codes))  # the payment value with several cells
+    skipped.update(payment_cost.additive_cost_skips(spec, runnable))  # baselines: the unsupported payment is not additive
     runnable = [m for m in runnable if m not in skipped]
-    cmax = spec.c_max(n_codes)
+    cmax = spec.c_max(n_codes, codes, members)
     vscale = value_scale(value, n_codes)
     summaries = {}
     for i, method in enumerate(runnable):
@@ -136,7 +137,8 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         else:
             summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members)
         part(1.0)
-    if spec.value_kind == "cms_payment" and runnable:  # payment-aware FavMac vs the additive one, on the payment scale
+    if spec.value_kind == "cms_payment" and runnable and spec.cost_kind != payment_cost.UNSUPPORTED:
+        # payment-aware FavMac vs the additive one, on the payment scale
         summaries.update(payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
     runs = list(summaries.values())
     table = compare_methods(runs, value_scale=CHARTS, cost_scale=CHARTS) if runs else None
