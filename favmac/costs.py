@@ -91,9 +91,12 @@ class SetCosts:
     Examples
     --------
     >>> from favmac import CmsHccValue, CmsHccCost
-    >>> costs = SetCosts(CmsHccCost(CmsHccValue(["HCC36", "HCC38"], base_rate=11_000)))
+    >>> costs = SetCosts(CmsHccCost(CmsHccValue(["HCC36", "HCC38"], base_rate=11_000)))  # $11 per 0.001 RAF
     >>> costs.scale, costs.multiplier, costs.bound(1000.5)
-    (2, 22, 2001)
+    (1, 11, 1000)
+    >>> costs = SetCosts(CmsHccCost(CmsHccValue(["HCC36", "HCC38"], base_rate=11_000, normalization=1.045)))
+    >>> costs.scale, costs.multiplier, costs.c_max  # $200/19 per 0.001 RAF; C_max 0.166 RAF = $33,200/19
+    (19, 200, Fraction(33200, 19))
     """
 
     realized_dtype = None  # int64 realized costs (no int32 narrowing)

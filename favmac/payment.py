@@ -458,7 +458,7 @@ class CmsHccCost:
         RAF is not monotone in CMS's tables (docs/payment.md), so RAF(all) - RAF(B) need not be
         the largest cost; this bound is max RAF - min RAF over all sets: per family the largest
         (smallest) coefficient sum of its subsets, every positive (negative) interaction, the
-        largest (smallest) count coefficient; the largest over the cells.
+        largest (smallest) coefficient of a count the K codes can reach; the largest over the cells.
         """
         t, s = self.value._tables, self.raw_scale
         ints = lambda a: np.rint(np.asarray(a) * s).astype(np.int64)  # noqa: E731
@@ -472,7 +472,7 @@ class CmsHccCost:
             inter = ints(t.inter_coef[cell]) if t.inter_coef.size else np.zeros(0, dtype=np.int64)
             hi += int(inter[inter > 0].sum())
             lo += int(inter[inter < 0].sum())
-            count = ints(t.count_coef[cell])
+            count = ints(t.count_coef[cell][: len(self.value.codes) + 1])  # at most K payment HCCs survive
             hi, lo = hi + int(count.max()), lo + int(count.min())
             best = max(best, hi - lo)
         return best
