@@ -8,7 +8,7 @@ baseline); then ``descriptions`` when code descriptions are given: one JSON list
 the chosen codes' descriptions in the order of ``codes`` (``[]`` for an empty set; see
 :func:`description_lists`), and ``realized_value, realized_cost`` when labels are given; ``segment`` (and
 ``note``, why a segment got the empty set) with segments, ``adaptive_target`` (c_n) with an
-adaptive rate. Numbers keep 12 significant digits, which removes float noise such as
+adaptive rate; ``cost_units`` (RAF or dollars) with the unsupported-payment cost. Numbers keep 12 significant digits, which removes float noise such as
 0.5306092000000001.
 
 New patients of a segment the calibration data does not have get the empty set: a segment
@@ -147,6 +147,8 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         frame["note"] = [str(n) for n in notes]
     if adaptive_targets is not None:
         frame["adaptive_target"] = round_noise(np.asarray(adaptive_targets, dtype=float))
+    if getattr(cost, "kind", "") == "cost" and getattr(cost, "units", None):  # the unsupported payment: RAF or dollars
+        frame["cost_units"] = cost.units
     return frame
 
 

@@ -254,7 +254,8 @@ def test_cli_replay_and_predict_with_the_unsupported_payment(tmp_path, capsys):
     sets = tmp_path / "sets.csv"
     assert main(["predict", "--calibration", str(path), "--value", "cms-payment", "--cost", "unsupported-payment",
                  "--target-percent", "5", "--new", str(new), "--out", str(sets)]) == 0
-    assert "Wrote 1 patients" in capsys.readouterr().out and "cost_proxy" in sets.read_text()
+    assert "Wrote 1 patients" in capsys.readouterr().out
+    assert sets.read_text().splitlines()[1].endswith(",RAF")  # the cost_units column
     assert main(["replay", "--calibration", str(path), "--cost", "unsupported-payment", "--targets", "0.3",
                  "--out", str(steps)]) == 2
     err = capsys.readouterr().err
