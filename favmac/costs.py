@@ -49,7 +49,7 @@ from .universe import (
     check_universe,
 )
 
-__all__ = ["exact_costs", "SetCosts", "set_cost_candidates", "is_set_cost"]
+__all__ = ["exact_costs", "SetCosts", "set_cost_candidates", "joint_greedy", "is_set_cost"]
 
 
 def is_set_cost(cost) -> bool:
@@ -170,7 +170,9 @@ def set_cost_candidates(probs, value, cost, universe: str = "ratio") -> Candidat
         masks = np.broadcast_to(subsets[None], (n_patients, *subsets.shape))
         return Candidates(universe, _proxies(cost, masks, probs), _proxies(value, masks, probs), subsets=subsets)
     if universe == "ratio":
-        order, vhat, chat = _joint_greedy(probs, value, cost)
+        compiled = getattr(cost, "joint_sequences", None)
+        found = None if compiled is None else compiled(value, probs)
+        order, vhat, chat = joint_greedy(probs, value, cost) if found is None else found
     else:
         key = probs if universe == "prob" else probs * value.weights_for(n_codes)
         order = np.argsort(-key, axis=1, kind="stable").astype(np.int64)
@@ -184,8 +186,11 @@ def set_cost_candidates(probs, value, cost, universe: str = "ratio") -> Candidat
     return Candidates(universe, chat, vhat, order=order, steps_source=steps)
 
 
-def _joint_greedy(probs, value, cost):
+def joint_greedy(probs, value, cost):
     """The ratio universe with both proxies general: order (N, K), Vhat and Chat of every prefix (N, K + 1).
+
+    The reference (and the path for values other than the cost's own payment value); the
+    payment value with its unsupported payment runs compiled (:mod:`favmac.cost_kernels`).
 
     All patients advance one step at a time; at step j every remaining code of every patient is
     tried (value and cost proxies of S + k, exact). Gains within round-off (1e-12 relative) of

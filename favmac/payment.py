@@ -483,6 +483,25 @@ class CmsHccCost:
         _, chat = self.value.sequences(1.0 - probs, np.zeros_like(probs), order)
         return chat
 
+    def joint_sequences(self, value, probs, tolerance: float = _GAIN_TOLERANCE):
+        """The ratio universe of ``value`` (this cost's payment value, same members) with this cost, compiled:
+        (order (N, K), Vhat (N, K + 1), Chat (N, K + 1)); None for another value (the numpy path then runs).
+
+        Each step adds argmax_k (Vhat(S + k) - Vhat(S)) / (Chat(S + k) - Chat(S)), both exact
+        (:mod:`favmac.cost_kernels`)."""
+        mine = self.value
+        if not isinstance(value, CmsHccValue) or value._tables is not mine._tables:
+            return None
+        probs = np.atleast_2d(np.asarray(probs, dtype=float))
+        cells, known = value._context(probs.shape[0])
+        other_cells, other_known = mine._context(probs.shape[0])
+        if not (np.array_equal(cells, other_cells) and np.array_equal(known, other_known)):
+            return None
+        from .cost_kernels import payment_cost_sequences
+
+        order, vhat, chat = payment_cost_sequences(value._tables, probs, known, cells, tolerance)
+        return order, vhat * value.factor, chat * mine.factor
+
     def weights_for(self, n_codes: int):
         raise ValueError("the unsupported-payment cost (CmsHccCost) is not additive: this method needs per-code cost "
                          "weights (an AdditiveCost, e.g. weighted false flags). FavMac, replay and prediction take the "

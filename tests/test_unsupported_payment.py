@@ -260,3 +260,35 @@ def test_cli_replay_and_predict_with_the_unsupported_payment(tmp_path, capsys):
                  "--out", str(steps)]) == 2
     err = capsys.readouterr().err
     assert "--cost unsupported-payment" in err and "needs --value cms-payment" in err
+
+
+def test_compiled_joint_greedy_equals_the_numpy_reference():
+    """cost_kernels (incremental, per family) against favmac.costs.joint_greedy (every code tried with both
+    exact proxies): the same orders and proxies, except where a step's choice rests on gains of round-off
+    size (a ratio of two near-zero increments), which the two summation orders may rank either way."""
+    from favmac.costs import joint_greedy
+    from tests.test_cms_payment import V28_CLUSTER
+
+    codes = [f"HCC{h}" for h in V28_CLUSTER[:16]]
+    rng = np.random.RandomState(23)
+    n = 60
+    probs = np.round(rng.rand(n, len(codes)) ** 2, 3)
+    value = CmsHccValue(codes, cells=rng.choice(["CNA", "CPD", "INS"], n), known=rng.rand(n, len(codes)) < 0.1,
+                        base_rate=1000)
+    cost = CmsHccCost(value)
+    order, vhat, chat = cost.joint_sequences(value, probs)
+    ref_order, ref_vhat, ref_chat = joint_greedy(probs, value, cost)
+    same = (order == ref_order).all(axis=1)
+    assert same.mean() >= 0.9
+    np.testing.assert_allclose(vhat[same], ref_vhat[same], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(chat[same], ref_chat[same], rtol=1e-9, atol=1e-9)
+    for i in np.flatnonzero(~same):
+        step = int(np.flatnonzero(order[i] != ref_order[i])[0])
+        chosen = np.zeros(len(codes), dtype=bool)
+        chosen[order[i, :step]] = True
+        for k in (order[i, step], ref_order[i, step]):
+            trial = chosen.copy()
+            trial[k] = True
+            gains = [float(f.take(i).proxy(trial, probs[i]) - f.take(i).proxy(chosen, probs[i])) for f in (value, cost)]
+            assert min(abs(g) for g in gains) <= 1e-6, (i, step, k, gains)  # dollars: 1e-9 RAF
+    assert cost.joint_sequences(CmsHccValue(codes), probs[:1]) is None  # another value: the numpy path

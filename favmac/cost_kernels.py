@@ -1,0 +1,197 @@
+"""Compiled greedy ratio universe for the CMS-HCC payment value with the unsupported-payment cost.
+
+Both proxies are expectations of the same RAF under independent labels: Vhat with
+y ~ Bernoulli(p), Chat with y ~ Bernoulli(1 - p) (the false flags). Each is kept per family
+exactly as :mod:`favmac.payment_kernels` keeps the value's (expected coefficient sum, survivor
+count distribution, interaction miss probabilities; its ``_family``, ``_convolve_into`` and
+``_count_weights``), one state per side, so each step costs what the value's own greedy step
+costs, twice. Each step adds argmax_k gain_V(k) / gain_C(k) with the shared rules of every
+compiled greedy (:func:`favmac.formula_kernels.offer` and ``lowest_tied``: round-off-sized gains
+are zero, x / 0 = +inf for x > 0, ties to the lowest code index). :func:`favmac.costs.set_cost_candidates`
+calls :func:`payment_cost_sequences`; ``tests/test_unsupported_payment.py`` checks it against the
+numpy reference (``favmac.costs.joint_greedy``), which tries every code with both exact proxies.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .formula_kernels import lowest_tied, offer
+from .payment_kernels import _CAP, _convolve_into, _count_weights, _family, _masks
+
+__all__ = ["payment_cost_sequences"]
+
+
+@njit(cache=True)
+def _side_gains(p, cell, known_i, chosen, greedy, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
+                sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, count_coef, uncertain, fixed,
+                trivial, ecoef, dist, m1, m2, m12, c_ecoef, c_dist, c_m1, c_m2, c_m12, valid, largest, gains):
+    """gains[k] = E[RAF(S + k)] - E[RAF(S)] for every unchosen k, one side (the value's step, payment_kernels)."""
+    n_codes = len(chosen)
+    n_fam = len(fam_ptr) - 1
+    has_candidates = np.zeros(n_fam, dtype=np.bool_)
+    for k in range(n_codes):
+        if not chosen[k]:
+            has_candidates[code_fam[k]] = True
+    position = np.full(n_fam, -1, dtype=np.int64)
+    nontrivial = np.empty(n_fam, dtype=np.int64)
+    n_l = 0
+    for f in range(n_fam):
+        if not trivial[f]:
+            position[f] = n_l
+            nontrivial[n_l] = f
+            n_l += 1
+    prefix = np.zeros((n_fam + 1, _CAP + 1))
+    suffix = np.zeros((n_fam + 1, _CAP + 1))
+    prefix[0, 0] = 1.0
+    for j in range(n_l):
+        f = nontrivial[j]
+        _convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
+    suffix[n_l, 0] = 1.0
+    for j in range(n_l - 1, -1, -1):
+        f = nontrivial[j]
+        _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
+    weight_total = np.zeros(_CAP + 1)
+    _count_weights(prefix[n_l], count_coef, cell, largest, weight_total)
+    weight = np.zeros((n_fam, _CAP + 1))
+    rest = np.empty(_CAP + 1)
+    for f in range(n_fam):
+        if has_candidates[f] and not trivial[f]:
+            j = position[f]
+            _convolve_into(prefix[j], suffix[j + 1], _CAP + 1, rest)
+            _count_weights(rest, count_coef, cell, min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
+    for k in range(n_codes):
+        gains[k] = 0.0
+        if chosen[k] or known_i[k]:
+            continue
+        f = code_fam[k]
+        if not valid[k]:
+            c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr,
+                                 sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, c_dist[k], c_m1[k], c_m2[k],
+                                 c_m12[k])
+            valid[k] = True
+        gain = c_ecoef[k] - ecoef[f]
+        for s in range(fi_ptr[f + 1] - fi_ptr[f]):
+            inter = fi_idx[fi_ptr[f] + s]
+            o1 = 1.0
+            o2 = 1.0
+            o12 = 1.0
+            for e in range(if_ptr[inter], if_ptr[inter + 1]):
+                g = if_idx[e]
+                if g == f:
+                    continue
+                sg = if_slot[e]
+                o1 *= m1[g, sg]
+                o2 *= m2[g, sg]
+                o12 *= m12[g, sg]
+            if inter_atoms[inter, 1] < 0:
+                delta = o1 * (m1[f, s] - c_m1[k, s])
+            else:
+                delta = o1 * (m1[f, s] - c_m1[k, s]) + o2 * (m2[f, s] - c_m2[k, s]) + o12 * (c_m12[k, s] - m12[f, s])
+            gain += inter_coef[cell, inter] * delta
+        size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
+        for m in range(size + 1):
+            w = weight_total[m] if trivial[f] else weight[f, m]
+            gain += (c_dist[k, m] - dist[f, m]) * w
+        gains[k] = gain
+
+
+@njit(cache=True)
+def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+           inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, count_coef, out_order, out_vhat, out_chat):
+    n_patients, n_codes = probs.shape
+    n_fam = len(fam_ptr) - 1
+    width = 1
+    for f in range(n_fam):
+        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
+    largest = 0
+    for f in range(n_fam):
+        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), _CAP)
+    uncertain = np.zeros(n_fam, dtype=np.int64)
+    fixed = np.zeros(n_fam, dtype=np.int64)
+    empty = np.zeros(n_fam, dtype=np.int64)
+    trivial = np.zeros((2, n_fam), dtype=np.bool_)
+    ecoef = np.zeros((2, n_fam))
+    dist = np.zeros((2, n_fam, _CAP + 1))
+    m1 = np.ones((2, n_fam, width))
+    m2 = np.ones((2, n_fam, width))
+    m12 = np.ones((2, n_fam, width))
+    c_ecoef = np.zeros((2, n_codes))
+    c_dist = np.zeros((2, n_codes, _CAP + 1))
+    c_m1 = np.ones((2, n_codes, width))
+    c_m2 = np.ones((2, n_codes, width))
+    c_m12 = np.ones((2, n_codes, width))
+    valid = np.zeros((2, n_codes), dtype=np.bool_)
+    chosen = np.zeros(n_codes, dtype=np.bool_)
+    gains = np.zeros((2, n_codes))
+    keys = np.empty(n_codes)
+    value_gains = np.empty(n_codes)
+    side_p = np.empty((2, n_codes))
+    for i in range(n_patients):
+        cell = cells[i]
+        for k in range(n_codes):
+            side_p[0, k] = probs[i, k]
+            side_p[1, k] = 1.0 - probs[i, k]
+        chosen[:] = False
+        valid[:, :] = False
+        _masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
+        for f in range(n_fam):
+            uncertain[f] = 0
+        for s in range(2):
+            for f in range(n_fam):
+                ecoef[s, f] = _family(f, 0, fixed[f], side_p[s], cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
+                                      sub_coef, inter_atoms, fi_ptr, fi_idx, dist[s, f], m1[s, f], m2[s, f], m12[s, f])
+                trivial[s, f] = dist[s, f, 0] == 1.0
+        current = 0.0
+        spent = 0.0
+        out_vhat[i, 0] = 0.0
+        out_chat[i, 0] = 0.0
+        for step in range(n_codes):
+            for s in range(2):
+                _side_gains(side_p[s], cell, known[i], chosen, True, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr,
+                            sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
+                            if_slot, count_coef, uncertain, fixed, trivial[s], ecoef[s], dist[s], m1[s], m2[s], m12[s],
+                            c_ecoef[s], c_dist[s], c_m1[s], c_m2[s], c_m12[s], valid[s], largest, gains[s])
+            allowance = tolerance * max(1.0, abs(spent))
+            best = -1
+            best_key = -math.inf
+            for k in range(n_codes):
+                if chosen[k]:
+                    continue
+                if abs(gains[1, k]) <= allowance:
+                    gains[1, k] = 0.0
+                best, best_key = offer(k, gains[0, k], gains[1, k], tolerance, current, value_gains, keys, best, best_key)
+            best = lowest_tied(best, best_key, chosen, keys, value_gains, gains[1], tolerance * max(1.0, abs(current)))
+            chosen[best] = True
+            out_order[i, step] = best
+            if not known[i, best]:
+                f = code_fam[best]
+                uncertain[f] |= 1 << code_bit[best]
+                for s in range(2):
+                    ecoef[s, f] = c_ecoef[s, best]
+                    dist[s, f, :] = c_dist[s, best]
+                    m1[s, f, :] = c_m1[s, best]
+                    m2[s, f, :] = c_m2[s, best]
+                    m12[s, f, :] = c_m12[s, best]
+                    trivial[s, f] = dist[s, f, 0] == 1.0
+                    for j in range(fam_ptr[f], fam_ptr[f + 1]):
+                        valid[s, fam_codes[j]] = False
+            current += value_gains[best]
+            spent += gains[1, best]
+            out_vhat[i, step + 1] = current
+            out_chat[i, step + 1] = spent
+
+
+def payment_cost_sequences(t, probs, known, cells, tolerance):
+    """Greedy orders (N, K) and raw-unit Vhat, Chat of every prefix (N, K + 1) (both 0 for the empty set)."""
+    probs = np.ascontiguousarray(probs, dtype=np.float64)
+    n_patients, n_codes = probs.shape
+    out_order = np.empty((n_patients, n_codes), dtype=np.int64)
+    out_vhat = np.empty((n_patients, n_codes + 1))
+    out_chat = np.empty((n_patients, n_codes + 1))
+    _joint(probs, np.ascontiguousarray(known, dtype=np.bool_), np.ascontiguousarray(cells, dtype=np.int64), float(tolerance),
+           t.code_fam, t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms,
+           t.inter_coef, t.fi_ptr, t.fi_idx, t.if_ptr, t.if_idx, t.if_slot, t.count_coef, out_order, out_vhat, out_chat)
+    return out_order, out_vhat, out_chat
