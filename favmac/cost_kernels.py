@@ -25,7 +25,7 @@ __all__ = ["payment_cost_sequences"]
 
 
 @njit(cache=True)
-def _side_gains(p, cell, known_i, chosen, greedy, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
+def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
                 sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, count_coef, uncertain, fixed,
                 trivial, ecoef, dist, m1, m2, m12, c_ecoef, c_dist, c_m1, c_m2, c_m12, valid, largest, gains):
     """gains[k] = E[RAF(S + k)] - E[RAF(S)] for every unchosen k, one side (the value's step, payment_kernels)."""
@@ -150,7 +150,7 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
         out_chat[i, 0] = 0.0
         for step in range(n_codes):
             for s in range(2):
-                _side_gains(side_p[s], cell, known[i], chosen, True, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr,
+                _side_gains(side_p[s], cell, known[i], chosen, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr,
                             sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
                             if_slot, count_coef, uncertain, fixed, trivial[s], ecoef[s], dist[s], m1[s], m2[s], m12[s],
                             c_ecoef[s], c_dist[s], c_m1[s], c_m2[s], c_m12[s], valid[s], largest, gains[s])

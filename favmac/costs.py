@@ -18,7 +18,9 @@ that is a set function — the unsupported payment C(S; y) = RAF(D, B ∪ (S \\ 
 * :func:`set_cost_candidates` — the universes for such a cost (called by
   :func:`favmac.universe.candidate_sets`): the ratio universe adds, at each step,
   argmax_k (Vhat(S+k) - Vhat(S)) / (Chat(S+k) - Chat(S)) with both proxies exact (SPEC
-  "Universes"); ``prob`` and ``value`` keep their orders.
+  "Universes"): compiled for the payment value with its own unsupported payment
+  (:mod:`favmac.cost_kernels`), else :func:`joint_greedy` (numpy, every code tried);
+  ``prob`` and ``value`` keep their orders.
 
 Chat of a set cost need not be monotone along a sequence: CMS's tables are not (a hierarchy
 parent with a lower coefficient than a child it removes; docs/payment.md). The "cost" score of

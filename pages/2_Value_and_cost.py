@@ -25,7 +25,7 @@ def guarantee_inputs() -> dict:
     control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
                        index=list(form.CONTROLS).index(current["control"]), key="control",
                        help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
-    target = st.number_input("Target c (false flags, or their risk weight, per chart)", min_value=0.0, value=float(current["target"]), step=0.1,
+    target = st.number_input(payment_cost.target_label(cost_kind, current), min_value=0.0, value=float(current["target"]), step=0.1,
                              format=INPUT_FORMAT, key="target",
                              help=f"For example 1.1 = at most 1.1 false flags per chart on average (110 per 100 charts). "
                                   f"The most a chart can cost, C_max, is {cmax_fp:g} false flags (FP count) or {cmax_w:.4g} (risk-weighted).")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from favmac.runspec import COST_KINDS
 from favmac.ui.units import cost_unit
 
-__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "c_max_caption", "additive_cost_skips"]
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_caption", "additive_cost_skips"]
 
 UNSUPPORTED = "cms_unsupported"
 HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
@@ -28,6 +28,17 @@ def cost_options(value_kind: str) -> list[str]:
 def cost_index(options: list[str], current: str) -> int:
     """The radio's index of the saved cost (the first option when the value no longer allows it)."""
     return options.index(current) if current in options else 0
+
+
+def target_label(cost_kind: str, settings: dict) -> str:
+    """The target input's label for the chosen cost.
+
+    >>> target_label("cms_unsupported", {"base_rate": 11000.0})
+    'Target c (dollars of unsupported payment per chart)'
+    """
+    if cost_kind == UNSUPPORTED:
+        return f"Target c ({cost_unit({'cost_kind': UNSUPPORTED, 'base_rate': settings.get('base_rate')})} per chart)"
+    return "Target c (false flags, or their risk weight, per chart)"
 
 
 def c_max_caption(spec, dataset) -> str:
