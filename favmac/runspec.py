@@ -535,7 +535,8 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
     Every field that refers to the data is checked: the weights' count and the targets
     against C_max (the codes), the universe against K, the burn-in against N
     (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
-    of ``dataset.segment_columns()`` with a label for every patient. A settings file written for
+    of ``dataset.segment_columns()`` with a label for every patient, and the label-arrival column,
+    which must be the one the data's arrivals were read from. A settings file written for
     other data is refused here, before anything is restored.
     """
     spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
@@ -552,6 +553,12 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
             dataset.segments(column)
         except DataError as err:
             raise SettingsError("segment", f"column {column!r} cannot be used: {err}") from None
+    arrivals = spec.label_available_column
+    if arrivals is not None and arrivals != getattr(dataset, "label_available_column", None):
+        read = getattr(dataset, "label_available_column", None)
+        raise SettingsError("label_available_column", f"names the column {arrivals!r}, but the loaded data ({dataset.name}) "
+                            + (f"has its label arrivals in {read!r}" if read else "has no label-arrival column")
+                            + ". Load data with that column, or choose a fixed label delay or none")
     return spec
 
 
