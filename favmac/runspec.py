@@ -390,6 +390,11 @@ class RunSpec:
         if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
             raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
                                 f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
+        if recalibrate is not None and arrivals is not None:  # replay's rule, said at the boundary
+            raise SettingsError("label_available_column", "cannot be used with recalibrate (the file's arrival positions "
+                                "count the fold's rows); use a fixed label_delay, or leave recalibrate unset")
+        if recalibrate is not None and isinstance(segment, tuple):
+            raise SettingsError("recalibrate", "applies to one segment column at most (yet); leave it unset with several")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
                             recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":

@@ -40,8 +40,8 @@ VALIDITY_REFUSED = {
     "groupings": "The validity check tests one segment column at a time: empty 'Also keep the guarantee per' on the Value & "
                  "cost page to run it. The per-grouping tables on the Value & cost page show how every group of every "
                  "grouping fared on this stream.",
-    "label_delay": "The validity check replays orderings with every earlier patient's labels known; it does not model a "
-                   "label delay yet. Turn the label delay off on the Value & cost page to run it.",
+    "label_delay": "The validity check replays orderings with every earlier patient's labels known; it does not model labels "
+                   "that arrive later yet. Choose 'Labels arrive: all at once' on the Value & cost page to run it.",
 }
 
 
@@ -65,7 +65,7 @@ def validity_refusal(settings: dict) -> str | None:
     """
     if len(segment_columns(settings)) > 1:
         return VALIDITY_REFUSED["groupings"]
-    if settings.get("label_delay") is not None:
+    if settings.get("label_delay") is not None or settings.get("label_available_column"):
         return VALIDITY_REFUSED["label_delay"]
     return None
 
