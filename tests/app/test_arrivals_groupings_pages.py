@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 from app_helpers import SAMPLES, assert_clean, go, open_page
+from test_groupings_pages import tick_two
 
 from favmac import export, io as fio
 from favmac.io import to_safe_csv
@@ -58,21 +59,6 @@ def new_patients_csv(frame: pd.DataFrame, drop=(), unseen: bool = False) -> byte
         rows.loc[rows.index[:3], "plan"] = "P9"
     keep = ["patient_id", "plan", "age_band"] + [c for c in rows.columns if c.startswith("prob_")]
     return rows[[c for c in keep if c not in drop]].to_csv(index=False).encode()
-
-
-def apply_value_cost(at, *, two=True, arrival=None, delay=None):
-    at = go(at, "value_cost")
-    if two:
-        at.checkbox(key="use_segments").check().run()
-        at.selectbox(key="segment_column").set_value("plan").run()
-        at.multiselect(key="more_segment_columns").set_value(["age_band"])
-    if arrival is not None:
-        at.radio(key="label_arrival").set_value(arrival).run()
-    if delay is not None:
-        at.number_input(key="label_delay").set_value(delay)
-    at.button(key="apply_settings").click().run()
-    assert_clean(at)
-    return at
 
 
 def library_result(at):
@@ -126,7 +112,7 @@ def test_value_cost_offers_the_column_and_the_online_session_calibrates_on_arriv
     at = go(at, "value_cost")
     assert at.radio(key="label_arrival").options == ["All at once: each patient's confirmed codes are known right after its prediction",
                                                      "After a fixed delay of d patients", "From the file's label_available_at column"]
-    at = apply_value_cost(at, arrival="column")
+    at = tick_two(at, arrival="column")
     assert at.session_state["settings"]["label_available_column"] == ARRIVALS
     assert at.session_state["settings"].get("label_delay") is None
     at = go(at, "online")
@@ -144,7 +130,7 @@ def test_value_cost_offers_the_column_and_the_online_session_calibrates_on_arriv
 
 
 def test_settings_file_carries_the_arrival_choice_and_groupings_and_other_data_refuses_it():
-    at = apply_value_cost(arrivals_session(), arrival="column")
+    at = tick_two(arrivals_session(), arrival="column")
     ss = at.session_state
     raw = settings_form.settings_to_json(ss["settings"], ss["weights"], ss["dataset"].name)
     doc = json.loads(raw)["settings"]
@@ -179,7 +165,7 @@ def test_new_patient_export_with_two_groupings_equals_the_library_row_for_row(do
     at = upload(arrivals_session(), "upload_new", "new.csv", new_patients_csv(frame, unseen=True))
     assert_clean(at)
     assert any("Groups read for the new patients" in c.value for c in at.caption)
-    at = apply_value_cost(at, arrival="column")
+    at = tick_two(at, arrival="column")
     at = go(at, "export")
     assert_clean(at)
     files = at.session_state["exports"]
@@ -214,7 +200,7 @@ def test_a_grouping_column_missing_from_the_new_patients_is_refused_clearly():
     frame = calibration_frame()
     at = upload(arrivals_session(), "upload_new", "no_band.csv", new_patients_csv(frame, drop=("age_band",)))
     assert_clean(at)
-    at = go(apply_value_cost(at), "export")
+    at = go(tick_two(at), "export")
     assert_clean(at)
     refused = at.session_state["exports"]["new_refused"]
     assert refused.startswith("no_band.csv, row 1, column age_band: there is no column named 'age_band'")
@@ -228,7 +214,7 @@ def test_a_grouping_column_missing_from_the_new_patients_is_refused_clearly():
 
 
 def test_online_session_splits_the_curves_by_the_chosen_grouping_and_says_which_binds():
-    at = go(apply_value_cost(arrivals_session()), "online")
+    at = go(tick_two(arrivals_session()), "online")
     at.button(key="to_end").click().run()
     assert_clean(at)
     result = next(iter(at.session_state["results"].values()))

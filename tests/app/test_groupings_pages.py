@@ -23,14 +23,15 @@ def groupings_session():
     return at
 
 
-def tick_two(at, delay=None):
-    """Value & cost with plan AND age band ticked (and a label delay)."""
+def tick_two(at, delay=None, arrival=None):
+    """Value & cost with plan AND age band ticked (and a label delay, or ``arrival``: "column")."""
     at = go(at, "value_cost")
     at.checkbox(key="use_segments").check().run()
     at.selectbox(key="segment_column").set_value("plan").run()
     at.multiselect(key="more_segment_columns").set_value(["age_band"])
+    if delay is not None or arrival is not None:
+        at.radio(key="label_arrival").set_value(arrival or "fixed_delay").run()
     if delay is not None:
-        at.radio(key="label_arrival").set_value("fixed_delay").run()
         at.number_input(key="label_delay").set_value(delay)
     at.button(key="apply_settings").click().run()
     assert_clean(at)

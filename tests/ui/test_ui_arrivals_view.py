@@ -3,22 +3,19 @@ from __future__ import annotations
 
 import doctest
 import io
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from favmac import AdditiveCost, AdditiveValue, io as fio, replay
+from test_ui_groupings import GROUPINGS, SETTINGS, run
+
+from favmac import io as fio
 from favmac.export import grouping_thresholds
 from favmac.runspec import SettingsError, check_against_data
 from favmac.ui import arrivals_view, groupings, parsing, settings_form
 from favmac.ui.samples import NamedBytes
 from favmac.ui.text import plain_html
-
-GROUPINGS = Path(__file__).resolve().parents[2] / "sample_data" / "groupings_calibration.csv"
-SETTINGS = {"control": "expected", "target": 1.0, "delta": 0.1, "cost_kind": "fp", "value_kind": "tp", "score": "cost"}
-
 
 def frame() -> pd.DataFrame:
     return pd.read_csv(GROUPINGS, dtype={"patient_id": str, "plan": str, "age_band": str}, keep_default_na=False)
@@ -40,12 +37,6 @@ def wide_bytes() -> bytes:
 @pytest.fixture(scope="module")
 def data(wide_bytes):
     return parsing.parse_calibration(wide_bytes, "arrivals.csv")
-
-
-def run(data, **kw):
-    k = data.n_codes
-    return replay(data.prob_array(), data.label_array(), AdditiveValue(np.ones(k)), AdditiveCost(np.ones(k)), [1.0],
-                  burn_in=500, score="cost", **kw)
 
 
 def test_docstring_examples():
