@@ -32,6 +32,8 @@ else:
            "that segment's calibration data." if result.groups is not None else
            "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
     )
+    if arrivals_view.stream_caption(ss.settings):
+        st.caption(arrivals_view.stream_caption(ss.settings))  # several groupings, labels that arrive later
     if recalibration_view.fold_note(ss.settings, "online"):
         st.caption(recalibration_view.fold_note(ss.settings, "online") + " " + arrivals_view.fold_caption(ss.settings))
 widgets.show_settings_line()

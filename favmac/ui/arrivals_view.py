@@ -24,7 +24,7 @@ from favmac.ui.parsing import ARRIVAL_COLUMN
 from favmac.ui.text import md
 
 __all__ = ["ARRIVAL_CHOICES", "ARRIVAL_COLUMN", "arrival_choice", "arrival_summary", "fold_caption", "mark_fold",
-           "settings_fields", "show_arrival_summary"]
+           "settings_fields", "show_arrival_summary", "stream_caption"]
 
 #: The Value & cost choice of when labels arrive (the radio's options, in order).
 ARRIVAL_CHOICES = {
@@ -138,8 +138,8 @@ def mark_fold(fig: go.Figure, settings: dict) -> go.Figure:
     if not size:
         return fig
     fig.add_vrect(x0=0, x1=size, fillcolor=OKABE_ITO["sky_blue"], opacity=0.18,
-                  line_width=0, layer="below", annotation_text=f"Recalibration fold: {size:,} patients, no prediction",
-                  annotation_position="top left", annotation_font_size=11)
+                  line_width=0, layer="below", annotation_text=f"Recalibration fold<br>{size:,} patients,<br>no prediction",
+                  annotation_position="top left", annotation_font_size=10, annotation_align="left")
     fig.update_xaxes(rangemode="tozero")  # the curves start after the fold: show it
     return fig
 
@@ -149,5 +149,27 @@ def fold_caption(settings: dict) -> str | None:
     size = fold_size(settings)
     if not size:
         return None
-    return (f"Shaded on each chart: the recalibration fold, stream positions 0–{size - 1:,} ({size:,} patients). They get "
-            "no prediction and never join the calibration data; the curves start after the fold and the burn-in.")
+    return (f"Shaded on each chart: the recalibration fold, stream positions 0–{size - 1:,} ({size:,} patients); the curves "
+            "start after the fold and the burn-in.")
+
+
+def stream_caption(settings: dict) -> str | None:
+    """The Online session's line on what the intro leaves out: several groupings (the smallest of a
+    patient's groups' thresholds) and labels that arrive later (None when neither is on).
+
+    >>> stream_caption({"segment": ("plan", "band"), "label_delay": 30})[:84]
+    "Several groupings: each patient uses the smallest of its groups' thresholds (one per"
+    >>> stream_caption({"label_delay": 30})[:44], stream_caption({}) is None
+    ('Labels arrive 30 patients after the predicti', True)
+    """
+    segment = settings.get("segment")
+    parts = []
+    if segment and not isinstance(segment, str) and len(segment) > 1:
+        parts.append(f"Several groupings: each patient uses the smallest of its groups' thresholds (one per {md(', '.join(segment))}).")
+    when = ({"fixed_delay": f"{settings.get('label_delay') or 0:,} patients after the prediction",
+             "column": f"as the file's {md(settings.get('label_available_column') or '')} column says"}
+            .get(arrival_choice(settings)))
+    if when:
+        parts.append(f"Labels arrive {when}: a patient's codes join the calibration data then, not right after its own "
+                     "prediction.")
+    return " ".join(parts) or None

@@ -332,7 +332,9 @@ def with_binding(recent: pd.DataFrame, result, position: int) -> pd.DataFrame:
     if len(getattr(result, "groupings", None) or ()) < 2 or recent.empty:
         return recent
     steps = np.arange(position - 1, position - 1 - len(recent), -1)
-    return recent.assign(**{"groups (binding)": binding_groupings(result, steps)})
+    out = recent.copy()
+    out.insert(1, "groups (binding)", binding_groupings(result, steps))  # beside the id: wide tables scroll
+    return out
 
 
 def show_new_patient_groups(new_patients) -> None:

@@ -118,6 +118,7 @@ def test_value_cost_offers_the_column_and_the_online_session_calibrates_on_arriv
     at = go(at, "online")
     at.button(key="to_end").click().run()
     assert_clean(at)
+    assert any("Labels arrive as the file's label\\_available\\_at column says: a patient's codes join" in c.value for c in at.caption)
     shown = next(iter(at.session_state["results"].values()))
     _, expected = library_result(at)
     np.testing.assert_array_equal(shown.thresholds, expected.thresholds)  # each patient's threshold follows the arrivals
@@ -218,6 +219,8 @@ def test_online_session_splits_the_curves_by_the_chosen_grouping_and_says_which_
     at.button(key="to_end").click().run()
     assert_clean(at)
     result = next(iter(at.session_state["results"].values()))
+    assert any(c.value.startswith("Several groupings: each patient uses the smallest of its groups' thresholds (one per plan, "
+                                  "age\\_band).") for c in at.caption)
     assert at.selectbox(key="split_grouping").options == ["plan", "age_band"]
     at.selectbox(key="split_grouping").set_value("age_band").run()
     assert_clean(at)
@@ -255,5 +258,5 @@ def test_the_recalibration_fold_is_shaded_on_the_charts_and_said_in_the_caption(
     for chart in stream_charts[:3]:
         shapes = [s for s in chart["layout"]["shapes"] if s.get("type") == "rect"]
         assert len(shapes) == 1 and (shapes[0]["x0"], shapes[0]["x1"]) == (0, 300)
-        assert any(a["text"] == "Recalibration fold: 300 patients, no prediction" for a in chart["layout"]["annotations"])
+        assert any(a["text"] == "Recalibration fold<br>300 patients,<br>no prediction" for a in chart["layout"]["annotations"])
         assert chart["layout"]["xaxis"]["rangemode"] == "tozero"

@@ -103,7 +103,7 @@ def test_mark_fold_and_its_caption():
     fig = arrivals_view.mark_fold(go.Figure(go.Scatter(x=[500, 600], y=[1, 2])), {"recalibrate": 400})
     (rect,) = fig.layout.shapes
     assert (rect.x0, rect.x1, rect.type) == (0, 400, "rect") and fig.layout.xaxis.rangemode == "tozero"
-    assert fig.layout.annotations[0].text == "Recalibration fold: 400 patients, no prediction"
+    assert fig.layout.annotations[0].text == "Recalibration fold<br>400 patients,<br>no prediction"
     assert "stream positions 0–399 (400 patients)" in arrivals_view.fold_caption({"recalibrate": 400})
     assert arrivals_view.fold_caption({}) is None
 
