@@ -93,7 +93,7 @@ def live_view():
     widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings)), settings), key="value_chart", where=charts[2])
     extra = st.columns(2)
     if result.adaptive_targets is not None:
-        widgets.chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart", where=extra[0])
+        widgets.chart(arrivals_view.mark_fold(guarantees.adaptive_figure(result, position, cost_unit(settings)), settings), key="adaptive_chart", where=extra[0])
     segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
     if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
         widgets.chart(groupings.grouping_cost_figure(result, position, settings, groupings.choose_grouping(result, segment_slot)),

@@ -25,6 +25,7 @@ from favmac.segments import grouping_tables
 from favmac.ui.figures import OKABE_ITO, layout
 from favmac.ui.formats import fixed
 from favmac.ui import widgets
+from favmac.ui.arrivals_view import mark_fold
 from favmac.ui.guarantees import new_patient_threshold as one_grouping_threshold
 from favmac.ui.guarantees import stream_patient_where as one_grouping_where
 from favmac.ui.guarantees import segment_cost_figure, segment_display, segment_thresholds, show_segment_table
@@ -158,7 +159,7 @@ def show_delay_chart(result, position: int) -> None:
     """:func:`delay_figure` beside nothing, half the page wide (nothing without a delay)."""
     figure = delay_figure(result, position)
     if figure is not None:
-        widgets.chart(figure, key="delay_chart", where=st.columns(2)[0])
+        widgets.chart(mark_fold(figure, result.settings), key="delay_chart", where=st.columns(2)[0])
 
 
 def delay_figure(result, position: int) -> go.Figure | None:
@@ -298,7 +299,7 @@ def grouping_cost_figure(result, position: int, settings: dict, grouping: int = 
     groupings each legend entry says how often that group's threshold bound its patients so far."""
     groupings = getattr(result, "groupings", None) or ()
     if len(groupings) < 2:
-        return segment_cost_figure(result, position, settings)
+        return mark_fold(segment_cost_figure(result, position, settings), settings)
     chosen = groupings[grouping]
     view = dataclasses.replace(result, groups=chosen.groups)
     fig = segment_cost_figure(view, position, settings)

@@ -15,6 +15,8 @@ universe       "ratio", "prob", "value" or "full" (full only when K <= 14)
 score          "price" or "cost": what the threshold is on (price needs a greedy universe)
 burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
+label_delay    labels arrive this many patients after the prediction, or None (label_available_column: the
+               calibration file's column of arrivals instead; favmac.ui.arrivals_view)
 grid           trade-off grid: {"low_pct", "high_pct", "n_targets", "methods"}
 =============  ==============================================================
 

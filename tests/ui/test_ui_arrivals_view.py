@@ -170,3 +170,11 @@ def test_arrivals_reach_the_replay_and_the_patient_text(data):
     where = groupings.stream_patient_where(result, 10, result.burn_in + 10)
     assert f"labels had arrived for {int(result.calibration_sizes[10]):,} patients" in where
     assert f"{int(result.labels_pending[10]):,} predicted patients' labels were still pending" in where
+
+
+def test_the_fold_is_marked_on_the_per_segment_and_delay_charts_too(data):
+    result = run(data, groups=data.segments("plan"), label_delay=100)
+    fig = groupings.grouping_cost_figure(result, result.n_steps, {**SETTINGS, "recalibrate": 250}, 0)
+    assert [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"] == [(0, 250)]
+    plain = groupings.grouping_cost_figure(result, result.n_steps, SETTINGS, 0)
+    assert not [s for s in plain.layout.shapes if s.type == "rect"]
