@@ -87,6 +87,12 @@ class Runner:
             return [(part, f"partition {i}") for i, part in enumerate(self.frame.to_delayed())]
         return [(piece, piece.file) for piece in self.pieces]
 
+    def columns(self) -> dict:
+        """File -> its column names, in reading order ("the dask DataFrame" -> the frame's)."""
+        if self.frame is not None:
+            return {"the dask DataFrame": [str(c) for c in self.frame.columns]}
+        return {piece.file: list(piece.columns) for piece in self.pieces}
+
     def tasks(self, function, *args):
         """One delayed ``function(item, name, *args)`` per item (see ``items``)."""
         import dask
