@@ -288,8 +288,14 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         Parquet or CSV files in the wide layout (``patient_id``, ``prob_<code>``,
         ``label_<code>``; codes in the first file's column order, the same codes in every
         file): a path, a glob such as ``'claims/*.parquet'``, a folder, a list, or any fsspec
-        URL (``s3://...``); or a dask DataFrame with those columns.
+        URL (``s3://...``); or a dask DataFrame with those columns. With the payment value,
+        also the member-context columns favmac.io reads (``cms_cell``, ``known_codes``,
+        ``known_<code>``; the same ones in every file).
     value, cost : value and cost functions (favmac.functions)
+        ``value`` may be a :class:`favmac.payment.CmsHccValue` over the files' codes (in their
+        column order) without per-patient context: each patient's cell and known codes are then
+        read from the files (:mod:`favmac.distributed.members`), and the result equals a
+        ``FavMac`` fed every row with its own context (``update(p, y, value=value.take(rows))``).
     targets : float or sequence of float
         Target costs c, in the cost's own units.
     delta : float or None
@@ -343,8 +349,13 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         A file (or partition) with missing columns, codes that differ from the first file's,
         or a missing, non-numeric, NaN or infinite cell, a probability outside [0, 1] or a
         label other than 0/1; a missing patient id or one seen twice in the whole source; a
-        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...). The
-        message names the file, the row (header = row 1, blank CSV rows counted) and the column.
+        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...); with the
+        payment value a cell that is not a CMS-HCC coefficient cell, a known code the data
+        lacks, or member-context columns that differ between files. The message names the
+        file, the row (header = row 1, blank CSV rows counted) and the column.
+    ValueError
+        A payment value with per-patient context or built on other codes; the ``value``
+        universe with a ``cms_cell`` column (its ranking needs one cell).
 
     Notes
     -----

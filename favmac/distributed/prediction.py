@@ -38,8 +38,12 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
     ----------
     source : str, os.PathLike, list of them, or dask.dataframe.DataFrame
         Parquet or CSV files with ``patient_id`` and one column per code (the probabilities
-        layout) or ``prob_<code>`` columns (a wide file; label columns are ignored).
+        layout) or ``prob_<code>`` columns (a wide file; label columns are ignored); with the
+        payment value also ``cms_cell`` / ``known_codes`` / ``known_<code>`` columns.
     value, cost : value and cost functions
+        A :class:`favmac.payment.CmsHccValue` (as for :func:`~favmac.distributed.calibrate`:
+        over ``codes``, no per-patient context) is bound to each patient's cell and known codes
+        read from the files; the sets equal ``FavMac.predict(p, value=...)`` row for row.
     thresholds : float, or dict of segment label -> float with ``segment``
         The threshold T (e.g. from :func:`~favmac.distributed.calibrate`); with ``segment``,
         each segment's own (the second item calibrate returns with ``segment``). A segment
@@ -122,7 +126,8 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
             info["members"] = member_context_of(value, runner.codes, runner.columns(), universe)
             import dask
 
-            tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, value, cost, runner.codes, info, staging)
+            shared = [runner.shared(arg) for arg in (value, cost, runner.codes, info)]
+            tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, *shared, staging)
                      for index, (item, name) in enumerate(runner.items())]
             written = sum(count for (count,) in runner.run_checking_ids(tasks, (ID_COLUMN, *columns)))
         if os.path.isdir(out):
