@@ -73,6 +73,7 @@ __all__ = [
     "load_new_patients",
     "load_new_patients_segmented",
     "member_context",
+    "take_members",
     "parse_table",
     "read_labels",
     "read_probabilities",
@@ -235,7 +236,7 @@ def is_member_column(name: str) -> bool:
     return name in _MEMBER_TEXT or name.startswith("known_")
 
 
-def _take_members(frame, rows, file):
+def take_members(frame, rows, file):
     """Remove the member-context columns (``cms_cell``, ``known_codes``, ``known_<code>``); return
     ``(frame, raw)`` where ``raw`` is None or what :func:`member_context` checks against the codes."""
     known_columns = [c for c in frame.columns if is_member_column(c) and c not in _MEMBER_TEXT]
@@ -628,7 +629,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
-    frame, members = _take_members(frame, rows, file)
+    frame, members = take_members(frame, rows, file)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
@@ -673,7 +674,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
-    frame, members = _take_members(frame, rows, file)
+    frame, members = take_members(frame, rows, file)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
@@ -832,7 +833,7 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     columns = _segment_list(segment_column)
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
                                                                 *_MEMBER_TEXT))
-    frame, members = _take_members(frame, rows, file)
+    frame, members = take_members(frame, rows, file)
     if len(columns) > 1:  # several groupings
         frame, groupings = _take_segments(frame, rows, file, columns)
         layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out
