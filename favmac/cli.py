@@ -307,7 +307,7 @@ def _cost_kind(args) -> str:
 
 def _c_max(spec: RunSpec, data) -> float:
     """C_max of the run on this data (the unsupported payment's depends on the data's codes and cells)."""
-    return spec.c_max(data.n_codes, data.codes, data.members)
+    return spec.c_max(data.n_codes, data.codes, getattr(data, "members", None))
 
 
 def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]:
@@ -545,12 +545,19 @@ def _refuse_dask_inputs(args) -> None:
             raise DataError(f"{flag} applies to the Dask engine only.", fix=f"Pass --engine dask ({_DASK_WRITES}).")
 
 
+_DASK_SET_COST = ("the Dask engine needs an additive cost (per-code weights); --cost unsupported-payment (a set "
+                  "function of the chosen codes) runs in memory only.")
+_DASK_SET_COST_FIX = "Use favmac replay / predict with one calibration file, or --cost fp / weighted_fp on Dask."
+
+
 def _engine_spec(args, source, targets, *, percent: bool, flag: str):
     """(RunSpec, codes) for a file set the engine reads (codes from the headers; N unknown until the pass)."""
     from types import SimpleNamespace
 
     from .distributed import source_codes
 
+    if args.cost == "unsupported-payment":
+        raise DataError(_DASK_SET_COST, fix=_DASK_SET_COST_FIX)
     codes = source_codes(source, segment=list(args.segment_column) if args.segment_column else None)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes

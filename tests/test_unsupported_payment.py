@@ -260,6 +260,9 @@ def test_cli_replay_and_predict_with_the_unsupported_payment(tmp_path, capsys):
                  "--out", str(steps)]) == 2
     err = capsys.readouterr().err
     assert "--cost unsupported-payment" in err and "needs --value cms-payment" in err
+    assert main(["calibrate", "--data", str(path), "--value", "cms-payment", "--cost", "unsupported-payment",
+                 "--targets", "0.3"]) == 2
+    assert "the Dask engine needs an additive cost" in capsys.readouterr().err
 
 
 def test_compiled_joint_greedy_equals_the_numpy_reference():
