@@ -359,8 +359,11 @@ def _print_recalibration(args, result) -> None:
 
         maps = recalibration_of(result)
         fallback = maps.fallback_codes
+        per_segment = "" if maps.by == "code" else (
+            f", per segment ({sum(int(m.sum()) for m in maps.own.values())} of {len(maps.own) * maps.n_codes} "
+            "code x segment maps their own, the rest the code's pooled map)")
         print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration)"
-              + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
+              + per_segment + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
                  if fallback else "") + ".", file=_report_stream(args))
 
 
