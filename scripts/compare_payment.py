@@ -29,7 +29,8 @@ Every run's chosen sets are scored by the true payment (the payment value on the
 and the realized cost. Printed per target: mean true payment per member (RAF units) of each run,
 the gains in percent (paired per ordering: mean, min to max), realized mean cost, and what the
 additive value claims (its own sum) against the payment it really captures. With ``--diagnose c``:
-at target c on the bundled labels, per code, how often each plain run flags it, how often a flag
+at target c on the bundled labels, where each run spends its budget (members by the number of codes
+the classifier suspects: true payment, what the payment proxy claims, cost, flags), then per code, how often each plain run flags it, how often a flag
 is right, and the true payment each run's flags of that code add (the code's marginal payment in
 the chosen set), to see what the payment universe defers that the additive one takes.
 """
@@ -98,11 +99,55 @@ def table(title, probs, labels, cells, known, codes, weights, args) -> None:
               f"{r['claimed'].mean():.4f}, {100 * (r['claimed'].mean() / r['additive'].mean() - 1):+.0f} % |")
 
 
+BANDS = ("0", "1", "2", "3", "4", "5", "6", "7+")
+
+
+def diagnose_members(probs, labels, cells, known, codes, weights, args) -> None:
+    """Where each run spends its false-flag budget at one target (bundled labels): members grouped by how
+    many codes the classifier suspects (p > 0.2), per band the true payment captured, what the payment
+    value's proxy claims for the chosen sets (on the probabilities the run used: mapped for + platt), the
+    realized cost and the flags per member."""
+    from favmac.recalibration import recalibration_of
+
+    t = TARGETS.index(args.diagnose)
+    sums = {}
+    for seed in range(args.seeds):
+        runs, order = run_all(probs, labels, cells, known, codes, weights, args, seed)
+        p, y = probs[order][args.burn_in:], labels[order][args.burn_in:]
+        payment = CmsHccValue(codes, model="V28", cells=cells[order], known=known[order]).take(slice(args.burn_in, None))
+        band = np.minimum((p > 0.2).sum(axis=1), len(BANDS) - 1)
+        additive, aware = runs["additive"][0].chosen.masks(t), runs["payment"][0].chosen.masks(t)
+        same = (additive == aware).all(axis=1)
+        fewer = ~(aware & ~additive).any(axis=1) & ~same
+        more = ~(additive & ~aware).any(axis=1) & ~same
+        sums["sets"] = sums.get("sets", 0) + np.array([same.sum(), fewer.sum(), more.sum(), (~(same | fewer | more)).sum()])
+        for name, (res, true) in runs.items():
+            maps = recalibration_of(res)
+            used = p if maps is None else maps.apply(p)
+            masks = res.chosen.masks(t)
+            numbers = np.stack([np.ones(len(p)), true[t], payment.proxy(masks, used), ((masks & ~y) * weights).sum(axis=1),
+                                masks.sum(axis=1)], axis=1)
+            for b in range(len(BANDS)):
+                sums[name, b] = sums.get((name, b), 0) + numbers[band == b].sum(axis=0)
+    print(f"\nWhere the budget goes at c = {args.diagnose:g} (bundled labels, {args.seeds} orderings): members by the "
+          "number of codes with p > 0.2; per member: true payment / what the payment proxy claims for the chosen "
+          "sets / realized cost / flags\n")
+    print("| codes with p > 0.2 | members per ordering | " + " | ".join(RUNS) + " |")
+    print("|---" * (len(RUNS) + 2) + "|")
+    for b, label in enumerate(BANDS):
+        n = sums[RUNS[0], b][0]
+        print(f"| {label} | {n / args.seeds:.0f} | " + " | ".join(
+            " / ".join(f"{x / n:.3f}" for x in sums[name, b][1:]) for name in RUNS) + " |")
+    share = sums["sets"] / sums["sets"].sum() * 100
+    print(f"\nPayment's set against additive's, per member: identical {share[0]:.0f} %, a subset (fewer flags) "
+          f"{share[1]:.0f} %, a superset {share[2]:.0f} %, neither (other codes) {share[3]:.0f} %")
+
+
 def diagnose(probs, labels, cells, known, codes, weights, args) -> None:
     """Per code at one target (bundled labels): flag rates, precision and true marginal payment of each plain run."""
     t = TARGETS.index(args.diagnose)
-    stats = {name: {"flags": 0.0, "right": 0.0, "marginal": 0.0} for name in ("additive", "payment", "payment + platt")}
-    stats = {name: {key: np.zeros(len(codes)) for key in ("flags", "right", "marginal")} for name in stats}
+    stats = {name: {key: np.zeros(len(codes)) for key in ("flags", "right", "marginal")}
+             for name in ("additive", "payment", "payment + platt")}
     members = 0
     for seed in range(args.seeds):
         runs, order = run_all(probs, labels, cells, known, codes, weights, args, seed)
@@ -122,10 +167,10 @@ def diagnose(probs, labels, cells, known, codes, weights, args) -> None:
                     stats[name]["marginal"][k] += (full - payment(without, y))[flagged].sum()
     print(f"\nDiagnosis at c = {args.diagnose:g} (bundled labels, {args.seeds} orderings): per code, flags per 1,000 "
           "members, precision of the flags, true payment the code's flags add per 1,000 members (its marginal "
-          "payment given the rest of the chosen set), risk weight w_k, mean p among flagged (additive run)\n")
+          "payment given the rest of the chosen set); rows sorted by payment's minus additive's payment\n")
     print("| code | w_k | additive: flags / precision / payment | payment: flags / precision / payment "
-          "| payment + platt: flags / precision / payment | mean p, additive flags |")
-    print("|---|---|---|---|---|---|")
+          "| payment + platt: flags / precision / payment |")
+    print("|---|---|---|---|---|")
     diff = stats["payment"]["marginal"] - stats["additive"]["marginal"]
     for k in np.argsort(diff):
         if max(s["flags"][k] for s in stats.values()) == 0:
@@ -136,7 +181,7 @@ def diagnose(probs, labels, cells, known, codes, weights, args) -> None:
             precision = s["right"][k] / s["flags"][k] if s["flags"][k] else float("nan")
             cells_text.append(f"{1000 * s['flags'][k] / members:.1f} / {precision:.2f} / "
                               f"{1000 * s['marginal'][k] / members:.2f}")
-        print(f"| {codes[k]} | {weights[k]:.3f} | " + " | ".join(cells_text) + " | |")
+        print(f"| {codes[k]} | {weights[k]:.3f} | " + " | ".join(cells_text) + " |")
     for name in stats:
         print(f"{name}: total marginal payment per 1,000 members {1000 * stats[name]['marginal'].sum() / members:.2f}")
 
@@ -168,6 +213,7 @@ def main() -> None:
                                          known & redrawn)):
             table(title, probs, y_all, cells, known_all, codes, weights, args)
     if args.diagnose is not None:
+        diagnose_members(probs, labels, cells, known, codes, weights, args)
         diagnose(probs, labels, cells, known, codes, weights, args)
     print(f"\ndone in {time.perf_counter() - start:.0f} s")
 

@@ -396,9 +396,9 @@ def recalibration_findings(means, split=None, segment=None) -> list[str]:
             parts.append(f"{name}: {low:.1f} to {max(cells[name, t] for t in targets):.1f} % of the limit, at most "
                          f"{gap:.1f} points below the best method")
         plain = min(cells["price", t] for t in targets)
-        split = max(cells["price", t] - cells["price + platt", t] for t in targets)
+        split_loss = max(cells["price", t] - cells["price + platt", t] for t in targets)
         lines.append(f"- {title}: plain price {plain:.1f} % at worst; " + "; ".join(parts)
-                     + (f"; the split costs the price score at most {split:+.2f} points here" if kind == "calibrated" else "")
+                     + (f"; the split costs the price score at most {split_loss:+.2f} points here" if kind == "calibrated" else "")
                      + ".")
     subgroup = "(1) The miscalibrated subgroup: a per-code map is one map for all patients, so it averages the " \
         "subgroup's shift with the calibrated majority and fixes neither."
