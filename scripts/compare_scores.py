@@ -125,6 +125,7 @@ SYN_WORKLOADS = {
     "under": "under-confident (logit p = logit q / 4)",
     "value_biased": "value-biased (logit p = logit q + z_k)",
     "subgroup": "miscalibrated subgroup (30 %: logit p = logit q + 1.5)",
+    "subgroup_under": "under-confident subgroup (30 %: logit p = logit q / 4)",
 }
 SYN_METHODS = (("cost", "favmac_ratio", None), ("price", "favmac_price", None), ("price + platt", "favmac_price", "platt"),
                ("price + isotonic", "favmac_price", "isotonic"), ("CRC (exact)", "crc", None))
@@ -140,9 +141,9 @@ def synthetic(kind: str, seed: int = 0, *, with_groups: bool = False):
     q = 1 / (1 + np.exp(-logit_q))
     y = rng.rand(SYN_POOL, SYN_CODES) < q
     z = (np.log(values) - np.log(values).mean()) / np.log(values).std()
-    shifted = rng.rand(SYN_POOL, 1) < 0.3 if kind == "subgroup" else np.zeros((SYN_POOL, 1), dtype=bool)
+    shifted = rng.rand(SYN_POOL, 1) < 0.3 if kind.startswith("subgroup") else np.zeros((SYN_POOL, 1), dtype=bool)
     logit_p = {"calibrated": logit_q, "over": 2 * logit_q, "under": logit_q / 4, "value_biased": logit_q + z,
-               "subgroup": logit_q + 1.5 * shifted}[kind]
+               "subgroup": logit_q + 1.5 * shifted, "subgroup_under": np.where(shifted, logit_q / 4, logit_q)}[kind]
     out = (1 / (1 + np.exp(-logit_p)), q, y, values)
     return out + (np.where(shifted[:, 0], "shifted", "rest").astype(object),) if with_groups else out
 
@@ -219,11 +220,11 @@ SEGMENT_METHODS = (("price", None, "code"), ("price + platt", "platt", "code"),
                    ("price + platt by segment", "platt", "segment"))
 
 
-def segment_section(seeds: int) -> tuple[list[str], dict]:
-    """The miscalibrated-subgroup workload with its subgroup as a segment (Mondrian control): plain
-    price, price + platt (per-code maps) and price + platt by segment (per code x segment maps),
-    in % of the per-segment fractional-knapsack limit (each segment spends at most c per patient)."""
-    p, q, y, values, groups = synthetic("subgroup", with_groups=True)
+def segment_section(seeds: int, kind: str = "subgroup") -> tuple[list[str], dict]:
+    """A subgroup workload with its subgroup as a segment (Mondrian control): plain price, price +
+    platt (per-code maps) and price + platt by segment (per code x segment maps), in % of the
+    per-segment fractional-knapsack limit (each segment spends at most c per patient)."""
+    p, q, y, values, groups = synthetic(kind, with_groups=True)
     base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), segment="segment",
                    targets=tuple(f * SYN_CODES for f in SYN_FRACTIONS), burn_in=SYN_FOLD + SYN_BURN)
     out = {}
@@ -243,8 +244,8 @@ def segment_section(seeds: int) -> tuple[list[str], dict]:
             out.setdefault(("pooled", label), []).append(100 * expected / pooled)
             out.setdefault(("excess", label), []).append(excess / SYN_CODES * 100)
     labels = [label for label, _, _ in SEGMENT_METHODS]
-    doc = ["### Miscalibrated subgroup, maps per segment", "",
-           "The subgroup workload again, its subgroup now a segment (`groups`, Mondrian control: each segment keeps "
+    doc = [f"### {SYN_WORKLOADS[kind][0].upper() + SYN_WORKLOADS[kind][1:]}, maps per segment", "",
+           "The workload again, its subgroup now a segment (`groups`, Mondrian control: each segment keeps "
            "E[C | segment] <= c). \"price + platt by segment\" is `recalibrate=1000, recalibrate_by=\"segment\"` "
            "(`--recalibrate-by segment`): one Platt map per code and segment, the code's pooled map where the "
            f"segment's fold holds fewer than {MIN_SEGMENT_CLASS} positives or negatives of it "
@@ -273,6 +274,15 @@ def segment_section(seeds: int) -> tuple[list[str], dict]:
     return doc, {"gain": gain.mean(axis=0), "segment": arrays["price + platt by segment"].mean(axis=0),
                  "per_code": arrays["price + platt"].mean(axis=0), "plain": arrays["price"].mean(axis=0),
                  "pooled": pooled}
+
+
+def segment_sections(seeds: int) -> tuple[list[str], dict]:
+    """:func:`segment_section` for both subgroup workloads: the markdown, and {kind: figures}."""
+    doc, figures = [], {}
+    for kind in ("subgroup", "subgroup_under"):
+        part, figures[kind] = segment_section(seeds, kind)
+        doc += part
+    return doc, figures
 
 
 def split_cost(seeds: int) -> tuple[list[str], dict]:
@@ -403,13 +413,17 @@ def recalibration_findings(means, split=None, segment=None) -> list[str]:
     subgroup = "(1) The miscalibrated subgroup: a per-code map is one map for all patients, so it averages the " \
         "subgroup's shift with the calibrated majority and fixes neither."
     if segment is not None:
-        subgroup += (" When the subgroup is known (a segment column), per-segment (Mondrian) control alone already "
-                     "absorbs most of a shift that moves every code of the segment the same way, because the "
-                     "segment's own threshold re-scales its prices; maps per segment (`recalibrate_by=\"segment\"`) "
-                     "add " + " / ".join(f"{g:+.2f}" for g in segment["gain"]) + " points over per-code maps "
-                     "(c = 0.5 / 1 / 2 / 4), reaching " + " / ".join(f"{x:.1f}" for x in segment["segment"])
-                     + " % of the per-segment limit (plain price with segments: "
-                     + " / ".join(f"{x:.1f}" for x in segment["plain"]) + ").")
+        for kind, figures in segment.items():
+            subgroup += (f" {SYN_WORKLOADS[kind][0].upper() + SYN_WORKLOADS[kind][1:]}, the subgroup as a segment "
+                         "(Mondrian control): maps per segment (`recalibrate_by=\"segment\"`) add "
+                         + " / ".join(f"{g:+.2f}" for g in figures["gain"]) + " points over per-code maps "
+                         "(c = 0.5 / 1 / 2 / 4), reaching " + " / ".join(f"{x:.1f}" for x in figures["segment"])
+                         + " % of the per-segment limit; plain price with segments reaches "
+                         + " / ".join(f"{x:.1f}" for x in figures["plain"]) + ".")
+        subgroup += (" A shift that moves every code of the segment the same way is absorbed by the segment's own "
+                     "threshold (it re-scales the segment's prices), so there the split only costs its calibration "
+                     "patients; a distortion that changes the ranking inside the segment (temperature) needs maps "
+                     "fitted on the segment.")
     split_text = "(3) On calibrated data the split costs the price score a little at the lowest target."
     if split is not None:
         split_text = (f"(3) On calibrated data the split costs the price score {split['total'][0]:.2f} ± "
@@ -472,7 +486,7 @@ def main(argv=None) -> int:
         return 0
     if args.recalibration_only:
         synthetic_doc, means = synthetic_section(args.seeds)
-        (segment_doc, segment), (split_doc, split) = segment_section(args.seeds), split_cost(args.split_seeds)
+        (segment_doc, segment), (split_doc, split) = segment_sections(args.seeds), split_cost(args.split_seeds)
         print("\n".join(synthetic_doc + segment_doc + split_doc + shrinkage_section()
                         + recalibration_findings(means, split, segment)))
         return 0
@@ -547,7 +561,7 @@ def main(argv=None) -> int:
             "where it usually finds a little more.",
             ""]
     synthetic_doc, means = synthetic_section(args.seeds)
-    (segment_doc, segment), (split_doc, split) = segment_section(args.seeds), split_cost(args.split_seeds)
+    (segment_doc, segment), (split_doc, split) = segment_sections(args.seeds), split_cost(args.split_seeds)
     doc += (synthetic_doc + segment_doc + split_doc + shrinkage_section() + samples_split(args.seeds)
             + recalibration_findings(means, split, segment) + ["", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""])
     args.out.parent.mkdir(parents=True, exist_ok=True)
