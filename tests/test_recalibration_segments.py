@@ -237,3 +237,33 @@ def test_cli_recalibrate_by_segment(tmp_path, capsys):
                  "--recalibrate", "200", "--recalibrate-by", "segment", "--out", str(out)])
     assert code == 2
     assert "--recalibrate-by 'segment' fits maps per group of one segment column" in capsys.readouterr().err
+
+
+def test_cli_predict_applies_each_new_patient_segment_maps(tmp_path, capsys):
+    from favmac.cli import main
+
+    p, y, groups, _, _ = _stream(11, n=600)
+    codes = [f"C{k}" for k in range(5)]
+    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(600)], "segment": groups})
+    for k, code in enumerate(codes):
+        frame[f"prob_{code}"] = p[:, k]
+        frame[f"label_{code}"] = y[:, k].astype(int)
+    frame.to_csv(tmp_path / "cal.csv", index=False)
+    new_p, _, new_groups, _, _ = _stream(12, n=30)
+    new = pd.DataFrame({"patient_id": [f"N{i}" for i in range(30)], "segment": new_groups})
+    for k, code in enumerate(codes):
+        new[code] = new_p[:, k]
+    new.to_csv(tmp_path / "new.csv", index=False)
+    out = tmp_path / "sets.csv"
+    assert main(["predict", "--calibration", str(tmp_path / "cal.csv"), "--new", str(tmp_path / "new.csv"),
+                 "--target", "1", "--recalibrate", "200", "--recalibrate-by", "segment", "--segment-column", "segment",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    written = pd.read_csv(out, dtype={"codes": str}, keep_default_na=False)
+    # the CLI's in-memory predict: the whole file calibrates (burn-in N - R), new patients use the final thresholds
+    res = replay(p, y, AdditiveValue(), AdditiveCost(), [1.0], burn_in=400, recalibrate=200, groups=groups,
+                 recalibrate_by="segment", codes=codes)
+    thresholds = np.array([res.group_thresholds[g][0] for g in new_groups])
+    expected = predict_with_threshold(new_p, AdditiveValue(), AdditiveCost(), thresholds, score="price",
+                                      recalibration=recalibration_of(res), groups=new_groups)
+    assert written["codes"].tolist() == [";".join(np.array(codes)[row]) for row in expected]
