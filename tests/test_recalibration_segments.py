@@ -267,3 +267,20 @@ def test_cli_predict_applies_each_new_patient_segment_maps(tmp_path, capsys):
     expected = predict_with_threshold(new_p, AdditiveValue(), AdditiveCost(), thresholds, score="price",
                                       recalibration=recalibration_of(res), groups=new_groups)
     assert written["codes"].tolist() == [";".join(np.array(codes)[row]) for row in expected]
+
+
+def test_cli_distributed_engine_refuses_maps_per_segment(tmp_path, capsys):
+    from favmac.cli import main
+
+    p, y, groups, _, _ = _stream(13, n=400)
+    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(400)], "segment": groups})
+    for k in range(5):
+        frame[f"prob_C{k}"] = p[:, k]
+        frame[f"label_C{k}"] = y[:, k].astype(int)
+    frame.to_csv(tmp_path / "cal.csv", index=False)
+    code = main(["calibrate", "--data", str(tmp_path / "cal.csv"), "--targets", "1", "--recalibrate", "100",
+                 "--recalibrate-by", "segment", "--segment-column", "segment", "--settings-out",
+                 str(tmp_path / "s.json")])
+    assert code != 0
+    assert "fits one recalibration map per code only; --recalibrate-by segment is not available" in \
+        capsys.readouterr().err
