@@ -28,6 +28,14 @@ Two maps (:data:`RECALIBRATIONS`):
   averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
   constant.
 
+Maps per segment (``recalibrate_by="segment"``, :class:`SegmentRecalibration`): with one segment
+column, one map per code *and segment*, fitted on that segment's fold patients, where the segment's
+fold holds at least :data:`MIN_SEGMENT_CLASS` positives and as many negatives of the code; every other
+(segment, code), and a segment the fold never saw, uses the code's pooled map. A subgroup whose
+classifier is distorted differently (e.g. under-confident in one plan) is then repaired without moving
+the others; the maps still depend on the fold alone, so the guarantees are unchanged. (Beyond SPEC's
+one map g_k per code: a patient's segment is part of its x, fixed before calibration.)
+
 A code with no positive or no negative in the fold, with one distinct probability only, or
 (Platt) with a negative fitted slope maps to the fold's prevalence (a constant map); the maps
 list those codes (:attr:`Recalibration.fallback_codes`) so a page can say so.
