@@ -32,6 +32,17 @@ def _stream(seed, n=1200, k=5, shifted=0.35, shift=2.0):
     return p, y, groups, AdditiveValue(rng.rand(k) * 5 + 0.5), AdditiveCost()
 
 
+def _write_wide(path, p, y, groups) -> list:
+    """A one-file calibration CSV (patient_id, segment, prob_<code>, label_<code>); returns the codes."""
+    codes = [f"C{k}" for k in range(p.shape[1])]
+    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(len(p))], "segment": groups})
+    for k, code in enumerate(codes):
+        frame[f"prob_{code}"] = p[:, k]
+        frame[f"label_{code}"] = y[:, k].astype(int)
+    frame.to_csv(path, index=False)
+    return codes
+
+
 # ---------------------------------------------------------------------- the maps
 def test_segment_maps_follow_the_rule():
     p, y, groups, _, _ = _stream(0, n=600)
@@ -221,12 +232,7 @@ def test_cli_recalibrate_by_segment(tmp_path, capsys):
     from favmac.cli import main
 
     p, y, groups, _, _ = _stream(10, n=600)
-    codes = [f"C{k}" for k in range(5)]
-    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(600)], "segment": groups})
-    for k, code in enumerate(codes):
-        frame[f"prob_{code}"] = p[:, k]
-        frame[f"label_{code}"] = y[:, k].astype(int)
-    frame.to_csv(tmp_path / "cal.csv", index=False)
+    codes = _write_wide(tmp_path / "cal.csv", p, y, groups)
     out = tmp_path / "steps.csv"
     assert main(["replay", "--calibration", str(tmp_path / "cal.csv"), "--targets", "1", "--burn-in", "100",
                  "--recalibrate", "200", "--recalibrate-by", "segment", "--segment-column", "segment",
@@ -243,12 +249,7 @@ def test_cli_predict_applies_each_new_patient_segment_maps(tmp_path, capsys):
     from favmac.cli import main
 
     p, y, groups, _, _ = _stream(11, n=600)
-    codes = [f"C{k}" for k in range(5)]
-    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(600)], "segment": groups})
-    for k, code in enumerate(codes):
-        frame[f"prob_{code}"] = p[:, k]
-        frame[f"label_{code}"] = y[:, k].astype(int)
-    frame.to_csv(tmp_path / "cal.csv", index=False)
+    codes = _write_wide(tmp_path / "cal.csv", p, y, groups)
     new_p, _, new_groups, _, _ = _stream(12, n=30)
     new = pd.DataFrame({"patient_id": [f"N{i}" for i in range(30)], "segment": new_groups})
     for k, code in enumerate(codes):
@@ -273,11 +274,7 @@ def test_cli_distributed_engine_refuses_maps_per_segment(tmp_path, capsys):
     from favmac.cli import main
 
     p, y, groups, _, _ = _stream(13, n=400)
-    frame = pd.DataFrame({"patient_id": [f"P{i}" for i in range(400)], "segment": groups})
-    for k in range(5):
-        frame[f"prob_C{k}"] = p[:, k]
-        frame[f"label_C{k}"] = y[:, k].astype(int)
-    frame.to_csv(tmp_path / "cal.csv", index=False)
+    _write_wide(tmp_path / "cal.csv", p, y, groups)
     code = main(["calibrate", "--data", str(tmp_path / "cal.csv"), "--targets", "1", "--recalibrate", "100",
                  "--recalibrate-by", "segment", "--segment-column", "segment", "--settings-out",
                  str(tmp_path / "s.json")])
