@@ -1,7 +1,8 @@
 """Benchmark: large cohorts — Trade-offs against one FavMac replay, a session's peak memory, and
 the memory a session leaves behind. Every figure is a ratio measured in the same run.
 
-    python scripts/bench_large_cohort.py [--patients 100000] [--codes 35] [--sessions 4] [--baseline-src DIR]
+    python scripts/bench_large_cohort.py [--patients 100000] [--codes 35] [--sessions 4] [--session-patients N]
+                                         [--baseline-src DIR]
 
 The cohort is ``scripts/make_synthetic_parquet.py``'s (calibrated logistic probabilities as full
 float64 values, random 3-decimal weights), value = risk-weighted TP, cost = risk-weighted FP,
@@ -15,7 +16,8 @@ Each measurement runs in a fresh child process:
 * ``memory``: the same two steps under ``tracemalloc`` (numpy's arrays are traced); the peak
   of traced memory, data included, against the data's in-memory size (:func:`data_bytes`:
   probabilities float64, labels int8 and cost weights as loaded; the ids are printed apart).
-* ``sessions`` (``--sessions S``): S app sessions one after the other in one process
+* ``sessions`` (``--sessions S``, on ``--session-patients`` patients, default ``--patients``):
+  S app sessions one after the other in one process
   (``streamlit.testing.v1.AppTest``: upload the cohort as Parquet, Online session, Trade-offs),
   then every session dropped: traced memory and RSS before, with the sessions, after they end,
   after the caches are cleared, and after glibc's ``malloc_trim`` (what the allocator kept).
@@ -205,7 +207,8 @@ def child_sessions(args) -> dict:
 
 def run_child(what: str, args, source: str | None = None) -> dict:
     env = {**os.environ, "FAVMAC_BENCH_SOURCE": source or SOURCE}
-    command = [sys.executable, __file__, "--child", what, "--patients", str(args.patients), "--codes", str(args.codes),
+    patients = args.session_patients if what == "sessions" and args.session_patients else args.patients
+    command = [sys.executable, __file__, "--child", what, "--patients", str(patients), "--codes", str(args.codes),
                "--sessions", str(args.sessions)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -235,6 +238,7 @@ def main(argv=None) -> int:
     parser.add_argument("--patients", type=int, default=100_000)
     parser.add_argument("--codes", type=int, default=35)
     parser.add_argument("--sessions", type=int, default=4, help="app sessions for the memory-returned figure (0: skip)")
+    parser.add_argument("--session-patients", type=int, help="cohort size of the sessions run (default: --patients)")
     parser.add_argument("--baseline-src", help="another checkout to measure the same way (before/after)")
     parser.add_argument("--child", choices=["speed", "memory", "sessions"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -249,9 +253,12 @@ def main(argv=None) -> int:
     for label, source in sources:
         report(label, run_child("speed", args, source), run_child("memory", args, source))
     if args.sessions:
+        wall = time.perf_counter()
         out = run_child("sessions", args)
+        wall = time.perf_counter() - wall
         data = out["data_bytes"]
-        print(f"{out['sessions']} app sessions in one process (upload, Online session, Trade-offs each), data {mb(data)} per session:")
+        print(f"{out['sessions']} app sessions in one process (upload, Online session, Trade-offs each), "
+              f"{args.session_patients or args.patients:,} patients, data {mb(data)} per session; {wall:.0f} s wall in all:")
         for key in ("before", "with_sessions", "after_sessions", "after_cache_clear", "after_malloc_trim"):
             if key not in out:
                 continue

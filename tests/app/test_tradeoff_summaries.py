@@ -177,3 +177,22 @@ def test_shared_candidates_are_checked_and_grouped_by_universe():
     with pytest.raises(ValueError, match="candidates is not supported by CRC"):
         run_method(spec, "CRC", probs, labels, candidates=candidate_sets(probs, value, cost, "ratio"))
     assert tradeoffs.shared_universes(ALL_METHODS) == {"ratio": ["FavMac (price)", "FavMac (ratio)"]}
+
+
+def test_a_finished_job_lets_go_of_its_inputs():
+    """A job's function (whose closure holds a session's data) is dropped once it ends, and the
+    freed memory is handed back to the system (glibc's malloc_trim; a no-op elsewhere)."""
+    import gc
+    import weakref
+
+    class Data:
+        pass
+
+    data = Data()
+    alive = weakref.ref(data)
+    job = jobs.Job("key", "Holding", lambda progress, data=data: 42).start()
+    del data
+    assert job.wait(10) and job.result == 42
+    gc.collect()
+    assert alive() is None and job.fn is None
+    jobs.return_freed_memory()  # callable any time
