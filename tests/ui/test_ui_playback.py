@@ -66,6 +66,18 @@ def test_estimate_replay_seconds_scales_with_stream_length():
     assert 0 < seconds < 60
 
 
+@pytest.mark.parametrize("setting", [{"segment": "plan"}, {"recalibrate": 60}, {"label_available_column": "arrived"}])
+def test_estimate_replay_seconds_times_the_first_patients_without_per_patient_settings(setting):
+    """The trial replays the first patients only: segments, label arrivals and a recalibration fold
+    (per-patient, or longer than the trial) are left out instead of failing."""
+    rng = np.random.RandomState(2)
+    probs = rng.uniform(size=(200, 3))
+    labels = (rng.uniform(size=(200, 3)) < probs).astype(int)
+    spec = form.to_spec({**form.default_settings(200, 3), "burn_in": 50}, np.ones(3)).replace(**setting)
+    seconds = playback.estimate_replay_seconds(probs, labels, spec, n_sample=10)
+    assert np.isfinite(seconds) and seconds > 0  # an estimate, not a failure (its size depends on the machine)
+
+
 def test_running_series_uses_the_exact_violation_flags():
     # a float cost of 0.30000000000000004 against a target of 0.3: the exact flag says "no violation"
     result = toy_result()
