@@ -193,9 +193,10 @@ class FavMac:
         """Patients in the recalibration fold so far (R once the maps are fitted; 0 without a fold)."""
         return sum(len(part) for part, _, _ in self._fold)
 
-    def _past_fold(self, probs, labels, group):
-        """The rows after the recalibration fold, their probabilities mapped; the fold's rows are kept
-        until R have arrived, then the maps are fitted on them (SPEC "Recalibration on a split")."""
+    def _past_fold(self, probs, labels, group, value=None):
+        """The rows after the recalibration fold, their probabilities mapped, with their groups (each
+        grouping's) and ``value`` bound to them; the fold's rows are kept until R have arrived, then
+        the maps are fitted on them (SPEC "Recalibration on a split")."""
         if self._maps is None and self.recalibrate is not None:
             take = min(self.recalibrate - self.n_fold, probs.shape[0])
             segments = None
@@ -209,11 +210,14 @@ class FavMac:
                     self.recalibration, by=self.recalibrate_by,
                     groups=None if segments is None else np.concatenate([g for _, _, g in self._fold]))
             if group is not None:
-                group = check_group_labels(group, probs.shape[0], name="group")[take:]
+                rest = [labels_of[take:] for labels_of in self._groupings_of(group, probs.shape[0])]
+                group = tuple(rest) if isinstance(group, tuple) else rest[0]
+            if value is not None:
+                value = bind_rows(value, slice(take, None))  # a value with per-patient context (CmsHccValue)
             probs, labels = probs[take:], labels[take:]
         if self._maps is not None and probs.shape[0]:
             probs = self._maps.apply(probs, groups=self._map_segments(group, probs.shape[0]))
-        return probs, labels, group
+        return probs, labels, group, value
 
     def _fold_segments(self, group, n_rows: int) -> np.ndarray:
         """The segment labels (N,) that maps per segment are fitted or applied with (one grouping)."""
@@ -264,7 +268,7 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
-        probs, labels, group = self._past_fold(probs, labels, group)
+        probs, labels, group, value = self._past_fold(probs, labels, group, value)
         if probs.shape[0] == 0:
             return self
         if group is not None:
