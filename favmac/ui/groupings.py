@@ -19,17 +19,8 @@ from favmac.ui.guarantees import segment_display, show_segment_table
 from favmac.ui.text import md, md_frame
 from favmac.ui.units import threshold_tile
 
-__all__ = ["VALIDITY_REFUSED", "delay_figure", "grouping_display", "grouping_thresholds",
-           "segment_columns", "settings_fields", "show_delay_chart", "show_delay_tiles", "show_grouping_tables", "show_grouping_thresholds",
-           "validity_refusal"]
-
-VALIDITY_REFUSED = {
-    "groupings": "The validity check tests one segment column at a time: empty 'Also keep the guarantee per' on the Value & "
-                 "cost page to run it. The per-grouping tables on the Value & cost page show how every group of every "
-                 "grouping fared on this stream.",
-    "label_delay": "The validity check replays orderings with every earlier patient's labels known; it does not model a "
-                   "label delay yet. Turn the label delay off on the Value & cost page to run it.",
-}
+__all__ = ["delay_figure", "grouping_display", "grouping_thresholds",
+           "segment_columns", "settings_fields", "show_delay_chart", "show_delay_tiles", "show_grouping_tables", "show_grouping_thresholds"]
 
 
 def segment_columns(settings: dict) -> list[str]:
@@ -42,19 +33,6 @@ def segment_columns(settings: dict) -> list[str]:
     if not segment:
         return []
     return [segment] if isinstance(segment, str) else list(segment)
-
-
-def validity_refusal(settings: dict) -> str | None:
-    """Why the Validity page cannot check these settings (several groupings, a label delay), or None.
-
-    >>> validity_refusal({"segment": "plan"}) is None, validity_refusal({"segment": ["plan", "age"]})[:27]
-    (True, 'The validity check tests on')
-    """
-    if len(segment_columns(settings)) > 1:
-        return VALIDITY_REFUSED["groupings"]
-    if settings.get("label_delay") is not None:
-        return VALIDITY_REFUSED["label_delay"]
-    return None
 
 
 def settings_fields(current: dict, dataset) -> dict:
