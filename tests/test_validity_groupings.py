@@ -6,10 +6,11 @@ groups, their arrivals (a patient's own delay travels with it) and their member 
 import numpy as np
 import pytest
 
-from favmac import AdditiveCost, AdditiveValue, CmsHccValue, replay
+from favmac import AdditiveCost, AdditiveValue, replay
 from favmac.functions import bind_rows
 from favmac.replay import PatientWork
 from favmac.validity import GROUP_COLUMNS, validity_check
+from tests.test_cms_payment import _payment_stream
 from tests.test_groupings import over_confident_cohort
 
 
@@ -82,14 +83,8 @@ def test_a_patients_own_delay_travels_with_it(delta):
 
 
 def payment_stream(seed, n=240):
-    rng = np.random.RandomState(seed)
-    codes = [f"HCC{h}" for h in ["35", "36", "37", "38", "222", "224", "226", "238", "280", "326", "328", "329"]]
-    probs = np.round(rng.rand(n, len(codes)) ** 1.5, 3)
-    labels = rng.rand(n, len(codes)) < probs
-    known = labels & (rng.rand(n, len(codes)) < 0.2)
-    value = CmsHccValue(codes, cells=rng.choice(["CNA", "CND", "CFA", "INS"], n), known=known)
-    cost = AdditiveCost(np.round(rng.uniform(0.1, 1.0, len(codes)), 2))
-    return probs, labels, value, cost
+    """Random V28 HCC stream with each member's cell and known codes (tests/test_cms_payment.py)."""
+    return _payment_stream(seed, n=n)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
