@@ -82,13 +82,13 @@ def table_caption(report, settings: dict) -> str:
 
     >>> class R: control, n_orderings = "expected", 200
     >>> table_caption(R, {"cost_kind": "fp"})[:60]
-    'mean cost: false flags per chart among the group's predicted'
+    'Mean cost: false flags per chart among the group's predicted'
     """
     if report.control == "expected":
-        what = (f"mean cost: {cost_unit(settings)} per chart among the group's predicted patients, averaged over the "
+        what = (f"Mean cost: {cost_unit(settings)} per chart among the group's predicted patients, averaged over the "
                 f"{report.n_orderings} orderings")
     else:
-        what = (f"violation rate: share of the group's predicted charts over the target, averaged over the "
+        what = (f"Violation rate: share of the group's predicted charts over the target, averaged over the "
                 f"{report.n_orderings} orderings")
     return (f"{what}; spread: how much it varies from one ordering to the next (standard deviation); patients: the "
             "group's patients in the data; predicted: those after the burn-in, per ordering on average.")
