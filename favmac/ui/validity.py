@@ -81,8 +81,8 @@ def table_caption(report, settings: dict) -> str:
     """What the per-group tables' numbers are, in the user's units.
 
     >>> class R: control, n_orderings = "expected", 200
-    >>> table_caption(R, {"cost_kind": "fp"})[:60]
-    'Mean cost: false flags per chart among the group's predicted'
+    >>> print(table_caption(R, {"cost_kind": "fp"})[:60])
+    Mean cost: false flags per chart among the group's predicted
     """
     if report.control == "expected":
         what = (f"Mean cost: {cost_unit(settings)} per chart among the group's predicted patients, averaged over the "
