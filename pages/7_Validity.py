@@ -20,6 +20,9 @@ st.markdown(
 if ss.settings.get("label_delay"):
     st.caption(f"Labels arrive {ss.settings['label_delay']:,} patients after the prediction (Value & cost): every "
                "ordering is replayed with that delay, each patient calibrated on the labels that have arrived.")
+elif column := ss.settings.get("label_available_column"):
+    st.caption(f"Labels arrive as the column {md(column)} says (Value & cost): in every ordering each patient keeps its "
+               "own wait (its arrival minus its position), each patient calibrated on the labels that have arrived.")
 # the widgets' own keys are dropped when another page runs; "validity_params" keeps the choice,
 # so coming back finds the same check (and its running job) instead of the defaults
 if ss.validity_params is None:

@@ -30,7 +30,7 @@ import streamlit as st
 
 from favmac import export
 from favmac.io import to_safe_csv
-from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
+from favmac.ui import groupings, playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 from favmac.ui.session import Session
 from favmac.validity import validity_check
 
@@ -140,7 +140,8 @@ def replay_online(dataset, spec, progress=None):
     ``spec.segment`` is set): a ``favmac.result.ReplayResult``."""
     groups = segment_groups(dataset, spec)
     return playback.run_online(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
-                               progress=progress, groups=groups, members=dataset.members)
+                               progress=progress, groups=groups, members=dataset.members,
+                               label_available_at=dataset.label_available_at if spec.label_available_column else None)
 
 
 def compare_tradeoffs(dataset, spec, targets, methods, progress=None, recalibrate: int | None = None) -> dict:
@@ -157,9 +158,6 @@ def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
     value, cost = spec.build(dataset.codes, dataset.members)
     groups = segment_groups(dataset, spec) if spec.segment else dataset.groups
     arrivals = dataset.label_available_at if spec.label_available_column else None
-    if spec.label_available_column and arrivals is None:
-        raise ValueError(f"label_available_column: the check reads label arrivals from column "
-                         f"{spec.label_available_column!r}, but the data loaded has none; load the file with that column")
     recalibration = {} if spec.recalibrate is None else {"recalibrate": spec.recalibrate, "recalibration": spec.recalibration}
     return validity_check(dataset.prob_array(), dataset.label_array(), value, cost, spec.target,
                           delta=spec.control_delta, universe=spec.universe, burn_in=spec.burn_in,
@@ -187,8 +185,9 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
     if new_patients is not None:
         value, cost = spec.build(dataset.codes, new_patients.attrs.get("members"))  # the new patients' own cells and known codes
         try:
+            new_patients = groupings.new_patients_for(new_patients, spec.segment)  # the groups of the settings' columns
             new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
-        except ValueError as err:  # the library's refusal, shown as it words it
+        except ValueError as err:  # the library's refusal (or a grouping column the file lacks), shown as it words it
             out["new_refused"] = str(err)
         else:
             out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))
