@@ -1,9 +1,12 @@
-"""The Validity page with several groupings and a label delay (AppTest; issue 20)."""
+"""The Validity page with several groupings, a label delay and file arrivals (AppTest; issue 20)."""
 from __future__ import annotations
 
+import numpy as np
 from app_helpers import assert_clean, go, settle_jobs
+from test_arrivals_groupings_pages import arrivals_of, arrivals_session
 from test_groupings_pages import groupings_session, tick_two
 
+from favmac import replay
 from favmac.ui import settings_form
 from favmac.ui.formats import fixed
 from favmac.ui.text import md
@@ -37,3 +40,27 @@ def test_two_groupings_and_a_delay_give_one_table_per_grouping_equal_to_the_libr
         assert list(shown.index) == [md(g) for g in table["segment"]], name  # group labels are user text
         assert list(shown["mean cost"]) == fixed(table["mean"], 3)
         assert list(shown["verdict"]) == ["PASS" if ok else "FAIL" for ok in table["passed"]]
+
+
+def test_file_arrivals_travel_with_their_patients_in_every_ordering():
+    at = tick_two(arrivals_session(), arrival="column")
+    at = go(at, "validity")
+    assert_clean(at)
+    assert any("Labels arrive as the column label\\_available\\_at says" in c.value for c in at.caption)
+    at = settle_jobs(at.button(key="run_validity").click().run())
+    assert_clean(at)
+    report = at.session_state["validity"][1]
+    data = at.session_state["dataset"]
+    assert list(report.groupings) == ["plan", "age_band"]
+    arrival = arrivals_of(data.n_patients)
+    np.testing.assert_array_equal(data.label_available_at, arrival)
+    weights = at.session_state["weights"]
+    spec = settings_form.to_spec(at.session_state["settings"], None if weights is None else weights["weight"].to_numpy())
+    spec = spec.validate(n_codes=data.n_codes, n_patients=data.n_patients)
+    value, cost = spec.build(data.codes, data.members)
+    groups = {"plan": data.segments("plan"), "age_band": data.segments("age_band")}
+    order = np.random.RandomState(0).permutation(data.n_patients)  # the check's first ordering (seed 0)
+    res = replay(data.prob_array()[order], data.label_array()[order], value, cost, [spec.target], burn_in=spec.burn_in,
+                 score=spec.score, groups={name: g[order] for name, g in groups.items()},
+                 label_available_at=np.arange(data.n_patients) + (arrival - np.arange(data.n_patients))[order])
+    assert report.statistic[0] == res.cost[0].mean()
