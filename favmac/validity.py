@@ -279,7 +279,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         raise ValueError(f"alpha: expected a level between 0 and 1, e.g. 0.05; got {alpha!r}")
     groupings = check_groupings(groups, n_patients)
     # each patient's own delay travels with it (module docstring of favmac.arrivals: arrival >= position)
-    own_delay = None if label_available_at is None else check_arrivals(label_available_at, n_patients) - np.arange(n_patients)
+    own_delay = (None if label_available_at is None
+                 else check_arrivals(label_available_at, n_patients) - np.arange(n_patients))
     report = progress if progress is not None else (lambda fraction: None)
     rng = np.random.RandomState(int(seed))
     labels = np.asarray(labels)

@@ -13,8 +13,9 @@ price score, expected-cost control, target 1.0, burn-in 1,000, seed 0.
 
 Both run in this process, after one warm-up replay (numba compilation or cache load); the
 per-ordering statistics of the two must be equal exactly (checked). Printed: the wall-clock
-and CPU seconds of each (CPU time moves less on a shared machine) and their ratio; with ``--before-orderings`` below ``--orderings`` the "before" time is
-measured on that many orderings and scaled (said in the output).
+and CPU seconds of each (CPU time moves less on a shared machine) and their ratio; with
+``--before-orderings`` below ``--orderings`` the "before" time is measured on that many
+orderings and scaled (said in the output).
 """
 from __future__ import annotations
 
