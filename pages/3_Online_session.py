@@ -87,8 +87,10 @@ def live_view():
         st.info("Press **Play** (or **Step**) to start the stream.")
         return
     shown = series.iloc[playback.downsample_index(position)]
+    grouping = groupings.choose_grouping(result, st.columns([1, 2])[0])  # several groupings: the threshold and per-group charts split by this one
     charts = st.columns(3)
-    widgets.chart(arrivals_view.mark_fold(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score, value_unit(settings)), settings), key="threshold_chart", where=charts[0])
+    threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_unit(settings), ss.spec().score, value_unit(settings))
+    widgets.chart(arrivals_view.mark_fold(groupings.threshold_title(threshold_fig, result, grouping), settings), key="threshold_chart", where=charts[0])
     widgets.chart(arrivals_view.mark_fold(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), settings), key="cost_chart", where=charts[1])
     widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings)), settings), key="value_chart", where=charts[2])
     extra = st.columns(2)
@@ -96,7 +98,7 @@ def live_view():
         widgets.chart(arrivals_view.mark_fold(guarantees.adaptive_figure(result, position, cost_unit(settings)), settings), key="adaptive_chart", where=extra[0])
     segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
     if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
-        widgets.chart(groupings.grouping_cost_figure(result, position, settings, groupings.choose_grouping(result, segment_slot)),
+        widgets.chart(groupings.grouping_cost_figure(result, position, settings, grouping),
                       key="segment_chart", where=segment_slot)
     groupings.show_delay_chart(result, position)
     st.markdown("**Most recent patients** (newest first)")

@@ -35,7 +35,7 @@ from favmac.ui.units import threshold_tile
 __all__ = ["binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
            "grouping_thresholds", "new_patient_threshold", "new_patient_thresholds", "new_patients_for", "new_patients_rule", "segment_columns", "show_delay_chart",
            "show_delay_tiles", "show_grouping_tables", "show_new_patient_groups", "stream_patient_where", "show_grouping_thresholds", "show_unseen_groups", "unseen_groups",
-           "with_binding"]
+           "threshold_series", "threshold_title", "with_binding"]
 
 
 def segment_columns(settings: dict) -> list[str]:
@@ -293,6 +293,33 @@ def grouping_cost_figure(result, position: int, settings: dict, grouping: int = 
         if mine.any():
             trace.name = f"{trace.name} (binds {100 * float(np.mean(own[mine] == used[mine])):.0f} % of its patients)"
     fig.update_layout(title_text=f"{fig.layout.title.text} — by {chosen.name}")
+    return fig
+
+
+def threshold_series(shown: pd.DataFrame, result, grouping: int = 0) -> pd.DataFrame:
+    """The threshold chart's rows (:func:`favmac.ui.playback.running_series`, maybe downsampled).
+
+    With several groupings, grouping ``grouping``'s own group thresholds, one steady line per
+    group: each patient's used threshold (the smallest of its groups') jumps between groupings
+    and drew an unreadable zigzag. One grouping or none: ``shown`` unchanged."""
+    groupings = getattr(result, "groupings", None) or ()
+    if len(groupings) < 2:
+        return shown
+    chosen = groupings[grouping]
+    steps = shown["step"].to_numpy(dtype=np.int64)
+    out = shown.copy()
+    out["threshold"] = np.asarray(chosen.thresholds[0], dtype=float)[steps]
+    out["segment"] = np.asarray(chosen.groups, dtype=object).astype(str)[steps]
+    return out
+
+
+def threshold_title(fig: go.Figure, result, grouping: int = 0) -> go.Figure:
+    """With several groupings, say which grouping the threshold chart shows (the page's caption
+    gives the rule: a patient uses the smallest of its groups' thresholds)."""
+    groupings = getattr(result, "groupings", None) or ()
+    if len(groupings) >= 2:
+        fig.update_layout(title_text=f"Threshold per {plain_html(groupings[grouping].name)} (its groups' own)",
+                          legend_title_text=plain_html(groupings[grouping].name))
     return fig
 
 
