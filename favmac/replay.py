@@ -120,6 +120,7 @@ def replay(
     options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
+    recalibrate_by: str = "code",
     candidates: Candidates | None = None,
     work: "PatientWork | None" = None,
 ) -> ReplayResult:
@@ -188,6 +189,9 @@ def replay(
         at most, and ``label_delay`` rather than ``label_available_at``.
     recalibration : {"platt", "isotonic"}
         The map (default "platt").
+    recalibrate_by : {"code", "segment"}
+        "segment" (with ``groups``, one grouping): one map per code and segment, the pooled
+        map where a segment's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).
     candidates : Candidates, optional
         :func:`favmac.universe.candidate_sets` of these ``probs``, ``value``, ``cost`` and
         ``universe``, built once and shared by runs that differ only in what does not change
@@ -245,7 +249,7 @@ def replay(
             raise ValueError("work: not with recalibrate (the fold's maps change every patient's probabilities); "
                              "leave work unset")
         return _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
-                           patient_ids, progress, method, recalibrate, recalibration)
+                           patient_ids, progress, method, recalibrate, recalibration, recalibrate_by)
     session = _Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
                                patient_ids, progress)
     if candidates is not None:
@@ -254,7 +258,7 @@ def replay(
 
 
 def _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
-                progress, method, recalibrate, recalibration):
+                progress, method, recalibrate, recalibration, recalibrate_by="code"):
     """``replay`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`)."""
     from .recalibration import replay_after_fold
 
@@ -268,7 +272,7 @@ def _after_fold(probs, labels, value, cost, targets, options, groups, label_avai
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
     value = bind_rows(value, slice(recalibrate, None))  # the replay after the fold sees the rows after it
     return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
-                             recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
+                             recalibration=recalibration, recalibrate_by=recalibrate_by, burn_in=burn_in, window=window, groups=groups,
                              patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
                              **settings)
 
@@ -840,12 +844,13 @@ def _preference(cands) -> np.ndarray:
 
 
 def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
-                           recalibration=None, delta=None) -> np.ndarray:
+                           recalibration=None, delta=None, groups=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
     ``score`` must be the score the threshold was calibrated on ("cost" or "price");
     ``recalibration`` the maps it was calibrated with (a ``Recalibration`` or its dict, e.g.
-    ``result.settings["recalibration_maps"]``), applied to ``probs`` first.
+    ``result.settings["recalibration_maps"]``), applied to ``probs`` first; maps fitted per
+    segment also need ``groups`` (each row's segment).
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
@@ -855,7 +860,7 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     if recalibration is not None:
         from .recalibration import as_recalibration
-        probs = as_recalibration(recalibration).apply(probs)
+        probs = as_recalibration(recalibration).apply(probs, groups=groups)
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")

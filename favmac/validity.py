@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .recalibration import DEFAULT_RECALIBRATION
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
 
 __all__ = ["GROUP_COLUMNS", "MIN_ORDERINGS", "ValidityReport", "order_sentence", "validity_check", "verdict_sentence"]
 
@@ -189,7 +189,8 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
 
 def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
                    window=None, c_max=None, groups=None, adaptive_rate=None, label_delay=None, label_available_at=None,
-                   recalibrate=None, recalibration: str = DEFAULT_RECALIBRATION, n_orderings: int = MIN_ORDERINGS,
+                   recalibrate=None, recalibration: str = DEFAULT_RECALIBRATION,
+                   recalibrate_by: str = DEFAULT_RECALIBRATE_BY, n_orderings: int = MIN_ORDERINGS,
                    seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True,
                    score: str | None = None) -> ValidityReport:
     """Replay the session over ``n_orderings`` random orderings and test the promise.
@@ -221,7 +222,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         position j gets its labels at ``j + label_available_at[i] - i`` (a label that never
         arrived within the stream keeps arriving that far after it). The arrival order
         (observed) run uses the positions as given.
-    recalibrate, recalibration
+    recalibrate, recalibration, recalibrate_by
         As :func:`favmac.replay`: the first R patients of each ordering are its recalibration
         fold (so the fold, and every patient's recalibrated p, change with the ordering: the
         candidate sets are rebuilt for every ordering).
@@ -301,7 +302,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                      delta=delta, universe=universe, burn_in=burn_in, window=window, c_max=c_max,
                      adaptive_rate=adaptive_rate, score=score, groups=grouped, label_delay=label_delay,
                      label_available_at=arrivals, recalibrate=recalibrate,
-                     **({} if recalibrate is None else {"recalibration": recalibration}),
+                     **({} if recalibrate is None else {"recalibration": recalibration, "recalibrate_by": recalibrate_by}),
                      work=None if work is None else work.take(order))
         measured = res.cost[0] if delta is None else res.violations[0].astype(float)
         return res, measured

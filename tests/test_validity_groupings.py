@@ -131,14 +131,17 @@ def test_work_refuses_other_settings_and_a_recalibration_fold():
         replay(probs, labels, value, cost, [1.0], score="price", work=work, recalibrate=50)
 
 
-def test_recalibration_fold_is_rebuilt_for_every_ordering():
+@pytest.mark.parametrize("by", ["code", "segment"])
+def test_recalibration_fold_is_rebuilt_for_every_ordering(by):
     probs, labels, plan, _ = over_confident_cohort(8, 400, 5)
     value, cost = AdditiveValue(), AdditiveCost()
-    report = validity_check(probs, labels, value, cost, 0.8, burn_in=50, recalibrate=100, seed=1, groups=plan)
+    report = validity_check(probs, labels, value, cost, 0.8, burn_in=50, recalibrate=100, recalibrate_by=by, seed=1,
+                            groups=plan)
     assert report.n_predicted == 250
     assert report.groupings["segment"]["predicted"].sum() == 250
     for r, order in enumerate(orderings(1, len(probs), 3)):
-        res = replay(probs[order], labels[order], value, cost, [0.8], burn_in=50, recalibrate=100, groups=plan[order])
+        res = replay(probs[order], labels[order], value, cost, [0.8], burn_in=50, recalibrate=100, recalibrate_by=by,
+                     groups=plan[order])
         assert report.statistic[r] == res.cost[0].mean()
 
 

@@ -199,16 +199,20 @@ def _no_segment_column(column, file) -> DataError:
     )
 
 
-def _take_segment(frame, rows, file, column, required: bool):
+def _take_segment(frame, rows, file, column, required: bool, *, members: bool = True):
     """Remove the segment column from ``frame``; return ``(frame, labels or None)``.
 
     Missing labels are refused, naming the row; ``required`` refuses a file without the column.
+    A member-context column (``cms_cell``: :func:`is_member_column`) used as the segment stays in
+    ``frame`` while ``members`` is True: it is also each patient's cell, which :func:`take_members`
+    reads (as the distributed engine does).
     """
     if column not in frame.columns:
         if required:
             raise _no_segment_column(column, file)
         return frame, None
-    return frame.drop(columns=column), segment_labels(frame[column], rows, file, column)
+    labels = segment_labels(frame[column], rows, file, column)
+    return (frame if members and is_member_column(column) else frame.drop(columns=column)), labels
 
 
 def segment_labels(values, rows, file, column) -> np.ndarray:
@@ -653,7 +657,7 @@ def _read_labels(source, name, columns):
     """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out."""
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
     for column in columns:
-        frame, _ = _take_segment(frame, rows, file, column, required=False)
+        frame, _ = _take_segment(frame, rows, file, column, required=False, members=False)
     return _layout_frame(frame, rows, file, "label")
 
 
@@ -833,7 +837,6 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     columns = _segment_list(segment_column)
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
                                                                 *_MEMBER_TEXT))
-    frame, members = take_members(frame, rows, file)
     if len(columns) > 1:  # several groupings
         frame, groupings = _take_segments(frame, rows, file, columns)
         layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out
@@ -843,6 +846,7 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         segment_column = columns[0] if columns else None
         layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
         frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+    frame, members = take_members(frame, rows, file)  # after the segments: a cms_cell segment is also the cells
     values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
     probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
                          columns=pd.Index(layout.codes, dtype=object))

@@ -188,7 +188,8 @@ def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
     value, cost = spec.build(dataset.codes, dataset.members)
     groups = segment_groups(dataset, spec) if spec.segment else dataset.groups
     arrivals = dataset.label_available_at if spec.label_available_column else None
-    recalibration = {} if spec.recalibrate is None else {"recalibrate": spec.recalibrate, "recalibration": spec.recalibration}
+    recalibration = {} if spec.recalibrate is None else {"recalibrate": spec.recalibrate, "recalibration": spec.recalibration,
+                                                         "recalibrate_by": spec.recalibrate_by}
     return validity_check(dataset.prob_array(), dataset.label_array(), value, cost, spec.target,
                           delta=spec.control_delta, universe=spec.universe, burn_in=spec.burn_in,
                           window=spec.window, groups=groups, segment_control=spec.segment is not None,

@@ -132,7 +132,9 @@ def estimate_replay_seconds(probs, labels, spec: RunSpec, n_sample: int = 12) ->
 
     n_patients = len(probs)
     n = min(n_sample, n_patients)
-    trial = spec.replace(burn_in=min(spec.burn_in, n // 2), window=None)
+    # the first n patients alone: per-patient settings (segments, label arrivals, a fold of R >= 50) are left out
+    trial = spec.replace(burn_in=min(spec.burn_in, n // 2), window=None, segment=None, label_available_column=None,
+                         recalibrate=None)
     start = time.perf_counter()
     run_online(probs[:n], labels[:n], [str(k) for k in range(probs.shape[1])], np.arange(n).astype(str), trial)
     return (time.perf_counter() - start) * n_patients / max(n, 1)

@@ -11,7 +11,7 @@ import pytest
 dd = pytest.importorskip("dask.dataframe")
 pytest.importorskip("pyarrow")
 
-from favmac import AdditiveCost, CmsHccValue, DataError, FavMac  # noqa: E402
+from favmac import AdditiveCost, CmsHccValue, DataError, FavMac, replay  # noqa: E402
 from favmac.cli import main  # noqa: E402
 from favmac.distributed import calibrate, predict  # noqa: E402
 from favmac.export import chosen_sets  # noqa: E402
@@ -238,3 +238,60 @@ def test_tables_are_built_once_per_run_and_cells_can_be_segments(tmp_path, monke
         fm = memory_favmac(probs, labels, full, cost, target, delta=None, score="price", groups=cells)
         assert got[t] == fm.threshold
         assert all(by_cell[cell][t] == fm.threshold_for(cell) for cell in set(cells))
+
+
+def _write(frame, path):
+    frame.to_parquet(path, index=False) if str(path).endswith(".parquet") else frame.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.mark.parametrize("fmt,layout", [("csv", "wide"), ("parquet", "wide"), ("csv", "pair"), ("parquet", "pair")])
+def test_memory_readers_read_a_cms_cell_segment_as_the_cells_too(tmp_path, fmt, layout):
+    """``load_calibration(..., segment_column="cms_cell")``: the column is both the segments and each
+    member's cell, as in the Dask engine; the thresholds (pooled and per cell) agree exactly."""
+    from favmac.io import load_calibration
+
+    probs, labels, cells, known, _ = payment_cohort(17, 210)
+    frame = payment_frame(probs, labels, cells, known)
+    write_split(tmp_path / "dask", frame, [130, 80], fmt)
+    if layout == "wide":
+        data = load_calibration(_write(frame, tmp_path / f"cal.{fmt}"), segment_column="cms_cell")
+    else:
+        label_frame = payment_frame(labels.astype(np.int8), None, cells, codes=CODES).iloc[::-1]  # any row order
+        data = load_calibration(_write(payment_frame(probs, None, cells, known), tmp_path / f"p.{fmt}"),
+                                _write(label_frame, tmp_path / f"y.{fmt}"), segment_column="cms_cell")
+    assert data.groups.tolist() == data.members["cells"].tolist() == cells.tolist()
+    np.testing.assert_array_equal(data.members["known"], known)
+    cost = AdditiveCost(np.round(np.random.RandomState(18).uniform(0.1, 1.0, len(CODES)), 2))
+    targets = [0.4, 1.2, 2.5]
+    got, by_cell = calibrate(str(tmp_path / "dask"), CmsHccValue(CODES), cost, targets, segment="cms_cell",
+                             scheduler="synchronous")
+    value = CmsHccValue(CODES, cells=data.members["cells"], known=data.members["known"])
+    res = replay(data.prob_array(), data.label_array(), value, cost, targets, burn_in=data.n_patients, score="price",
+                 groups=data.groups)
+    assert got.tolist() == res.final_thresholds.tolist() and np.isfinite(got).sum() >= 2
+    for cell in set(cells):
+        assert by_cell[cell].tolist() == res.group_thresholds[cell].tolist(), cell
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_cli_predict_with_a_cms_cell_segment_memory_equals_dask(tmp_path, fmt):
+    """The CLI's memory engine (favmac.io readers, calibration and new patients) and the Dask engine
+    give the same sets when the segment column is ``cms_cell``."""
+    probs, labels, cells, known, _ = payment_cohort(19, 200)
+    frame = payment_frame(probs, labels, cells, known)
+    write_split(tmp_path / "cal", frame, [110, 90], fmt)
+    new_probs, _, new_cells, new_known, _ = payment_cohort(20, 70)
+    new = payment_frame(new_probs, None, new_cells, new_known, known_layout="columns", first_id=900)
+    write_split(tmp_path / "new", new, [35, 35], fmt)
+    common = ["--value", "cms-payment", "--cms-model", "V28", "--cost", "weighted_fp", "--base-rate", "11000",
+              "--segment-column", "cms_cell", "--target", "1.1"]
+    assert main(["predict", "--calibration", _write(frame, tmp_path / f"cal.{fmt}"), "--new",
+                 _write(new, tmp_path / f"new.{fmt}"), *common, "--out", str(tmp_path / "memory.csv")]) == 0
+    assert main(["predict", "--engine", "dask", "--calibration", str(tmp_path / "cal"), "--new", str(tmp_path / "new"),
+                 *common, "--scheduler", "synchronous", "--out", str(tmp_path / "dask")]) == 0
+    memory = pd.read_csv(tmp_path / "memory.csv", keep_default_na=False)
+    dask_out = pd.read_parquet(tmp_path / "dask")
+    for column in ("patient_id", "segment", "codes", "expected_value", "cost_proxy", "threshold", "score"):
+        assert memory[column].astype(str).tolist() == dask_out[column].astype(str).tolist(), column
+    assert memory["codes"].str.len().gt(0).sum() > 10
