@@ -26,7 +26,7 @@ from numba import njit
 
 from .formula_kernels import lowest_tied, offer
 
-__all__ = ["raf_sets", "proxy_sets", "payment_sequences"]
+__all__ = ["raf_sets", "proxy_sets", "payment_sequences", "prefix_payments", "set_payments"]
 
 _CAP = 10
 
@@ -486,3 +486,99 @@ def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None)
                t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms,
                t.inter_coef, t.fi_ptr, t.fi_idx, t.if_ptr, t.if_idx, t.if_slot, t.count_coef, out_order, out_vhat)
     return out_order, out_vhat
+
+
+@njit(cache=True)
+def _prefix_payments(order, index, labels, known, cells, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                     inter_atoms, inter_coef, count_coef, out):
+    """out[t, r] = RAF(B ∪ (S ∩ y)) - RAF(B), S = the first index[t, r] codes of order[r].
+
+    Along a nested sequence the set B ∪ (S ∩ y) grows only at the confirmed codes that are not
+    on the record, so the targets of a patient share its RAF per number of such codes: each
+    distinct set is evaluated once, by the same ``_raf`` as ``raf_sets``."""
+    n_targets, n_rows = index.shape
+    n_codes = order.shape[1]
+    h = np.zeros(n_codes, dtype=np.bool_)
+    hits_at = np.zeros(n_codes + 1, dtype=np.int64)
+    by_hits = np.zeros(n_codes + 1)
+    done = np.zeros(n_codes + 1, dtype=np.bool_)
+    for r in range(n_rows):
+        hits = 0
+        for j in range(n_codes):
+            k = order[r, j]
+            if labels[r, k] and not known[r, k]:
+                hits += 1
+            hits_at[j + 1] = hits
+        for n in range(hits + 1):
+            done[n] = False
+        base = 0.0
+        for t in range(n_targets):
+            n_hits = hits_at[index[t, r]]
+            if n_hits == 0:
+                out[t, r] = 0.0
+                continue
+            if not done[n_hits]:
+                for k in range(n_codes):
+                    h[k] = known[r, k]
+                if not done[0]:
+                    base = _raf(h, cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+                                inter_coef, count_coef)
+                    done[0] = True
+                added = 0
+                for j in range(n_codes):
+                    if added == n_hits:
+                        break
+                    k = order[r, j]
+                    if labels[r, k] and not known[r, k]:
+                        h[k] = True
+                        added += 1
+                by_hits[n_hits] = _raf(h, cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                                       inter_atoms, inter_coef, count_coef) - base
+                done[n_hits] = True
+            out[t, r] = by_hits[n_hits]
+
+
+def prefix_payments(t, order, index, labels, known, cells) -> np.ndarray:
+    """Raw-unit V of the first ``index[t, r]`` codes of ``order[r]`` (T, R), known codes (R, K), cells (R,)."""
+    index = np.ascontiguousarray(np.atleast_2d(index), dtype=np.int64)
+    out = np.empty(index.shape)
+    _prefix_payments(np.ascontiguousarray(order, dtype=np.int64), index, np.ascontiguousarray(labels, dtype=np.bool_),
+                     np.ascontiguousarray(known, dtype=np.bool_), np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr,
+                     t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef,
+                     t.count_coef, out)
+    return out
+
+
+@njit(cache=True)
+def _set_payments(selected, labels, known, cells, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                  inter_atoms, inter_coef, count_coef, out):
+    """out[t, r] = RAF(B ∪ (S_tr ∩ y)) - RAF(B) for sets ``selected`` (T, R, K); the record's RAF once
+    per patient, and a set equal to the previous target's (after ∩ y, ∪ B) is not evaluated again."""
+    n_targets, n_rows, n_codes = selected.shape
+    h = np.zeros(n_codes, dtype=np.bool_)
+    previous = np.zeros(n_codes, dtype=np.bool_)
+    for r in range(n_rows):
+        base = _raf(known[r], cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+                    inter_coef, count_coef)
+        last = 0.0
+        for t in range(n_targets):
+            same = t > 0
+            for k in range(n_codes):
+                h[k] = known[r, k] or (selected[t, r, k] and labels[r, k])
+                same = same and h[k] == previous[k]
+            if not same:
+                last = _raf(h, cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+                            inter_coef, count_coef) - base
+                for k in range(n_codes):
+                    previous[k] = h[k]
+            out[t, r] = last
+
+
+def set_payments(t, selected, labels, known, cells) -> np.ndarray:
+    """Raw-unit V of sets ``selected`` (T, R, K) with labels and known codes (R, K), cells (R,): (T, R)."""
+    selected = np.ascontiguousarray(selected, dtype=np.bool_)
+    out = np.empty(selected.shape[:2])
+    _set_payments(selected, np.ascontiguousarray(labels, dtype=np.bool_), np.ascontiguousarray(known, dtype=np.bool_),
+                  np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count,
+                  t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef, t.count_coef, out)
+    return out

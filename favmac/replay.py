@@ -353,13 +353,19 @@ class _Session:
             cost_table = part.totals(self.cost.contributions(part_labels))
             value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
             exact_cost = realized[start:stop]
+            # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
+            along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
             for t in range(n_targets):
                 index = part.choose(thresholds[t, steps_here], self.score)
                 chosen_index[t, steps_here] = index
                 realized_cost[t, steps_here] = cost_table[rows, index]
                 exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
-                realized_value[t, steps_here] = (value_table[rows, index] if value_table is not None
-                                                 else bind_rows(self.value, slice(start, stop))(part.masks(index), part_labels))
+                if along is None:
+                    realized_value[t, steps_here] = (value_table[rows, index] if value_table is not None
+                                                     else bind_rows(self.value, slice(start, stop))(part.masks(index), part_labels))
+            if along is not None:
+                realized_value[:, steps_here] = bind_rows(self.value, slice(start, stop)).prefixes(
+                    part.order, chosen_index[:, steps_here], part_labels)
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
         return chosen, realized_cost, realized_value, exceeds
@@ -629,13 +635,15 @@ class _Engine:
 
 def _candidates(probs, value, cost, universe, report):
     """candidate_sets, in chunks with progress reports when the value is a (slow) formula."""
-    if value.is_additive or len(probs) <= _FORMULA_CHUNK:
+    # a value with its own compiled greedy (the CMS payment, a few us per patient) takes the large chunks
+    size = _CHUNK if getattr(value, "sequences", None) is not None else _FORMULA_CHUNK
+    if value.is_additive or len(probs) <= size:
         return candidate_sets(probs, value, cost, universe)
     parts = []
-    for start in range(0, len(probs), _FORMULA_CHUNK):
-        rows = slice(start, start + _FORMULA_CHUNK)
+    for start in range(0, len(probs), size):
+        rows = slice(start, start + size)
         parts.append(candidate_sets(probs[rows], bind_rows(value, rows), cost, universe))
-        report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
+        report(0.2 * min(len(probs), start + size) / len(probs))
     return Candidates.concatenate(parts)
 
 

@@ -56,3 +56,27 @@ def test_greedy_equals_the_reference_greedy_on_every_v28_code():
     ref_order, ref_vhat = general_sequences(probs, value, cost, reference=True)
     np.testing.assert_array_equal(order, ref_order)
     np.testing.assert_allclose(vhat, ref_vhat, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("model", ["V28", "V24"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_batch_values_of_chosen_sets_equal_one_call_per_set(model, seed):
+    value, probs, cost = _cohort(seed, model, 30, n=200)
+    rng = np.random.RandomState(seed + 10)
+    labels = rng.rand(*probs.shape) < probs
+    order, _ = general_sequences(probs, value, cost)
+    index = rng.randint(0, probs.shape[1] + 1, size=(6, len(probs)))
+    index[3] = index[2]  # repeated targets reuse a patient's sets
+    ranks = np.argsort(order, axis=1)
+    sets = np.stack([ranks < index[t][:, None] for t in range(len(index))])
+    one_by_one = np.stack([value(sets[t], labels) for t in range(len(index))])
+    np.testing.assert_array_equal(value.prefixes(order, index, labels), one_by_one)
+    np.testing.assert_array_equal(value.per_target(sets, labels), one_by_one)
+    # adjustments, a base rate and one context for everybody
+    paid = CmsHccValue(value.codes, model=model, segment="CFD", normalization=1.05, coding_intensity=0.059, base_rate=11000)
+    np.testing.assert_array_equal(paid.prefixes(order, index, labels), np.stack([paid(sets[t], labels) for t in range(len(index))]))
+    np.testing.assert_array_equal(paid.per_target(sets, labels), np.stack([paid(sets[t], labels) for t in range(len(index))]))
+    with pytest.raises(ValueError, match="per_target: expected"):
+        value.per_target(sets[0], labels)
+    with pytest.raises(ValueError, match="prefixes: expected"):
+        value.prefixes(order, index[:, :10], labels)
