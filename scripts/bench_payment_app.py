@@ -10,7 +10,8 @@ The settings are the app's for such data: ``settings_form.default_settings`` (FP
 expected-cost control at 3 % of C_max, ratio universe, price score, burn-in 1,000), with the
 payment value (``payment_view.payment_defaults``: V28, 2026 tables, default cell CNA, RAF units)
 or the additive value (risk-weighted TP with the CMS V28 CNA weights, the app's weights for
-HCC codes). Same data, same targets.
+HCC codes). Same data, same targets. ``FAVMAC_BENCH_SOURCE=DIR`` measures the library of another
+checkout (e.g. the main branch before a change) with the same cohort and steps.
 
 In a fresh child process, after a warm-up on 500 patients (numba's cache load or compile):
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import subprocess
 import sys
@@ -42,7 +44,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+SOURCE = os.environ.get("FAVMAC_BENCH_SOURCE") or str(ROOT)  # the checkout to measure (e.g. main, for "before")
+sys.path.insert(0, SOURCE)
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
