@@ -533,20 +533,18 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
-    if _is_payment(args):
-        raise DataError("the distributed engine (file sets, --settings, --scheduler) does not take --value cms-payment yet.",
-                        fix="Use one calibration file (favmac replay / predict), or --value weighted_tp.")
     codes = source_codes(source, segment=list(args.segment_column) if args.segment_column else None)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
 
 
-def _engine_calibrate(args, source, spec, targets):
+def _engine_calibrate(args, source, spec, codes, targets):
     """(pooled thresholds, {segment: thresholds} or None, details) from the distributed engine; with
-    several segment columns the second item is {column: {segment: thresholds}}."""
+    several segment columns the second item is {column: {segment: thresholds}}. The payment value's
+    cells and known codes are read from the files (favmac.distributed.members)."""
     from .distributed import calibrate
 
-    out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
+    out = calibrate(source, *spec.build(codes), list(targets), delta=spec.control_delta, universe=spec.universe,
                     score=spec.score, segment=spec.segment, scheduler=args.scheduler,
                     progress=args.progress or sys.stderr.isatty(), return_details=True,
                     recalibrate=spec.recalibrate, recalibration=spec.recalibration)
@@ -595,7 +593,7 @@ def run_calibrate(args) -> int:
     raw = args.targets.split(",") if args.targets is not None else args.target_percents.split(",")
     spec, codes = _engine_spec(args, args.data, raw, percent=args.targets is None,
                                flag="--targets" if args.targets is not None else "--target-percents")
-    thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, spec.targets)
+    thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, codes, spec.targets)
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
@@ -641,9 +639,6 @@ def _predict_distributed(args) -> int:
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
-        if spec.value_kind == "cms_payment":
-            raise DataError("the Dask engine does not take the CMS-HCC payment value yet.", file=args.settings,
-                            fix="Use --engine memory with one calibration file.")
         if spec.recalibrate is not None and maps is None:
             raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
@@ -679,10 +674,10 @@ def _predict_distributed(args) -> int:
             raise DataError("predict needs --calibration FILES (labelled patients) or --settings JSON.")
         spec, codes = _engine_spec(args, args.calibration, [repr(wanted)], percent=args.target is None, flag=flag)
         target, index = spec.target, 0
-        thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
+        thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, codes, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
         segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
-    value, cost = spec.build()
+    value, cost = spec.build(codes)  # the payment value reads each new patient's cell and known codes per batch
     if by_segment is None:
         chosen = threshold
     elif isinstance(spec.segment, tuple):

@@ -186,9 +186,10 @@ class FavMac:
         """Patients in the recalibration fold so far (R once the maps are fitted; 0 without a fold)."""
         return sum(len(part) for part, _ in self._fold)
 
-    def _past_fold(self, probs, labels, group):
-        """The rows after the recalibration fold, their probabilities mapped; the fold's rows are kept
-        until R have arrived, then the maps are fitted on them (SPEC "Recalibration on a split")."""
+    def _past_fold(self, probs, labels, group, value=None):
+        """The rows after the recalibration fold, their probabilities mapped, with their groups (each
+        grouping's) and ``value`` bound to them; the fold's rows are kept until R have arrived, then
+        the maps are fitted on them (SPEC "Recalibration on a split")."""
         if self._maps is None and self.recalibrate is not None:
             take = min(self.recalibrate - self.n_fold, probs.shape[0])
             self._fold.append((probs[:take].copy(), labels[:take].copy()))  # the caller may reuse its arrays
@@ -196,11 +197,14 @@ class FavMac:
                 self._maps = fit_recalibration(np.concatenate([p for p, _ in self._fold]),
                                                np.concatenate([y for _, y in self._fold]), self.recalibration)
             if group is not None:
-                group = check_group_labels(group, probs.shape[0], name="group")[take:]
+                rest = [labels_of[take:] for labels_of in self._groupings_of(group, probs.shape[0])]
+                group = tuple(rest) if isinstance(group, tuple) else rest[0]
+            if value is not None:
+                value = bind_rows(value, slice(take, None))  # a value with per-patient context (CmsHccValue)
             probs, labels = probs[take:], labels[take:]
         if self._maps is not None and probs.shape[0]:
             probs = self._maps.apply(probs)
-        return probs, labels, group
+        return probs, labels, group, value
 
     def _mapped(self, probs):
         """``probs`` through the fitted maps; an error while the recalibration fold is incomplete."""
@@ -236,7 +240,7 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
-        probs, labels, group = self._past_fold(probs, labels, group)
+        probs, labels, group, value = self._past_fold(probs, labels, group, value)
         if probs.shape[0] == 0:
             return self
         if group is not None:

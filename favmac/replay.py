@@ -120,6 +120,7 @@ def replay(
     options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
+    candidates: Candidates | None = None,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -186,6 +187,11 @@ def replay(
         at most, and ``label_delay`` rather than ``label_available_at``.
     recalibration : {"platt", "isotonic"}
         The map (default "platt").
+    candidates : Candidates, optional
+        :func:`favmac.universe.candidate_sets` of these ``probs``, ``value``, ``cost`` and
+        ``universe``, built once and shared by runs that differ only in what does not change
+        the candidates (the score, the targets, the control): the result is the same as
+        without. Not with ``recalibrate`` (the fold changes the probabilities).
 
     Returns
     -------
@@ -223,10 +229,15 @@ def replay(
             raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
                              f"(also given: {', '.join(changed)})")
     if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
+        if candidates is not None:
+            raise ValueError("candidates: not with recalibrate (the fold changes the probabilities the candidates "
+                             "are built from); leave candidates unset")
         return _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
                            patient_ids, progress, method, recalibrate, recalibration)
     session = _Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
                                patient_ids, progress)
+    if candidates is not None:
+        session.candidates = _shared_candidates(candidates, session)
     return session.run(method)
 
 
@@ -277,6 +288,7 @@ class _Session:
     codes: list | None
     patient_ids: np.ndarray | None
     report: object
+    candidates: Candidates | None = None  # given by the caller (``replay(candidates=...)``), else built in ``run``
 
     @classmethod
     def prepare(cls, probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
@@ -304,7 +316,9 @@ class _Session:
     def run(self, method) -> ReplayResult:
         opts, report = self.options, self.report
         report(0.0)
-        cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
+        cands = self.candidates
+        if cands is None:
+            cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
         costs = ExactCosts.of(self.cost, self.probs.shape[1], opts.c_max)
         realized = _realized(cands, self.labels, costs)
         report(0.25)
@@ -645,6 +659,19 @@ def _candidates(probs, value, cost, universe, report):
         parts.append(candidate_sets(probs[rows], bind_rows(value, rows), cost, universe))
         report(0.2 * min(len(probs), start + size) / len(probs))
     return Candidates.concatenate(parts)
+
+
+def _shared_candidates(candidates, session) -> Candidates:
+    """``candidates`` checked against the replay's stream and universe (ValueError naming what differs)."""
+    if not isinstance(candidates, Candidates):
+        raise ValueError(f"candidates: expected favmac.universe.Candidates (from candidate_sets); got {type(candidates).__name__}")
+    n_patients, n_codes = session.probs.shape
+    universe = session.options.universe
+    if candidates.universe != universe or candidates.n_patients != n_patients:
+        raise ValueError(f"candidates: built for the {candidates.universe!r} universe and {candidates.n_patients} patients; "
+                         f"this replay has the {universe!r} universe and {n_patients} patients. Build them with "
+                         "candidate_sets(probs, value, cost, universe) of this replay's inputs")
+    return candidates
 
 
 def _chunks(start, stop, size=_CHUNK):

@@ -390,6 +390,11 @@ class RunSpec:
         if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
             raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
                                 f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
+        if recalibrate is not None and arrivals is not None:  # replay's rule, said at the boundary
+            raise SettingsError("label_available_column", "cannot be used with recalibrate (the file's arrival positions "
+                                "count the fold's rows); use a fixed label_delay, or leave recalibrate unset")
+        if recalibrate is not None and isinstance(segment, tuple):
+            raise SettingsError("recalibrate", "applies to one segment column at most (yet); leave it unset with several")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
                             recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
@@ -535,7 +540,8 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
     Every field that refers to the data is checked: the weights' count and the targets
     against C_max (the codes), the universe against K, the burn-in against N
     (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
-    of ``dataset.segment_columns()`` with a label for every patient. A settings file written for
+    of ``dataset.segment_columns()`` with a label for every patient, and the label-arrival column,
+    which must be the one the data's arrivals were read from. A settings file written for
     other data is refused here, before anything is restored.
     """
     spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
@@ -552,6 +558,12 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
             dataset.segments(column)
         except DataError as err:
             raise SettingsError("segment", f"column {column!r} cannot be used: {err}") from None
+    arrivals = spec.label_available_column
+    if arrivals is not None and arrivals != getattr(dataset, "label_available_column", None):
+        read = getattr(dataset, "label_available_column", None)
+        raise SettingsError("label_available_column", f"names the column {arrivals!r}, but the loaded data ({dataset.name}) "
+                            + (f"has its label arrivals in {read!r}" if read else "has no label-arrival column")
+                            + ". Load data with that column, or choose a fixed label delay or none")
     return spec
 
 

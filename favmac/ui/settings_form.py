@@ -15,6 +15,8 @@ universe       "ratio", "prob", "value" or "full" (full only when K <= 14)
 score          "price" or "cost": what the threshold is on (price needs a greedy universe)
 burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
+label_delay    labels arrive this many patients after the prediction, or None (label_available_column: the
+               calibration file's column of arrivals instead; favmac.ui.arrivals_view)
 grid           trade-off grid: {"low_pct", "high_pct", "n_targets", "methods"}
 =============  ==============================================================
 
@@ -86,6 +88,7 @@ def to_spec(settings: dict, weights) -> RunSpec:
         recalibrate=settings.get("recalibrate"),
         recalibration=settings.get("recalibration") or DEFAULT_RECALIBRATION,
         label_delay=settings.get("label_delay"),
+        label_available_column=settings.get("label_available_column"),
         **{k: settings.get(k, PAYMENT_DEFAULTS[k]) for k in PAYMENT_KEYS},  # the payment value's fields (payment_view)
     )
 
@@ -95,7 +98,8 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
     out["target"] = float(spec.target)
     out["grid"] = dict(grid)
-    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None), ("label_delay", None)):
+    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None), ("label_delay", None),
+                         ("label_available_column", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
     if spec.recalibrate is not None:
@@ -247,6 +251,8 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
         rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients"))
     if settings.get("label_delay") is not None:
         rows.append(("Label delay", f"{settings['label_delay']:,} patients"))
+    if settings.get("label_available_column"):
+        rows.append(("Labels arrive", f"as the file's {settings['label_available_column']} column says"))
     return rows
 
 
