@@ -120,7 +120,11 @@ def per_step(profile: cProfile.Profile) -> dict:
 
 
 def child(args) -> None:
+    import logging
+
     from favmac.ui import jobs
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no runtime found": the jobs run without a server here
 
     start = time.perf_counter()
     data = cohort_csv(args.patients)

@@ -80,3 +80,27 @@ def test_batch_values_of_chosen_sets_equal_one_call_per_set(model, seed):
         value.per_target(sets[0], labels)
     with pytest.raises(ValueError, match="prefixes: expected"):
         value.prefixes(order, index[:, :10], labels)
+
+
+def test_payment_trade_offs_share_candidates_with_the_same_runs():
+    """Trade-offs builds the ratio universe once for FavMac (price) and FavMac (ratio) with the payment value too."""
+    from favmac.methods import run_method
+    from favmac.metrics import summarize
+    from favmac.runspec import RunSpec
+    from favmac.universe import candidate_sets
+
+    value, probs, cost = _cohort(4, "V28", 20, n=160)
+    rng = np.random.RandomState(5)
+    labels = (rng.rand(*probs.shape) < probs).astype(np.int8)
+    members = {"cells": np.array([value.cell_names[c] for c in value._cell_index], dtype=object), "known": value._known}
+    spec = RunSpec(value_kind="cms_payment", cost_kind="fp", control="expected", targets=(1.0, 2.5), universe="ratio",
+                   burn_in=40).validate(n_codes=probs.shape[1], n_patients=len(probs))
+    built, built_cost = spec.build(value.codes, members)
+    shared = candidate_sets(probs, built, built_cost, "ratio")
+    for method in ("FavMac (price)", "FavMac (ratio)"):
+        alone = run_method(spec, method, probs, labels, codes=value.codes, members=members)
+        with_shared = run_method(spec, method, probs, labels, codes=value.codes, members=members, candidates=shared)
+        np.testing.assert_array_equal(alone.thresholds, with_shared.thresholds)
+        np.testing.assert_array_equal(alone.value, with_shared.value)
+        pd_summary = summarize(alone), summarize(with_shared)
+        assert pd_summary[0].equals(pd_summary[1]), method
