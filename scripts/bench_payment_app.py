@@ -122,9 +122,8 @@ def per_step(profile: cProfile.Profile) -> dict:
 def child(args) -> None:
     import logging
 
-    from favmac.ui import jobs
-
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no runtime found": the jobs run without a server here
+    from favmac.ui import jobs
 
     start = time.perf_counter()
     data = cohort_csv(args.patients)
