@@ -32,7 +32,8 @@ __all__ = ["BASELINE_OPTIONS", "FAVMAC_OPTIONS", "METHODS", "Method", "applicabi
 BOTH_CONTROLS = ("expected", "violation")
 #: The optional keywords each kind of engine takes (besides delta, burn_in, codes, patient_ids).
 FAVMAC_OPTIONS = ("window", "c_max", "progress", "groups", "adaptive_rate", "score", "recalibrate", "recalibration",
-                  "label_delay", "label_available_at", "candidates")
+                  "recalibrate_by",
+                  "label_delay", "label_available_at", "candidates", "work")
 BASELINE_OPTIONS = ("window", "c_max", "progress")
 
 
@@ -209,6 +210,7 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     optional = {"window": spec.window, "c_max": c_max, "score": score,
                 "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate,
                 "recalibrate": spec.recalibrate, "recalibration": None if spec.recalibrate is None else spec.recalibration,
+                "recalibrate_by": None if spec.recalibrate_by == "code" else spec.recalibrate_by,
                 "label_delay": spec.label_delay,
                 "label_available_at": None if spec.label_available_column is None else label_available_at,
                 "candidates": candidates}

@@ -45,7 +45,7 @@ from .thresholds import (
 from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score
 from .validation import check_stream
 
-__all__ = ["ReplayOptions", "replay", "predict_with_threshold", "method_name"]
+__all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "method_name"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
@@ -120,7 +120,9 @@ def replay(
     options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
+    recalibrate_by: str = "code",
     candidates: Candidates | None = None,
+    work: "PatientWork | None" = None,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -187,11 +189,20 @@ def replay(
         at most, and ``label_delay`` rather than ``label_available_at``.
     recalibration : {"platt", "isotonic"}
         The map (default "platt").
+    recalibrate_by : {"code", "segment"}
+        "segment" (with ``groups``, one grouping): one map per code and segment, the pooled
+        map where a segment's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).
     candidates : Candidates, optional
         :func:`favmac.universe.candidate_sets` of these ``probs``, ``value``, ``cost`` and
         ``universe``, built once and shared by runs that differ only in what does not change
         the candidates (the score, the targets, the control): the result is the same as
         without. Not with ``recalibrate`` (the fold changes the probabilities).
+    work : PatientWork, optional
+        The per-patient work of exactly these patients in this order (``PatientWork.of(...)``
+        on the data in some order, then ``.take(order)``), built with the same value, cost,
+        targets, control, universe, score and ``c_max``: the candidate sets are then not
+        rebuilt (many orderings of one data set: :func:`favmac.validity.validity_check`).
+        Not with ``recalibrate`` (the fold, and so every patient's p, changes with the order).
 
     Returns
     -------
@@ -228,21 +239,26 @@ def replay(
         if changed:
             raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
                              f"(also given: {', '.join(changed)})")
+    if candidates is not None and work is not None:
+        raise ValueError("candidates and work: give one of them (work carries its own candidate sets)")
     if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
         if candidates is not None:
             raise ValueError("candidates: not with recalibrate (the fold changes the probabilities the candidates "
                              "are built from); leave candidates unset")
+        if work is not None:
+            raise ValueError("work: not with recalibrate (the fold's maps change every patient's probabilities); "
+                             "leave work unset")
         return _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
-                           patient_ids, progress, method, recalibrate, recalibration)
+                           patient_ids, progress, method, recalibrate, recalibration, recalibrate_by)
     session = _Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
                                patient_ids, progress)
     if candidates is not None:
         session.candidates = _shared_candidates(candidates, session)
-    return session.run(method)
+    return session.run(method, work)
 
 
 def _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
-                progress, method, recalibrate, recalibration):
+                progress, method, recalibrate, recalibration, recalibrate_by="code"):
     """``replay`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`)."""
     from .recalibration import replay_after_fold
 
@@ -256,7 +272,7 @@ def _after_fold(probs, labels, value, cost, targets, options, groups, label_avai
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
     value = bind_rows(value, slice(recalibrate, None))  # the replay after the fold sees the rows after it
     return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
-                             recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
+                             recalibration=recalibration, recalibrate_by=recalibrate_by, burn_in=burn_in, window=window, groups=groups,
                              patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
                              **settings)
 
@@ -313,16 +329,32 @@ class _Session:
                    patient_ids, report)
 
     # ------------------------------------------------------------------ the steps
-    def run(self, method) -> ReplayResult:
-        opts, report = self.options, self.report
-        report(0.0)
+    def rows(self):
+        """The per-patient step: (candidate sets (the caller's, or built), their exact realized costs, ExactCosts)."""
         cands = self.candidates
         if cands is None:
-            cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
-        costs = ExactCosts.of(self.cost, self.probs.shape[1], opts.c_max)
-        realized = _realized(cands, self.labels, costs)
+            cands = _candidates(self.probs, self.value, self.cost, self.options.universe, self.report)
+        costs = ExactCosts.of(self.cost, self.probs.shape[1], self.options.c_max)
+        return cands, _realized(cands, self.labels, costs), costs
+
+    def work_settings(self) -> tuple:
+        """What :class:`PatientWork` depends on besides the patients' rows."""
+        opts = self.options
+        return opts.universe, self.score, opts.c_max, opts.delta, tuple(self.targets.tolist())
+
+    def run(self, method, work=None) -> ReplayResult:
+        opts, report = self.options, self.report
+        report(0.0)
+        if work is None:
+            cands, realized, costs = self.rows()
+        else:
+            work.check(self)
+            cands, realized, costs = work.cands, work.realized, work.costs
         report(0.25)
         engine = _Engine(self, cands, realized, costs)
+        if work is not None:  # the points or scores of these patients, already in this order
+            engine._points, engine._scores = work.points, work.scores
+            del work
         n_parts = max(len(self.groupings), 1)
         per_grouping = []
         for i, (name, labels) in enumerate(self.groupings):
@@ -433,6 +465,80 @@ class _Session:
             labels_pending=self.schedule.pending(opts.burn_in),
             calibration_sizes=self.schedule.calibration_sizes(opts.burn_in, opts.window),
         )
+
+
+@dataclass(frozen=True)
+class PatientWork:
+    """What a replay computes for each patient from its own row alone, for patients in one order.
+
+    A patient's candidate sets and proxies (from its probabilities, and its cell and known
+    codes with the payment value), their exact realized costs (its labels), its calibration
+    points (expected control: keys and weights) or its violation scores (violation control)
+    do not depend on where the patient stands in the stream. So one computation serves every
+    reordering of the same patients: ``work.take(order)`` equals ``PatientWork.of`` on the
+    patients in ``order`` (exactly: every row is computed on its own, and the points' sorted
+    keys are the same multiset), and ``replay(p[order], y[order], ..., work=work.take(order))``
+    skips rebuilding it. Burn-in, window, groups and label arrivals do not enter it; a
+    recalibration fold does (its maps change every p), so ``replay`` refuses ``work`` with
+    ``recalibrate``.
+
+    >>> from favmac import AdditiveValue, AdditiveCost
+    >>> rng = np.random.RandomState(0)
+    >>> p = rng.rand(60, 4).round(3); y = rng.rand(60, 4) < p; order = rng.permutation(60)
+    >>> work = PatientWork.of(p, y, AdditiveValue(), AdditiveCost(), [1.0])
+    >>> a = replay(p[order], y[order], AdditiveValue(), AdditiveCost(), [1.0], burn_in=20, work=work.take(order))
+    >>> b = replay(p[order], y[order], AdditiveValue(), AdditiveCost(), [1.0], burn_in=20)
+    >>> bool(np.array_equal(a.thresholds, b.thresholds) and np.array_equal(a.cost, b.cost))
+    True
+    """
+
+    settings: tuple  # (universe, score, c_max, delta, targets) it was built for
+    cands: Candidates
+    realized: np.ndarray  # (N, M) exact realized cost of every candidate
+    costs: ExactCosts
+    points: tuple | None  # expected control: (ptr, ranks, weights, sorted_keys); None if int64 overflows
+    scores: list | None  # violation control: (N,) violation scores per target
+
+    @classmethod
+    def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = "ratio", score: str | None = None,
+           c_max=None) -> "PatientWork":
+        """The work of every patient of the stream (arguments as :func:`replay`)."""
+        options = ReplayOptions(delta=delta, universe=universe, score=score, c_max=c_max)
+        session = _Session.prepare(probs, labels, value, cost, targets, options, None, None, None, None, None)
+        cands, realized, costs = session.rows()
+        cands.scores(session.score)  # these per-patient tables are computed once here; subsets carry them
+        if cands.nested:
+            cands.best_prefix(), cands.code_ranks()
+        engine = _Engine(session, cands, realized, costs)
+        points, scores = (engine.points(), None) if delta is None else (None, engine.scores())
+        return cls(session.work_settings(), cands, realized, costs, points, scores)
+
+    @property
+    def n_patients(self) -> int:
+        return self.cands.n_patients
+
+    def take(self, order) -> "PatientWork":
+        """The work of the patients ``order`` (an index array), in that order. O(N K)."""
+        order = np.asarray(order, dtype=np.int64)
+        points = None
+        if self.points is not None:  # each patient's run of points moves with it; keys and ranks stay
+            ptr, ranks, weights, sorted_keys = self.points
+            counts = np.diff(ptr)[order]
+            new_ptr = np.zeros(len(order) + 1, dtype=np.int64)
+            np.cumsum(counts, out=new_ptr[1:])
+            index = np.repeat(ptr[:-1][order] - new_ptr[:-1], counts) + np.arange(new_ptr[-1], dtype=np.int64)
+            points = (new_ptr, ranks[index], weights[index], sorted_keys)
+        scores = None if self.scores is None else [scores[order] for scores in self.scores]
+        return PatientWork(self.settings, self.cands.subset(order), self.realized[order], self.costs, points, scores)
+
+    def check(self, session) -> None:
+        """Refuse work built for other patients or other settings than the session's."""
+        if self.n_patients != session.probs.shape[0]:
+            raise ValueError(f"work: built for {self.n_patients} patients, the stream has {session.probs.shape[0]}; "
+                             "build it with PatientWork.of on these patients")
+        if self.settings != session.work_settings():
+            raise ValueError(f"work: built for (universe, score, c_max, delta, targets) = {self.settings}, the replay "
+                             f"asks for {session.work_settings()}; build it with the replay's settings")
 
 
 class _Engine:
@@ -746,12 +852,13 @@ def _preference(cands) -> np.ndarray:
 
 
 def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
-                           recalibration=None, delta=None) -> np.ndarray:
+                           recalibration=None, delta=None, groups=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
     ``score`` must be the score the threshold was calibrated on ("cost" or "price");
     ``recalibration`` the maps it was calibrated with (a ``Recalibration`` or its dict, e.g.
-    ``result.settings["recalibration_maps"]``), applied to ``probs`` first.
+    ``result.settings["recalibration_maps"]``), applied to ``probs`` first; maps fitted per
+    segment also need ``groups`` (each row's segment).
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
@@ -761,7 +868,7 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     if recalibration is not None:
         from .recalibration import as_recalibration
-        probs = as_recalibration(recalibration).apply(probs)
+        probs = as_recalibration(recalibration).apply(probs, groups=groups)
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
-from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS, check_recalibrate
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate
 from .thresholds import exact
 from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 from .validation import MAX_WEIGHT
@@ -67,7 +67,7 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
                 "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration", "label_delay",
-                "label_available_column")
+                "label_available_column", "recalibrate_by")
 # The CMS-HCC payment value's fields (value_kind "cms_payment"), written only for such runs.
 _PAYMENT_FIELDS = ("cms_model", "cms_year", "cms_segment", "normalization", "coding_intensity", "base_rate")
 
@@ -212,6 +212,9 @@ class RunSpec:
         carries them beside the fields as ``recalibration_maps``.
     recalibration : {"platt", "isotonic"}
         The map fitted on the fold.
+    recalibrate_by : {"code", "segment"}
+        "segment": one map per code and ``segment`` group (one segment column), the pooled map
+        where a group's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).
     label_delay : int or None
         Labels arrive this many stream positions after the prediction (:mod:`favmac.arrivals`).
     label_available_column : str or None
@@ -238,6 +241,7 @@ class RunSpec:
     recalibrate: int | None = None
     recalibration: str = DEFAULT_RECALIBRATION
     label_delay: int | None = None
+    recalibrate_by: str = DEFAULT_RECALIBRATE_BY
     label_available_column: str | None = None
     cms_model: str = "V28"
     cms_year: int = 2026
@@ -383,6 +387,11 @@ class RunSpec:
         recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
         if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
             raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
+        if not isinstance(self.recalibrate_by, str) or self.recalibrate_by not in RECALIBRATE_BY:
+            raise SettingsError("recalibrate_by", f"must be one of {', '.join(RECALIBRATE_BY)}; got {_show(self.recalibrate_by)}")
+        if self.recalibrate_by == "segment" and (recalibrate is None or not isinstance(segment, str)):
+            raise SettingsError("recalibrate_by", "'segment' fits maps per group of one segment column: set recalibrate "
+                                "and one segment column, or use 'code'")
         try:
             check_recalibrate(recalibrate, window=window)
         except ValueError as err:
@@ -495,6 +504,8 @@ class RunSpec:
         }
         if self.label_delay is not None:
             out["label_delay"] = int(self.label_delay)
+        if self.recalibrate_by != DEFAULT_RECALIBRATE_BY:
+            out["recalibrate_by"] = self.recalibrate_by
         if self.label_available_column is not None:
             out["label_available_column"] = self.label_available_column
         if self.value_kind == "cms_payment":

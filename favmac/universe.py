@@ -367,8 +367,10 @@ class Candidates:
             steps = lambda: source(rows)  # noqa: E731 — these patients' steps only, never the whole stream's
         else:
             steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
-        return Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets,
-                          monotone=self.monotone, steps_source=steps)
+        out = Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets,
+                         monotone=self.monotone, steps_source=steps)
+        out._cache.update({name: cached[rows] for name, cached in self._cache.items()})  # all per patient
+        return out
 
     @classmethod
     def concatenate(cls, parts: list) -> "Candidates":

@@ -15,9 +15,12 @@ orders (fixed seed) and averaging tests the promise on exactly this data:
   binomial test on all R x S predictions would be wrong: patients of one ordering share
   their calibration data, so they are not independent.
 
-With segments each segment is tested on its own patients (its own guarantee); with
+With segments each segment is tested on its own patients (its own guarantee); with several
+groupings (plan and age band) every group of every grouping is, one table per grouping. With
 ``segment_control=False`` the session is calibrated on everyone (pooled) and only *reported*
-per segment, which shows where a pooled guarantee hides a segment's overrun.
+per group, which shows where a pooled guarantee hides a group's overrun. Labels that arrive
+later are replayed as they would arrive in each ordering (``label_delay``,
+``label_available_at``; see :func:`validity_check` for how an arrival moves with its patient).
 
 The order the patients really arrived in is replayed too: where its statistic falls among
 the random orderings' (a permutation p-value, (1 + #{orderings >= it}) / (R + 1)) tells
@@ -37,10 +40,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["MIN_ORDERINGS", "ValidityReport", "order_sentence", "validity_check", "verdict_sentence"]
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
+
+__all__ = ["GROUP_COLUMNS", "MIN_ORDERINGS", "ValidityReport", "order_sentence", "validity_check", "verdict_sentence"]
 
 #: Fewest random orderings a validity check runs.
 MIN_ORDERINGS = 200
+
+#: Columns of a per-group table (:attr:`ValidityReport.groupings`), one row per group.
+GROUP_COLUMNS = ["segment", "patients", "predicted", "mean", "spread", "mean_cost", "violation_rate", "promised",
+                 "p_value", "binomial_p_value", "passed", "verdict"]
 
 POOLED_REASON = ("Calibration is pooled over all segments, which promises the average over everyone, not each "
                  "segment: turn on per-segment control.")
@@ -74,10 +83,20 @@ class ValidityReport:
     verdict : str
         The plain-language statement.
     segments : DataFrame or None
-        One row per segment: segment, patients, predicted, mean, promised, p_value,
-        binomial_p_value, passed, verdict.
+        The first grouping's table (see ``groupings``).
     segment_statistics : dict
-        Segment label -> (R,) per-ordering statistic.
+        The first grouping's group label -> per-ordering statistic (see ``grouping_statistics``).
+    groupings : dict or None
+        Grouping name -> its table, one row per group (:data:`GROUP_COLUMNS`): segment (the
+        group), patients (in the data), predicted (per ordering, on average), mean (of the
+        statistic over the orderings: mean cost or violation rate), spread (its standard
+        deviation over the orderings), mean_cost and violation_rate (both, whatever the
+        control), promised, p_value, binomial_p_value (violation control: the group's first
+        predicted patient of each ordering), passed (None with a single ordering having the
+        group), verdict. A group whose patients are all in the burn-in has no row.
+    grouping_statistics : dict or None
+        Grouping name -> {group label -> per-ordering statistic (orderings where the group has
+        predicted patients)}.
     observed : float
         The statistic in the patients' own (file) order.
     order_p_value : float
@@ -102,6 +121,8 @@ class ValidityReport:
     segment_statistics: dict | None = None
     observed: float | None = None
     order_p_value: float | None = None
+    groupings: dict | None = None
+    grouping_statistics: dict | None = None
 
     @property
     def n_orderings(self) -> int:
@@ -167,10 +188,16 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
 
 
 def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
-                   window=None, c_max=None, groups=None, adaptive_rate=None, n_orderings: int = MIN_ORDERINGS,
+                   window=None, c_max=None, groups=None, adaptive_rate=None, label_delay=None, label_available_at=None,
+                   recalibrate=None, recalibration: str = DEFAULT_RECALIBRATION,
+                   recalibrate_by: str = DEFAULT_RECALIBRATE_BY, n_orderings: int = MIN_ORDERINGS,
                    seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True,
                    score: str | None = None) -> ValidityReport:
     """Replay the session over ``n_orderings`` random orderings and test the promise.
+
+    Each ordering is ``replay`` of the permuted patients, with everything that belongs to a
+    patient moving with it: its probabilities and labels, its member context (a payment
+    value's cell and known codes), its group in every grouping, and its label arrival.
 
     Parameters
     ----------
@@ -180,11 +207,28 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         The target c.
     delta : float or None
         None: expected-cost control; else violation control at level delta.
-    universe, burn_in, window, c_max, groups, adaptive_rate
-        As :func:`favmac.replay` (``groups`` tests every segment on its own).
+    universe, burn_in, window, c_max, adaptive_rate
+        As :func:`favmac.replay`.
+    groups : as :func:`favmac.replay`
+        One grouping, or several (``[plan, age_band]``, a dict name -> labels, a DataFrame):
+        every group of every grouping is tested on its own patients, one table per grouping
+        (SPEC "Several groupings at once": each group keeps its own guarantee).
+    label_delay : int, optional
+        Labels arrive d stream positions after the prediction. A delay is a property of the
+        process, not of a patient, so in every ordering it stays d positions.
+    label_available_at : array (N,) of int, optional
+        Per-patient arrival positions, in the order given. What travels with a patient under a
+        permutation is its own delay, ``label_available_at[i] - i``: a patient moved to
+        position j gets its labels at ``j + label_available_at[i] - i`` (a label that never
+        arrived within the stream keeps arriving that far after it). The arrival order
+        (observed) run uses the positions as given.
+    recalibrate, recalibration, recalibrate_by
+        As :func:`favmac.replay`: the first R patients of each ordering are its recalibration
+        fold (so the fold, and every patient's recalibrated p, change with the ordering: the
+        candidate sets are rebuilt for every ordering).
     segment_control : bool
-        With ``groups``: True calibrates each segment on its own (Mondrian control); False
-        calibrates on everyone and only reports per segment.
+        With ``groups``: True calibrates each group on its own (Mondrian control, smallest
+        threshold over the groupings); False calibrates on everyone and only reports per group.
     score : str or None
         The conformal score, passed to :func:`favmac.replay` (None: its default for the control).
     n_orderings : int
@@ -200,6 +244,13 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     -------
     ValidityReport
 
+    Notes
+    -----
+    Without ``recalibrate`` the per-patient work (candidate sets, proxies, realized costs,
+    calibration points: :class:`favmac.replay.PatientWork`) is computed once and permuted for
+    every ordering; only the thresholds and the selection are replayed. With a recalibration
+    fold every ordering is a full replay.
+
     Examples
     --------
     >>> from favmac import AdditiveValue, AdditiveCost
@@ -208,10 +259,15 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     >>> report = validity_check(p, y, AdditiveValue(), AdditiveCost(), 1.0, burn_in=100)
     >>> report.n_orderings, report.passed
     (200, True)
+    >>> two = validity_check(p, y, AdditiveValue(), AdditiveCost(), 1.0, burn_in=100, label_delay=10,
+    ...                      groups={"parity": np.arange(300) % 2, "half": np.arange(300) >= 150})
+    >>> list(two.groupings), list(two.groupings["half"]["segment"])
+    (['parity', 'half'], ['False', 'True'])
     """
+    from .arrivals import check_arrivals
     from .functions import bind_rows
-    from .replay import replay
-    from .segments import check_group_labels
+    from .replay import PatientWork, replay
+    from .segments import check_groupings, group_index
     from .validation import check_probs
 
     probs = check_probs(probs)
@@ -222,46 +278,72 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         raise ValueError(f"seed: expected a whole number >= 0, got {seed!r}")
     if not 0 < float(alpha) < 1:
         raise ValueError(f"alpha: expected a level between 0 and 1, e.g. 0.05; got {alpha!r}")
-    group_labels = None if groups is None else check_group_labels(groups, n_patients)
+    groupings = check_groupings(groups, n_patients)
+    # each patient's own delay travels with it (module docstring of favmac.arrivals: arrival >= position)
+    own_delay = (None if label_available_at is None
+                 else check_arrivals(label_available_at, n_patients) - np.arange(n_patients))
     report = progress if progress is not None else (lambda fraction: None)
     rng = np.random.RandomState(int(seed))
     labels = np.asarray(labels)
     n_orderings = int(n_orderings)
+    report(0.0)
+    work = None
+    if recalibrate is None:  # the per-patient work does not depend on the order: built once, permuted
+        work = PatientWork.of(probs, labels, value, cost, [target], delta=delta, universe=universe, score=score,
+                              c_max=c_max)
+    calibrated = {name: g for name, g in groupings} if groupings and segment_control else None
+    if calibrated is not None and len(calibrated) == 1:
+        calibrated = groupings[0][1]
+
+    def run(order, arrivals=None):
+        grouped = None if calibrated is None else (
+            calibrated[order] if isinstance(calibrated, np.ndarray) else {name: g[order] for name, g in calibrated.items()})
+        res = replay(probs[order], labels[order], bind_rows(value, order), bind_rows(cost, order), [target],
+                     delta=delta, universe=universe, burn_in=burn_in, window=window, c_max=c_max,
+                     adaptive_rate=adaptive_rate, score=score, groups=grouped, label_delay=label_delay,
+                     label_available_at=arrivals, recalibrate=recalibrate,
+                     **({} if recalibrate is None else {"recalibration": recalibration, "recalibrate_by": recalibrate_by}),
+                     work=None if work is None else work.take(order))
+        measured = res.cost[0] if delta is None else res.violations[0].astype(float)
+        return res, measured
+
+    observed_res, observed_measured = run(np.arange(n_patients), label_available_at)
+    observed = float(observed_measured.mean())
+    first_predicted = observed_res.burn_in  # burn-in (after a recalibration fold) is the same in every ordering
+    steps = n_patients - first_predicted
+    indexed = [(name, *group_index(g)) for name, g in groupings]
+    group_means = [np.full((n_orderings, len(names)), np.nan) for _, names, _ in indexed]
+    group_costs = [np.full((n_orderings, len(names)), np.nan) for _, names, _ in indexed]
+    group_rates = [np.full((n_orderings, len(names)), np.nan) for _, names, _ in indexed]
+    group_first = [np.zeros((n_orderings, len(names)), dtype=bool) for _, names, _ in indexed]
+    group_predicted = [np.zeros(len(names)) for _, names, _ in indexed]
     statistic = np.empty(n_orderings)
     first = np.zeros(n_orderings, dtype=bool)
     per_patient = []
-    seg_stats: dict = {}
-    seg_first: dict = {}
-    seg_counts: dict = {}
-    report(0.0)
-    def run(order):
-        # values and costs with per-patient context (a member's CMS cell, known codes) follow their patients
-        res = replay(probs[order], labels[order], bind_rows(value, order), bind_rows(cost, order), [target],
-                     delta=delta, universe=universe,
-                     burn_in=burn_in, window=window, c_max=c_max, adaptive_rate=adaptive_rate, score=score,
-                     groups=None if group_labels is None or not segment_control else group_labels[order])
-        measured = res.cost[0] if delta is None else res.violations[0].astype(float)
-        res.groups = None if group_labels is None else group_labels[order][burn_in:]
-        return res, measured
-
-    observed = float(run(np.arange(n_patients))[1].mean())
     for r in range(n_orderings):
         order = rng.permutation(n_patients)
-        res, measured = run(order)
+        arrivals = None if own_delay is None else np.arange(n_patients) + own_delay[order]
+        res, measured = run(order, arrivals)
         statistic[r] = measured.mean()
-        first[r] = bool(res.violations[0, 0])
+        violations = res.violations[0]
+        first[r] = bool(violations[0])
         if r < 20:
             per_patient.append(res.cost[0])
-        if group_labels is not None:
-            for label in np.unique(res.groups):
-                mine = res.groups == label
-                seg_stats.setdefault(label, []).append(measured[mine].mean())
-                seg_first.setdefault(label, []).append(bool(res.violations[0, np.argmax(mine)]))
-                seg_counts[label] = (int((group_labels == label).sum()), int(mine.sum()))
+        for i, (_, names, index) in enumerate(indexed):
+            mine = index[order][first_predicted:]
+            counts = np.bincount(mine, minlength=len(names))
+            present = counts > 0
+            group_predicted[i] += counts
+            with np.errstate(invalid="ignore", divide="ignore"):
+                group_means[i][r, present] = (np.bincount(mine, weights=measured, minlength=len(names)) / counts)[present]
+                group_costs[i][r, present] = (np.bincount(mine, weights=res.cost[0], minlength=len(names)) / counts)[present]
+                group_rates[i][r, present] = (np.bincount(mine, weights=violations, minlength=len(names)) / counts)[present]
+            seen, where = np.unique(mine, return_index=True)
+            group_first[i][r, seen] = violations[where]
         report((r + 1) / n_orderings)
-    steps = n_patients - burn_in
     promised = float(target) if delta is None else float(delta)
-    finite = math.sqrt((n_patients - steps) / (n_patients - 1)) if n_patients > 1 else 0.0
+    pool = n_patients - (0 if recalibrate is None else int(recalibrate))  # the fold never calibrates
+    finite = math.sqrt(max(pool - steps, 0) / (pool - 1)) if pool > 1 else 0.0
     if delta is None:
         spread = float(np.std(np.concatenate(per_patient))) / math.sqrt(steps) * finite
     else:
@@ -274,36 +356,54 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                                n_patients=n_patients, alpha=alpha, target=float(target))
     order_p = float((1 + np.sum(statistic >= observed - 1e-12)) / (n_orderings + 1))
     verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None)
-    segments = None
-    if group_labels is not None:
-        rows = []
-        for label in sorted(seg_stats):
-            values = np.asarray(seg_stats[label])
+    tables, statistics, failing = {}, {}, []
+    several = len(indexed) > 1
+    for i, (name, names, index) in enumerate(indexed):
+        rows, stats_of = [], {}
+        sizes = np.bincount(index, minlength=len(names))
+        for g, label in enumerate(names):
+            present = ~np.isnan(group_means[i][:, g])
+            values = group_means[i][present, g]
+            if not len(values):
+                continue  # every patient of the group is in the burn-in (or the fold) in every ordering
+            stats_of[label] = values
             seg_p = _t_test(values, promised) if len(values) > 1 else math.nan
-            seg_binom = None if delta is None else _binomial(seg_first[label], float(delta))
+            seg_binom = None if delta is None else _binomial(group_first[i][present, g], float(delta))
             seg_pass = bool(seg_p >= alpha) if not math.isnan(seg_p) else None
-            n_cal, n_pred = seg_counts[label]
+            who = f"{name} {label}" if several else f"segment {label}"
             rows.append({
-                "segment": label, "patients": n_cal, "predicted": n_pred, "mean": float(values.mean()),
+                "segment": label, "patients": int(sizes[g]), "predicted": int(round(group_predicted[i][g] / n_orderings)),
+                "mean": float(values.mean()), "spread": float(values.std(ddof=1)) if len(values) > 1 else math.nan,
+                "mean_cost": float(np.mean(group_costs[i][present, g])),
+                "violation_rate": float(np.mean(group_rates[i][present, g])),
                 "promised": promised, "p_value": seg_p, "binomial_p_value": seg_binom, "passed": seg_pass,
                 "verdict": "" if seg_pass is None else verdict_sentence(
                     control, float(values.mean()), promised, seg_p, seg_pass, n_orderings=len(values),
-                    n_patients=n_cal, alpha=alpha, who=f"segment {label}", target=float(target),
+                    n_patients=int(sizes[g]), alpha=alpha, who=who, target=float(target),
                     reason=None if segment_control else POOLED_REASON),
             })
-        segments = pd.DataFrame(rows)
-        seg_stats = {label: np.asarray(v) for label, v in seg_stats.items()}
-        if len(segments) and not all(p is not False for p in segments["passed"]):
-            failing = ", ".join(str(s) for s, p in zip(segments["segment"], segments["passed"]) if p is False)
-            verdict += f" However, the promise did not hold for segment(s) {failing} (see the table per segment)."
-            if not segment_control:
-                verdict += " " + POOLED_REASON
-            passed = False
+            if seg_pass is False:
+                failing.append(who if several else str(label))
+        tables[name] = pd.DataFrame(rows, columns=GROUP_COLUMNS)
+        statistics[name] = stats_of
+    if failing:
+        if several:
+            verdict += (f" However, the promise did not hold for {', '.join(failing)} (see the table of each "
+                        "grouping).")
+        else:
+            verdict += f" However, the promise did not hold for segment(s) {', '.join(failing)} (see the table per segment)."
+        if not segment_control:
+            verdict += " " + POOLED_REASON
+        passed = False
+    first_name = indexed[0][0] if indexed else None
     return ValidityReport(control=control, target=float(target), delta=None if delta is None else float(delta),
                           promised=promised, statistic=statistic, n_predicted=steps, predicted_spread=spread,
                           p_value=p_value, binomial_p_value=binomial, passed=passed, verdict=verdict,
-                          alpha=float(alpha), seed=int(seed), segments=segments,
-                          segment_statistics=seg_stats or None, observed=observed, order_p_value=order_p)
+                          alpha=float(alpha), seed=int(seed),
+                          segments=None if first_name is None else tables[first_name],
+                          segment_statistics=None if first_name is None else statistics[first_name],
+                          observed=observed, order_p_value=order_p,
+                          groupings=tables or None, grouping_statistics=statistics or None)
 
 
 def order_sentence(control, observed, statistic, order_p, alpha, adaptive) -> str:

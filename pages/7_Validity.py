@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.io import DataError
-from favmac.ui import groupings, jobs, validity, widgets
+from favmac.ui import jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
 from favmac.ui.text import md, md_frame
@@ -11,15 +11,18 @@ ss = page_setup("Validity")
 st.title("Validity")
 widgets.require_dataset()
 widgets.show_settings_line()
-if refused := groupings.validity_refusal(ss.settings):
-    st.info(refused, icon=":material/info:")
-    st.stop()
 st.markdown(
     "FavMac's promise holds when patients arrive in a random order relative to each other (no drift). "
     "This check replays **your** patients in many random orders and measures the outcome each time: if the promise "
     "holds, the outcomes centre at or below the target. It also replays the order the patients really arrived in: "
     "an outcome far outside the random orders' range is a sign of drift over time."
 )
+if ss.settings.get("label_delay"):
+    st.caption(f"Labels arrive {ss.settings['label_delay']:,} patients after the prediction (Value & cost): every "
+               "ordering is replayed with that delay, each patient calibrated on the labels that have arrived.")
+elif column := ss.settings.get("label_available_column"):
+    st.caption(f"Labels arrive as the column {md(column)} says (Value & cost): in every ordering each patient keeps its "
+               "own wait (its arrival minus its position), each patient calibrated on the labels that have arrived.")
 # the widgets' own keys are dropped when another page runs; "validity_params" keeps the choice,
 # so coming back finds the same check (and its running job) instead of the defaults
 if ss.validity_params is None:
@@ -37,7 +40,7 @@ report = None
 try:
     # in the background: a progress bar (kept while you visit other pages) until the report is ready
     report = jobs.validity(ss, int(n_orderings), int(seed), start=pressed)
-except DataError as err:
+except (DataError, ValueError) as err:  # DataError: files; ValueError: a setting the check refuses, named
     st.error(md(err))  # the message quotes file names and cells
 if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
@@ -61,7 +64,11 @@ if report.binomial_p_value is not None:
 else:
     tiles[3].metric("Arrival-order p-value", f"{report.order_p_value:.3f}",
                     help="Share of random orderings at least as costly as the order the patients arrived in.")
-segments = validity.segment_frame(report)
-if segments is not None:
-    st.subheader("Per segment")
-    st.table(md_frame(segments.set_index("segment")))  # segment values are user text
+tables = validity.grouping_frames(report)
+if tables:
+    st.subheader("Per segment" if len(tables) == 1 else "Per segment, for each grouping")
+    st.caption(md(validity.table_caption(report, settings)))
+for name, table in tables.items():
+    if len(tables) > 1:
+        st.markdown(f"**{md(name)}**")  # column names are user text
+    st.table(md_frame(table.set_index("segment")))  # segment values are user text

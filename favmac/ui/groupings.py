@@ -32,18 +32,10 @@ from favmac.ui.guarantees import segment_cost_figure, segment_display, segment_t
 from favmac.ui.text import md, md_frame, plain_html
 from favmac.ui.units import threshold_tile
 
-__all__ = ["VALIDITY_REFUSED", "binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
+__all__ = ["binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
            "grouping_thresholds", "new_patient_threshold", "new_patient_thresholds", "new_patients_for", "new_patients_rule", "segment_columns", "show_delay_chart",
            "show_delay_tiles", "show_grouping_tables", "show_new_patient_groups", "stream_patient_where", "show_grouping_thresholds", "show_unseen_groups", "unseen_groups",
-           "threshold_series", "threshold_title", "validity_refusal", "with_binding"]
-
-VALIDITY_REFUSED = {
-    "groupings": "The validity check tests one segment column at a time: empty 'Also keep the guarantee per' on the Value & "
-                 "cost page to run it. The per-grouping tables on the Value & cost page show how every group of every "
-                 "grouping fared on this stream.",
-    "label_delay": "The validity check replays orderings with every earlier patient's labels known; it does not model labels "
-                   "that arrive later yet. Choose 'Labels arrive: all at once' on the Value & cost page to run it.",
-}
+           "threshold_series", "threshold_title", "with_binding"]
 
 
 def segment_columns(settings: dict) -> list[str]:
@@ -58,17 +50,6 @@ def segment_columns(settings: dict) -> list[str]:
     return [segment] if isinstance(segment, str) else list(segment)
 
 
-def validity_refusal(settings: dict) -> str | None:
-    """Why the Validity page cannot check these settings (several groupings, a label delay), or None.
-
-    >>> validity_refusal({"segment": "plan"}) is None, validity_refusal({"segment": ["plan", "age"]})[:27]
-    (True, 'The validity check tests on')
-    """
-    if len(segment_columns(settings)) > 1:
-        return VALIDITY_REFUSED["groupings"]
-    if settings.get("label_delay") is not None or settings.get("label_available_column"):
-        return VALIDITY_REFUSED["label_delay"]
-    return None
 
 
 def grouping_display(result, settings: dict) -> dict[str, pd.DataFrame]:

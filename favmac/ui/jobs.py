@@ -183,14 +183,19 @@ def compare_tradeoffs(dataset, spec, targets, methods, progress=None, recalibrat
 
 
 def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
-    """``favmac.validity.validity_check`` of ``dataset`` under ``spec`` (its first target)."""
+    """``favmac.validity.validity_check`` of ``dataset`` under ``spec`` (its first target; every
+    segment column, the label delay or arrival column, and the recalibration fold of the spec)."""
     value, cost = spec.build(dataset.codes, dataset.members)
-    groups = dataset.segments(spec.segment) if spec.segment else dataset.groups
+    groups = segment_groups(dataset, spec) if spec.segment else dataset.groups
+    arrivals = dataset.label_available_at if spec.label_available_column else None
+    recalibration = {} if spec.recalibrate is None else {"recalibrate": spec.recalibrate, "recalibration": spec.recalibration,
+                                                         "recalibrate_by": spec.recalibrate_by}
     return validity_check(dataset.prob_array(), dataset.label_array(), value, cost, spec.target,
                           delta=spec.control_delta, universe=spec.universe, burn_in=spec.burn_in,
                           window=spec.window, groups=groups, segment_control=spec.segment is not None,
-                          adaptive_rate=spec.adaptive_rate, n_orderings=int(n_orderings), seed=int(seed), score=spec.score,
-                          progress=progress)
+                          adaptive_rate=spec.adaptive_rate, label_delay=spec.label_delay, label_available_at=arrivals,
+                          n_orderings=int(n_orderings), seed=int(seed), score=spec.score, progress=progress,
+                          **recalibration)
 
 
 def build_exports(dataset, spec, result, new_patients, descriptions, progress=None) -> dict:

@@ -32,7 +32,7 @@ import numpy as np
 
 from favmac.functions import FormulaValue
 from favmac.recalibration import DEFAULT_RECALIBRATION
-from favmac.runspec import (CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
+from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
@@ -87,6 +87,7 @@ def to_spec(settings: dict, weights) -> RunSpec:
         adaptive_rate=settings.get("adaptive_rate"),
         recalibrate=settings.get("recalibrate"),
         recalibration=settings.get("recalibration") or DEFAULT_RECALIBRATION,
+        recalibrate_by=settings.get("recalibrate_by") or DEFAULT_RECALIBRATE_BY,
         label_delay=settings.get("label_delay"),
         label_available_column=settings.get("label_available_column"),
         **{k: settings.get(k, PAYMENT_DEFAULTS[k]) for k in PAYMENT_KEYS},  # the payment value's fields (payment_view)
@@ -104,6 +105,7 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
             out[key] = getattr(spec, key)
     if spec.recalibrate is not None:
         out["recalibration"] = spec.recalibration
+        out["recalibrate_by"] = spec.recalibrate_by
     if spec.value_kind == "cms_payment":
         out.update({k: getattr(spec, k) for k in PAYMENT_KEYS})
     return out
@@ -248,7 +250,8 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
     if settings.get("adaptive_rate"):
         rows.append(("Adaptive rate", f"γ = {settings['adaptive_rate']:g}"))
     if settings.get("recalibrate"):
-        rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients"))
+        per = ", maps per segment" if settings.get("recalibrate_by") == "segment" else ""
+        rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients{per}"))
     if settings.get("label_delay") is not None:
         rows.append(("Label delay", f"{settings['label_delay']:,} patients"))
     if settings.get("label_available_column"):

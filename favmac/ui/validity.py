@@ -1,5 +1,5 @@
 """The Validity page's evidence: the histogram of the per-ordering statistic against the promise,
-and the per-segment table (no Streamlit).
+and the per-group tables, one per grouping (no Streamlit).
 
 The check itself is :func:`favmac.validity.validity_check`; the page runs it for the session's
 data and settings with ``favmac.ui.jobs.validity`` (a background job, remembered per run key).
@@ -14,9 +14,10 @@ import plotly.graph_objects as go
 
 from favmac.ui.figures import OKABE_ITO, layout
 from favmac.ui.formats import fixed
+from favmac.ui.units import cost_unit
 from favmac.validity import MIN_ORDERINGS
 
-__all__ = ["MIN_ORDERINGS", "histogram_figure", "segment_frame"]
+__all__ = ["MIN_ORDERINGS", "grouping_frames", "histogram_figure", "segment_frame", "table_caption"]
 
 
 def histogram_figure(report, unit: str) -> go.Figure:
@@ -45,19 +46,49 @@ def histogram_figure(report, unit: str) -> go.Figure:
     return layout(fig, "Outcome over random orderings of your patients", x_title, "Orderings", height=360)
 
 
-def segment_frame(report) -> pd.DataFrame | None:
-    """The per-segment table as shown (None without segments)."""
+def segment_frame(report, grouping: str | None = None) -> pd.DataFrame | None:
+    """One grouping's table as shown (the first grouping by default; None without segments):
+    the mean over the orderings of the group's mean cost or violation rate, its spread (standard
+    deviation over the orderings), the promise, the one-sided p-value and PASS / FAIL."""
     if report.segments is None:
         return None
-    table = report.segments
+    table = report.segments if grouping is None else report.groupings[grouping]
     expected = report.control == "expected"
+    if expected:
+        mean, spread = fixed(table["mean"], 3), fixed(table["spread"], 3)
+        promised = [f"{p:g}" for p in table["promised"]]
+    else:
+        mean, spread = fixed(100 * table["mean"], 1, " %"), fixed(100 * table["spread"], 1, " %")
+        promised = fixed(100 * table["promised"], 1, " %")
     return pd.DataFrame({
         "segment": table["segment"].astype(str),
         "patients": table["patients"],
         "predicted": table["predicted"],
-        "mean cost" if expected else "violation rate": fixed(table["mean"], 3) if expected
-        else fixed(100 * table["mean"], 1, " %"),
-        "promised": [f"{p:g}" for p in table["promised"]] if expected else fixed(100 * table["promised"], 1, " %"),
+        "mean cost" if expected else "violation rate": mean,
+        "spread over orderings": [s if s == "—" else "± " + s for s in spread],
+        "promised": promised,
         "p-value": table["p_value"].map(lambda p: "—" if p != p else ("< 0.001" if p < 0.001 else f"{p:.3f}")),
         "verdict": table["passed"].map(lambda ok: "—" if ok is None else ("PASS" if ok else "FAIL")),
     })
+
+
+def grouping_frames(report) -> dict[str, pd.DataFrame]:
+    """Grouping name -> its table as shown (:func:`segment_frame`); empty without segments."""
+    return {name: segment_frame(report, name) for name in (report.groupings or {})}
+
+
+def table_caption(report, settings: dict) -> str:
+    """What the per-group tables' numbers are, in the user's units.
+
+    >>> class R: control, n_orderings = "expected", 200
+    >>> print(table_caption(R, {"cost_kind": "fp"})[:60])
+    Mean cost: false flags per chart among the group's predicted
+    """
+    if report.control == "expected":
+        what = (f"Mean cost: {cost_unit(settings)} per chart among the group's predicted patients, averaged over the "
+                f"{report.n_orderings} orderings")
+    else:
+        what = (f"Violation rate: share of the group's predicted charts over the target, averaged over the "
+                f"{report.n_orderings} orderings")
+    return (f"{what}; spread: how much it varies from one ordering to the next (standard deviation); patients: the "
+            "group's patients in the data; predicted: those after the burn-in, per ordering on average.")

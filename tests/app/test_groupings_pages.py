@@ -8,7 +8,6 @@ from app_helpers import assert_clean, go, open_page
 from favmac.methods import run_method
 from favmac.segments import grouping_tables
 from favmac.ui import actions, settings_form
-from favmac.ui.groupings import VALIDITY_REFUSED
 from favmac.ui.jobs import segment_groups
 from favmac.ui.session import Session
 from favmac.ui.text import md
@@ -111,11 +110,8 @@ def test_adaptive_with_two_groupings_is_refused_and_nothing_is_lost():
     assert at.session_state["settings"] == before
 
 
-def test_validity_and_export_say_what_they_cannot_do():
+def test_export_says_what_it_cannot_do():
     at = tick_two(groupings_session())
-    at = go(at, "validity")
-    assert_clean(at)
-    assert any(i.value == VALIDITY_REFUSED["groupings"] for i in at.info)
     at = go(at, "export")
     assert_clean(at)
     assert any("Thresholds per grouping" in h.value for h in at.subheader)

@@ -49,8 +49,8 @@ def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
 
 
 def test_validity_check_keeps_running_while_you_visit_another_page(page, app_url):
-    # the additive value: this checks the background job, and 1000 orderings of the sample's
-    # default payment value take minutes (its candidates are rebuilt for every ordering)
+    # the additive value: this checks the background job, with 1000 orderings long enough to
+    # leave the page while it runs (the payment value's candidates are built once and permuted)
     open_page(page, app_url, "value_and_cost")
     keyed(page, "value_kind").get_by_text("Risk-weighted TP", exact=False).first.click()
     click_button(page, "apply_settings")

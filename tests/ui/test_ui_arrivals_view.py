@@ -162,7 +162,6 @@ def test_the_split_by_a_chosen_grouping_and_who_binds(data):
         used = result.thresholds[0][step]
         binds = [g.name for g in result.groupings if g.thresholds[0][step] == used]
         assert binds and line.endswith(f"(binds: {', '.join(binds)})")
-    assert groupings.validity_refusal({"label_available_column": "label_available_at"}) == groupings.VALIDITY_REFUSED["label_delay"]
 
 
 def test_arrivals_reach_the_replay_and_the_patient_text(data):

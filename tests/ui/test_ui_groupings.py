@@ -1,4 +1,4 @@
-"""favmac.ui.groupings without Streamlit running: tables per grouping, the delay series, refusals."""
+"""favmac.ui.groupings without Streamlit running: tables per grouping, the delay series."""
 from __future__ import annotations
 
 import doctest
@@ -91,12 +91,6 @@ def test_segment_groups_and_settings_round_trip(data):
     assert back["segment"] == ("plan", "age_band") and back["label_delay"] == 5
     rows = dict(settings_form.settings_summary({**back, "grid": {}}, 8.0))
     assert rows["Segments"] == "per plan and per age_band" and rows["Label delay"] == "5 patients"
-
-
-def test_validity_refusals():
-    assert groupings.validity_refusal({"segment": None}) is None
-    assert groupings.validity_refusal({"segment": ("plan", "age")}) == groupings.VALIDITY_REFUSED["groupings"]
-    assert groupings.validity_refusal({"segment": "plan", "label_delay": 0}) == groupings.VALIDITY_REFUSED["label_delay"]
 
 
 def test_threshold_chart_follows_the_chosen_grouping(data):
