@@ -423,7 +423,7 @@ class _Engine:
 
     def __init__(self, session: _Session, cands, realized, costs):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
-        self._points = self._scores = None
+        self._points = self._scores = self._leaf = None
         self._by_rank, self._ranked, self._unique = {}, {}, {}
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
@@ -462,7 +462,10 @@ class _Engine:
         from .replay_kernels import weight_totals
 
         ptr, ranks, weights, keys = points
-        cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
+        if self._leaf is not None and not window:  # an expected pass left every point's weight in its key's slots
+            cumulative = np.cumsum(self._leaf)
+        else:
+            cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
         bounds = expected_bounds(s.targets, self.costs, m)[:, m]
         found = np.searchsorted(cumulative, bounds, side="right")  # first key whose F exceeds the bound
         return np.where(bounds < 0, -np.inf, np.where(found >= len(keys), np.inf, keys[np.minimum(found, len(keys) - 1)]
@@ -515,8 +518,7 @@ class _Engine:
         from .replay_kernels import unique_slots
 
         if key not in self._unique:
-            tied = len(keys) > 1 and bool(np.any(keys[1:] == keys[:-1]))
-            self._unique[key] = unique_slots(ranks, len(keys)) if tied else ranks
+            self._unique[key] = unique_slots(ranks, keys)
         return self._unique[key]
 
     def _layout(self, ptr, ranks, keys, group, n_groups, key) -> tuple:
@@ -532,7 +534,7 @@ class _Engine:
             return (ranks, keys, np.zeros(1, dtype=np.int64), np.array([n_keys], dtype=np.int64),
                     np.array([0, block_count(n_keys)], dtype=np.int64), _NO_OWNER)
         if n_groups <= _SHARED_GROUPS:
-            slots = self._unique_slots(ranks, keys, key)
+            slots = self._unique_slots(ranks, keys, key) if key == "points" else ranks  # the scores' are unique
             owner = np.empty(n_keys, dtype=np.int8 if n_groups <= 127 else np.int16)
             slot_owner(ptr, slots, group, owner)
             return (slots, keys, np.zeros(n_groups, dtype=np.int64), np.full(n_groups, n_keys, dtype=np.int64),
@@ -573,6 +575,8 @@ class _Engine:
             expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
+        if not window and layout[1] is sorted_keys:  # the stream's sorted keys: leaf = every point's weight by key
+            self._leaf = leaf  # the whole stream's weight per key slot, for pooled_final
         return _Thresholds(out, final)
 
     def _violation(self, group, n_groups, burn_in, window, evict, report):

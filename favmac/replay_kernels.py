@@ -45,13 +45,15 @@ rank_edge = njit(cache=True)(thresholds.rank_edge)
 calibration_count = njit(cache=True)(thresholds.calibration_count)
 
 _SHIFT = 6
-#: Slots per leaf block of the blocked trees.
+#: Slots per leaf block of the blocked trees (and blocks per superblock).
 BLOCK = 1 << _SHIFT
 
 
 def block_count(n_slots: int) -> int:
-    """Size of the block tree (a :mod:`favmac.fenwick` array) over ``n_slots`` slots."""
-    return ((int(n_slots) + BLOCK - 1) >> _SHIFT) + 1
+    """Length of one group's block region over ``n_slots`` slots: the block totals, then a
+    Fenwick tree (:mod:`favmac.fenwick`) over superblocks of ``BLOCK`` blocks."""
+    blocks = (int(n_slots) + BLOCK - 1) >> _SHIFT
+    return blocks + ((blocks + BLOCK - 1) >> _SHIFT) + 1
 
 
 @njit(cache=True)
@@ -126,15 +128,26 @@ def weight_totals(ptr, ranks, weights, patients, n_keys):
 
 
 @njit(cache=True)
-def unique_slots(ranks, n_slots):
-    """One slot per point: a point whose rank it shares with earlier points (equal keys, each
-    taking the first slot of its key) moves to the next free slot of that key, in point order."""
-    fill = np.arange(n_slots, dtype=np.int64)
-    out = np.empty(ranks.shape[0], dtype=np.int64)
+def unique_slots(ranks, keys):
+    """One slot per point: a point whose rank (the first slot of its key in the sorted ``keys``)
+    it shares with earlier points moves to the next free slot of that key, in point order.
+    The ranks themselves when every key differs."""
+    n_slots = keys.shape[0]
+    tied = np.zeros(n_slots, dtype=np.bool_)  # first slots shared by several points
+    any_tied = False
+    for r in range(n_slots - 1):
+        if keys[r + 1] == keys[r]:
+            tied[r] = True
+            any_tied = True
+    if not any_tied:
+        return ranks
+    out = ranks.copy()
+    taken = np.zeros(n_slots, dtype=np.int32)
     for p in range(ranks.shape[0]):
         r = ranks[p]
-        out[p] = fill[r]
-        fill[r] += 1
+        if tied[r]:
+            out[p] = r + taken[r]
+            taken[r] += 1
     return out
 
 
@@ -148,30 +161,41 @@ def slot_owner(ptr, slots, group, owner):
 
 
 @njit(cache=True)
-def _add(leaf, btree, lstart, bstart, g, slot, weight):
-    """Add ``weight`` at ``slot`` of group g."""
+def _add(leaf, btree, lstart, lsize, bstart, g, slot, weight):
+    """Add ``weight`` at ``slot`` of group g: its leaf, its block's total and its superblock's tree."""
     leaf[lstart[g] + slot] += weight
-    add(btree[bstart[g] : bstart[g + 1]], slot >> _SHIFT, weight)
+    block = slot >> _SHIFT
+    btree[bstart[g] + block] += weight
+    add(btree[bstart[g] + ((lsize[g] + BLOCK - 1) >> _SHIFT) : bstart[g + 1]], block >> _SHIFT, weight)
 
 
 @njit(cache=True)
 def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
     """Group g's first slot where the running total of its weights exceeds ``bound`` (>= 0);
     ``lsize[g]`` when it never does. (:func:`favmac.fenwick.count_le` of the group's own tree.)"""
-    size = bstart[g + 1] - bstart[g] - 1
-    base = bstart[g]
+    n_blocks = (lsize[g] + BLOCK - 1) >> _SHIFT
+    tree = bstart[g] + n_blocks  # the superblocks' Fenwick tree: index 0 unused
+    size = bstart[g + 1] - tree - 1
     step = 1
     while step * 2 <= size:
         step *= 2
-    blocks = 0
+    supers = 0
     acc = 0
-    while step > 0:  # the most whole blocks whose total stays <= bound
-        nxt = blocks + step
-        if nxt <= size and acc + btree[base + nxt] <= bound:
-            blocks = nxt
-            acc += btree[base + nxt]
+    while step > 0:  # the most whole superblocks whose total stays <= bound
+        nxt = supers + step
+        if nxt <= size and acc + btree[tree + nxt] <= bound:
+            supers = nxt
+            acc += btree[tree + nxt]
         step //= 2
-    j = blocks << _SHIFT
+    block = supers << _SHIFT
+    last = min(block + BLOCK, n_blocks)
+    while block < last:  # then whole blocks
+        total = btree[bstart[g] + block]
+        if acc + total > bound:
+            break
+        acc += total
+        block += 1
+    j = block << _SHIFT
     end = min(j + BLOCK, lsize[g])
     first = lstart[g]
     if owner.shape[0] == 0:
@@ -200,18 +224,18 @@ def _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bound
 
 
 @njit(cache=True)
-def _move(leaf, btree, lstart, bstart, g, ptr, slots, weights, i, sign):
+def _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, sign):
     for q in range(ptr[i], ptr[i + 1]):
-        _add(leaf, btree, lstart, bstart, g, slots[q], sign * weights[q])
+        _add(leaf, btree, lstart, lsize, bstart, g, slots[q], sign * weights[q])
 
 
 @njit(cache=True)
-def _join(leaf, btree, lstart, bstart, g, ptr, slots, weights, counts, i, evicted):
+def _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i, evicted):
     """Patient i's labels arrive: its points join group g's tree, ``evicted`` (>= 0) leaves the window."""
-    _move(leaf, btree, lstart, bstart, g, ptr, slots, weights, i, 1)
+    _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, 1)
     counts[g] += 1
     if evicted >= 0:
-        _move(leaf, btree, lstart, bstart, g, ptr, slots, weights, evicted, -1)
+        _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, evicted, -1)
 
 
 @njit(cache=True)
@@ -242,7 +266,7 @@ def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
                                                          bounds[t, m])
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
-            _join(leaf, btree, lstart, bstart, group[i], ptr, slots, weights, counts, i, evict[e])
+            _join(leaf, btree, lstart, lsize, bstart, group[i], ptr, slots, weights, counts, i, evict[e])
 
 
 @njit(cache=True)
@@ -274,10 +298,10 @@ def violation_thresholds(slots, keys, lstart, lsize, bstart, owner, group, order
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             g = group[i]
-            _add(leaf, btree, lstart, bstart, g, slots[i], 1)
+            _add(leaf, btree, lstart, lsize, bstart, g, slots[i], 1)
             counts[g] += 1
             if evict[e] >= 0:
-                _add(leaf, btree, lstart, bstart, g, slots[evict[e]], -1)
+                _add(leaf, btree, lstart, lsize, bstart, g, slots[evict[e]], -1)
 
 
 @njit(cache=True)
@@ -339,7 +363,7 @@ def adaptive_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             g = group[i]
-            _join(leaf, btree, lstart, bstart, g, ptr, slots, weights, counts, i, evict[e])
+            _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i, evict[e])
             if i >= burn_in:
                 for t in range(n_targets):
                     current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)

@@ -41,6 +41,18 @@ def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.n
     >>> check_group_labels(["a", 2, "a"], 3).tolist()
     ['a', '2', 'a']
     """
+    typed = groups if isinstance(groups, np.ndarray) else None
+    if typed is not None and typed.shape == (n_patients,) and typed.dtype.kind in "Uiub":
+        # a numpy array of text, integers or booleans: check and convert each distinct value once
+        distinct, inverse = np.unique(typed, return_inverse=True)
+        inverse = inverse.ravel()
+        text = np.empty(len(distinct), dtype=object)
+        for j, g in enumerate(distinct.tolist()):
+            if isinstance(g, str) and not g.strip():
+                raise ValueError(f"{name}: patient {int(np.argmax(inverse == j))} (0-based) has no group label; "
+                                 "every patient needs one")
+            text[j] = g.strip() if isinstance(g, str) else str(g)
+        return text[inverse]
     arr = np.asarray(groups, dtype=object)
     if arr.ndim == 0:
         arr = np.full(n_patients, arr.item(), dtype=object)
@@ -124,10 +136,12 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
         out.append((name, check_group_labels(labels, n_patients, name=where)))
     if len(out) > 1:
         for i, (name, labels) in enumerate(out):
-            values, first, counts = np.unique(labels.astype(str), return_index=True, return_counts=True)
+            values, index = group_index(labels)
+            counts = np.bincount(index, minlength=len(values))
             if (counts == 1).any():
                 j = int(np.argmax(counts == 1))
-                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first[j]}, "
+                first = int(np.argmax(index == j))
+                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first}, "
                                  "0-based); a one-patient group is never calibrated, so that patient would always get "
                                  "the empty set. Merge the group into another one, or correct its label.")
     return out
