@@ -277,7 +277,9 @@ def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:
     stream), ``predicted`` (its patients after the burn-in), ``threshold`` (the group's final
     threshold), ``mean_cost``, ``target``, ``violation_rate``, ``delta`` (NaN under expected
     control), ``bound`` (with an adaptive rate: the deterministic bound c + (c + gamma
-    C_max) / (gamma S_g) on the segment's mean cost over its S_g predicted patients; NaN
+    C_max) / (gamma S_g) on the segment's mean cost over its S_g predicted patients, with
+    labels that arrive later c + (c + gamma (L + 1) C_max) / (gamma S_g), L the run's largest
+    ``labels_pending`` (:func:`favmac.adaptive.adaptive_bound`); NaN
     otherwise), ``within_target`` (mean cost <= target — or <= ``bound`` when adaptive —
     under expected control, violation rate <= delta under violation control; empty when the
     group had no predicted patient), ``warning`` (why the group gets the empty set, if it
@@ -311,10 +313,10 @@ def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:
         rate = float(viol.mean()) if predicted else math.nan
         bound = math.nan
         if result.adaptive_targets is not None and predicted and c_max is not None:
-            from .adaptive import adaptive_bound
+            from .adaptive import adaptive_bound, result_lag
 
             bound = float(adaptive_bound(result.targets[target_index], result.settings["adaptive_rate"], c_max,
-                                         predicted))
+                                         predicted, lag=result_lag(result)))
         if not predicted:
             within = None
         elif result.delta is None:
