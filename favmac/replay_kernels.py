@@ -170,9 +170,9 @@ def _add(leaf, btree, lstart, lsize, bstart, g, slot, weight):
 
 
 @njit(cache=True)
-def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
-    """Group g's first slot where the running total of its weights exceeds ``bound`` (>= 0);
-    ``lsize[g]`` when it never does. (:func:`favmac.fenwick.count_le` of the group's own tree.)"""
+def _locate(btree, lsize, bstart, g, bound):
+    """(first slot of the block where group g's running total first exceeds ``bound`` (>= 0),
+    the total before that block); the slot is >= ``lsize[g]`` when the total never does."""
     n_blocks = (lsize[g] + BLOCK - 1) >> _SHIFT
     tree = bstart[g] + n_blocks  # the superblocks' Fenwick tree: index 0 unused
     size = bstart[g + 1] - tree - 1
@@ -195,7 +195,13 @@ def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
             break
         acc += total
         block += 1
-    j = block << _SHIFT
+    return block << _SHIFT, acc
+
+
+@njit(cache=True)
+def _scan(leaf, lstart, lsize, owner, g, bound, j, acc):
+    """From slot j of :func:`_locate` (``acc`` the total before it): the first slot of group g
+    where the running total exceeds ``bound``; ``lsize[g]`` when there is none."""
     end = min(j + BLOCK, lsize[g])
     first = lstart[g]
     if owner.shape[0] == 0:
@@ -215,6 +221,32 @@ def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
 
 
 @njit(cache=True)
+def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
+    """Group g's first slot where the running total of its weights exceeds ``bound`` (>= 0);
+    ``lsize[g]`` when it never does. (:func:`favmac.fenwick.count_le` of the group's own tree.)"""
+    j, acc = _locate(btree, lsize, bstart, g, bound)
+    return _scan(leaf, lstart, lsize, owner, g, bound, j, acc)
+
+
+@njit(cache=True)
+def _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds, m, out, column, where, below):
+    """``out[t, column]`` = :func:`_smallest_key_over` of ``bounds[t, m]`` for every target t: the
+    blocks of all targets first, then the leaf scans (whose cache misses then overlap).
+    ``where``/``below``: scratch (T,) int64."""
+    n_targets = bounds.shape[0]
+    for t in range(n_targets):
+        if bounds[t, m] >= 0:
+            where[t], below[t] = _locate(btree, lsize, bstart, g, bounds[t, m])
+    for t in range(n_targets):
+        bound = bounds[t, m]
+        if bound < 0:
+            out[t, column] = -np.inf
+            continue
+        pos = _scan(leaf, lstart, lsize, owner, g, bound, where[t], below[t])
+        out[t, column] = np.inf if pos >= lsize[g] else keys[lstart[g] + pos]
+
+
+@njit(cache=True)
 def _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bound):
     """Smallest key b of group g with F(b) > bound; -inf for a negative bound, +inf if F never exceeds it."""
     if bound < 0:
@@ -225,8 +257,16 @@ def _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bound
 
 @njit(cache=True)
 def _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, sign):
+    """:func:`_add` of patient i's points, the leaves and block totals first (independent
+    memory accesses, so their cache misses overlap), then the superblock trees."""
+    first, blocks = lstart[g], bstart[g]
     for q in range(ptr[i], ptr[i + 1]):
-        _add(leaf, btree, lstart, lsize, bstart, g, slots[q], sign * weights[q])
+        slot = slots[q]
+        leaf[first + slot] += sign * weights[q]
+        btree[blocks + (slot >> _SHIFT)] += sign * weights[q]
+    tree = btree[blocks + ((lsize[g] + BLOCK - 1) >> _SHIFT) : bstart[g + 1]]
+    for q in range(ptr[i], ptr[i + 1]):
+        add(tree, slots[q] >> (2 * _SHIFT), sign * weights[q])
 
 
 @njit(cache=True)
@@ -250,20 +290,18 @@ def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
     ``weights``; ``counts[g]`` counts the group's arrived patients (kept between calls).
     """
     n_patients = group.shape[0]
-    n_targets = bounds.shape[0]
+    where = np.zeros(bounds.shape[0], dtype=np.int64)
+    below = np.zeros(bounds.shape[0], dtype=np.int64)
     for n in range(start, stop):
         if n == n_patients:
             for g in range(lstart.shape[0]):
-                m = calibration_count(counts[g], window)
-                for t in range(n_targets):
-                    final[t, g] = _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds[t, m])
+                _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
+                                    calibration_count(counts[g], window), final, g, where, below)
             continue
         if n >= burn_in:
             g = group[n]
-            m = calibration_count(counts[g], window)
-            for t in range(n_targets):
-                out[t, n - burn_in] = _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g,
-                                                         bounds[t, m])
+            _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
+                                calibration_count(counts[g], window), out, n - burn_in, where, below)
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             _join(leaf, btree, lstart, lsize, bstart, group[i], ptr, slots, weights, counts, i, evict[e])
