@@ -424,6 +424,7 @@ class _Engine:
     def __init__(self, session: _Session, cands, realized, costs):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
         self._points = self._scores = self._leaf = None
+        self._leaf_full = False
         self._by_rank, self._ranked, self._unique = {}, {}, {}
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
@@ -462,8 +463,8 @@ class _Engine:
         from .replay_kernels import weight_totals
 
         ptr, ranks, weights, keys = points
-        if self._leaf is not None and not window:  # an expected pass left every point's weight in its key's slots
-            cumulative = np.cumsum(self._leaf)
+        if self._leaf_full and not window:  # an expected pass left every point's weight in its key's slots
+            cumulative, self._leaf, self._leaf_full = np.cumsum(self._leaf, out=self._leaf), None, False
         else:
             cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
         bounds = expected_bounds(s.targets, self.costs, m)[:, m]
@@ -546,11 +547,21 @@ class _Engine:
         return (local, grouped_keys, key_start[:-1].copy(), sizes, np.concatenate([[0], np.cumsum(blocks)]),
                 _NO_OWNER)
 
-    @staticmethod
-    def _trees(layout):
-        """Empty (leaf, btree) arrays of a layout."""
+    def _trees(self, layout):
+        """Empty (leaf, btree) arrays of a layout; the leaves reuse the last pass's (``_done``)
+        when they fit: a fresh array of that size costs its page faults again."""
         _, keys, lstart, lsize, bstart, owner = layout
-        return np.zeros(len(keys), dtype=np.int64), np.zeros(int(bstart[-1]), dtype=np.int64)
+        leaf, self._leaf, self._leaf_full = self._leaf, None, False
+        if leaf is not None and len(leaf) == len(keys):
+            leaf.fill(0)
+        else:
+            leaf = np.zeros(len(keys), dtype=np.int64)
+        return leaf, np.zeros(int(bstart[-1]), dtype=np.int64)
+
+    def _done(self, leaf, full=False):
+        """Keep a pass's leaves for the next pass; ``full``: they hold every calibration point's
+        weight in its slot of the whole stream's sorted keys (for :meth:`pooled_final`)."""
+        self._leaf, self._leaf_full = leaf, full
 
     def _schedule_args(self, group):
         schedule = self.session.schedule
@@ -575,8 +586,7 @@ class _Engine:
             expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
-        if not window and layout[1] is sorted_keys:  # the stream's sorted keys: leaf = every point's weight by key
-            self._leaf = leaf  # the whole stream's weight per key slot, for pooled_final
+        self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
         return _Thresholds(out, final)
 
     def _violation(self, group, n_groups, burn_in, window, evict, report):
@@ -596,6 +606,7 @@ class _Engine:
             for start, stop in _chunks(0, n_patients + 1):
                 violation_thresholds(*layout, *self._schedule_args(group), evict, ranks_k, burn_in, window, start, stop,
                                      leaf, btree, counts, out[t], final[t])
+            self._done(leaf)
             report((t + 1) / len(s.targets))
         return _Thresholds(out, final)
 
@@ -632,6 +643,7 @@ class _Engine:
             np.array([rule.target_base for rule in rules], dtype=np.int64), np.int64(rules[0].rate_scaled),
             np.int64(rules[0].cost_to_base), np.int64(big // costs.scale), np.int64(c_max_big), burn_in, window,
             np.int64(INT64_LIMIT), leaf, btree, out, targets_out, final, final_targets)
+        self._done(leaf)
         if not ok:
             return None
         return _Thresholds(out, final, targets_out / big, final_targets / big)
