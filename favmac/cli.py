@@ -29,7 +29,7 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
-from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS
 from .runspec import RunSpec, SettingsError, target_from_percent
 from .universe import SCORES, UNIVERSES, default_score
 
@@ -46,7 +46,7 @@ OPTION_OF_FIELD = {"value_kind": "--value", "cost_kind": "--cost", "cms_model": 
                    "coding_intensity": "--coding-intensity", "base_rate": "--base-rate", "delta": "--delta", "universe": "--universe", "score": "--score",
                    "burn_in": "--burn-in", "window": "--window", "weights": "--weights", "formula": "--value",
                    "segment": "--segment-column", "adaptive_rate": "--adaptive-rate", "recalibrate": "--recalibrate",
-                   "recalibration": "--recalibration", "label_delay": "--label-delay",
+                   "recalibration": "--recalibration", "recalibrate_by": "--recalibrate-by", "label_delay": "--label-delay",
                    "label_available_column": "--label-available-column"}
 
 
@@ -108,6 +108,9 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                         "prediction and do not calibrate; --burn-in counts patients after them)")
     method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
                         help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
+    method.add_argument("--recalibrate-by", default=DEFAULT_RECALIBRATE_BY, choices=list(RECALIBRATE_BY),
+                        help="code (default): one map per code; segment: one map per code and group of the one "
+                        "--segment-column (the code's pooled map where a group's fold is too small)")
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -272,6 +275,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         adaptive_rate=adaptive_rate,
         recalibrate=args.recalibrate,
         recalibration=args.recalibration,
+        recalibrate_by=args.recalibrate_by,
         label_delay=label_delay,
         label_available_column=label_available_column,
         **payment,
@@ -355,8 +359,11 @@ def _print_recalibration(args, result) -> None:
 
         maps = recalibration_of(result)
         fallback = maps.fallback_codes
+        per_segment = "" if maps.by == "code" else (
+            f", per segment ({sum(int(m.sum()) for m in maps.own.values())} of {len(maps.own) * maps.n_codes} "
+            "code x segment maps their own, the rest the code's pooled map)")
         print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration)"
-              + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
+              + per_segment + (f"; mapped to the fold's prevalence: {', '.join(fallback[:10])}{' ...' if len(fallback) > 10 else ''}"
                  if fallback else "") + ".", file=_report_stream(args))
 
 
@@ -533,20 +540,22 @@ def _engine_spec(args, source, targets, *, percent: bool, flag: str):
 
     from .distributed import source_codes
 
-    if _is_payment(args):
-        raise DataError("the distributed engine (file sets, --settings, --scheduler) does not take --value cms-payment yet.",
-                        fix="Use one calibration file (favmac replay / predict), or --value weighted_tp.")
     codes = source_codes(source, segment=list(args.segment_column) if args.segment_column else None)
     data = SimpleNamespace(codes=codes, n_codes=len(codes), n_patients=None)
     return _spec(args, data, targets, percent=percent, flag=flag), codes
 
 
-def _engine_calibrate(args, source, spec, targets):
+def _engine_calibrate(args, source, spec, codes, targets):
     """(pooled thresholds, {segment: thresholds} or None, details) from the distributed engine; with
-    several segment columns the second item is {column: {segment: thresholds}}."""
+    several segment columns the second item is {column: {segment: thresholds}}. The payment value's
+    cells and known codes are read from the files (favmac.distributed.members)."""
     from .distributed import calibrate
 
-    out = calibrate(source, *spec.build(), list(targets), delta=spec.control_delta, universe=spec.universe,
+    if spec.recalibrate_by != DEFAULT_RECALIBRATE_BY:
+        raise DataError("the distributed engine fits one recalibration map per code only; --recalibrate-by segment "
+                        "is not available there yet.", fix="Use 'favmac replay' or 'favmac predict --calibration FILE' "
+                        "(in memory), or --recalibrate-by code.")
+    out = calibrate(source, *spec.build(codes), list(targets), delta=spec.control_delta, universe=spec.universe,
                     score=spec.score, segment=spec.segment, scheduler=args.scheduler,
                     progress=args.progress or sys.stderr.isatty(), return_details=True,
                     recalibrate=spec.recalibrate, recalibration=spec.recalibration)
@@ -595,7 +604,7 @@ def run_calibrate(args) -> int:
     raw = args.targets.split(",") if args.targets is not None else args.target_percents.split(",")
     spec, codes = _engine_spec(args, args.data, raw, percent=args.targets is None,
                                flag="--targets" if args.targets is not None else "--target-percents")
-    thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, spec.targets)
+    thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, codes, spec.targets)
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
@@ -641,12 +650,14 @@ def _predict_distributed(args) -> int:
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
-        if spec.value_kind == "cms_payment":
-            raise DataError("the Dask engine does not take the CMS-HCC payment value yet.", file=args.settings,
-                            fix="Use --engine memory with one calibration file.")
         if spec.recalibrate is not None and maps is None:
             raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
+        if isinstance(maps, dict) and maps.get("by", "code") != "code":
+            raise DataError("the settings file holds recalibration maps per segment; the distributed engine applies "
+                            "maps per code only.", file=args.settings,
+                            fix="Predict with 'favmac predict --calibration FILE ...' (one file, in memory), or "
+                            "calibrate with --recalibrate-by code.")
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else _percent_target(wanted, c_max, flag)
         targets = [float(t) for t in calibration["targets"]]
@@ -679,10 +690,10 @@ def _predict_distributed(args) -> int:
             raise DataError("predict needs --calibration FILES (labelled patients) or --settings JSON.")
         spec, codes = _engine_spec(args, args.calibration, [repr(wanted)], percent=args.target is None, flag=flag)
         target, index = spec.target, 0
-        thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, [target])
+        thresholds, by_segment, details = _engine_calibrate(args, args.calibration, spec, codes, [target])
         threshold, n_patients = float(thresholds[0]), details["n_patients"]
         segment_sizes, maps = details.get("segment_sizes"), details.get("recalibration_maps")
-    value, cost = spec.build()
+    value, cost = spec.build(codes)  # the payment value reads each new patient's cell and known codes per batch
     if by_segment is None:
         chosen = threshold
     elif isinstance(spec.segment, tuple):

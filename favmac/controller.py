@@ -10,7 +10,8 @@ import numpy as np
 
 from .functions import bind_rows
 from .quantile_tree import QuantileTree
-from .recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, check_recalibration, fit_recalibration
+from .recalibration import (DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
+                            check_recalibrate_by, check_recalibration, fit_recalibration)
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .segments import check_group_labels, group_rows
 from .thresholds import (
@@ -78,6 +79,10 @@ class FavMac:
     recalibration : {"platt", "isotonic"} or Recalibration
         The map fitted on the fold (default "platt"); or maps fitted earlier (e.g.
         ``Recalibration.from_dict`` of a settings file), applied from the start with no fold.
+    recalibrate_by : {"code", "segment"}
+        "segment": one map per code and segment (the pooled map where a segment's fold is too
+        small; :class:`favmac.recalibration.SegmentRecalibration`); ``update`` and ``predict``
+        then need ``group`` (one grouping) and ``explain`` is refused.
 
     Notes
     -----
@@ -110,7 +115,7 @@ class FavMac:
 
     def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
                  n_codes=None, score: str | None = None, adaptive_rate=None, recalibrate=None,
-                 recalibration=DEFAULT_RECALIBRATION):
+                 recalibration=DEFAULT_RECALIBRATION, recalibrate_by="code"):
         if n_codes is not None and (isinstance(n_codes, bool) or int(n_codes) != n_codes or n_codes < 1):
             raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
         check_universe(universe, 0 if n_codes is None else int(n_codes))
@@ -126,9 +131,11 @@ class FavMac:
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
         self.recalibrate = check_recalibrate(recalibrate, window=self.window)
-        if isinstance(recalibration, Recalibration) and self.recalibrate is not None:
+        fitted = isinstance(recalibration, (Recalibration, SegmentRecalibration))
+        if fitted and self.recalibrate is not None:
             raise ValueError("recalibration: fitted maps are applied as they are; leave recalibrate=None with them")
-        self.recalibration = recalibration if isinstance(recalibration, Recalibration) else check_recalibration(recalibration)
+        self.recalibration = recalibration if fitted else check_recalibration(recalibration)
+        self.recalibrate_by = check_recalibrate_by(recalibrate_by)
         self._n_codes_arg = n_codes
 
     # -------------------------------------------------------------- bookkeeping
@@ -152,7 +159,7 @@ class FavMac:
         self._rule: AdaptiveTarget | None = None
         self._current: int | None = None  # c_n * rule.scale
         self._fold: list = []  # the recalibration fold's (probs, labels) so far
-        self._maps = self.recalibration if isinstance(self.recalibration, Recalibration) else None
+        self._maps = None if isinstance(self.recalibration, str) else self.recalibration
         if self._n_codes_arg is not None:
             self._know_codes(int(self._n_codes_arg))
         return self
@@ -184,31 +191,56 @@ class FavMac:
     @property
     def n_fold(self) -> int:
         """Patients in the recalibration fold so far (R once the maps are fitted; 0 without a fold)."""
-        return sum(len(part) for part, _ in self._fold)
+        return sum(len(part) for part, _, _ in self._fold)
 
-    def _past_fold(self, probs, labels, group):
-        """The rows after the recalibration fold, their probabilities mapped; the fold's rows are kept
-        until R have arrived, then the maps are fitted on them (SPEC "Recalibration on a split")."""
+    def _past_fold(self, probs, labels, group, value=None):
+        """The rows after the recalibration fold, their probabilities mapped, with their groups (each
+        grouping's) and ``value`` bound to them; the fold's rows are kept until R have arrived, then
+        the maps are fitted on them (SPEC "Recalibration on a split")."""
         if self._maps is None and self.recalibrate is not None:
             take = min(self.recalibrate - self.n_fold, probs.shape[0])
-            self._fold.append((probs[:take].copy(), labels[:take].copy()))  # the caller may reuse its arrays
+            segments = None
+            if self.recalibrate_by == "segment":
+                group = self._fold_segments(group, probs.shape[0])
+                segments = group[:take]
+            self._fold.append((probs[:take].copy(), labels[:take].copy(), segments))  # the caller may reuse its arrays
             if self.n_fold == self.recalibrate:
-                self._maps = fit_recalibration(np.concatenate([p for p, _ in self._fold]),
-                                               np.concatenate([y for _, y in self._fold]), self.recalibration)
+                self._maps = fit_recalibration(
+                    np.concatenate([p for p, _, _ in self._fold]), np.concatenate([y for _, y, _ in self._fold]),
+                    self.recalibration, by=self.recalibrate_by,
+                    groups=None if segments is None else np.concatenate([g for _, _, g in self._fold]))
             if group is not None:
-                group = check_group_labels(group, probs.shape[0], name="group")[take:]
+                rest = [labels_of[take:] for labels_of in self._groupings_of(group, probs.shape[0])]
+                group = tuple(rest) if isinstance(group, tuple) else rest[0]
+            if value is not None:
+                value = bind_rows(value, slice(take, None))  # a value with per-patient context (CmsHccValue)
             probs, labels = probs[take:], labels[take:]
         if self._maps is not None and probs.shape[0]:
-            probs = self._maps.apply(probs)
-        return probs, labels, group
+            probs = self._maps.apply(probs, groups=self._map_segments(group, probs.shape[0]))
+        return probs, labels, group, value
 
-    def _mapped(self, probs):
+    def _fold_segments(self, group, n_rows: int) -> np.ndarray:
+        """The segment labels (N,) that maps per segment are fitted or applied with (one grouping)."""
+        if group is None:
+            raise ValueError("group: recalibrate_by='segment' needs each patient's segment in update() and predict() "
+                             "(group=label or one per row)")
+        if isinstance(group, tuple):
+            if len(group) != 1:
+                raise ValueError("group: recalibrate_by='segment' takes one grouping; got a tuple of several")
+            group = group[0]
+        return check_group_labels(group, n_rows, name="group")
+
+    def _map_segments(self, group, n_rows: int):
+        """``groups`` for ``maps.apply``: the patients' segments for maps fitted per segment, else None."""
+        return self._fold_segments(group, n_rows) if isinstance(self._maps, SegmentRecalibration) else None
+
+    def _mapped(self, probs, group=None):
         """``probs`` through the fitted maps; an error while the recalibration fold is incomplete."""
         if self._maps is None and self.recalibrate is not None:
             raise ValueError(f"recalibrate={self.recalibrate}: the first {self.recalibrate} patients given to update() "
                              f"fit the maps and get no prediction; {self.n_fold} given so far, so there is nothing to "
                              "predict with yet")
-        return probs if self._maps is None else self._maps.apply(probs)
+        return probs if self._maps is None else self._maps.apply(probs, groups=self._map_segments(group, probs.shape[0]))
 
     @property
     def c_max_exact(self) -> Fraction | None:
@@ -236,7 +268,7 @@ class FavMac:
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
-        probs, labels, group = self._past_fold(probs, labels, group)
+        probs, labels, group, value = self._past_fold(probs, labels, group, value)
         if probs.shape[0] == 0:
             return self
         if group is not None:
@@ -373,7 +405,7 @@ class FavMac:
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
-        probs = self._mapped(probs)
+        probs = self._mapped(probs, group)
         cands = candidate_sets(probs, self.value if value is None else value, self.cost, self.universe)
         if group is None:
             thresholds = self.threshold

@@ -167,7 +167,7 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
     """
     start = result.burn_in
     maps = recalibration_of(result)
-    probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:])
+    probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:], groups=result.groups)
     ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
     codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
     from .functions import bind_rows
@@ -210,7 +210,8 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     probs = new_probs.to_numpy(dtype=float)
     maps = recalibration_of(result)
     if maps is not None:  # the maps the threshold was calibrated with (SPEC "Recalibration on a split")
-        probs = maps.apply(probs)
+        by_segment = maps.by == "segment"  # maps per segment: each new patient's own segment's maps
+        probs = maps.apply(probs, groups=(new_probs.attrs.get("groups") if groups is None else groups) if by_segment else None)
     several = len(getattr(result, "groupings", None) or []) > 1
     if groups is None:  # the segment column(s) load_new_patients_segmented read, if any
         groups = new_probs.attrs.get("groupings") if several else new_probs.attrs.get("groups")

@@ -32,7 +32,8 @@ __all__ = ["BASELINE_OPTIONS", "FAVMAC_OPTIONS", "METHODS", "Method", "applicabi
 BOTH_CONTROLS = ("expected", "violation")
 #: The optional keywords each kind of engine takes (besides delta, burn_in, codes, patient_ids).
 FAVMAC_OPTIONS = ("window", "c_max", "progress", "groups", "adaptive_rate", "score", "recalibrate", "recalibration",
-                  "label_delay", "label_available_at")
+                  "recalibrate_by",
+                  "label_delay", "label_available_at", "candidates")
 BASELINE_OPTIONS = ("window", "c_max", "progress")
 
 
@@ -153,7 +154,7 @@ def applicability(name: str, control: str, n_codes: int | None = None) -> str | 
 
 
 def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient_ids=None, progress=None,
-               c_max=None, burn_in: int | None = None, groups=None, label_available_at=None, members=None):
+               c_max=None, burn_in: int | None = None, groups=None, label_available_at=None, members=None, candidates=None):
     """Run ``method`` (key or label) over the stream with ``spec``'s value, cost, targets and control.
 
     Parameters
@@ -181,6 +182,9 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
         (:attr:`favmac.io.Dataset.label_available_at`; required when it is set).
     members : dict, optional
         The payment value's member context (:attr:`favmac.io.Dataset.members`), rows as ``probs``.
+    candidates : favmac.universe.Candidates, optional
+        FavMac only: the candidate sets of this stream in the method's universe, built once and
+        shared by several runs (``favmac.replay.replay``'s ``candidates``; the same result).
 
     Returns
     -------
@@ -206,8 +210,10 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     optional = {"window": spec.window, "c_max": c_max, "score": score,
                 "groups": None if spec.segment is None else groups, "adaptive_rate": spec.adaptive_rate,
                 "recalibrate": spec.recalibrate, "recalibration": None if spec.recalibrate is None else spec.recalibration,
+                "recalibrate_by": None if spec.recalibrate_by == "code" else spec.recalibrate_by,
                 "label_delay": spec.label_delay,
-                "label_available_at": None if spec.label_available_column is None else label_available_at}
+                "label_available_at": None if spec.label_available_column is None else label_available_at,
+                "candidates": candidates}
     for name, given in optional.items():
         if given is None:
             continue

@@ -155,6 +155,11 @@ class CmsHccValue:
         return arr
 
     @property
+    def known(self) -> np.ndarray | None:
+        """The known codes B: (K,) bool for everybody, (N, K) per patient, or None (none)."""
+        return self._known
+
+    @property
     def n_rows(self) -> int | None:
         """Number of patients the context describes (None: one context for every patient)."""
         if self._cell_index is not None:
@@ -178,6 +183,34 @@ class CmsHccValue:
             out._cell_index = self._cell_index[rows]
         if self._known is not None and self._known.ndim == 2:
             out._known = self._known[rows]
+        return out
+
+    def with_context(self, cells, known=None) -> "CmsHccValue":
+        """The same value (codes, model, year, adjustments) for other patients: ``cells`` (N,) names
+        each one's cell, ``known`` (N, K), (K,) or None their known codes.
+
+        The tables are reused when every cell is one of this value's ``cell_names`` (a value built
+        with ``cells=list(CELL_NAMES)`` covers them all: the distributed engine builds one per run
+        and binds it to each batch), else built anew.
+
+        >>> v = CmsHccValue(["HCC36", "HCC38"], cells=list(CELL_NAMES))
+        >>> v.with_context(["INS", "CNA"]).take(1) is not None, v.with_context(["cna"]).n_rows
+        (True, 1)
+        """
+        raw = np.asarray(cells, dtype=object).reshape(-1)
+        distinct, inverse = np.unique(raw.astype(str), return_inverse=True)
+        keys = [self._cell_name(name, "cells") for name in distinct]
+        lookup = {name: i for i, name in enumerate(self.cell_names)}
+        if any(key not in lookup for key in keys):
+            return type(self)(self.codes, model=self.model, year=self.year, cells=raw, known=known,
+                              normalization=self.normalization, coding_intensity=self.coding_intensity,
+                              base_rate=self.base_rate)
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._cell_index = np.array([lookup[key] for key in keys], dtype=np.int64)[inverse.reshape(-1)]
+        out._known = None if known is None else self._check_known(known)
+        if out._known is not None and out._known.ndim == 2 and len(out._known) != len(raw):
+            raise ValueError(f"cells has {len(raw)} patients but known has {len(out._known)}")
         return out
 
     def _context(self, n: int):

@@ -28,6 +28,14 @@ Two maps (:data:`RECALIBRATIONS`):
   averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
   constant.
 
+Maps per segment (``recalibrate_by="segment"``, :class:`SegmentRecalibration`): with one segment
+column, one map per code *and segment*, fitted on that segment's fold patients, where the segment's
+fold holds at least :data:`MIN_SEGMENT_CLASS` positives and as many negatives of the code; every other
+(segment, code), and a segment the fold never saw, uses the code's pooled map. A subgroup whose
+classifier is distorted differently (e.g. under-confident in one plan) is then repaired without moving
+the others; the maps still depend on the fold alone, so the guarantees are unchanged. (Beyond SPEC's
+one map g_k per code: a patient's segment is part of its x, fixed before calibration.)
+
 A code with no positive or no negative in the fold, with one distinct probability only, or
 (Platt) with a negative fitted slope maps to the fold's prevalence (a constant map); the maps
 list those codes (:attr:`Recalibration.fallback_codes`) so a page can say so.
@@ -58,13 +66,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLIP",
+    "DEFAULT_RECALIBRATE_BY",
     "DEFAULT_RECALIBRATION",
     "MIN_FOLD",
+    "MIN_SEGMENT_CLASS",
+    "RECALIBRATE_BY",
     "RECALIBRATIONS",
     "Recalibration",
+    "SegmentRecalibration",
     "as_recalibration",
     "calibration_error",
     "check_recalibrate",
+    "check_recalibrate_by",
     "check_recalibration",
     "fit_recalibration",
     "recalibration_of",
@@ -80,6 +93,13 @@ MIN_FOLD = 50
 #: Probabilities are clipped to [CLIP, 1 - CLIP] before the logit: the resolution of a float32
 #: probability near 1 (most classifiers emit float32), so 0 and 1 get finite logits.
 CLIP = 1e-7
+#: What the maps are fitted per: one map per code (pooled over every patient), or one per code and segment.
+RECALIBRATE_BY = {"code": "one map per code", "segment": "one map per code and segment"}
+DEFAULT_RECALIBRATE_BY = "code"
+#: With maps per segment, a segment gets its own map for a code when its fold patients hold at least
+#: this many positives and this many negatives of the code (ten per fitted Platt parameter); otherwise,
+#: and for a segment absent from the fold, the code's pooled map (fitted on the whole fold) is used.
+MIN_SEGMENT_CLASS = 20
 #: Largest number of codes / knots per code a serialized map may hold (settings files are user input).
 MAX_MAP_CODES = 100_000
 MAX_KNOTS = 1_000_000
@@ -94,6 +114,17 @@ def check_recalibration(method) -> str:
     if not isinstance(method, str) or method not in RECALIBRATIONS:
         raise ValueError(f"recalibration: expected one of {', '.join(RECALIBRATIONS)}; got {method!r}")
     return method
+
+
+def check_recalibrate_by(by) -> str:
+    """``by`` if it is "code" or "segment", else a ValueError naming the setting.
+
+    >>> check_recalibrate_by("segment")
+    'segment'
+    """
+    if not isinstance(by, str) or by not in RECALIBRATE_BY:
+        raise ValueError(f"recalibrate_by: expected one of {', '.join(RECALIBRATE_BY)}; got {by!r}")
+    return by
 
 
 def check_recalibrate(recalibrate, *, window=None, n_patients: int | None = None, burn_in: int = 0):
@@ -160,6 +191,8 @@ class Recalibration:
     True
     """
 
+    by = "code"
+
     def __init__(self, method, n_fold, prevalence, fallback, *, slope=None, intercept=None, knots=None, codes=None):
         self.method = check_recalibration(method)
         self.n_fold = int(n_fold)
@@ -180,10 +213,12 @@ class Recalibration:
         names = self.codes if self.codes is not None else [str(k) for k in range(self.n_codes)]
         return [names[k] for k in np.flatnonzero(self.fallback)]
 
-    def apply(self, probs) -> np.ndarray:
+    def apply(self, probs, groups=None) -> np.ndarray:
         """g_k(p_k) for every patient and code: (N, K) in, (N, K) out (a (K,) row gives (K,)).
 
-        O(N K) for Platt, O(N K log m) for isotonic with m knots per code.
+        ``groups`` is accepted for the same call as :meth:`SegmentRecalibration.apply` and
+        ignored (one map per code for every patient). O(N K) for Platt, O(N K log m) for
+        isotonic with m knots per code.
         """
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self.n_codes, batch=True)
@@ -229,6 +264,9 @@ class Recalibration:
         where = "recalibration_maps"
         if not isinstance(doc, dict):
             raise ValueError(f"{where}: expected an object with method, n_fold and maps; got {type(doc).__name__}")
+        if doc.get("by", "code") != "code":
+            raise ValueError(f"{where}.by: {doc.get('by')!r} maps are read by SegmentRecalibration.from_dict "
+                             "(or as_recalibration, which picks the class)")
         method = doc.get("method")
         if method not in RECALIBRATIONS:
             raise ValueError(f"{where}.method: expected one of {', '.join(RECALIBRATIONS)}; got {method!r}")
@@ -278,6 +316,132 @@ class Recalibration:
                 f"fallback={len(self.fallback_codes)})")
 
 
+class SegmentRecalibration:
+    """Per-code maps per segment, with the pooled per-code maps as the fallback.
+
+    Fitted by :func:`fit_recalibration` with ``by="segment"``: the pooled maps on the whole fold
+    (exactly the ``by="code"`` maps), and for each segment of the fold one map per code on that
+    segment's fold patients, used where the segment's fold holds at least
+    :data:`MIN_SEGMENT_CLASS` positives and as many negatives of the code and its own fit is not
+    a fallback (no usable order); every other (segment, code), and every segment absent from the
+    fold, uses the code's pooled map. A patient's probabilities go through its own segment's
+    maps, so a subgroup whose classifier is shifted is repaired without moving the others.
+
+    The maps are fixed by the fold alone, before any calibration patient is scored, so the
+    guarantees hold unchanged (SPEC "Recalibration on a split": g may depend on anything of the
+    fold; a patient's segment label is part of its x).
+
+    Attributes
+    ----------
+    pooled : Recalibration
+    segments : dict str -> Recalibration
+        The maps fitted on each segment's fold patients.
+    own : dict str -> ndarray of bool (K,)
+        Which codes use the segment's own map (the others the pooled one).
+
+    Examples
+    --------
+    >>> rng = np.random.RandomState(0)
+    >>> q = rng.rand(2000, 1)
+    >>> y = rng.rand(2000, 1) < q
+    >>> groups = np.where(np.arange(2000) % 2, "a", "b")
+    >>> p = np.where(groups[:, None] == "a", q, q ** 3)  # segment b's classifier under-states every code
+    >>> maps = fit_recalibration(p, y, by="segment", groups=groups)
+    >>> mapped = maps.apply([[0.125], [0.125]], groups=["a", "b"])[:, 0]
+    >>> bool(abs(mapped[0] - 0.125) < 0.05 and abs(mapped[1] - 0.5) < 0.1)
+    True
+    >>> SegmentRecalibration.from_dict(maps.to_dict()) == maps
+    True
+    """
+
+    by = "segment"
+
+    def __init__(self, pooled: Recalibration, segments: dict, own: dict):
+        self.pooled = pooled
+        self.segments = {str(label): maps for label, maps in segments.items()}
+        self.own = {str(label): np.asarray(mask, dtype=bool) for label, mask in own.items()}
+        if set(self.segments) != set(self.own):
+            raise ValueError("segments and own: expected the same segment labels")
+
+    # the pooled maps' description (the pages show method, fold size and codes)
+    method = property(lambda self: self.pooled.method)
+    n_fold = property(lambda self: self.pooled.n_fold)
+    codes = property(lambda self: self.pooled.codes)
+    n_codes = property(lambda self: self.pooled.n_codes)
+    prevalence = property(lambda self: self.pooled.prevalence)
+    fallback = property(lambda self: self.pooled.fallback)
+    fallback_codes = property(lambda self: self.pooled.fallback_codes)
+
+    def apply(self, probs, groups=None) -> np.ndarray:
+        """Each patient's probabilities through its segment's maps: (N, K) in, (N, K) out.
+
+        ``groups``: one segment label per row (a single label for a (K,) row), the same
+        segment column the maps were fitted with. O(N K) plus the grouping.
+        """
+        from .segments import check_group_labels
+
+        if groups is None:
+            raise ValueError("groups: these maps were fitted per segment (recalibrate_by='segment'); give each "
+                             "patient's segment, from the same column as the fit")
+        single = np.asarray(probs).ndim == 1
+        probs = check_probs(probs, self.n_codes, batch=True)
+        groups = check_group_labels(groups, probs.shape[0])
+        out = self.pooled.apply(probs)
+        for label in set(groups.tolist()) & set(self.segments):
+            rows = np.flatnonzero(groups == label)
+            own = self.own[label]
+            if own.any():
+                out[np.ix_(rows, own)] = self.segments[label].apply(probs[rows])[:, own]
+        return out[0] if single else out
+
+    def to_dict(self) -> dict:
+        """A plain JSON-ready dict: ``by: "segment"``, the pooled maps' fields, and ``segments``:
+        one entry per segment (``segment``, ``own``: the codes using its own map, ``maps``)."""
+        doc = self.pooled.to_dict()
+        doc["by"] = "segment"
+        doc["segments"] = [{"segment": label, "own": [bool(v) for v in self.own[label]],
+                            "maps": self.segments[label].to_dict()} for label in sorted(self.segments)]
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc, *, codes=None) -> "SegmentRecalibration":
+        """Maps from :meth:`to_dict`'s dict; every number is checked (ValueError naming the entry)."""
+        where = "recalibration_maps"
+        if not isinstance(doc, dict) or doc.get("by") != "segment":
+            raise ValueError(f"{where}.by: expected 'segment' for maps fitted per segment")
+        pooled = Recalibration.from_dict({k: v for k, v in doc.items() if k not in ("by", "segments")}, codes=codes)
+        entries = doc.get("segments")
+        if not isinstance(entries, list) or len(entries) > MAX_MAP_CODES:
+            raise ValueError(f"{where}.segments: expected a list with one entry per segment")
+        segments, own = {}, {}
+        for i, entry in enumerate(entries):
+            at = f"{where}.segments[{i}]"
+            if not isinstance(entry, dict) or not isinstance(entry.get("segment"), str) or not entry["segment"].strip():
+                raise ValueError(f"{at}: expected an object with a non-empty segment label, own and maps")
+            label = entry["segment"]
+            if label in segments:
+                raise ValueError(f"{at}.segment: {label!r} appears twice")
+            mask = entry.get("own")
+            if not isinstance(mask, list) or len(mask) != pooled.n_codes or not all(isinstance(v, bool) for v in mask):
+                raise ValueError(f"{at}.own: expected {pooled.n_codes} true/false values, one per code")
+            try:
+                maps = Recalibration.from_dict(entry.get("maps"), codes=pooled.codes)
+            except ValueError as err:
+                raise ValueError(f"{at}: {err}") from None
+            if maps.method != pooled.method:
+                raise ValueError(f"{at}.maps.method: {maps.method!r}, the pooled maps are {pooled.method!r}")
+            segments[label], own[label] = maps, mask
+        return cls(pooled, segments, own)
+
+    def __eq__(self, other):
+        return isinstance(other, SegmentRecalibration) and self.to_dict() == other.to_dict()
+
+    def __repr__(self):
+        used = sum(int(mask.sum()) for mask in self.own.values())
+        return (f"SegmentRecalibration({self.method!r}, n_fold={self.n_fold}, n_codes={self.n_codes}, "
+                f"segments={len(self.segments)}, own maps={used})")
+
+
 def _few(names) -> str:
     names = [str(c) for c in names]
     return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
@@ -306,8 +470,9 @@ def _knots(x, y, at):
     return xs, ys
 
 
-def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, codes=None) -> Recalibration:
-    """Fit one non-decreasing map per code on a fold's probabilities and labels.
+def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, codes=None,
+                      by: str = DEFAULT_RECALIBRATE_BY, groups=None) -> Recalibration | SegmentRecalibration:
+    """Fit one non-decreasing map per code (and per segment with ``by="segment"``) on a fold.
 
     Parameters
     ----------
@@ -317,10 +482,16 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     method : {"platt", "isotonic"}
     codes : sequence of str, optional
         Code names, kept in the maps (and in :meth:`Recalibration.to_dict`).
+    by : {"code", "segment"}
+        "segment": also one map per code and segment of ``groups`` (:class:`SegmentRecalibration`:
+        a segment's own map where its fold holds >= :data:`MIN_SEGMENT_CLASS` positives and
+        negatives of the code, else the pooled map).
+    groups : array (R,), optional
+        The fold patients' segment labels (required with ``by="segment"``).
 
     Returns
     -------
-    Recalibration
+    Recalibration, or SegmentRecalibration with ``by="segment"``
 
     Notes
     -----
@@ -335,6 +506,8 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     method = check_recalibration(method)
     probs = check_probs(probs)
     labels = check_labels(labels, probs.shape)
+    if check_recalibrate_by(by) == "segment":
+        return _fit_per_segment(probs, labels, method, codes, groups)
     n_fold, n_codes = probs.shape
     if codes is not None and len(codes) != n_codes:
         raise ValueError(f"codes: expected {n_codes} code names, got {len(codes)}")
@@ -354,6 +527,24 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     if method == "platt":
         return Recalibration(method, n_fold, prevalence, fallback, slope=slope, intercept=intercept, codes=codes)
     return Recalibration(method, n_fold, prevalence, fallback, knots=knots, codes=codes)
+
+
+def _fit_per_segment(probs, labels, method, codes, groups) -> SegmentRecalibration:
+    """:class:`SegmentRecalibration` on a checked fold (see :func:`fit_recalibration`)."""
+    from .segments import check_group_labels, group_rows
+
+    if groups is None:
+        raise ValueError("recalibrate_by: 'segment' needs each fold patient's segment; give groups (a segment "
+                         "column), or recalibrate_by='code'")
+    groups = check_group_labels(groups, probs.shape[0])
+    pooled = fit_recalibration(probs, labels, method, codes=codes)
+    segments, own = {}, {}
+    for label, rows in group_rows(groups):
+        positives = labels[rows].sum(axis=0)
+        enough = (positives >= MIN_SEGMENT_CLASS) & (len(rows) - positives >= MIN_SEGMENT_CLASS)
+        maps = fit_recalibration(probs[rows], labels[rows], method, codes=codes)
+        segments[label], own[label] = maps, enough & ~maps.fallback
+    return SegmentRecalibration(pooled, segments, own)
 
 
 def _platt(probs, labels) -> tuple[np.ndarray, np.ndarray]:
@@ -410,25 +601,27 @@ def _isotonic(p, y) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(model.X_thresholds_, dtype=float), np.clip(np.asarray(model.y_thresholds_, dtype=float), 0.0, 1.0)
 
 
-def recalibration_of(result) -> Recalibration | None:
+def recalibration_of(result) -> Recalibration | SegmentRecalibration | None:
     """The maps a replay result was recalibrated with (``result.settings["recalibration_maps"]``), or None."""
-    doc = getattr(result, "settings", {}).get("recalibration_maps")
-    return None if doc is None else Recalibration.from_dict(doc)
+    return as_recalibration(getattr(result, "settings", {}).get("recalibration_maps"))
 
 
-def as_recalibration(maps, *, codes=None) -> Recalibration | None:
-    """``maps`` as a :class:`Recalibration`: None, a Recalibration or its dict (:meth:`Recalibration.to_dict`)."""
-    if maps is None or isinstance(maps, Recalibration):
+def as_recalibration(maps, *, codes=None) -> Recalibration | SegmentRecalibration | None:
+    """``maps`` as fitted maps: None, a Recalibration / SegmentRecalibration, or its dict (``to_dict``)."""
+    if maps is None or isinstance(maps, (Recalibration, SegmentRecalibration)):
         return maps
+    if isinstance(maps, dict) and maps.get("by", "code") == "segment":
+        return SegmentRecalibration.from_dict(maps, codes=codes)
     return Recalibration.from_dict(maps, codes=codes)
 
 
 def replay_after_fold(replay, probs, labels, value, cost, targets, *, recalibrate, recalibration, burn_in, window,
-                      groups=None, patient_ids=None, codes=None, **options):
+                      groups=None, patient_ids=None, codes=None, recalibrate_by=DEFAULT_RECALIBRATE_BY, **options):
     """``replay`` with a recalibration fold: fit the maps on the first R rows, replay the rest.
 
     The fold's rows leave the stream (no prediction, never calibration); the others are
-    replayed with g_k(p_k) and ``burn_in`` counted after the fold. The result's ``burn_in``
+    replayed with g_k(p_k) (``recalibrate_by="segment"``: through their own segment's maps,
+    ``groups`` being one grouping) and ``burn_in`` counted after the fold. The result's ``burn_in``
     is R + burn_in (positions and ids stay those of the whole stream) and its ``settings``
     carry ``recalibrate``, ``recalibration`` and ``recalibration_maps`` (the maps' dict).
     ``probs``/``labels``/``patient_ids`` are the checked stream (``favmac.validation.check_stream``).
@@ -437,14 +630,23 @@ def replay_after_fold(replay, probs, labels, value, cost, targets, *, recalibrat
 
     n_patients = len(probs)
     size = check_recalibrate(recalibrate, window=window, n_patients=n_patients, burn_in=burn_in)
-    maps = fit_recalibration(probs[:size], labels[:size], recalibration, codes=codes)
+    by = check_recalibrate_by(recalibrate_by)
+    if by == "segment" and groups is None:
+        raise ValueError("recalibrate_by: 'segment' needs segments; give groups (a segment column), or "
+                         "recalibrate_by='code'")
+    labelled = None if groups is None else check_group_labels(groups, n_patients)
+    maps = fit_recalibration(probs[:size], labels[:size], recalibration, codes=codes, by=by,
+                             groups=None if labelled is None else labelled[:size])
     rest = slice(size, None)
     if groups is not None:
-        groups = check_group_labels(groups, n_patients)[rest]
-    result = replay(maps.apply(probs[rest]), labels[rest], value, cost, targets, burn_in=burn_in, window=window,
+        groups = labelled[rest]
+    mapped = maps.apply(probs[rest], groups=groups)
+    result = replay(mapped, labels[rest], value, cost, targets, burn_in=burn_in, window=window,
                     groups=groups, patient_ids=None if patient_ids is None else patient_ids[rest], codes=codes, **options)
     result.burn_in = size + burn_in
     result.settings.update(recalibrate=size, recalibration=maps.method, recalibration_maps=maps.to_dict())
+    if by != DEFAULT_RECALIBRATE_BY:
+        result.settings["recalibrate_by"] = by
     return result
 
 

@@ -122,6 +122,8 @@ def replay(
     options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
+    recalibrate_by: str = "code",
+    candidates: Candidates | None = None,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -188,6 +190,14 @@ def replay(
         at most, and ``label_delay`` rather than ``label_available_at``.
     recalibration : {"platt", "isotonic"}
         The map (default "platt").
+    recalibrate_by : {"code", "segment"}
+        "segment" (with ``groups``, one grouping): one map per code and segment, the pooled
+        map where a segment's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).
+    candidates : Candidates, optional
+        :func:`favmac.universe.candidate_sets` of these ``probs``, ``value``, ``cost`` and
+        ``universe``, built once and shared by runs that differ only in what does not change
+        the candidates (the score, the targets, the control): the result is the same as
+        without. Not with ``recalibrate`` (the fold changes the probabilities).
 
     Returns
     -------
@@ -225,15 +235,20 @@ def replay(
             raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
                              f"(also given: {', '.join(changed)})")
     if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
+        if candidates is not None:
+            raise ValueError("candidates: not with recalibrate (the fold changes the probabilities the candidates "
+                             "are built from); leave candidates unset")
         return _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
-                           patient_ids, progress, method, recalibrate, recalibration)
+                           patient_ids, progress, method, recalibrate, recalibration, recalibrate_by)
     session = _Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
                                patient_ids, progress)
+    if candidates is not None:
+        session.candidates = _shared_candidates(candidates, session)
     return session.run(method)
 
 
 def _after_fold(probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
-                progress, method, recalibrate, recalibration):
+                progress, method, recalibrate, recalibration, recalibrate_by="code"):
     """``replay`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`)."""
     from .recalibration import replay_after_fold
 
@@ -247,7 +262,7 @@ def _after_fold(probs, labels, value, cost, targets, options, groups, label_avai
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
     value = bind_rows(value, slice(recalibrate, None))  # the replay after the fold sees the rows after it
     return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
-                             recalibration=recalibration, burn_in=burn_in, window=window, groups=groups,
+                             recalibration=recalibration, recalibrate_by=recalibrate_by, burn_in=burn_in, window=window, groups=groups,
                              patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
                              **settings)
 
@@ -279,6 +294,7 @@ class _Session:
     codes: list | None
     patient_ids: np.ndarray | None
     report: object
+    candidates: Candidates | None = None  # given by the caller (``replay(candidates=...)``), else built in ``run``
 
     @classmethod
     def prepare(cls, probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
@@ -306,7 +322,9 @@ class _Session:
     def run(self, method) -> ReplayResult:
         opts, report = self.options, self.report
         report(0.0)
-        cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
+        cands = self.candidates
+        if cands is None:
+            cands = _candidates(self.probs, self.value, self.cost, opts.universe, report)
         costs = ExactCosts.of(self.cost, self.probs.shape[1], opts.c_max)
         realized = _realized(cands, self.labels, costs)
         report(0.25)
@@ -692,6 +710,19 @@ def _candidates(probs, value, cost, universe, report):
     return Candidates.concatenate(parts)
 
 
+def _shared_candidates(candidates, session) -> Candidates:
+    """``candidates`` checked against the replay's stream and universe (ValueError naming what differs)."""
+    if not isinstance(candidates, Candidates):
+        raise ValueError(f"candidates: expected favmac.universe.Candidates (from candidate_sets); got {type(candidates).__name__}")
+    n_patients, n_codes = session.probs.shape
+    universe = session.options.universe
+    if candidates.universe != universe or candidates.n_patients != n_patients:
+        raise ValueError(f"candidates: built for the {candidates.universe!r} universe and {candidates.n_patients} patients; "
+                         f"this replay has the {universe!r} universe and {n_patients} patients. Build them with "
+                         "candidate_sets(probs, value, cost, universe) of this replay's inputs")
+    return candidates
+
+
 def _chunks(start, stop, size=_CHUNK):
     edges = list(range(start, stop, size)) + [stop]
     return list(zip(edges[:-1], edges[1:]))
@@ -764,12 +795,13 @@ def _preference(cands) -> np.ndarray:
 
 
 def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
-                           recalibration=None, delta=None) -> np.ndarray:
+                           recalibration=None, delta=None, groups=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
     ``score`` must be the score the threshold was calibrated on ("cost" or "price");
     ``recalibration`` the maps it was calibrated with (a ``Recalibration`` or its dict, e.g.
-    ``result.settings["recalibration_maps"]``), applied to ``probs`` first.
+    ``result.settings["recalibration_maps"]``), applied to ``probs`` first; maps fitted per
+    segment also need ``groups`` (each row's segment).
 
     >>> from favmac import AdditiveValue, AdditiveCost
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
@@ -779,7 +811,7 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     if recalibration is not None:
         from .recalibration import as_recalibration
-        probs = as_recalibration(recalibration).apply(probs)
+        probs = as_recalibration(recalibration).apply(probs, groups=groups)
     cands = candidate_sets(probs, value, cost, universe)
     if isinstance(threshold, float) and math.isnan(threshold):
         raise ValueError("threshold is NaN")

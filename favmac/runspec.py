@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
-from .recalibration import DEFAULT_RECALIBRATION, RECALIBRATIONS, check_recalibrate
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate
 from .thresholds import exact
 from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
 from .validation import MAX_WEIGHT
@@ -67,7 +67,7 @@ MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
                 "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration", "label_delay",
-                "label_available_column")
+                "label_available_column", "recalibrate_by")
 # The CMS-HCC payment value's fields (value_kind "cms_payment"), written only for such runs.
 _PAYMENT_FIELDS = ("cms_model", "cms_year", "cms_segment", "normalization", "coding_intensity", "base_rate")
 
@@ -212,6 +212,9 @@ class RunSpec:
         carries them beside the fields as ``recalibration_maps``.
     recalibration : {"platt", "isotonic"}
         The map fitted on the fold.
+    recalibrate_by : {"code", "segment"}
+        "segment": one map per code and ``segment`` group (one segment column), the pooled map
+        where a group's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).
     label_delay : int or None
         Labels arrive this many stream positions after the prediction (:mod:`favmac.arrivals`).
     label_available_column : str or None
@@ -238,6 +241,7 @@ class RunSpec:
     recalibrate: int | None = None
     recalibration: str = DEFAULT_RECALIBRATION
     label_delay: int | None = None
+    recalibrate_by: str = DEFAULT_RECALIBRATE_BY
     label_available_column: str | None = None
     cms_model: str = "V28"
     cms_year: int = 2026
@@ -383,6 +387,11 @@ class RunSpec:
         recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
         if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
             raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
+        if not isinstance(self.recalibrate_by, str) or self.recalibrate_by not in RECALIBRATE_BY:
+            raise SettingsError("recalibrate_by", f"must be one of {', '.join(RECALIBRATE_BY)}; got {_show(self.recalibrate_by)}")
+        if self.recalibrate_by == "segment" and (recalibrate is None or not isinstance(segment, str)):
+            raise SettingsError("recalibrate_by", "'segment' fits maps per group of one segment column: set recalibrate "
+                                "and one segment column, or use 'code'")
         try:
             check_recalibrate(recalibrate, window=window)
         except ValueError as err:
@@ -390,6 +399,11 @@ class RunSpec:
         if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
             raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
                                 f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
+        if recalibrate is not None and arrivals is not None:  # replay's rule, said at the boundary
+            raise SettingsError("label_available_column", "cannot be used with recalibrate (the file's arrival positions "
+                                "count the fold's rows); use a fixed label_delay, or leave recalibrate unset")
+        if recalibrate is not None and isinstance(segment, tuple):
+            raise SettingsError("recalibrate", "applies to one segment column at most (yet); leave it unset with several")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
                             recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
@@ -490,6 +504,8 @@ class RunSpec:
         }
         if self.label_delay is not None:
             out["label_delay"] = int(self.label_delay)
+        if self.recalibrate_by != DEFAULT_RECALIBRATE_BY:
+            out["recalibrate_by"] = self.recalibrate_by
         if self.label_available_column is not None:
             out["label_available_column"] = self.label_available_column
         if self.value_kind == "cms_payment":
@@ -535,7 +551,8 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
     Every field that refers to the data is checked: the weights' count and the targets
     against C_max (the codes), the universe against K, the burn-in against N
     (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
-    of ``dataset.segment_columns()`` with a label for every patient. A settings file written for
+    of ``dataset.segment_columns()`` with a label for every patient, and the label-arrival column,
+    which must be the one the data's arrivals were read from. A settings file written for
     other data is refused here, before anything is restored.
     """
     spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
@@ -552,6 +569,12 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
             dataset.segments(column)
         except DataError as err:
             raise SettingsError("segment", f"column {column!r} cannot be used: {err}") from None
+    arrivals = spec.label_available_column
+    if arrivals is not None and arrivals != getattr(dataset, "label_available_column", None):
+        read = getattr(dataset, "label_available_column", None)
+        raise SettingsError("label_available_column", f"names the column {arrivals!r}, but the loaded data ({dataset.name}) "
+                            + (f"has its label arrivals in {read!r}" if read else "has no label-arrival column")
+                            + ". Load data with that column, or choose a fixed label delay or none")
     return spec
 
 

@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import io as fio
 from favmac.validation import MAX_WEIGHT
-from favmac.ui import actions, data_views, figures, payment_widgets, recalibration_view, samples, widgets, weights_view
+from favmac.ui import actions, arrivals_view, data_views, figures, groupings, payment_widgets, recalibration_view, samples, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 
@@ -78,6 +78,7 @@ widgets.require_dataset()
 
 ds = ss.dataset
 probs, labels = ds.prob_array(), ds.label_array()
+arrivals_view.show_arrival_summary(ds)  # the file's label_available_at column: what was read
 
 # --------------------------------------------------------------------------- new patients
 st.header("2 · New patients (optional)", divider="gray")
@@ -85,6 +86,7 @@ st.file_uploader("New, unlabelled patients (probabilities layout)", type=["csv",
 widgets.show_message("new_patients")
 new = ss.new_patients
 st.caption("No new patients loaded." if new is None else f"{len(new):,} new patients from {md(ss.new_patients_name)}; their sets are on the Export page.")
+groupings.show_new_patient_groups(new)
 
 # --------------------------------------------------------------------------- weights
 st.header("3 · Risk weights", divider="gray")

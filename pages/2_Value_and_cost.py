@@ -2,7 +2,7 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import actions, groupings, guarantees, jobs, payment_widgets, playback, recalibration_view, settings_form as form, widgets
+from favmac.ui import actions, arrivals_view, groupings, guarantees, jobs, payment_widgets, playback, recalibration_view, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.session import Session
@@ -46,7 +46,7 @@ def guarantee_inputs() -> dict:
                              disabled=not use_window)
     return {"control": control, "target": target, "delta": delta, "universe": universe, "score": score, "burn_in": burn_in,
             "window": int(window) if use_window else None,
-            **guarantees.settings_fields(current, ds), **groupings.settings_fields(current, ds),
+            **guarantees.settings_fields(current, ds), **arrivals_view.settings_fields(current, ds),
             **recalibration_view.settings_fields(current, ds.n_patients)}
 
 

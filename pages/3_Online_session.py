@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from favmac.ui import figures, groupings, guarantees, jobs, playback, recalibration_view, widgets
+from favmac.ui import arrivals_view, figures, groupings, guarantees, jobs, playback, recalibration_view, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
@@ -32,8 +32,10 @@ else:
            "that segment's calibration data." if result.groups is not None else
            "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
     )
+    if arrivals_view.stream_caption(ss.settings):
+        st.caption(arrivals_view.stream_caption(ss.settings))  # several groupings, labels that arrive later
     if recalibration_view.fold_note(ss.settings, "online"):
-        st.caption(recalibration_view.fold_note(ss.settings, "online"))
+        st.caption(recalibration_view.fold_note(ss.settings, "online") + " " + arrivals_view.fold_caption(ss.settings))
 widgets.show_settings_line()
 
 controls = st.columns([1, 1, 1, 1, 3])
@@ -85,21 +87,25 @@ def live_view():
         st.info("Press **Play** (or **Step**) to start the stream.")
         return
     shown = series.iloc[playback.downsample_index(position)]
+    grouping = groupings.choose_grouping(result, st.columns([1, 2])[0])  # several groupings: the threshold and per-group charts split by this one
     charts = st.columns(3)
-    widgets.chart(figures.threshold_figure(shown, cost_unit(settings), ss.spec().score, value_unit(settings)), key="threshold_chart", where=charts[0])
-    widgets.chart(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), key="cost_chart", where=charts[1])
-    widgets.chart(figures.value_figure(shown, value_unit(settings)), key="value_chart", where=charts[2])
+    threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_unit(settings), ss.spec().score, value_unit(settings))
+    widgets.chart(arrivals_view.mark_fold(groupings.threshold_title(threshold_fig, result, grouping), settings), key="threshold_chart", where=charts[0])
+    widgets.chart(arrivals_view.mark_fold(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), settings), key="cost_chart", where=charts[1])
+    widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings)), settings), key="value_chart", where=charts[2])
     extra = st.columns(2)
     if result.adaptive_targets is not None:
-        widgets.chart(guarantees.adaptive_figure(result, position, cost_unit(settings)), key="adaptive_chart", where=extra[0])
+        widgets.chart(arrivals_view.mark_fold(guarantees.adaptive_figure(result, position, cost_unit(settings)), settings), key="adaptive_chart", where=extra[0])
     segment_slot = extra[1] if result.adaptive_targets is not None else extra[0]
     if result.groups is not None and segment_slot.checkbox("Split the cost curve by segment", value=True, key="split_segments"):
-        widgets.chart(guarantees.segment_cost_figure(result, position, settings), key="segment_chart", where=segment_slot)
+        widgets.chart(groupings.grouping_cost_figure(result, position, settings, grouping),
+                      key="segment_chart", where=segment_slot)
     groupings.show_delay_chart(result, position)
     st.markdown("**Most recent patients** (newest first)")
     recent = playback.recent_patients(result, ds.label_array(), position)
     score = ss.spec().score
     recent["threshold"] = figures.threshold_plot_values(recent["threshold"], score)  # as the tile and the chart show it
+    recent = groupings.with_binding(recent, result, position)  # several groupings: each patient's groups, which one binds
     widgets.table(recent, hide_index=True, key="recent_table",
                   column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
                                  "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),

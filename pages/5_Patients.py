@@ -4,7 +4,7 @@ import streamlit as st
 
 from favmac.controller import FavMac
 from favmac.replay import predict_with_threshold
-from favmac.ui import figures, guarantees, jobs, patients, payment_view, payment_widgets, widgets
+from favmac.ui import figures, groupings, jobs, patients, payment_view, payment_widgets, widgets
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -43,14 +43,14 @@ if source == "Calibration stream":
     probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]
     threshold = float(result.thresholds[0, step])
     selected_row = result.selected[0, step]
-    where = guarantees.stream_patient_where(result, step, position)
+    where = groupings.stream_patient_where(result, step, position)
     value, cost = payment_view.patient_functions(spec, ds.codes, ds.members, position)
 else:
     ids = [str(i) for i in new.index]
     pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
     value, cost = payment_view.patient_functions(spec, ds.codes, new.attrs.get("members"), ids.index(pick))
     probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
-    threshold, where = guarantees.new_patient_threshold(result, new, pick, ds.n_patients)
+    threshold, where = groupings.new_patient_threshold(result, new, pick, ds.n_patients, spec.segment)
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=spec.score)[0]
 

@@ -74,15 +74,14 @@ with sets_area:
     else:
         st.download_button("Download new-patient sets (CSV)", files["new"], file_name="favmac_new_patient_sets.csv",
                            mime="text/csv", key="download_new_csv", icon=":material/download:", on_click="ignore")
-        per_segment = guarantees.segment_thresholds(jobs.online(ss), ss.new_patients, settings, spec.score)
+        per_segment = groupings.new_patient_thresholds(jobs.online(ss), ss.new_patients, settings, spec.score)
         if per_segment is None:
             st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}; threshold T = "
                        f"{format_threshold(files['threshold'])} calibrated on all {ds.n_patients - (settings.get('recalibrate') or 0):,} labelled patients"
                        f"{' after the recalibration fold' if settings.get('recalibrate') else ''}: "
                        f"{threshold_text(files['threshold'], settings, spec.score)}. First 20 rows:")
         else:
-            st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}. Per-segment control: each "
-                       "new patient gets its own segment's threshold, calibrated on that segment's labelled patients:")
+            st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}. {groupings.new_patients_rule(settings)}")
             widgets.table(per_segment, hide_index=True, key="segment_thresholds",
                           column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
                           column_config={"segment": st.column_config.TextColumn(width="small"),

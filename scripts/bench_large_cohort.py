@@ -1,7 +1,8 @@
 """Benchmark: large cohorts — Trade-offs against one FavMac replay, a session's peak memory, and
 the memory a session leaves behind. Every figure is a ratio measured in the same run.
 
-    python scripts/bench_large_cohort.py [--patients 100000] [--codes 35] [--sessions 4] [--baseline-src DIR]
+    python scripts/bench_large_cohort.py [--patients 100000] [--codes 35] [--sessions 4] [--session-patients N]
+                                         [--baseline-src DIR]
 
 The cohort is ``scripts/make_synthetic_parquet.py``'s (calibrated logistic probabilities as full
 float64 values, random 3-decimal weights), value = risk-weighted TP, cost = risk-weighted FP,
@@ -13,9 +14,10 @@ Each measurement runs in a fresh child process:
 * ``replay``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
   then the Trade-offs computation (``favmac.ui.tradeoffs.run_tradeoffs``); wall and CPU seconds.
 * ``memory``: the same two steps under ``tracemalloc`` (numpy's arrays are traced); the peak
-  of traced memory, data included, against the data's in-memory size (probabilities,
-  labels and patient ids as the app's Dataset holds them).
-* ``sessions`` (``--sessions S``): S app sessions one after the other in one process
+  of traced memory, data included, against the data's in-memory size (:func:`data_bytes`:
+  probabilities float64, labels int8 and cost weights as loaded; the ids are printed apart).
+* ``sessions`` (``--sessions S``, on ``--session-patients`` patients, default ``--patients``):
+  S app sessions one after the other in one process
   (``streamlit.testing.v1.AppTest``: upload the cohort as Parquet, Online session, Trade-offs),
   then every session dropped: traced memory and RSS before, with the sessions, after they end,
   after the caches are cleared, and after glibc's ``malloc_trim`` (what the allocator kept).
@@ -62,9 +64,15 @@ def cohort(n_patients: int, n_codes: int, seed: int = 0):
     return probs, labels, weights, codes, ids
 
 
-def data_bytes(probs, labels, ids) -> int:
-    """In-memory size of the data: arrays plus the id strings."""
-    return int(probs.nbytes + labels.nbytes + ids.nbytes + sum(sys.getsizeof(i) for i in ids))
+def data_bytes(probs, labels, weights) -> int:
+    """In-memory size of the data: the probabilities (float64), labels (int8) and cost weights
+    (float64) as loaded; the patient ids are counted apart (:func:`id_bytes`)."""
+    return int(probs.nbytes + labels.nbytes + np.asarray(weights).nbytes)
+
+
+def id_bytes(ids) -> int:
+    """The patient ids' object array and strings."""
+    return int(ids.nbytes + sum(sys.getsizeof(i) for i in ids))
 
 
 def run_spec(n_patients, n_codes, weights):
@@ -101,7 +109,7 @@ def child_steps(args, trace: bool) -> dict:
         for method in methods:
             if tradeoffs.method_applicability(spec.control, [method], args.codes)[method] is None:
                 run_method(small, method, probs[:200], labels[:200])
-    out = {"data_bytes": data_bytes(probs, labels, ids)}
+    out = {"data_bytes": data_bytes(probs, labels, weights), "id_bytes": id_bytes(ids)}
     for name, step in (("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)),
                        ("tradeoffs", lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods))):
         gc.collect()
@@ -133,7 +141,7 @@ def child_sessions(args) -> dict:
     from streamlit.testing.v1 import AppTest
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)
-    probs, labels, _, codes, ids = cohort(args.patients, args.codes)
+    probs, labels, weights, codes, ids = cohort(args.patients, args.codes)
     columns = {"patient_id": pa.array(list(ids))}
     for k, code in enumerate(codes):
         columns[f"prob_{code}"] = pa.array(probs[:, k])
@@ -141,7 +149,7 @@ def child_sessions(args) -> dict:
     buffer = io.BytesIO()
     pq.write_table(pa.table(columns), buffer)
     upload = buffer.getvalue()
-    size = data_bytes(probs, labels, ids)
+    size = data_bytes(probs, labels, weights)
     del probs, labels, ids, columns, buffer
 
     def wait_for(at, done, seconds=300):
@@ -199,7 +207,8 @@ def child_sessions(args) -> dict:
 
 def run_child(what: str, args, source: str | None = None) -> dict:
     env = {**os.environ, "FAVMAC_BENCH_SOURCE": source or SOURCE}
-    command = [sys.executable, __file__, "--child", what, "--patients", str(args.patients), "--codes", str(args.codes),
+    patients = args.session_patients if what == "sessions" and args.session_patients else args.patients
+    command = [sys.executable, __file__, "--child", what, "--patients", str(patients), "--codes", str(args.codes),
                "--sessions", str(args.sessions)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -215,7 +224,7 @@ def mb(n) -> str:
 
 def report(label: str, speed: dict, memory: dict) -> None:
     data = memory["data_bytes"]
-    print(f"{label}: data {mb(data)}")
+    print(f"{label}: data {mb(data)} (probabilities, labels, weights; the ids another {mb(memory['id_bytes'])})")
     print(f"  FavMac (price) replay, 10 targets: {speed['replay_wall']:.2f} s wall, {speed['replay_cpu']:.2f} s CPU; "
           f"peak {mb(memory['replay_peak'])} = {memory['replay_peak'] / data:.2f}x the data")
     print(f"  Trade-offs, 7 methods x 10 targets: {speed['tradeoffs_wall']:.2f} s wall, {speed['tradeoffs_cpu']:.2f} s CPU; "
@@ -229,6 +238,7 @@ def main(argv=None) -> int:
     parser.add_argument("--patients", type=int, default=100_000)
     parser.add_argument("--codes", type=int, default=35)
     parser.add_argument("--sessions", type=int, default=4, help="app sessions for the memory-returned figure (0: skip)")
+    parser.add_argument("--session-patients", type=int, help="cohort size of the sessions run (default: --patients)")
     parser.add_argument("--baseline-src", help="another checkout to measure the same way (before/after)")
     parser.add_argument("--child", choices=["speed", "memory", "sessions"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -243,9 +253,12 @@ def main(argv=None) -> int:
     for label, source in sources:
         report(label, run_child("speed", args, source), run_child("memory", args, source))
     if args.sessions:
+        wall = time.perf_counter()
         out = run_child("sessions", args)
+        wall = time.perf_counter() - wall
         data = out["data_bytes"]
-        print(f"{out['sessions']} app sessions in one process (upload, Online session, Trade-offs each), data {mb(data)} per session:")
+        print(f"{out['sessions']} app sessions in one process (upload, Online session, Trade-offs each), "
+              f"{args.session_patients or args.patients:,} patients, data {mb(data)} per session; {wall:.0f} s wall in all:")
         for key in ("before", "with_sessions", "after_sessions", "after_cache_clear", "after_malloc_trim"):
             if key not in out:
                 continue

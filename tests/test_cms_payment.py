@@ -448,3 +448,46 @@ def test_validity_orderings_carry_each_members_context():
         order = rng.permutation(len(probs))
         res = replay(probs[order], labels[order], bind_rows(value, order), cost, [1.0], burn_in=30, score="price")
         assert report.statistic[r] == res.cost[0].mean()
+
+
+@pytest.mark.parametrize("score,delta", [("price", None), ("cost", 0.2)])
+def test_a_batch_across_the_recalibration_fold_binds_each_members_context(score, delta):
+    """update(p, y, value=ctx) with a batch spanning the fold: the value's cells and known codes (and
+    the groups) are sliced with the fold, so one batch == the fold then the rest == replay."""
+    probs, labels, value, cost = _payment_stream(5, n=260)
+    groups = np.array(["east", "west", "tiny"])[np.arange(len(probs)) % 3]
+    fold, target = 90, 1.1
+    one = FavMac(value, cost, target, delta=delta, score=score, recalibrate=fold)
+    one.update(probs[:200], labels[:200], group=groups[:200], value=value.take(np.arange(200)))
+    parts = FavMac(value, cost, target, delta=delta, score=score, recalibrate=fold)
+    for start, stop in ((0, 40), (40, fold), (fold, 200)):  # the fold in two pieces, then the rest
+        parts.update(probs[start:stop], labels[start:stop], group=groups[start:stop], value=value.take(slice(start, stop)))
+    res = replay(probs[:200], labels[:200], bind_rows(value, slice(0, 200)), cost, [target], recalibrate=fold,
+                 burn_in=200 - fold, score=score, delta=delta, groups=groups[:200])
+    assert one.n_calibration == parts.n_calibration == 200 - fold
+    assert one.recalibration_maps == parts.recalibration_maps
+    assert one.threshold == parts.threshold == res.final_thresholds[0]
+    for label in ("east", "west", "tiny"):
+        assert one.threshold_for(label) == parts.threshold_for(label) == res.group_thresholds[label][0]
+    # the member context matters: everybody in CNA with no known codes calibrates otherwise
+    blind = FavMac(CmsHccValue(value.codes), cost, target, delta=delta, score=score, recalibrate=fold)
+    assert blind.update(probs[:200], labels[:200]).threshold != one.threshold
+    # predictions after it, each row with its own context, agree too
+    rows = np.arange(200, 260)
+    np.testing.assert_array_equal(one.predict(probs[rows], group=groups[rows], value=value.take(rows)),
+                                  parts.predict(probs[rows], group=groups[rows], value=value.take(rows)))
+
+
+def test_several_groupings_across_the_recalibration_fold():
+    """A tuple of groupings spanning the fold is sliced grouping by grouping."""
+    probs, labels, value, cost = _payment_stream(6, n=220)
+    plan = np.array(["a", "b"])[np.arange(220) % 2]
+    band = np.array(["young", "old", "old"])[np.arange(220) % 3]
+    one = FavMac(value, cost, 0.9, score="price", recalibrate=60)
+    one.update(probs, labels, group=(plan, band), value=value)
+    parts = FavMac(value, cost, 0.9, score="price", recalibrate=60)
+    parts.update(probs[:60], labels[:60], group=(plan[:60], band[:60]), value=value.take(slice(0, 60)))
+    parts.update(probs[60:], labels[60:], group=(plan[60:], band[60:]), value=value.take(slice(60, None)))
+    assert one.segments == parts.segments == {"a": 80, "b": 80}  # the fold joins no segment
+    for key in (("a", "young"), ("b", "old"), "a", "b"):
+        assert one.threshold_for(key) == parts.threshold_for(key)

@@ -133,7 +133,7 @@ def test_constructor_only_stores_and_checks_the_settings():
     value, cost = AdditiveValue(), AdditiveCost()
     fm = FavMac(value, cost, 1.5, n_codes=3, window=5)
     assert set(vars(fm)) == {"value", "cost", "target", "delta", "universe", "score", "c_max", "window",
-                             "adaptive_rate", "recalibrate", "recalibration", "_n_codes_arg"}
+                             "adaptive_rate", "recalibrate", "recalibration", "recalibrate_by", "_n_codes_arg"}
     assert fm.threshold == -math.inf and fm.n_codes == 3  # the state is built on first use
     assert "_tree" in vars(fm)
     assert FavMac(value, cost, 1.5).reset().n_calibration == 0

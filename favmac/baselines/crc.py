@@ -94,7 +94,7 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
 
     labels = np.ascontiguousarray(stream.labels, dtype=bool)
     thresholds, selected, final = crc_kernel(stream.probs, ranks, values, labels, np.asarray(weights), bounds, stream.burn_in,
-                                             stream.window_int)
+                                             stream.window_int, np.zeros(len(values) + 1, dtype=ranks.dtype))
     settings = {"rule": "predict code k iff p_k >= threshold",
                 "candidates": "0, every calibration probability, +inf (exact)"}
     return build_result("CRC", stream, thresholds, selected, value, cost, settings, final)

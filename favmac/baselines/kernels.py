@@ -276,7 +276,7 @@ def rcps_bound_kernel(n_max, alpha, delta):
 
 
 @njit(cache=True)
-def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window):
+def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, count_tree):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
     is <= ``bounds[t, m]`` (m calibration patients).
@@ -289,13 +289,13 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window):
     strict search and the candidate one k-th search: O(T log U) per prediction, O(K log U)
     per patient inserted or (with a window) removed. A code's cost is ``weights[k]`` where it
     is absent (``labels[n, k]`` False), read here rather than from an (N, K) table.
+    ``count_tree``: zeros (U + 1), int32 when N K < 2^31 (half an int64 tree's cache misses).
     """
     n_patients, n_codes = probs.shape
     n_values = values.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
     cost_tree = np.zeros(n_values + 1, dtype=weights.dtype)
-    count_tree = np.zeros(n_values + 1, dtype=np.int64)
     top = 1
     while top * 2 <= n_values:
         top *= 2

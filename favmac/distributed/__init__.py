@@ -10,6 +10,8 @@ an approximate quantile) and equal those of a ``FavMac`` fed every row. One modu
   checked by favmac.io's rules (:func:`favmac.io.column_layout`, :func:`favmac.io.text_encoding`);
 * :mod:`~favmac.distributed.runner` — the Dask scheduler or cluster client, and the exact
   duplicate-id check across the whole source;
+* :mod:`~favmac.distributed.members` — the payment value's member context: each patient's CMS
+  cell and known codes, read per batch by favmac.io's rules;
 * :mod:`~favmac.distributed.calibration` — :func:`calibrate`;
 * :mod:`~favmac.distributed.prediction` — :func:`predict`, the chosen sets as Parquet parts.
 

@@ -55,6 +55,7 @@ from .histograms import (
     select,
     sparse_histogram,
 )
+from .members import MemberContext, member_context_of
 from .runner import Runner, hash_series, id_hashes
 from .sources import Piece, rows_of, segment_columns, segment_labels
 
@@ -78,6 +79,7 @@ class _Model:
     segment: str | tuple | None = None  # column(s) of group labels: every group of each is also calibrated on its own
     maps: Recalibration | None = None  # recalibration maps applied to every row after the fold
     fold: tuple = ()  # ((item key, rows), ...): leading rows of each item that are the recalibration fold
+    members: MemberContext | None = None  # the payment value's cells and known codes, read per batch
 
     def fold_rows(self, item, name) -> int:
         """How many leading rows of this Piece or dask partition belong to the recalibration fold."""
@@ -90,8 +92,8 @@ class _Model:
 
     @property
     def text(self) -> tuple:
-        """The columns read as text: the ids and the segment labels."""
-        return (ID_COLUMN, *self.columns)
+        """The columns read as text: the ids, the segment labels and the member cells / known codes."""
+        return (ID_COLUMN, *self.columns, *(self.members.text if self.members else ()))
 
     def group_key(self, c: int, label: str):
         """The key of group ``label`` of the c-th segment column: the label itself with one column,
@@ -101,7 +103,8 @@ class _Model:
     @property
     def wanted(self) -> list[str]:
         """The columns a pass reads."""
-        return [ID_COLUMN, *self.columns] + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
+        wanted = [ID_COLUMN, *self.columns] + [f"prob_{c}" for c in self.codes] + [f"label_{c}" for c in self.codes]
+        return list(dict.fromkeys(wanted + list(self.members.columns if self.members else ())))  # a cms_cell segment once
 
     @property
     def expected(self) -> bool:
@@ -113,18 +116,21 @@ class _Model:
 
     def arrays(self, frame, file, rows, hash_ids: bool = True):
         """(probabilities, labels, segment labels (one array per segment column) or None, id hashes or
-        None) of a batch, checked by favmac.io's rules (the ids are checked on the first pass only,
-        with ``hash_ids``)."""
+        None, member context (cells, known) or None) of a batch, checked by favmac.io's rules (the ids
+        are checked on the first pass only, with ``hash_ids``)."""
         probs = numeric_block(frame, [f"prob_{c}" for c in self.codes], rows, file, "probability")
         labels = numeric_block(frame, [f"label_{c}" for c in self.codes], rows, file, "label")
         hashes = id_hashes(patient_ids(frame, rows, file)) if hash_ids else None
         groups = [segment_labels(frame, column, file, rows) for column in self.columns] or None
-        return probs, labels, groups, hashes
+        members = None if self.members is None else self.members.read(frame, rows, file)
+        return probs, labels, groups, hashes, members
 
-    def points(self, probs, labels):
+    def points(self, probs, labels, members=None):
         """Per point set: (keys, integer weights) per patient row — (N, M) for expected control,
-        (N,) scores with weight 1 per bound for violation control. Zero weights are dropped later."""
-        cands = candidate_sets(probs, self.value, self.cost, self.universe)
+        (N,) scores with weight 1 per bound for violation control. Zero weights are dropped later.
+        ``members`` (cells, known) are the rows' member context for the payment value."""
+        value = self.value if members is None else self.members.bind(*members)
+        cands = candidate_sets(probs, value, self.cost, self.universe)
         realized = self.costs.realized(cands, labels.astype(bool))
         if self.expected:
             return [calibration_points(cands, realized, self.score)]
@@ -133,6 +139,12 @@ class _Model:
 
 
 # ----------------------------------------------------------------------------- one pass over a piece
+
+
+def _rows_from(members, start: int):
+    """The member context (cells, known) of the rows from ``start`` on (known may be None or (K,))."""
+    cells, known = members
+    return cells[start:], (known[start:] if known is not None and known.ndim == 2 else known)
 
 
 def _item_key(item, name):
@@ -163,7 +175,7 @@ def _pass_rows(model: _Model, rows, request, skip: int = 0):
     partial = {key: [[] for _ in regions] for key, regions in (request or {}).items()}
     hashes = []
     for file, row_numbers, frame in rows:
-        probs, labels, groups, id_hashes = model.arrays(frame, file, row_numbers, hash_ids=request is None)
+        probs, labels, groups, id_hashes, members = model.arrays(frame, file, row_numbers, hash_ids=request is None)
         if request is None:
             hashes.append(id_hashes)
         if skip:  # SPEC "Recalibration on a split": the fold never joins calibration
@@ -171,12 +183,13 @@ def _pass_rows(model: _Model, rows, request, skip: int = 0):
             skip -= drop
             probs, labels = probs[drop:], labels[drop:]
             groups = None if groups is None else [g[drop:] for g in groups]
+            members = None if members is None else _rows_from(members, drop)
         if model.maps is not None and len(probs):
             probs = model.maps.apply(probs)
         n_rows[None] += len(probs)
         if not len(probs):
             continue
-        per_row = model.points(probs, labels)
+        per_row = model.points(probs, labels, members)
         selections = [(None, slice(None))] + [(model.group_key(c, label), selected)
                                               for c, labels_of in enumerate(groups or [])
                                               for label, selected in group_rows(labels_of)]
@@ -230,7 +243,7 @@ def _fit_fold(runner, model: _Model, size: int, method: str):
             column_layout(part.columns, name, segment_column=model.segment, codes=model.codes)
         taken = 0
         for file, row_numbers, frame in rows_of(part, name, model.wanted, model.text):
-            batch_probs, batch_labels, _, _ = model.arrays(frame, file, row_numbers, hash_ids=False)
+            batch_probs, batch_labels, *_ = model.arrays(frame, file, row_numbers, hash_ids=False)
             take = min(size - seen, len(batch_probs))
             probs.append(batch_probs[:take])
             labels.append(batch_labels[:take])
@@ -275,8 +288,14 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         Parquet or CSV files in the wide layout (``patient_id``, ``prob_<code>``,
         ``label_<code>``; codes in the first file's column order, the same codes in every
         file): a path, a glob such as ``'claims/*.parquet'``, a folder, a list, or any fsspec
-        URL (``s3://...``); or a dask DataFrame with those columns.
+        URL (``s3://...``); or a dask DataFrame with those columns. With the payment value,
+        also the member-context columns favmac.io reads (``cms_cell``, ``known_codes``,
+        ``known_<code>``; the same ones in every file).
     value, cost : value and cost functions (favmac.functions)
+        ``value`` may be a :class:`favmac.payment.CmsHccValue` over the files' codes (in their
+        column order) without per-patient context: each patient's cell and known codes are then
+        read from the files (:mod:`favmac.distributed.members`), and the result equals a
+        ``FavMac`` fed every row with its own context (``update(p, y, value=value.take(rows))``).
     targets : float or sequence of float
         Target costs c, in the cost's own units.
     delta : float or None
@@ -330,8 +349,13 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         A file (or partition) with missing columns, codes that differ from the first file's,
         or a missing, non-numeric, NaN or infinite cell, a probability outside [0, 1] or a
         label other than 0/1; a missing patient id or one seen twice in the whole source; a
-        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...). The
-        message names the file, the row (header = row 1, blank CSV rows counted) and the column.
+        CSV fault favmac.io refuses (empty file, another delimiter, a ragged row, ...); with the
+        payment value a cell that is not a CMS-HCC coefficient cell, a known code the data
+        lacks, or member-context columns that differ between files. The message names the
+        file, the row (header = row 1, blank CSV rows counted) and the column.
+    ValueError
+        A payment value with per-patient context or built on other codes; the ``value``
+        universe with a ``cms_cell`` column (its ranking needs one cell).
 
     Notes
     -----
@@ -353,11 +377,13 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         check_universe(universe, n_codes)
         costs = ExactCosts.of(cost, n_codes, c_max)
         bounds = () if delta is None else tuple(sorted({costs.bound(t) for t in targets}))
-        model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment)
+        members = member_context_of(value, runner.codes, runner.columns(), universe)
+        model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, members=members)
         if recalibrate is not None:
             size = check_recalibrate(recalibrate)
             maps, fold = _fit_fold(runner, model, size, recalibration)
-            model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold)
+            model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold,
+                           members)
         results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), model.text)
         sizes: dict = {}
         for counts, _ in results:

@@ -22,6 +22,7 @@ from ..replay import method_name
 from ..segments import smallest_group_thresholds, too_small_reason
 from ..thresholds import ExactCosts
 from ..universe import candidate_sets, check_score, check_universe, default_score
+from .members import member_context_of
 from .runner import Runner, hash_series, id_hashes
 from .sources import Piece, rows_of, segment_columns, segment_labels
 
@@ -37,8 +38,12 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
     ----------
     source : str, os.PathLike, list of them, or dask.dataframe.DataFrame
         Parquet or CSV files with ``patient_id`` and one column per code (the probabilities
-        layout) or ``prob_<code>`` columns (a wide file; label columns are ignored).
+        layout) or ``prob_<code>`` columns (a wide file; label columns are ignored); with the
+        payment value also ``cms_cell`` / ``known_codes`` / ``known_<code>`` columns.
     value, cost : value and cost functions
+        A :class:`favmac.payment.CmsHccValue` (as for :func:`~favmac.distributed.calibrate`:
+        over ``codes``, no per-patient context) is bound to each patient's cell and known codes
+        read from the files; the sets equal ``FavMac.predict(p, value=...)`` row for row.
     thresholds : float, or dict of segment label -> float with ``segment``
         The threshold T (e.g. from :func:`~favmac.distributed.calibrate`); with ``segment``,
         each segment's own (the second item calibrate returns with ``segment``). A segment
@@ -118,9 +123,11 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
                         c_max=ExactCosts.of(cost, len(runner.codes), c_max).c_max, sizes=segment_sizes)
             info["notes"] = (_segment_notes(threshold, segment_sizes, target, delta, info["c_max"])
                              if len(columns) == 1 else {})
+            info["members"] = member_context_of(value, runner.codes, runner.columns(), universe)
             import dask
 
-            tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, value, cost, runner.codes, info, staging)
+            shared = [runner.shared(arg) for arg in (value, cost, runner.codes, info)]
+            tasks = [dask.delayed(_predict_item, pure=False)(item, name, index, *shared, staging)
                      for index, (item, name) in enumerate(runner.items())]
             written = sum(count for (count,) in runner.run_checking_ids(tasks, (ID_COLUMN, *columns)))
         if os.path.isdir(out):
@@ -185,10 +192,12 @@ def _predict_rows(rows, value, cost, codes, info, path, prob_cols):
                          for label in segments]
             if info["maps"] is not None:  # the maps the thresholds were calibrated with
                 probs = info["maps"].apply(probs)
-            cands = candidate_sets(probs, value, cost, info["universe"])
+            members = info["members"]  # the payment value: bound to these patients' cells and known codes
+            bound = value if members is None else members.bind(*members.read(frame, row_numbers, file))
+            cands = candidate_sets(probs, bound, cost, info["universe"])
             selected = cands.masks(cands.choose(threshold, info["score"]))
             table = chosen_sets(ids.to_numpy(dtype=object), probs, selected, threshold,
-                                codes=codes, value=value, cost=cost, method=info["method"],
+                                codes=codes, value=bound, cost=cost, method=info["method"],
                                 target=math.nan if info["target"] is None else float(info["target"]),
                                 delta=info["delta"], universe=info["universe"], score=info["score"],
                                 segments=segments, notes=notes)
@@ -208,7 +217,8 @@ def _predict_item(item, name, index, value, cost, codes, info, staging):
     names = item.columns if isinstance(item, Piece) else list(item.columns)
     layout = column_layout(names, name, labelled=False, segment_column=info["segment"], codes=codes)
     prob_cols = layout.prob_columns
-    text = (ID_COLUMN, *segment_columns(info["segment"]))
-    wanted = list(text) + prob_cols
+    members = info["members"]
+    text = (ID_COLUMN, *segment_columns(info["segment"]), *(members.text if members else ()))
+    wanted = list(dict.fromkeys([*text, *prob_cols, *(members.columns if members else ())]))
     path = os.path.join(staging, f"part-{index:05d}.parquet")
     return _predict_rows(rows_of(item, name, wanted, text), value, cost, codes, info, path, prob_cols)

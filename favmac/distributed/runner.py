@@ -87,12 +87,30 @@ class Runner:
             return [(part, f"partition {i}") for i, part in enumerate(self.frame.to_delayed())]
         return [(piece, piece.file) for piece in self.pieces]
 
+    def columns(self) -> dict:
+        """File -> its column names, in reading order ("the dask DataFrame" -> the frame's)."""
+        if self.frame is not None:
+            return {"the dask DataFrame": [str(c) for c in self.frame.columns]}
+        return {piece.file: list(piece.columns) for piece in self.pieces}
+
     def tasks(self, function, *args):
-        """One delayed ``function(item, name, *args)`` per item (see ``items``)."""
+        """One delayed ``function(item, name, *args)`` per item (see ``items``); ``args`` are
+        :meth:`shared` by all tasks."""
         import dask
 
+        shared = [self.shared(arg) for arg in args]
         # pure=False: files may change between calls, so results are never reused by key
-        return [dask.delayed(function, pure=False)(item, name, *args) for item, name in self.items()]
+        return [dask.delayed(function, pure=False)(item, name, *shared) for item, name in self.items()]
+
+    @staticmethod
+    def shared(argument):
+        """``argument`` as one key of the graph that every task refers to: it is serialized and
+        sent to each worker once, not once per task (the payment value's tables are ~160 KB)."""
+        import uuid
+
+        import dask
+
+        return dask.delayed(argument, name=f"favmac-argument-{uuid.uuid4().hex}", traverse=False)
 
     def run(self, tasks, extra=None):
         """The results of ``tasks`` (a list of delayed), and with ``extra`` (one dask collection)

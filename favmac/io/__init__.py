@@ -25,6 +25,7 @@ _EXPORTS = {
     "SEGMENT_COLUMN": "readers",
     "Dataset": "readers",
     "column_layout": "readers",
+    "column_names": "readers",
     "file_digests": "readers",
     "load_calibration": "readers",
     "load_new_patients": "readers",

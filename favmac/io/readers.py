@@ -34,6 +34,7 @@ the file contents. Checks are vectorized: 100,000 patients x 35 codes load in ab
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from dataclasses import dataclass
 
@@ -44,6 +45,11 @@ from .csv_parsing import (
     ID_COLUMN,
     UNNAMED,
     check_code_names,
+    check_not_binary,
+    csv_header,
+    decode_text,
+    header_names,
+    text_encoding,
     check_id_column,
     numeric_block,
     parse_csv,
@@ -61,11 +67,13 @@ __all__ = [
     "ColumnLayout",
     "Dataset",
     "column_layout",
+    "column_names",
     "file_digests",
     "load_calibration",
     "load_new_patients",
     "load_new_patients_segmented",
     "member_context",
+    "take_members",
     "parse_table",
     "read_labels",
     "read_probabilities",
@@ -84,6 +92,7 @@ SEGMENT_COLUMN = "segment"
 CELL_COLUMN = "cms_cell"
 KNOWN_CODES_COLUMN = "known_codes"
 _MEMBER_TEXT = (CELL_COLUMN, KNOWN_CODES_COLUMN)
+_HEADER_BYTES = 65536  # column_names judges a CSV's header from its first 64 KB
 #: The column of prediction dates that date-valued label arrivals are placed against.
 PREDICTED_AT_COLUMN = "predicted_at"
 
@@ -107,6 +116,7 @@ class Dataset:
     members: dict | None = None  # CMS member context: {"cells": (N,) or None, "known": (N, K) bool or None}
     groupings: dict | None = None  # segment column -> labels (N,), in the order asked; groups is the first
     label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
+    label_available_column: str | None = None  # the column label_available_at was read from
 
     def segment_columns(self) -> list[str]:
         """Columns that can serve as segments: the segment column(s) read, then the kept text columns."""
@@ -189,16 +199,20 @@ def _no_segment_column(column, file) -> DataError:
     )
 
 
-def _take_segment(frame, rows, file, column, required: bool):
+def _take_segment(frame, rows, file, column, required: bool, *, members: bool = True):
     """Remove the segment column from ``frame``; return ``(frame, labels or None)``.
 
     Missing labels are refused, naming the row; ``required`` refuses a file without the column.
+    A member-context column (``cms_cell``: :func:`is_member_column`) used as the segment stays in
+    ``frame`` while ``members`` is True: it is also each patient's cell, which :func:`take_members`
+    reads (as the distributed engine does).
     """
     if column not in frame.columns:
         if required:
             raise _no_segment_column(column, file)
         return frame, None
-    return frame.drop(columns=column), segment_labels(frame[column], rows, file, column)
+    labels = segment_labels(frame[column], rows, file, column)
+    return (frame if members and is_member_column(column) else frame.drop(columns=column)), labels
 
 
 def segment_labels(values, rows, file, column) -> np.ndarray:
@@ -226,7 +240,7 @@ def is_member_column(name: str) -> bool:
     return name in _MEMBER_TEXT or name.startswith("known_")
 
 
-def _take_members(frame, rows, file):
+def take_members(frame, rows, file):
     """Remove the member-context columns (``cms_cell``, ``known_codes``, ``known_<code>``); return
     ``(frame, raw)`` where ``raw`` is None or what :func:`member_context` checks against the codes."""
     known_columns = [c for c in frame.columns if is_member_column(c) and c not in _MEMBER_TEXT]
@@ -380,6 +394,32 @@ def _arrival_dates(frame, rows, file, column, text):
     first_at_or_after = np.searchsorted(predicted, arrived, side="left")
     positions = np.maximum(first_at_or_after - 1, np.arange(len(arrived))).astype(np.int64)
     return positions, frame.drop(columns=PREDICTED_AT_COLUMN)
+
+
+def column_names(source, name=None) -> list[str]:
+    """A CSV or Parquet file's column names (stripped), from its header alone: the Parquet schema,
+    or a CSV's first 64 KB, by the rules of :func:`parse_table` (a caller picks which optional
+    columns to ask a reader for, e.g. the segment or label-arrival columns a file has).
+
+    >>> column_names(b"patient_id, plan ,A\\n007,P1,0.5\\n")
+    ['patient_id', 'plan', 'A']
+    """
+    file = source_name(source, name)
+    data = read_bytes(source, file)
+    if is_parquet(data, file):
+        import pyarrow.parquet as pq
+
+        from .parquet import data_columns
+
+        try:
+            names = pq.ParquetFile(io.BytesIO(data)).schema_arrow.names
+        except Exception as err:  # noqa: BLE001 - any reader failure is a bad file
+            raise DataError(f"the file cannot be read as Parquet ({err}).", file=file) from None
+        return header_names(data_columns(names), file)
+    sample = data[:_HEADER_BYTES]
+    check_not_binary(sample, file)
+    return [c for c in csv_header(decode_text(sample, text_encoding(sample, truncated=len(data) > _HEADER_BYTES)), file)
+            if not c.startswith(UNNAMED)]
 
 
 def read_table(source, name=None) -> pd.DataFrame:
@@ -593,7 +633,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
-    frame, members = _take_members(frame, rows, file)
+    frame, members = take_members(frame, rows, file)
     if _looks_wide(frame.columns):
         raise DataError(
             "this is a wide file (prob_<code> and label_<code> columns), not a probabilities file.",
@@ -617,7 +657,7 @@ def _read_labels(source, name, columns):
     """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out."""
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
     for column in columns:
-        frame, _ = _take_segment(frame, rows, file, column, required=False)
+        frame, _ = _take_segment(frame, rows, file, column, required=False, members=False)
     return _layout_frame(frame, rows, file, "label")
 
 
@@ -638,7 +678,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
-    frame, members = _take_members(frame, rows, file)
+    frame, members = take_members(frame, rows, file)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
@@ -666,6 +706,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         members=member_context(members, prob_codes),
         groupings=groupings,
         label_available_at=arrivals,
+        label_available_column=None if arrivals is None else label_available_column,
     )
 
 
@@ -755,7 +796,8 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
                    groups=None if groupings is None else next(iter(groupings.values())),
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,
-                   label_available_at=arrivals, members=probs.attrs.pop("members", None))
+                   label_available_at=arrivals, members=probs.attrs.pop("members", None),
+                   label_available_column=None if arrivals is None else label_available_column)
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -795,7 +837,6 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     columns = _segment_list(segment_column)
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
                                                                 *_MEMBER_TEXT))
-    frame, members = _take_members(frame, rows, file)
     if len(columns) > 1:  # several groupings
         frame, groupings = _take_segments(frame, rows, file, columns)
         layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out
@@ -805,6 +846,7 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         segment_column = columns[0] if columns else None
         layout = column_layout(frame.columns, file, labelled=False, segment_column=segment_column, codes=codes)
         frame, groups = _take_segment(frame, rows, file, column, required=segment_column is not None)
+    frame, members = take_members(frame, rows, file)  # after the segments: a cms_cell segment is also the cells
     values = numeric_block(frame, layout.prob_columns, rows, file, "probability")
     probs = pd.DataFrame(values.astype(np.float64, copy=False), index=patient_ids(frame, rows, file),
                          columns=pd.Index(layout.codes, dtype=object))

@@ -54,7 +54,8 @@ def load_sample(ss: Session, sample: str) -> None:
     dataset.name = sample_files.label
     codes = tuple(dataset.codes)
     new_path, weights_path = folder / sample_files.new_patients, folder / sample_files.weights
-    new_patients = parsing.parse_new_patients(new_path.read_bytes(), sample_files.new_patients, codes) if new_path.exists() else None
+    new_patients = parsing.parse_new_patients(new_path.read_bytes(), sample_files.new_patients, codes,
+                                              tuple(dataset.segment_columns())) if new_path.exists() else None
     weights = parsing.parse_weights(weights_path.read_bytes(), sample_files.weights, codes) if weights_path.exists() else None
     set_dataset(
         ss,
@@ -117,6 +118,10 @@ def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patien
     if missing:
         notes.append(f"Per-segment control turned off: this data has no column {missing[0]!r}.")
         ss.settings = {**ss.settings, "segment": None}
+    arrivals = ss.settings.get("label_available_column")
+    if arrivals is not None and arrivals != dataset.label_available_column:
+        notes.append(f"Labels now arrive all at once: this data has no label-arrival column {arrivals!r}.")
+        ss.settings = {**ss.settings, "label_available_column": None}
     reset_playback(ss)
     if notes:
         ss.set_message("settings", "warning", "Adapted to the new data: " + " ".join(notes))
@@ -166,7 +171,8 @@ def apply_calibration_upload(ss: Session, probs_file, labels_file=None) -> bool:
 
 def apply_new_patients_upload(ss: Session, file) -> bool:
     try:
-        frame = parsing.parse_new_patients(file.getvalue(), file.name, tuple(ss.dataset.codes))
+        frame = parsing.parse_new_patients(file.getvalue(), file.name, tuple(ss.dataset.codes),
+                                           tuple(ss.dataset.segment_columns()))
     except fio.DataError as err:
         ss.set_message("new_patients", "error", str(err))
         return False

@@ -22,6 +22,8 @@ the run's key (``settings_form.run_key``), started as a job, and waited for a mo
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import threading
 import time
 
@@ -30,12 +32,13 @@ import streamlit as st
 
 from favmac import export
 from favmac.io import to_safe_csv
-from favmac.ui import playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
+from favmac.ui import groupings, playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 from favmac.ui.session import Session
 from favmac.validity import validity_check
 
 __all__ = ["AUTO_EXPORT_PATIENTS", "FOREGROUND_SECONDS", "RESULTS_KEPT", "Job", "JobCancelled", "background", "build_exports",
-           "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "segment_groups", "tradeoffs", "validity"]
+           "check_validity", "compare_tradeoffs", "exports", "finish", "online", "replay_online", "return_freed_memory", "segment_groups", "tradeoffs",
+           "validity"]
 
 # How long a page waits for a job before drawing its progress instead: a quick job then shows
 # its result at once (no flicker), a slow one never freezes the page for longer than this.
@@ -43,6 +46,31 @@ FOREGROUND_SECONDS = 0.5
 RESULTS_KEPT = 4  # online replays kept per session (the newest)
 # Above this many calibration patients the export files are built on click, not on arrival.
 AUTO_EXPORT_PATIENTS = 50_000
+
+
+def _c_library():
+    """glibc, for :func:`return_freed_memory`; None elsewhere (musl, macOS, Windows)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_LIBC = _c_library()
+
+
+def return_freed_memory() -> None:
+    """Hand the memory a finished job freed back to the system.
+
+    Workaround for glibc's allocator, which keeps freed heap memory for reuse instead of
+    returning it (a job's temporaries are hundreds of MB at 300,000 patients), so a server's
+    RSS stayed near its highest after sessions ended. ``malloc_trim(0)`` returns it; it took
+    1-2 ms after a Trade-offs run at 100,000 x 35 (``scripts/bench_large_cohort.py``). A no-op
+    without glibc.
+    """
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 class JobCancelled(Exception):
@@ -93,6 +121,8 @@ class Job:
         except BaseException as err:  # noqa: BLE001 — handed to the page that shows the job
             self.error = err
         finally:
+            self.fn = None  # the closure holds the session's data and settings: not needed any more
+            return_freed_memory()
             self.finished = time.monotonic()
             self._done.set()
 
@@ -140,7 +170,8 @@ def replay_online(dataset, spec, progress=None):
     ``spec.segment`` is set): a ``favmac.result.ReplayResult``."""
     groups = segment_groups(dataset, spec)
     return playback.run_online(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
-                               progress=progress, groups=groups, members=dataset.members)
+                               progress=progress, groups=groups, members=dataset.members,
+                               label_available_at=dataset.label_available_at if spec.label_available_column else None)
 
 
 def compare_tradeoffs(dataset, spec, targets, methods, progress=None, recalibrate: int | None = None) -> dict:
@@ -180,8 +211,9 @@ def build_exports(dataset, spec, result, new_patients, descriptions, progress=No
     if new_patients is not None:
         value, cost = spec.build(dataset.codes, new_patients.attrs.get("members"))  # the new patients' own cells and known codes
         try:
+            new_patients = groupings.new_patients_for(new_patients, spec.segment)  # the groups of the settings' columns
             new_sets = export.new_patient_sets(new_patients, result, value, cost, universe=spec.universe, descriptions=descriptions)
-        except ValueError as err:  # the library's refusal, shown as it words it
+        except ValueError as err:  # the library's refusal (or a grouping column the file lacks), shown as it words it
             out["new_refused"] = str(err)
         else:
             out.update(new=to_safe_csv(new_sets), new_preview=new_sets.head(20), n_new=len(new_sets))

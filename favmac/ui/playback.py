@@ -113,11 +113,14 @@ def advance_position(position: int, n_steps: int, speed: float, elapsed: float) 
 # --------------------------------------------------------------------------- the replay
 
 
-def run_online(probs, labels, codes, patient_ids, spec: RunSpec, progress=None, groups=None, members=None):
+def run_online(probs, labels, codes, patient_ids, spec: RunSpec, progress=None, groups=None, members=None,
+               label_available_at=None):
     """The FavMac replay behind the online session: the spec's first target, control, universe, score and window
-    (per segment with ``groups`` when ``spec.segment`` is set; adaptive with ``spec.adaptive_rate``)."""
+    (per segment with ``groups`` when ``spec.segment`` is set; adaptive with ``spec.adaptive_rate``; the labels
+    arriving at ``label_available_at`` when ``spec.label_available_column`` is set)."""
     return run_method(spec.replace(targets=(spec.target,)), "favmac", probs, labels,
-                      codes=list(codes), patient_ids=patient_ids, progress=progress, groups=groups, members=members)
+                      codes=list(codes), patient_ids=patient_ids, progress=progress, groups=groups, members=members,
+                      label_available_at=label_available_at)
 
 
 def estimate_replay_seconds(probs, labels, spec: RunSpec, n_sample: int = 12) -> float:
@@ -129,7 +132,9 @@ def estimate_replay_seconds(probs, labels, spec: RunSpec, n_sample: int = 12) ->
 
     n_patients = len(probs)
     n = min(n_sample, n_patients)
-    trial = spec.replace(burn_in=min(spec.burn_in, n // 2), window=None)
+    # the first n patients alone: per-patient settings (segments, label arrivals, a fold of R >= 50) are left out
+    trial = spec.replace(burn_in=min(spec.burn_in, n // 2), window=None, segment=None, label_available_column=None,
+                         recalibrate=None)
     start = time.perf_counter()
     run_online(probs[:n], labels[:n], [str(k) for k in range(probs.shape[1])], np.arange(n).astype(str), trial)
     return (time.perf_counter() - start) * n_patients / max(n, 1)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from favmac.recalibration import (DEFAULT_RECALIBRATION, MIN_FOLD, RECALIBRATIONS, calibration_error, fit_recalibration,
+from favmac.recalibration import (DEFAULT_RECALIBRATION, MIN_FOLD, MIN_SEGMENT_CLASS, RECALIBRATIONS, calibration_error, fit_recalibration,
                                   recalibration_report)
 from favmac.ui import data_views, figures, widgets
 from favmac.ui.text import md
@@ -38,7 +38,8 @@ def suggested_split(n_patients: int, burn_in: int) -> int | None:
 
 
 def settings_fields(current: dict, n_patients: int) -> dict:
-    """The recalibration widgets (inside the settings form); keys ``recalibrate`` (R or None) and ``recalibration``."""
+    """The recalibration widgets (inside the settings form); keys ``recalibrate`` (R or None), ``recalibration``
+    and ``recalibrate_by`` ("code", or "segment": maps per group of the one segment column)."""
     st.subheader("Recalibration")
     on = st.checkbox("Recalibrate the classifier on the first R patients", value=current.get("recalibrate") is not None,
                      key="use_recalibrate",
@@ -51,7 +52,13 @@ def settings_fields(current: dict, n_patients: int) -> dict:
     method = current.get("recalibration") or DEFAULT_RECALIBRATION
     choice = st.radio("Correction", list(METHOD_LABELS), format_func=METHOD_LABELS.get, index=list(METHOD_LABELS).index(method),
                       key="recalibration", disabled=not on, help=METHOD_HELP)
-    return {"recalibrate": int(size) if on else None, "recalibration": choice if on else method}
+    by_segment = st.checkbox("Fit the maps per segment", value=current.get("recalibrate_by") == "segment", key="recalibrate_by_segment",
+                             disabled=not on,
+                             help="One correction per code and per group of the segment column (one column only), for a plan or "
+                                  "band whose classifier is off in its own way. A group whose fold holds fewer than "
+                                  f"{MIN_SEGMENT_CLASS} patients with and {MIN_SEGMENT_CLASS} without a code uses that code's pooled map.")
+    return {"recalibrate": int(size) if on else None, "recalibration": choice if on else method,
+            "recalibrate_by": "segment" if on and by_segment else "code"}
 
 
 def _percent(x: float) -> str:

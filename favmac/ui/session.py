@@ -72,6 +72,11 @@ class Session:
     validity = _Key("validity", "(run key, ValidityReport) | None — the last validity check.")
     validity_params = _Key("validity_params", "dict — the Validity page's orderings and seed (its widgets' keys are "
                                               "dropped when another page runs).")
+    # widget keys whose choice the Online session keeps while it plays (favmac.ui.groupings)
+    split_grouping = _Key("split_grouping", "str — the Online session's select box: the grouping its per-group cost curves split "
+                                            "by, with several groupings (favmac.ui.groupings.choose_grouping).")
+    label_arrival = _Key("label_arrival", 'str — Value & cost\'s "Labels arrive" radio: "all_at_once", "fixed_delay" or "column" '
+                                          "(favmac.ui.arrivals_view; saved as the settings' label_delay / label_available_column).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
     rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar, charts and tables to a rerun that its timer is about to start "

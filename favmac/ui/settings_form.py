@@ -15,6 +15,8 @@ universe       "ratio", "prob", "value" or "full" (full only when K <= 14)
 score          "price" or "cost": what the threshold is on (price needs a greedy universe)
 burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
+label_delay    labels arrive this many patients after the prediction, or None (label_available_column: the
+               calibration file's column of arrivals instead; favmac.ui.arrivals_view)
 grid           trade-off grid: {"low_pct", "high_pct", "n_targets", "methods"}
 =============  ==============================================================
 
@@ -30,7 +32,7 @@ import numpy as np
 
 from favmac.functions import FormulaValue
 from favmac.recalibration import DEFAULT_RECALIBRATION
-from favmac.runspec import (CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
+from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
@@ -85,7 +87,9 @@ def to_spec(settings: dict, weights) -> RunSpec:
         adaptive_rate=settings.get("adaptive_rate"),
         recalibrate=settings.get("recalibrate"),
         recalibration=settings.get("recalibration") or DEFAULT_RECALIBRATION,
+        recalibrate_by=settings.get("recalibrate_by") or DEFAULT_RECALIBRATE_BY,
         label_delay=settings.get("label_delay"),
+        label_available_column=settings.get("label_available_column"),
         **{k: settings.get(k, PAYMENT_DEFAULTS[k]) for k in PAYMENT_KEYS},  # the payment value's fields (payment_view)
     )
 
@@ -95,11 +99,13 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     out = {k: getattr(spec, k) for k in SPEC_KEYS if k != "target"}
     out["target"] = float(spec.target)
     out["grid"] = dict(grid)
-    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None), ("label_delay", None)):
+    for key, default in (("segment", None), ("adaptive_rate", None), ("recalibrate", None), ("label_delay", None),
+                         ("label_available_column", None)):
         if getattr(spec, key) != default:
             out[key] = getattr(spec, key)
     if spec.recalibrate is not None:
         out["recalibration"] = spec.recalibration
+        out["recalibrate_by"] = spec.recalibrate_by
     if spec.value_kind == "cms_payment":
         out.update({k: getattr(spec, k) for k in PAYMENT_KEYS})
     return out
@@ -244,9 +250,12 @@ def settings_summary(settings: dict, cmax: float) -> list[tuple[str, str]]:
     if settings.get("adaptive_rate"):
         rows.append(("Adaptive rate", f"γ = {settings['adaptive_rate']:g}"))
     if settings.get("recalibrate"):
-        rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients"))
+        per = ", maps per segment" if settings.get("recalibrate_by") == "segment" else ""
+        rows.append(("Recalibration", f"{settings.get('recalibration') or DEFAULT_RECALIBRATION} on the first {settings['recalibrate']:,} patients{per}"))
     if settings.get("label_delay") is not None:
         rows.append(("Label delay", f"{settings['label_delay']:,} patients"))
+    if settings.get("label_available_column"):
+        rows.append(("Labels arrive", f"as the file's {settings['label_available_column']} column says"))
     return rows
 
 

@@ -16,8 +16,8 @@ Direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+06
 order than it is written. Ids and code names holding one are refused when a file is read; in
 any other text every such character is shown as a visible marker, ``[U+202E]``.
 
->>> print(md("[click me](https://x) __import__"))
-\\[click me\\](https\\://x) \\_\\_import\\_\\_
+>>> print(md("[click me](https://x) __import__").replace("\u2060", "<WJ>"))
+\\[click me\\](https\\:<WJ>//x) \\_\\_import\\_\\_
 >>> plain_html("<a href='x'>hi</a> \\"q\\" $x$")
 '&lt;a href=\\'x\\'&gt;hi&lt;/a&gt; "q" &#36;x&#36;'
 >>> print(md("P1\\u202e2"))
@@ -36,6 +36,11 @@ __all__ = ["md", "md_frame", "plain_html", "show_bidi"]
 # space follows ("row 7: ..." stays as is), which breaks "https://" autolinks and Streamlit's
 # ":red[...]" / ":material/...:" directives; "www." loses its dot for the same reason.
 _SPECIAL = re.compile(r"([\\`*_\[\]<~$|]|:(?=\S)|(?<=www)\.)", re.IGNORECASE)
+# Escapes are not enough for GFM's literal autolinks: Streamlit's remark-gfm finds them in the
+# text *after* escapes and entities are decoded ("http\://host.x" still becomes a link). A WORD
+# JOINER (U+2060, invisible, no line break) after "://", "www" and "@" breaks each pattern.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\\?\.)|(?<=@)", re.IGNORECASE)  # after _SPECIAL: "www\."
+_JOINER = "\u2060"
 # Only at the very start of the text (newlines are removed): headings, lists, quotes, rules.
 _LEADING = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)](\s|$)))")
 # plotly's text markup: tags, entities, and "$" (a label between two "$" is typeset as LaTeX
@@ -61,6 +66,7 @@ def md(text) -> str:
     direction controls become visible markers (:func:`show_bidi`).
     """
     text = _SPECIAL.sub(r"\\\1", show_bidi(text).replace("\r", " ").replace("\n", " "))
+    text = _AUTOLINK.sub(_JOINER, text)
     return _LEADING.sub(lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit() else "\\" + m.group(2)), text, count=1)
 
 

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from favmac.functions import bind_rows
-from favmac.methods import applicability, method_labels, run_method
+from favmac.methods import applicability, get_method, method_labels, run_method
 from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
 from favmac.ui import payment_view
+from favmac.universe import candidate_sets
 from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
@@ -125,6 +126,8 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     cmax = spec.c_max(n_codes)
     vscale = value_scale(value, n_codes)
     summaries = {}
+    sharing = shared_universes([m for m in runnable if m not in extra]) if value.is_additive else {}
+    shared = {}  # universe -> its candidates, while a method still to run needs them
     for i, method in enumerate(runnable):
         def part(fraction, i=i):
             if progress is not None:
@@ -134,7 +137,13 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
             summaries[method] = method_summary(extra[method], RECALIBRATED_METHOD, probs, labels, codes, patient_ids,
                                                progress=part, members=members).assign(method=method)
         else:
-            summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members)
+            universe = get_method(method).universe
+            if universe in sharing and universe not in shared:
+                shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
+            summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
+                                               candidates=shared.get(universe))
+            if universe in sharing and sharing[universe][-1] == method:
+                del shared[universe]  # its last user is done (peak memory)
         part(1.0)
     if spec.value_kind == "cms_payment" and runnable:  # payment-aware FavMac vs the additive one, on the payment scale
         summaries.update(payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
@@ -152,15 +161,34 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     }
 
 
-def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None, members=None) -> pd.DataFrame:
+def shared_universes(methods) -> dict[str, list[str]]:
+    """FavMac universes that several of ``methods`` use (e.g. the price and cost scores of the
+    ratio universe) -> those methods, in order: their candidate sets are built once.
+
+    >>> shared_universes(["FavMac (price)", "FavMac (value)", "FavMac (ratio)", "CRC"])
+    {'ratio': ['FavMac (price)', 'FavMac (ratio)']}
+    """
+    by_universe: dict[str, list[str]] = {}
+    for method in methods:
+        record = get_method(method)
+        if record.is_favmac and record.universe is not None:
+            by_universe.setdefault(record.universe, []).append(method)
+    return {universe: users for universe, users in by_universe.items() if len(users) > 1}
+
+
+def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None, members=None,
+                   candidates=None) -> pd.DataFrame:
     """``favmac.metrics.summarize`` of one method's run over ``grid_spec``'s targets.
 
     The run (its thresholds, chosen sets, per-patient cost and value) lives only inside this
     call: what the Trade-offs page shows is computed from it here, exactly as from a kept result.
+    ``candidates``: FavMac's candidate sets in its universe, shared with another run (the same result).
     """
     from favmac.metrics import summarize
 
-    result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress, members=members)
+    optional = {} if candidates is None else {"candidates": candidates}
+    result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress, members=members,
+                        **optional)
     return summarize(result)
 
 

@@ -23,14 +23,15 @@ def groupings_session():
     return at
 
 
-def tick_two(at, delay=None):
-    """Value & cost with plan AND age band ticked (and a label delay)."""
+def tick_two(at, delay=None, arrival=None):
+    """Value & cost with plan AND age band ticked (and a label delay, or ``arrival``: "column")."""
     at = go(at, "value_cost")
     at.checkbox(key="use_segments").check().run()
     at.selectbox(key="segment_column").set_value("plan").run()
     at.multiselect(key="more_segment_columns").set_value(["age_band"])
+    if delay is not None or arrival is not None:
+        at.radio(key="label_arrival").set_value(arrival or "fixed_delay").run()
     if delay is not None:
-        at.checkbox(key="use_label_delay").check().run()
         at.number_input(key="label_delay").set_value(delay)
     at.button(key="apply_settings").click().run()
     assert_clean(at)
@@ -76,7 +77,7 @@ def test_delay_saved_restored_and_pending_shown():
     assert doc["label_delay"] == 300 and doc["segment"] == ["plan", "age_band"]
     # the settings survive a visit elsewhere: the form shows them again
     at = go(go(at, "data"), "value_cost")
-    assert at.checkbox(key="use_label_delay").value and at.number_input(key="label_delay").value == 300
+    assert at.radio(key="label_arrival").value == "fixed_delay" and at.number_input(key="label_delay").value == 300
     assert at.multiselect(key="more_segment_columns").value == ["age_band"]
     at = go(at, "online")
     at.button(key="to_end").click().run()

@@ -193,3 +193,43 @@ def test_export_new_patient_sets_use_the_stored_maps(downloads):
     raw = predict_with_threshold(new.to_numpy(dtype=float), value, cost, threshold, spec.universe, spec.score)
     assert (got["n_codes"].to_numpy() == mapped.sum(axis=1)).all()
     assert (mapped != raw).any()
+
+
+def test_maps_per_segment_are_set_saved_restored_and_refused_without_one_segment(downloads):
+    """Value & cost's "Fit the maps per segment" (recalibrate_by="segment"): saved in the settings
+    JSON, restored from it (nothing dropped), and refused with the setting named without a segment."""
+    at = open_page("data")
+    at.radio(key="sample_choice").set_value("groupings")
+    at.button(key="load_sample").click().run()
+    assert_clean(at)
+    go(at, "value_cost")
+    assert at.checkbox(key="recalibrate_by_segment").disabled
+    before = dict(at.session_state["settings"])
+    at.checkbox(key="use_recalibrate").check().run()
+    at.number_input(key="recalibrate").set_value(1000)
+    at.checkbox(key="recalibrate_by_segment").check().run()
+    submit(at)  # no segment column ticked: refused, nothing changed
+    assert any("recalibrate_by" in e for e in errors(at)), errors(at)
+    assert at.session_state["settings"] == before
+    at.checkbox(key="use_segments").check().run()
+    at.selectbox(key="segment_column").set_value("plan").run()
+    submit(at)
+    assert_clean(at)
+    s = at.session_state["settings"]
+    assert (s["recalibrate"], s["recalibrate_by"], s["segment"]) == (1000, "segment", "plan")
+    assert any("maps per segment" in shown(c.value) for c in list(at.sidebar.markdown) + list(at.caption))
+    go(at, "export")
+    settle_jobs(at)
+    assert_clean(at)
+    saved = downloads["favmac_settings.json"]
+    assert json.loads(saved)["settings"]["recalibrate_by"] == "segment"
+    fresh = open_page("data")
+    fresh.radio(key="sample_choice").set_value("groupings")
+    fresh.button(key="load_sample").click().run()
+    go(fresh, "export")
+    fresh.file_uploader(key="upload_settings").set_value(("favmac_settings.json", saved, "application/json"))
+    fresh.run()
+    assert_clean(fresh)
+    assert fresh.session_state["settings"]["recalibrate_by"] == "segment"
+    go(fresh, "value_cost")
+    assert fresh.checkbox(key="recalibrate_by_segment").value is True

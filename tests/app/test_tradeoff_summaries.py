@@ -143,3 +143,56 @@ def test_crc_distinct_ranks_equal_numpy_unique():
         values, ranks = distinct_ranks(probs)
         expected_values, expected_ranks = np.unique(probs, return_inverse=True)
         assert np.array_equal(values, expected_values) and np.array_equal(ranks, expected_ranks.reshape(shape))
+
+
+@pytest.mark.parametrize("control", ["expected", "violation"])
+def test_shared_candidates_give_the_same_runs(control):
+    """FavMac runs on one universe given its candidates built once (as Trade-offs does for the
+    price and cost scores) equal runs that build their own, every array to the last bit."""
+    from favmac.universe import candidate_sets
+
+    probs, labels, weights = _stream(8, n_patients=300)
+    spec = _spec(300, 5, weights, control, "weighted_fp").replace(targets=(0.331, 1.0, 2.2))
+    value, cost = spec.build()
+    for universe, methods in (("ratio", ["FavMac (price)", "FavMac (ratio)"]), ("value", ["FavMac (value)"])):
+        shared = candidate_sets(probs, value, cost, universe)
+        for method in methods:
+            alone, with_shared = run_method(spec, method, probs, labels), run_method(spec, method, probs, labels, candidates=shared)
+            for name in ("thresholds", "final_thresholds", "cost", "value", "exceeds"):
+                assert np.array_equal(getattr(alone, name), getattr(with_shared, name)), (method, name)
+            assert np.array_equal(alone.selected, with_shared.selected), method
+            pd.testing.assert_frame_equal(summarize(alone), summarize(with_shared), check_exact=True)
+
+
+def test_shared_candidates_are_checked_and_grouped_by_universe():
+    from favmac.universe import candidate_sets
+
+    probs, labels, weights = _stream(9, n_patients=120)
+    spec = _spec(120, 5, weights, "expected", "weighted_fp").replace(targets=(1.0,))
+    value, cost = spec.build()
+    with pytest.raises(ValueError, match="built for the 'prob' universe and 120 patients; this replay has the 'ratio'"):
+        run_method(spec, "FavMac (ratio)", probs, labels, candidates=candidate_sets(probs, value, cost, "prob"))
+    with pytest.raises(ValueError, match="80 patients"):
+        run_method(spec, "FavMac (ratio)", probs, labels, candidates=candidate_sets(probs[:80], value, cost, "ratio"))
+    with pytest.raises(ValueError, match="candidates is not supported by CRC"):
+        run_method(spec, "CRC", probs, labels, candidates=candidate_sets(probs, value, cost, "ratio"))
+    assert tradeoffs.shared_universes(ALL_METHODS) == {"ratio": ["FavMac (price)", "FavMac (ratio)"]}
+
+
+def test_a_finished_job_lets_go_of_its_inputs():
+    """A job's function (whose closure holds a session's data) is dropped once it ends, and the
+    freed memory is handed back to the system (glibc's malloc_trim; a no-op elsewhere)."""
+    import gc
+    import weakref
+
+    class Data:
+        pass
+
+    data = Data()
+    alive = weakref.ref(data)
+    job = jobs.Job("key", "Holding", lambda progress, data=data: 42).start()
+    del data
+    assert job.wait(10) and job.result == 42
+    gc.collect()
+    assert alive() is None and job.fn is None
+    jobs.return_freed_memory()  # callable any time

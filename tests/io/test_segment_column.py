@@ -60,3 +60,42 @@ def test_wide_file_keeps_other_columns_as_candidate_segments():
         load_calibration(raw)
     with pytest.raises(DataError, match="no label in this column"):
         load_calibration(raw.replace(b",gold,", b",,"), keep_columns=True).segments("plan")
+
+
+def _table(text: bytes, fmt: str) -> bytes:
+    """``text`` (CSV) as the bytes of a CSV or Parquet file (every column read back as text)."""
+    if fmt == "csv":
+        return text
+    buffer = io.BytesIO()
+    pd.read_csv(io.BytesIO(text), dtype=str, keep_default_na=False).to_parquet(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_cms_cell_segment_column_is_also_each_members_cell(fmt):
+    """segment_column="cms_cell": the column is the segments and, as without it, each member's CMS
+    cell (the distributed engine reads it the same way), in every reader."""
+    wide = (b"patient_id,cms_cell,known_codes,prob_HCC37,label_HCC37,prob_HCC38,label_HCC38,plan\n"
+            b"1,CFA,HCC38,0.5,1,0.2,0,east\n2,ins,,0.3,0,0.9,1,west\n3,CNA,,0.1,0,0.4,0,east\n")
+    cells, upper = ["CFA", "ins", "CNA"], ["CFA", "INS", "CNA"]
+    for segment in ("cms_cell", ["cms_cell"]):
+        data = load_calibration(_table(wide.replace(b",plan", b"").replace(b",east", b"").replace(b",west", b""), fmt),
+                                name=f"w.{fmt}", segment_column=segment)
+        assert data.groups.tolist() == cells and data.members["cells"].tolist() == upper
+        assert data.members["known"].tolist() == [[False, True], [False, False], [False, False]]
+    data = load_calibration(_table(wide, fmt), name=f"w.{fmt}", segment_column=["plan", "cms_cell"], keep_columns=True)
+    assert data.groupings["cms_cell"].tolist() == cells and data.members["cells"].tolist() == upper
+    probs = b"patient_id,cms_cell,HCC37,HCC38\n1,CFA,0.5,0.2\n2,ins,0.3,0.9\n3,CNA,0.1,0.4\n"
+    labels = b"patient_id,cms_cell,HCC38,HCC37\n3,CNA,0,0\n1,CFA,0,1\n2,ins,1,0\n"
+    data = load_calibration(_table(probs, fmt), _table(labels, fmt), segment_column="cms_cell")
+    assert data.groups.tolist() == cells and data.members["cells"].tolist() == upper
+    assert data.label_array().tolist() == [[1, 0], [0, 1], [0, 0]]
+    for segment in ("cms_cell", ["cms_cell"]):
+        new, groups = load_new_patients_segmented(_table(probs, fmt), ["HCC38", "HCC37"], segment_column=segment)
+        assert groups.tolist() == cells and new.attrs["members"]["cells"].tolist() == upper
+        assert list(new.columns) == ["HCC38", "HCC37"]
+    new, groupings = load_new_patients_segmented(_table(wide, fmt), ["HCC37", "HCC38"], segment_column=["plan", "cms_cell"])
+    assert groupings["cms_cell"].tolist() == cells and groupings["plan"].tolist() == ["east", "west", "east"]
+    assert new.attrs["members"]["cells"].tolist() == upper and new.attrs["members"]["known"][0].tolist() == [False, True]
+    with pytest.raises(DataError, match=r"row 3, column cms_cell: this patient has no segment label"):
+        load_calibration(_table(probs.replace(b"2,ins", b"2,"), fmt), _table(labels, fmt), segment_column="cms_cell")

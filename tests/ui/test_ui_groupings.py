@@ -97,3 +97,26 @@ def test_validity_refusals():
     assert groupings.validity_refusal({"segment": None}) is None
     assert groupings.validity_refusal({"segment": ("plan", "age")}) == groupings.VALIDITY_REFUSED["groupings"]
     assert groupings.validity_refusal({"segment": "plan", "label_delay": 0}) == groupings.VALIDITY_REFUSED["label_delay"]
+
+
+def test_threshold_chart_follows_the_chosen_grouping(data):
+    """Several groupings: the threshold chart draws the chosen grouping's own group thresholds
+    (steady per group), not each patient's smallest, which jumps between groupings."""
+    from favmac.ui import figures, playback
+    from favmac.ui.text import plain_html
+
+    result = run(data, groups=data.groupings)
+    series = playback.running_series(result)
+    shown = series.iloc[playback.downsample_index(len(series), max_points=300)]
+    for g, grouping in enumerate(result.groupings):
+        rows = groupings.threshold_series(shown, result, g)
+        steps = shown["step"].to_numpy()
+        assert np.array_equal(rows["threshold"].to_numpy(), np.asarray(grouping.thresholds[0], dtype=float)[steps])
+        assert list(rows["segment"]) == list(np.asarray(grouping.groups, dtype=object).astype(str)[steps])
+        # each group's line is its own threshold, and the patient's used one is never above it
+        assert np.all(np.asarray(result.thresholds[0])[steps] <= rows["threshold"].to_numpy())
+        fig = groupings.threshold_title(figures.threshold_figure(rows, "false flags", "cost"), result, g)
+        assert grouping.name in fig.layout.title.text
+        assert {t.name for t in fig.data if t.x is not None and len(t.x)} == {plain_html(v) for v in rows["segment"]}  # escaped
+    one = run(data, groups=next(iter(data.groupings.values())))
+    assert groupings.threshold_series(shown, one, 0) is shown
