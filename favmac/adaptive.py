@@ -8,6 +8,16 @@ S predicted patients is at most c + (c + gamma C_max) / (gamma S) (:func:`adapti
 summing the recursion gives mean(C) = c - (c_S - c) / (gamma S), and c_n never falls below
 -gamma C_max (once c_n < 0 the threshold is -inf, the empty set costs 0 and c_n rises).
 
+With labels that arrive later (:mod:`favmac.arrivals`) c moves when a patient's labels
+arrive, by gamma (c - C_i) with C_i the cost of the set chosen at its prediction. Then c_n
+can keep falling after it turns negative: the labels still outstanding when it did belong
+to patients predicted at a target >= 0, and each moves c by at least -gamma C_max. If at
+most L + 1 labels are outstanding right after any prediction (that patient's own and L
+earlier ones; L = d with ``label_delay=d``), c_n >= -gamma (L + 1) C_max. When all S
+updates have been made (at the end of a replay every label has arrived) the mean cost is
+at most c + (c + gamma (L + 1) C_max) / (gamma S); while P of the S labels are still
+pending, their costs (each <= C_max) are not in c_n yet, which adds P C_max / S.
+
 No floats in the recursion: c, gamma and the costs are decimals, so c_n * S is an integer at
 the scale S = 10^(d_cost + d_gamma) (:class:`AdaptiveTarget`), where 10^d_cost makes the
 cost weights, C_max and c integers and 10^d_gamma makes gamma one. The replay kernel and
@@ -26,9 +36,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
+
 from .thresholds import common_scale, exact, scaled_int
 
-__all__ = ["AdaptiveTarget", "adaptive_bound", "adaptive_series", "check_adaptive_rate"]
+__all__ = ["AdaptiveTarget", "adaptive_bound", "adaptive_series", "check_adaptive_rate", "result_lag"]
 
 
 def check_adaptive_rate(rate, delta=None) -> float | None:
@@ -103,26 +115,42 @@ class AdaptiveTarget:
         return abs(self.start) + math.ceil(move) * int(n_steps) + 1
 
 
-def adaptive_bound(target, rate, c_max, n_steps: int) -> Fraction:
+def adaptive_bound(target, rate, c_max, n_steps: int, lag: int = 0, pending: int = 0) -> Fraction:
     """The deterministic bound on the mean realized cost over S steps: c + (c + gamma C_max) / (gamma S).
 
-    >>> adaptive_bound(1, 0.5, 4, 10)
-    Fraction(8, 5)
+    With labels that arrive later (module docstring): ``lag`` L is the most labels
+    outstanding right after a prediction besides that patient's own (``label_delay=d``: d;
+    in a replay, the largest ``labels_pending``), and ``pending`` P the labels of the S
+    patients not yet arrived when the mean is taken (0 at the end of a replay). The bound is
+    then c + (c + gamma (L + 1 + P) C_max) / (gamma S); L = P = 0 is the bound above.
+
+    >>> adaptive_bound(1, 0.5, 4, 10), adaptive_bound(1, 0.5, 4, 10, lag=2)
+    (Fraction(8, 5), Fraction(12, 5))
     """
     c, gamma = exact(target), exact(rate)
     if int(n_steps) <= 0:
         raise ValueError(f"n_steps: expected at least 1 predicted patient, got {n_steps}")
-    return c + (c + gamma * exact(c_max)) / (gamma * int(n_steps))
+    if int(lag) < 0 or int(pending) < 0:
+        raise ValueError(f"lag and pending: expected counts of labels >= 0, got lag={lag}, pending={pending}")
+    return c + (c + gamma * (int(lag) + 1 + int(pending)) * exact(c_max)) / (gamma * int(n_steps))
+
+
+def result_lag(result) -> int:
+    """L of :func:`adaptive_bound` for a replay: the most labels pending at any predicted position
+    (0 without a delay)."""
+    pending = getattr(result, "labels_pending", None)
+    return int(np.max(pending)) if pending is not None and len(pending) else 0
 
 
 def adaptive_series(result, target_index: int = 0):
     """Per step of an adaptive replay: c_n, the running mean cost and its deterministic bound.
 
     Columns: step, position, adaptive_target (c_n used for that patient), mean_cost (running,
-    steps 0..s) and bound (c + (c + gamma C_max) / (gamma (s + 1)), which the running mean
-    never exceeds). Needs ``result.adaptive_targets``.
+    steps 0..s) and bound (:func:`adaptive_bound` over s + 1 steps: c + (c + gamma C_max) /
+    (gamma (s + 1)) without a delay; with labels that arrive later, L the run's largest
+    ``labels_pending`` and P the labels of steps 0..s still pending after step s), which the
+    running mean never exceeds. Needs ``result.adaptive_targets``.
     """
-    import numpy as np
     import pandas as pd
 
     if result.adaptive_targets is None:
@@ -131,7 +159,10 @@ def adaptive_series(result, target_index: int = 0):
     c, c_max = exact(float(result.targets[target_index])), exact(result.settings["c_max"])
     steps = np.arange(result.n_steps)
     cost = np.asarray(result.cost[target_index], dtype=float)
-    bound = float(c) + float(c + rate * c_max) / (float(rate) * (steps + 1))
+    lag, pending = result_lag(result), np.zeros(len(steps), dtype=np.int64)
+    if result.labels_pending is not None and len(steps) > 1:
+        pending[:-1] = np.asarray(result.labels_pending)[1:]  # pending after step s: at position s + 1; none at the end
+    bound = float(c) + (float(c) + float(rate) * (lag + 1 + pending) * float(c_max)) / (float(rate) * (steps + 1))
     return pd.DataFrame({
         "step": steps,
         "position": steps + result.burn_in,

@@ -288,6 +288,54 @@ class CmsHccValue:
         out = raf_sets(self._tables, known | (sel & lab), cells) - base
         return (out * self.factor).reshape(lead)
 
+    def _row_context(self, n: int):
+        """(cells (n,), known (n, K)) of n patients: this value's rows, or its one context for all."""
+        if self.n_rows is not None:
+            return self._context(n)
+        cells, known = self._context(1)
+        return np.broadcast_to(cells, (n,)), np.broadcast_to(known[0], (n, len(self.codes)))
+
+    def per_target(self, selected, labels) -> np.ndarray:
+        """V of T sets per patient in one compiled pass: ``selected`` (T, N, K), ``labels`` (N, K) -> (T, N).
+
+        Equals ``[self(selected[t], labels) for t in range(T)]``; the record's RAF is computed
+        once per patient and a set equal to the previous target's is not evaluated again.
+
+        >>> v = CmsHccValue(["HCC36", "HCC38"])
+        >>> v.per_target([[[True, True]], [[False, True]]], [[1, 1]]).round(3).tolist()
+        [[0.166], [0.166]]
+        """
+        from .payment_kernels import set_payments
+
+        selected = np.asarray(selected, dtype=bool)
+        labels = np.asarray(labels, dtype=bool)
+        if selected.ndim != 3 or labels.shape != selected.shape[1:]:
+            raise ValueError(f"per_target: expected selected (T, N, K) and labels (N, K), got {selected.shape} and {labels.shape}")
+        cells, known = self._row_context(labels.shape[0])
+        return set_payments(self._tables, selected, labels, known, cells) * self.factor
+
+    def prefixes(self, order, index, labels) -> np.ndarray:
+        """V of nested sets in one compiled pass: the first ``index[t, r]`` codes of ``order[r]``, (T, N).
+
+        ``order`` (N, K) is each patient's sequence (a nested universe's), ``index`` (T, N) the
+        chosen prefix length per target, ``labels`` (N, K). Equals calling the value on those
+        sets; each distinct set of confirmed codes is evaluated once per patient.
+
+        >>> v = CmsHccValue(["HCC36", "HCC38", "HCC226"])
+        >>> v.prefixes([[1, 0, 2]], [[1], [2], [3]], [[1, 1, 1]]).round(3).tolist()
+        [[0.166], [0.166], [0.638]]
+        """
+        from .payment_kernels import prefix_payments
+
+        order = np.atleast_2d(np.asarray(order))
+        labels = np.asarray(labels, dtype=bool)
+        index = np.atleast_2d(np.asarray(index))
+        if order.shape != labels.shape or index.shape[1:] != order.shape[:1]:
+            raise ValueError(f"prefixes: expected order (N, K), index (T, N) and labels (N, K), got {order.shape}, "
+                             f"{index.shape} and {labels.shape}")
+        cells, known = self._row_context(labels.shape[0])
+        return prefix_payments(self._tables, order, index, labels, known, cells) * self.factor
+
     def proxy(self, selected, probs):
         """Vhat(S; x) = E[V(S; y)], y_k ~ Bernoulli(p_k) independent: exact (no sampling).
 

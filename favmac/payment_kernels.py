@@ -26,7 +26,7 @@ from numba import njit
 
 from .formula_kernels import lowest_tied, offer
 
-__all__ = ["raf_sets", "proxy_sets", "payment_sequences"]
+__all__ = ["raf_sets", "proxy_sets", "payment_sequences", "prefix_payments", "set_payments"]
 
 _CAP = 10
 
@@ -73,19 +73,28 @@ def raf_sets(t, sets, cells) -> np.ndarray:
 
 @njit(cache=True)
 def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
-            fi_ptr, fi_idx, dist, m1, m2, m12):
+            fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
     """Family f's summary for the uncertain local mask and the fixed (known) local mask.
 
     Writes ``dist`` (11,) and, for the interactions touching f (their slot in fi_idx order),
-    m1/m2/m12 (len >= touching); returns the expected coefficient sum."""
+    m1/m2/m12 (len >= touching); returns the expected coefficient sum. ``weights`` and
+    ``locals_`` are scratch (>= 2^size): the 2^u outcomes of the u uncertain codes, pattern bit
+    j being the j-th uncertain code by local bit, with their probabilities built by doubling
+    (each probability is the product of its factors in local-bit order, as a loop over the
+    codes would take it) and their local subset index."""
     start = fam_ptr[f]
     size = fam_ptr[f + 1] - start
-    bits = np.empty(size, dtype=np.int64)
-    u = 0
+    weights[0] = 1.0
+    locals_[0] = fixed
+    n_patterns = 1
     for b in range(size):
         if (uncertain >> b) & 1:
-            bits[u] = b
-            u += 1
+            q = p[fam_codes[start + b]]
+            for s in range(n_patterns):
+                weights[n_patterns + s] = weights[s] * q
+                locals_[n_patterns + s] = locals_[s] | (1 << b)
+                weights[s] = weights[s] * (1.0 - q)
+            n_patterns *= 2
     for n in range(_CAP + 1):
         dist[n] = 0.0
     n_touch = fi_ptr[f + 1] - fi_ptr[f]
@@ -94,17 +103,9 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
         m2[s] = 0.0
         m12[s] = 0.0
     ecoef = 0.0
-    for pattern in range(1 << u):
-        prob = 1.0
-        local = fixed
-        for j in range(u):
-            q = p[fam_codes[start + bits[j]]]
-            if (pattern >> j) & 1:
-                prob *= q
-                local |= 1 << bits[j]
-            else:
-                prob *= 1.0 - q
-        row = sub_ptr[f] + local
+    for pattern in range(n_patterns):
+        prob = weights[pattern]
+        row = sub_ptr[f] + locals_[pattern]
         ecoef += prob * sub_coef[cell, row]
         dist[min(sub_count[row], _CAP)] += prob
         hits = sub_atoms[row]
@@ -123,6 +124,15 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
 
 
 @njit(cache=True)
+def _patterns(fam_ptr):
+    """Scratch for :func:`_family`: (weights, local indices), 2^size of the largest family each."""
+    largest = 0
+    for f in range(len(fam_ptr) - 1):
+        largest = max(largest, fam_ptr[f + 1] - fam_ptr[f])
+    return np.empty(1 << largest), np.empty(1 << largest, dtype=np.int64)
+
+
+@njit(cache=True)
 def _convolve(a, b, out):
     for n in range(_CAP + 1):
         out[n] = 0.0
@@ -132,14 +142,6 @@ def _convolve(a, b, out):
         for j in range(_CAP + 1):
             if b[j] != 0.0:
                 out[min(i + j, _CAP)] += a[i] * b[j]
-
-
-@njit(cache=True)
-def _slot(f, i, fi_ptr, fi_idx):
-    for s in range(fi_ptr[f], fi_ptr[f + 1]):
-        if fi_idx[s] == i:
-            return s - fi_ptr[f]
-    return -1
 
 
 @njit(cache=True)
@@ -161,9 +163,10 @@ def _expected(uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
     p1 = np.ones(n_inter)
     p2 = np.ones(n_inter)
     p12 = np.ones(n_inter)
+    weights, locals_ = _patterns(fam_ptr)
     for f in range(n_fam):
         total += _family(f, uncertain[f], fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
-                         sub_coef, inter_atoms, fi_ptr, fi_idx, dist, m1, m2, m12)
+                         sub_coef, inter_atoms, fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_)
         _convolve(acc, dist, tmp)
         acc[:] = tmp
         for s in range(fi_ptr[f + 1] - fi_ptr[f]):
@@ -221,47 +224,101 @@ def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
 
 
 @njit(cache=True)
-def _convolve_into(a, b, b_len, out):
-    """out = a (*) b (capped), b supported on 0 .. b_len - 1."""
+def _convolve_into(a, dist, reach, out):
+    """out = a (*) dist (capped at 10), dist supported on 0 .. reach."""
     for n in range(_CAP + 1):
         out[n] = 0.0
     for i in range(_CAP + 1):
         ai = a[i]
-        if ai == 0.0:
-            continue
-        for j in range(b_len):
-            if b[j] != 0.0:
-                out[min(i + j, _CAP)] += ai * b[j]
+        for j in range(reach + 1):
+            out[min(i + j, _CAP)] += ai * dist[j]
 
 
 @njit(cache=True)
-def _count_weights(rest, count_coef, cell, size, out):
-    """out[m] = E[c(N_rest + m)] for m = 0 .. size."""
-    for m in range(size + 1):
+def _fold_back(after, dist, reach, out):
+    """out[n] = sum_b dist[b] after[min(n + b, 10)]: E[after(n + M)] for a family count M ~ dist."""
+    for n in range(_CAP + 1):
         w = 0.0
-        for n in range(_CAP + 1):
-            if rest[n] != 0.0:
-                w += rest[n] * count_coef[cell, min(n + m, _CAP)]
+        for b in range(reach + 1):
+            w += dist[b] * after[min(n + b, _CAP)]
+        out[n] = w
+
+
+@njit(cache=True)
+def _weights_from(before, after, reach, out):
+    """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach."""
+    for m in range(reach + 1):
+        w = 0.0
+        for a in range(_CAP + 1):
+            w += before[a] * after[min(a + m, _CAP)]
         out[m] = w
+
+
+@njit(cache=True)
+def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
+    """For each interaction touching family f: the other families' products of m1, m2, m12."""
+    for s in range(fi_ptr[f + 1] - fi_ptr[f]):
+        inter = fi_idx[fi_ptr[f] + s]
+        a1 = 1.0
+        a2 = 1.0
+        a12 = 1.0
+        for e in range(if_ptr[inter], if_ptr[inter + 1]):
+            g = if_idx[e]
+            if g == f:
+                continue
+            sg = if_slot[e]
+            a1 *= m1[g, sg]
+            a2 *= m2[g, sg]
+            a12 *= m12[g, sg]
+        o1[f, s] = a1
+        o2[f, s] = a2
+        o12[f, s] = a12
 
 
 @njit(cache=True)
 def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
                sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
                if_slot, count_coef, out_order, out_vhat):
+    """One pass over the patients; each patient's greedy sequence is built incrementally.
+
+    Candidate k of family f gains Vhat(S + k) - Vhat(S) = ``fixed_gain[k]`` (its family's
+    expected coefficients and the interaction terms) + sum_m ``step[k, m]`` W_f[m], where
+    ``step[k]`` = dist_f after adding k - dist_f now (the family's survivor-count distribution)
+    and W_f[m] = E[c(N without f + m)] (the count variables). ``fixed_gain`` and ``step`` change
+    only when f changes (f's candidates are then re-enumerated) or a family sharing an
+    interaction with f changes (f's interaction context is recomputed): they are cached, and
+    ``stale`` marks the candidates to refresh. W changes at every step, but only through the
+    "open" families (codes still to add that are not on the record): a family that can no
+    longer change is folded once into ``closed``, and W of every open family comes from one
+    forward pass (count distributions) and one backward pass (expected count coefficients)
+    over the open families whose count is not surely 0; every other family uses W_total
+    (row ``n_fam`` of ``w_table``).
+    """
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
     width = 1
     for f in range(n_fam):
         width = max(width, fi_ptr[f + 1] - fi_ptr[f])
+    reach = np.zeros(n_fam, dtype=np.int64)  # the most survivors a family can have (capped)
+    largest = 0
+    for f in range(n_fam):
+        for row in range(sub_ptr[f], sub_ptr[f + 1]):
+            reach[f] = max(reach[f], min(sub_count[row], _CAP))
+        largest = max(largest, reach[f])
+    weights, locals_ = _patterns(fam_ptr)
     uncertain = np.zeros(n_fam, dtype=np.int64)
     fixed = np.zeros(n_fam, dtype=np.int64)
-    trivial = np.zeros(n_fam, dtype=np.bool_)
+    trivial = np.zeros(n_fam, dtype=np.bool_)  # the family's count is 0 for sure
+    is_open = np.zeros(n_fam, dtype=np.bool_)
     ecoef = np.zeros(n_fam)
     dist = np.zeros((n_fam, _CAP + 1))
     m1 = np.ones((n_fam, width))
     m2 = np.ones((n_fam, width))
     m12 = np.ones((n_fam, width))
+    o1 = np.ones((n_fam, width))  # per family and touching interaction: the other families' products
+    o2 = np.ones((n_fam, width))
+    o12 = np.ones((n_fam, width))
+    context_ok = np.zeros(n_fam, dtype=np.bool_)
     # each candidate's family summary after adding it (valid until its family changes)
     c_ecoef = np.zeros(n_codes)
     c_dist = np.zeros((n_codes, _CAP + 1))
@@ -269,71 +326,70 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     c_m2 = np.ones((n_codes, width))
     c_m12 = np.ones((n_codes, width))
     valid = np.zeros(n_codes, dtype=np.bool_)
-    nontrivial = np.empty(n_fam, dtype=np.int64)
-    position = np.full(n_fam, -1, dtype=np.int64)
+    stale = np.zeros(n_codes, dtype=np.bool_)
+    fixed_gain = np.zeros(n_codes)
+    step_dist = np.zeros((n_codes, _CAP + 1))
+    code_reach = np.zeros(n_codes, dtype=np.int64)
+    w_row = np.zeros(n_fam, dtype=np.int64)
+    w_table = np.zeros((n_fam + 1, _CAP + 1))
+    closed = np.zeros(_CAP + 1)
+    tmp = np.zeros(_CAP + 1)
+    opened = np.empty(n_fam, dtype=np.int64)
     prefix = np.zeros((n_fam + 1, _CAP + 1))
-    suffix = np.zeros((n_fam + 1, _CAP + 1))
-    rest = np.empty(_CAP + 1)
-    weight = np.zeros((n_fam, _CAP + 1))
-    weight_total = np.zeros(_CAP + 1)
-    has_candidates = np.zeros(n_fam, dtype=np.bool_)
+    back = np.zeros((n_fam + 1, _CAP + 1))
     chosen = np.zeros(n_codes, dtype=np.bool_)
     gains = np.empty(n_codes)
     keys = np.empty(n_codes)
-    empty = np.zeros(n_fam, dtype=np.int64)
-    largest = 0  # the largest family, capped: how far a family's count distribution reaches
-    for f in range(n_fam):
-        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), _CAP)
     for i in range(n_patients):
         p = probs[i]
         cell = cells[i]
+        coef = count_coef[cell]
+        known_i = known[i]
         chosen[:] = False
-        valid[:] = False
-        _masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
+        _masks(chosen, known_i, code_fam, code_bit, n_fam, uncertain, fixed)
+        closed[:] = 0.0
+        closed[0] = 1.0
         for f in range(n_fam):
-            uncertain[f] = 0
             ecoef[f] = _family(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
-                               inter_atoms, fi_ptr, fi_idx, dist[f], m1[f], m2[f], m12[f])
+                               inter_atoms, fi_ptr, fi_idx, dist[f], m1[f], m2[f], m12[f], weights, locals_)
             trivial[f] = dist[f, 0] == 1.0
+            context_ok[f] = False
+            is_open[f] = False
+            for j in range(fam_ptr[f], fam_ptr[f + 1]):
+                if not known_i[fam_codes[j]]:
+                    is_open[f] = True
+            if not is_open[f] and not trivial[f]:
+                _convolve_into(closed, dist[f], reach[f], tmp)
+                closed[:] = tmp
+        for k in range(n_codes):
+            valid[k] = False
+            stale[k] = not known_i[k]
+            if known_i[k]:  # a code on the record adds nothing
+                fixed_gain[k] = 0.0
+                code_reach[k] = -1
         current = 0.0
         out_vhat[i, 0] = 0.0
         for step in range(n_codes):
+            # W of the open families: forward (count distributions) and backward (expected count coefficients)
+            n_open = 0
             for f in range(n_fam):
-                has_candidates[f] = False
-            if greedy:
-                for k in range(n_codes):
-                    if not chosen[k]:
-                        has_candidates[code_fam[k]] = True
-            else:
-                has_candidates[code_fam[fixed_order[i, step]]] = True
-            # N's distribution without family f: prefix / suffix convolutions over the non-trivial families
-            n_l = 0
-            for f in range(n_fam):
-                position[f] = -1
-                if not trivial[f]:
-                    position[f] = n_l
-                    nontrivial[n_l] = f
-                    n_l += 1
-            prefix[0, :] = 0.0
-            prefix[0, 0] = 1.0
-            for j in range(n_l):
-                f = nontrivial[j]
-                _convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
-            needs_rest = False  # a non-trivial family with candidates needs N without itself
-            for j in range(n_l):
-                needs_rest = needs_rest or has_candidates[nontrivial[j]]
-            if needs_rest:
-                suffix[n_l, :] = 0.0
-                suffix[n_l, 0] = 1.0
-                for j in range(n_l - 1, -1, -1):
-                    f = nontrivial[j]
-                    _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
-            _count_weights(prefix[n_l], count_coef, cell, largest, weight_total)
-            for f in range(n_fam):
-                if has_candidates[f] and not trivial[f]:
-                    j = position[f]
-                    _convolve_into(prefix[j], suffix[j + 1], _CAP + 1, rest)
-                    _count_weights(rest, count_coef, cell, min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
+                w_row[f] = n_fam
+                if is_open[f] and not trivial[f]:
+                    opened[n_open] = f
+                    w_row[f] = f
+                    n_open += 1
+            for n in range(_CAP + 1):
+                prefix[0, n] = closed[n]
+                back[n_open, n] = coef[n]
+            for j in range(n_open):
+                f = opened[j]
+                _convolve_into(prefix[j], dist[f], reach[f], prefix[j + 1])
+            _weights_from(prefix[n_open], coef, largest, w_table[n_fam])
+            for j in range(n_open - 1, -1, -1):
+                f = opened[j]
+                _weights_from(prefix[j], back[j + 1], reach[f], w_table[f])
+                if j > 0:
+                    _fold_back(back[j + 1], dist[f], reach[f], back[j])
             best = -1
             best_key = -math.inf
             first = 0
@@ -345,53 +401,71 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 if chosen[k]:
                     continue
                 f = code_fam[k]
-                gain = 0.0
-                if not known[i, k]:
+                if stale[k]:
                     if not valid[k]:
                         c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
                                              fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
-                                             fi_idx, c_dist[k], c_m1[k], c_m2[k], c_m12[k])
+                                             fi_idx, c_dist[k], c_m1[k], c_m2[k], c_m12[k], weights, locals_)
                         valid[k] = True
-                    gain = c_ecoef[k] - ecoef[f]
+                    if not context_ok[f]:
+                        _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
+                        context_ok[f] = True
+                    g_k = c_ecoef[k] - ecoef[f]
                     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
                         inter = fi_idx[fi_ptr[f] + s]
-                        o1 = 1.0
-                        o2 = 1.0
-                        o12 = 1.0
-                        for e in range(if_ptr[inter], if_ptr[inter + 1]):
-                            g = if_idx[e]
-                            if g == f:
-                                continue
-                            sg = if_slot[e]
-                            o1 *= m1[g, sg]
-                            o2 *= m2[g, sg]
-                            o12 *= m12[g, sg]
                         if inter_atoms[inter, 1] < 0:
-                            delta = o1 * (m1[f, s] - c_m1[k, s])
+                            delta = o1[f, s] * (m1[f, s] - c_m1[k, s])
                         else:
-                            delta = o1 * (m1[f, s] - c_m1[k, s]) + o2 * (m2[f, s] - c_m2[k, s]) + o12 * (
+                            delta = o1[f, s] * (m1[f, s] - c_m1[k, s]) + o2[f, s] * (m2[f, s] - c_m2[k, s]) + o12[f, s] * (
                                 c_m12[k, s] - m12[f, s])
-                        gain += inter_coef[cell, inter] * delta
-                    size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
-                    for m in range(size + 1):
-                        w = weight_total[m] if trivial[f] else weight[f, m]
-                        gain += (c_dist[k, m] - dist[f, m]) * w
+                        g_k += inter_coef[cell, inter] * delta
+                    fixed_gain[k] = g_k
+                    code_reach[k] = reach[f]
+                    for m in range(reach[f] + 1):
+                        step_dist[k, m] = c_dist[k, m] - dist[f, m]
+                    stale[k] = False
+                gain = fixed_gain[k]
+                row = w_row[f]
+                for m in range(code_reach[k] + 1):
+                    gain += step_dist[k, m] * w_table[row, m]
                 best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, best, best_key)
             if greedy:
                 best = lowest_tied(best, best_key, chosen, keys, gains, cost_steps[i], tolerance * max(1.0, abs(current)))
             chosen[best] = True
             out_order[i, step] = best
-            if not known[i, best]:
+            if not known_i[best]:
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
                 ecoef[f] = c_ecoef[best]
-                dist[f, :] = c_dist[best]
-                m1[f, :] = c_m1[best]
-                m2[f, :] = c_m2[best]
-                m12[f, :] = c_m12[best]
+                for n in range(_CAP + 1):
+                    dist[f, n] = c_dist[best, n]
+                for s in range(fi_ptr[f + 1] - fi_ptr[f]):
+                    m1[f, s] = c_m1[best, s]
+                    m2[f, s] = c_m2[best, s]
+                    m12[f, s] = c_m12[best, s]
                 trivial[f] = dist[f, 0] == 1.0
+                still_open = False
                 for j in range(fam_ptr[f], fam_ptr[f + 1]):
-                    valid[fam_codes[j]] = False
+                    c = fam_codes[j]
+                    if not (chosen[c] or known_i[c]):
+                        valid[c] = False
+                        stale[c] = True
+                        still_open = True
+                for s in range(fi_ptr[f], fi_ptr[f + 1]):  # the families sharing an interaction with f
+                    inter = fi_idx[s]
+                    for e in range(if_ptr[inter], if_ptr[inter + 1]):
+                        g = if_idx[e]
+                        if g != f and context_ok[g]:
+                            context_ok[g] = False
+                            for j in range(fam_ptr[g], fam_ptr[g + 1]):
+                                c = fam_codes[j]
+                                stale[c] = not known_i[c]
+                if not still_open:
+                    is_open[f] = False
+                    if not trivial[f]:
+                        _convolve_into(closed, dist[f], reach[f], tmp)
+                        for n in range(_CAP + 1):
+                            closed[n] = tmp[n]
             current += gains[best]
             out_vhat[i, step + 1] = current
 
@@ -412,3 +486,99 @@ def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None)
                t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms,
                t.inter_coef, t.fi_ptr, t.fi_idx, t.if_ptr, t.if_idx, t.if_slot, t.count_coef, out_order, out_vhat)
     return out_order, out_vhat
+
+
+@njit(cache=True)
+def _prefix_payments(order, index, labels, known, cells, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                     inter_atoms, inter_coef, count_coef, out):
+    """out[t, r] = RAF(B ∪ (S ∩ y)) - RAF(B), S = the first index[t, r] codes of order[r].
+
+    Along a nested sequence the set B ∪ (S ∩ y) grows only at the confirmed codes that are not
+    on the record, so the targets of a patient share its RAF per number of such codes: each
+    distinct set is evaluated once, by the same ``_raf`` as ``raf_sets``."""
+    n_targets, n_rows = index.shape
+    n_codes = order.shape[1]
+    h = np.zeros(n_codes, dtype=np.bool_)
+    hits_at = np.zeros(n_codes + 1, dtype=np.int64)
+    by_hits = np.zeros(n_codes + 1)
+    done = np.zeros(n_codes + 1, dtype=np.bool_)
+    for r in range(n_rows):
+        hits = 0
+        for j in range(n_codes):
+            k = order[r, j]
+            if labels[r, k] and not known[r, k]:
+                hits += 1
+            hits_at[j + 1] = hits
+        for n in range(hits + 1):
+            done[n] = False
+        base = 0.0
+        for t in range(n_targets):
+            n_hits = hits_at[index[t, r]]
+            if n_hits == 0:
+                out[t, r] = 0.0
+                continue
+            if not done[n_hits]:
+                for k in range(n_codes):
+                    h[k] = known[r, k]
+                if not done[0]:
+                    base = _raf(h, cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+                                inter_coef, count_coef)
+                    done[0] = True
+                added = 0
+                for j in range(n_codes):
+                    if added == n_hits:
+                        break
+                    k = order[r, j]
+                    if labels[r, k] and not known[r, k]:
+                        h[k] = True
+                        added += 1
+                by_hits[n_hits] = _raf(h, cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                                       inter_atoms, inter_coef, count_coef) - base
+                done[n_hits] = True
+            out[t, r] = by_hits[n_hits]
+
+
+def prefix_payments(t, order, index, labels, known, cells) -> np.ndarray:
+    """Raw-unit V of the first ``index[t, r]`` codes of ``order[r]`` (T, R), known codes (R, K), cells (R,)."""
+    index = np.ascontiguousarray(np.atleast_2d(index), dtype=np.int64)
+    out = np.empty(index.shape)
+    _prefix_payments(np.ascontiguousarray(order, dtype=np.int64), index, np.ascontiguousarray(labels, dtype=np.bool_),
+                     np.ascontiguousarray(known, dtype=np.bool_), np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr,
+                     t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef,
+                     t.count_coef, out)
+    return out
+
+
+@njit(cache=True)
+def _set_payments(selected, labels, known, cells, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                  inter_atoms, inter_coef, count_coef, out):
+    """out[t, r] = RAF(B ∪ (S_tr ∩ y)) - RAF(B) for sets ``selected`` (T, R, K); the record's RAF once
+    per patient, and a set equal to the previous target's (after ∩ y, ∪ B) is not evaluated again."""
+    n_targets, n_rows, n_codes = selected.shape
+    h = np.zeros(n_codes, dtype=np.bool_)
+    previous = np.zeros(n_codes, dtype=np.bool_)
+    for r in range(n_rows):
+        base = _raf(known[r], cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+                    inter_coef, count_coef)
+        last = 0.0
+        for t in range(n_targets):
+            same = t > 0
+            for k in range(n_codes):
+                h[k] = known[r, k] or (selected[t, r, k] and labels[r, k])
+                same = same and h[k] == previous[k]
+            if not same:
+                last = _raf(h, cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+                            inter_coef, count_coef) - base
+                for k in range(n_codes):
+                    previous[k] = h[k]
+            out[t, r] = last
+
+
+def set_payments(t, selected, labels, known, cells) -> np.ndarray:
+    """Raw-unit V of sets ``selected`` (T, R, K) with labels and known codes (R, K), cells (R,): (T, R)."""
+    selected = np.ascontiguousarray(selected, dtype=np.bool_)
+    out = np.empty(selected.shape[:2])
+    _set_payments(selected, np.ascontiguousarray(labels, dtype=np.bool_), np.ascontiguousarray(known, dtype=np.bool_),
+                  np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count,
+                  t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef, t.count_coef, out)
+    return out

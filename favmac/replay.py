@@ -49,6 +49,8 @@ __all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
+_SHARED_GROUPS = 32  # up to this many groups in a grouping share the stream's key slots (_Engine._layout)
+_NO_OWNER = np.zeros(0, dtype=np.int8)
 
 
 def method_name(universe: str, score: str = "cost") -> str:
@@ -401,13 +403,19 @@ class _Session:
                           else realized[start:stop] / costs.scale)
             value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
             exact_cost = realized[start:stop]
+            # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
+            along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
             for t in range(n_targets):
                 index = part.choose(thresholds[t, steps_here], self.score)
                 chosen_index[t, steps_here] = index
                 realized_cost[t, steps_here] = cost_table[rows, index]
                 exceeds[t, steps_here] = exact_cost[rows, index] > bounds[t]
-                realized_value[t, steps_here] = (value_table[rows, index] if value_table is not None
-                                                 else bind_rows(self.value, slice(start, stop))(part.masks(index), part_labels))
+                if along is None:
+                    realized_value[t, steps_here] = (value_table[rows, index] if value_table is not None
+                                                     else bind_rows(self.value, slice(start, stop))(part.masks(index), part_labels))
+            if along is not None:
+                realized_value[:, steps_here] = bind_rows(self.value, slice(start, stop)).prefixes(
+                    part.order, chosen_index[:, steps_here], part_labels)
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
         return chosen, realized_cost, realized_value, exceeds
@@ -543,8 +551,9 @@ class _Engine:
 
     def __init__(self, session: _Session, cands, realized, costs):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
-        self._points = self._scores = None
-        self._by_rank, self._ranked = {}, {}
+        self._points = self._scores = self._leaf = None
+        self._leaf_full = False
+        self._by_rank, self._ranked, self._unique = {}, {}, {}
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
         """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
@@ -582,7 +591,10 @@ class _Engine:
         from .replay_kernels import weight_totals
 
         ptr, ranks, weights, keys = points
-        cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
+        if self._leaf_full and not window:  # an expected pass left every point's weight in its key's slots
+            cumulative, self._leaf, self._leaf_full = np.cumsum(self._leaf, out=self._leaf), None, False
+        else:
+            cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
         bounds = expected_bounds(s.targets, self.costs, m)[:, m]
         found = np.searchsorted(cumulative, bounds, side="right")  # first key whose F exceeds the bound
         return np.where(bounds < 0, -np.inf, np.where(found >= len(keys), np.inf, keys[np.minimum(found, len(keys) - 1)]
@@ -597,12 +609,15 @@ class _Engine:
         return self._scores
 
     def ranked_scores(self, t: int):
-        """(sorted distinct scores, each patient's rank in them) of target t; kept for the next
-        grouping when there are several."""
+        """(scores of target t sorted, each patient's slot in them): ties take consecutive slots in
+        stream order; kept for the next grouping when there are several."""
         if t in self._ranked:
             return self._ranked[t]
-        unique_scores, ranks = np.unique(self.scores()[t], return_inverse=True)
-        out = (unique_scores, ranks.ravel().astype(np.int64))
+        scores = self.scores()[t]
+        order = np.argsort(scores, kind="stable")
+        slots = np.empty(len(scores), dtype=np.int64)
+        slots[order] = np.arange(len(scores))
+        out = (scores[order], slots)
         if len(self.session.groupings) > 1:
             self._ranked[t] = out
         return out
@@ -622,18 +637,59 @@ class _Engine:
         the next grouping."""
         from .replay_kernels import rank_order
 
-        if key not in self._by_rank:  # the points' ranks are first slots (_expected_points); the scores' are not
-            self._by_rank[key] = rank_order(ptr, ranks, n_ranks, key == "points")
+        if key not in self._by_rank:  # every rank is the first of its key's slots (equal keys share it)
+            self._by_rank[key] = rank_order(ptr, ranks, n_ranks, True)
         return self._by_rank[key]
 
-    def _grouped(self, ptr, ranks, keys, group, n_groups, key):
-        """Ranks within each group's own sorted keys, those keys end to end, and where each begins
-        (:func:`~favmac.replay_kernels.group_slots`); one group: the global ones."""
-        from .replay_kernels import group_slots
+    def _unique_slots(self, ranks, keys, key):
+        """The points' ranks with equal keys spread over their keys' slots (one point per slot);
+        the ranks themselves when all keys differ. Kept for the next grouping."""
+        from .replay_kernels import unique_slots
 
+        if key not in self._unique:
+            self._unique[key] = unique_slots(ranks, keys)
+        return self._unique[key]
+
+    def _layout(self, ptr, ranks, keys, group, n_groups, key) -> tuple:
+        """Where a grouping's groups keep their points in the blocked trees (:mod:`favmac.replay_kernels`):
+        ``(slots, keys, lstart, lsize, bstart, owner)``. One group: the given ranks and keys.
+        Up to ``_SHARED_GROUPS`` groups: every group on the whole stream's slots (one per point),
+        ``owner`` naming each slot's group. More groups: each its own sorted keys
+        (:func:`~favmac.replay_kernels.group_slots`)."""
+        from .replay_kernels import block_count, group_slots, slot_owner
+
+        n_keys = len(keys)
         if n_groups == 1:
-            return ranks, keys, np.array([0, len(keys)], dtype=np.int64)
-        return group_slots(ptr, group, *self.points_by_rank(ptr, ranks, len(keys), key), keys, n_groups)
+            return (ranks, keys, np.zeros(1, dtype=np.int64), np.array([n_keys], dtype=np.int64),
+                    np.array([0, block_count(n_keys)], dtype=np.int64), _NO_OWNER)
+        if n_groups <= _SHARED_GROUPS:
+            slots = self._unique_slots(ranks, keys, key) if key == "points" else ranks  # the scores' are unique
+            owner = np.empty(n_keys, dtype=np.int8 if n_groups <= 127 else np.int16)
+            slot_owner(ptr, slots, group, owner)
+            return (slots, keys, np.zeros(n_groups, dtype=np.int64), np.full(n_groups, n_keys, dtype=np.int64),
+                    np.arange(n_groups + 1, dtype=np.int64) * block_count(n_keys), owner)
+        local, grouped_keys, key_start = group_slots(ptr, group, *self.points_by_rank(ptr, ranks, n_keys, key), keys,
+                                                     n_groups)
+        sizes = np.diff(key_start)
+        blocks = np.array([block_count(size) for size in sizes], dtype=np.int64)
+        return (local, grouped_keys, key_start[:-1].copy(), sizes, np.concatenate([[0], np.cumsum(blocks)]),
+                _NO_OWNER)
+
+    def _trees(self, layout):
+        """Empty (leaf, btree) arrays of a layout; the leaves reuse the last pass's (``_done``)
+        when they fit: a fresh array of that size costs its page faults again."""
+        _, keys, lstart, lsize, bstart, owner = layout
+        leaf, self._leaf, self._leaf_full = self._leaf, None, False
+        if leaf is not None and len(leaf) == len(keys):
+            leaf.fill(0)
+        else:
+            leaf = np.zeros(len(keys), dtype=np.int64)
+        return leaf, np.zeros(int(bstart[-1]), dtype=np.int64)
+
+    def _done(self, leaf, full=False):
+        """Keep a pass's leaves for the next pass; ``full``: they hold every calibration point's
+        weight in its slot of the whole stream's sorted keys (for :meth:`pooled_final`)."""
+        self._leaf, self._leaf_full = leaf, full
 
     def _schedule_args(self, group):
         schedule = self.session.schedule
@@ -647,17 +703,18 @@ class _Engine:
         if points is None:
             return None
         ptr, ranks, weights, sorted_keys = points
-        ranks, keys, key_start = self._grouped(ptr, ranks, sorted_keys, group, n_groups, "points")
+        layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
         n_patients = len(group)
         bounds = expected_bounds(s.targets, self.costs, n_patients)
-        tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
+        leaf, btree = self._trees(layout)
         counts = np.zeros(n_groups, dtype=np.int64)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
         for start, stop in _chunks(0, n_patients + 1):
-            expected_thresholds(ptr, ranks, weights, keys, key_start, *self._schedule_args(group), evict, bounds,
-                                burn_in, window, start, stop, tree, counts, out, final)
+            expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds,
+                                burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
+        self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
         return _Thresholds(out, final)
 
     def _violation(self, group, n_groups, burn_in, window, evict, report):
@@ -668,15 +725,16 @@ class _Engine:
         ranks_k = violation_ranks(s.options.delta, n_patients)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
+        ptr = np.arange(n_patients + 1)
         for t in range(len(s.targets)):
-            unique_scores, score_ranks = self.ranked_scores(t)
-            ranks, keys, key_start = self._grouped(np.arange(n_patients + 1), score_ranks, unique_scores, group, n_groups,
-                                                   ("scores", t))
-            tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
+            sorted_scores, score_slots = self.ranked_scores(t)
+            layout = self._layout(ptr, score_slots, sorted_scores, group, n_groups, ("scores", t))
+            leaf, btree = self._trees(layout)
             counts = np.zeros(n_groups, dtype=np.int64)
             for start, stop in _chunks(0, n_patients + 1):
-                violation_thresholds(ranks, keys, key_start, *self._schedule_args(group), evict, ranks_k, burn_in,
-                                     window, start, stop, tree, counts, out[t], final[t])
+                violation_thresholds(*layout, *self._schedule_args(group), evict, ranks_k, burn_in, window, start, stop,
+                                     leaf, btree, counts, out[t], final[t])
+            self._done(leaf)
             report((t + 1) / len(s.targets))
         return _Thresholds(out, final)
 
@@ -699,20 +757,21 @@ class _Engine:
         if points is None:
             return None
         ptr, ranks, weights, sorted_keys = points
-        ranks, keys, key_start = self._grouped(ptr, ranks, sorted_keys, group, n_groups, "points")
-        tree = np.zeros(len(keys) + n_groups, dtype=np.int64)
+        layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
+        leaf, btree = self._trees(layout)
         steps = n_patients - burn_in
         out = np.empty((len(s.targets), steps))
         targets_out = np.empty((len(s.targets), steps), dtype=np.int64)
         final = np.empty((len(s.targets), n_groups))
         final_targets = np.empty((len(s.targets), n_groups), dtype=np.int64)
         ok = adaptive_thresholds(
-            ptr, ranks, weights.astype(np.int64), keys, key_start, *self._schedule_args(group), evict,
+            ptr, layout[0], weights.astype(np.int64), *layout[1:], *self._schedule_args(group), evict,
             np.ascontiguousarray(self.cands.scores(s.score), dtype=float), _preference(self.cands),
             np.ascontiguousarray(self.realized, dtype=np.int64), np.array([rule.start for rule in rules], dtype=np.int64),
             np.array([rule.target_base for rule in rules], dtype=np.int64), np.int64(rules[0].rate_scaled),
             np.int64(rules[0].cost_to_base), np.int64(big // costs.scale), np.int64(c_max_big), burn_in, window,
-            np.int64(INT64_LIMIT), tree, out, targets_out, final, final_targets)
+            np.int64(INT64_LIMIT), leaf, btree, out, targets_out, final, final_targets)
+        self._done(leaf)
         if not ok:
             return None
         return _Thresholds(out, final, targets_out / big, final_targets / big)
@@ -751,13 +810,15 @@ class _Engine:
 
 def _candidates(probs, value, cost, universe, report):
     """candidate_sets, in chunks with progress reports when the value is a (slow) formula."""
-    if value.is_additive or len(probs) <= _FORMULA_CHUNK:
+    # a value with its own compiled greedy (the CMS payment, a few us per patient) takes the large chunks
+    size = _CHUNK if getattr(value, "sequences", None) is not None else _FORMULA_CHUNK
+    if value.is_additive or len(probs) <= size:
         return candidate_sets(probs, value, cost, universe)
     parts = []
-    for start in range(0, len(probs), _FORMULA_CHUNK):
-        rows = slice(start, start + _FORMULA_CHUNK)
+    for start in range(0, len(probs), size):
+        rows = slice(start, start + size)
         parts.append(candidate_sets(probs[rows], bind_rows(value, rows), bind_rows(cost, rows), universe))
-        report(0.2 * min(len(probs), start + _FORMULA_CHUNK) / len(probs))
+        report(0.2 * min(len(probs), start + size) / len(probs))
     return Candidates.concatenate(parts)
 
 

@@ -1,10 +1,23 @@
 """Compiled inner loops of the replay engine (numba).
 
 Every kernel walks the stream in order and keeps, per group of one grouping (a single group
-without segments), a Fenwick tree (:mod:`favmac.fenwick`) over the ranks of all keys that
-group will ever insert (known up front in a replay), holding exact int64 weights. The trees
-of all groups sit end to end in one array: group g's keys are ``keys[key_start[g]:key_start[g + 1]]``
-(sorted) and its tree is ``tree[key_start[g] + g : key_start[g + 1] + g + 1]``.
+without segments), the exact int64 weight of each key slot that group will ever fill (known
+up front in a replay) in a *blocked* tree: ``leaf`` holds each slot's weight and a Fenwick
+tree (:mod:`favmac.fenwick`) per group holds the totals of blocks of ``BLOCK`` slots. Adding a
+point touches one leaf and the small block tree (which stays in cache); a query descends the
+block tree and then scans one block of leaves. Answers equal those of one Fenwick tree per
+group over its own sorted keys.
+
+The slots of a grouping are laid out one of two ways (a :class:`Layout`):
+
+* per group (``owner`` empty): group g's keys are ``keys[lstart[g]:lstart[g] + lsize[g]]``
+  (sorted) and its leaves are ``leaf[lstart[g] + slot]``; one group: the whole stream's;
+* shared (``owner`` given, few groups): every group uses the whole stream's sorted keys
+  (``lstart[g] = 0``, one slot per point) and the leaves of all groups share one array;
+  ``owner[slot]`` is the group of the point in that slot, and a group's block tree and block
+  scan count only its own slots. No per-group re-ranking of the points is needed.
+
+Group g's block tree is ``btree[bstart[g]:bstart[g + 1]]``.
 
 At each stream position n the kernel first queries the threshold of n's group (n >= burn_in),
 then lets the labels that arrive right after n's prediction join their groups (:mod:`favmac.arrivals`:
@@ -21,15 +34,26 @@ import numpy as np
 from numba import njit
 
 from . import thresholds
-from .fenwick import add, count_le
+from .fenwick import add
 
-__all__ = ["adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "rank_order",
-           "violation_thresholds", "rank_edge", "weight_totals"]
+__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "rank_order",
+           "violation_thresholds", "rank_edge", "slot_owner", "unique_slots", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True)(thresholds.rank_edge)
 #: :func:`favmac.thresholds.calibration_count`, compiled for the kernels.
 calibration_count = njit(cache=True)(thresholds.calibration_count)
+
+_SHIFT = 6
+#: Slots per leaf block of the blocked trees (and blocks per superblock).
+BLOCK = 1 << _SHIFT
+
+
+def block_count(n_slots: int) -> int:
+    """Length of one group's block region over ``n_slots`` slots: the block totals, then a
+    Fenwick tree (:mod:`favmac.fenwick`) over superblocks of ``BLOCK`` blocks."""
+    blocks = (int(n_slots) + BLOCK - 1) >> _SHIFT
+    return blocks + ((blocks + BLOCK - 1) >> _SHIFT) + 1
 
 
 @njit(cache=True)
@@ -104,105 +128,224 @@ def weight_totals(ptr, ranks, weights, patients, n_keys):
 
 
 @njit(cache=True)
-def _tree(tree, key_start, g):
-    return tree[key_start[g] + g : key_start[g + 1] + g + 1]
+def unique_slots(ranks, keys):
+    """One slot per point: a point whose rank (the first slot of its key in the sorted ``keys``)
+    it shares with earlier points moves to the next free slot of that key, in point order.
+    The ranks themselves when every key differs."""
+    n_slots = keys.shape[0]
+    tied = np.zeros(n_slots, dtype=np.bool_)  # first slots shared by several points
+    any_tied = False
+    for r in range(n_slots - 1):
+        if keys[r + 1] == keys[r]:
+            tied[r] = True
+            any_tied = True
+    if not any_tied:
+        return ranks
+    out = ranks.copy()
+    taken = np.zeros(n_slots, dtype=np.int32)
+    for p in range(ranks.shape[0]):
+        r = ranks[p]
+        if tied[r]:
+            out[p] = r + taken[r]
+            taken[r] += 1
+    return out
 
 
 @njit(cache=True)
-def _smallest_key_over(tree, keys, key_start, g, bound):
+def slot_owner(ptr, slots, group, owner):
+    """``owner[slots[q]] = group[i]`` for every point q of every patient i (``ptr`` as the points')."""
+    for i in range(ptr.shape[0] - 1):
+        g = group[i]
+        for q in range(ptr[i], ptr[i + 1]):
+            owner[slots[q]] = g
+
+
+@njit(cache=True)
+def _add(leaf, btree, lstart, lsize, bstart, g, slot, weight):
+    """Add ``weight`` at ``slot`` of group g: its leaf, its block's total and its superblock's tree."""
+    leaf[lstart[g] + slot] += weight
+    block = slot >> _SHIFT
+    btree[bstart[g] + block] += weight
+    add(btree[bstart[g] + ((lsize[g] + BLOCK - 1) >> _SHIFT) : bstart[g + 1]], block >> _SHIFT, weight)
+
+
+@njit(cache=True)
+def _locate(btree, lsize, bstart, g, bound):
+    """(first slot of the block where group g's running total first exceeds ``bound`` (>= 0),
+    the total before that block); the slot is >= ``lsize[g]`` when the total never does."""
+    n_blocks = (lsize[g] + BLOCK - 1) >> _SHIFT
+    tree = bstart[g] + n_blocks  # the superblocks' Fenwick tree: index 0 unused
+    size = bstart[g + 1] - tree - 1
+    step = 1
+    while step * 2 <= size:
+        step *= 2
+    supers = 0
+    acc = 0
+    while step > 0:  # the most whole superblocks whose total stays <= bound
+        nxt = supers + step
+        if nxt <= size and acc + btree[tree + nxt] <= bound:
+            supers = nxt
+            acc += btree[tree + nxt]
+        step //= 2
+    block = supers << _SHIFT
+    last = min(block + BLOCK, n_blocks)
+    while block < last:  # then whole blocks
+        total = btree[bstart[g] + block]
+        if acc + total > bound:
+            break
+        acc += total
+        block += 1
+    return block << _SHIFT, acc
+
+
+@njit(cache=True)
+def _scan(leaf, lstart, lsize, owner, g, bound, j, acc):
+    """From slot j of :func:`_locate` (``acc`` the total before it): the first slot of group g
+    where the running total exceeds ``bound``; ``lsize[g]`` when there is none."""
+    end = min(j + BLOCK, lsize[g])
+    first = lstart[g]
+    if owner.shape[0] == 0:
+        while j < end:
+            acc += leaf[first + j]
+            if acc > bound:
+                return j
+            j += 1
+    else:
+        while j < end:
+            if owner[j] == g:
+                acc += leaf[j]
+                if acc > bound:
+                    return j
+            j += 1
+    return lsize[g]
+
+
+@njit(cache=True)
+def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
+    """Group g's first slot where the running total of its weights exceeds ``bound`` (>= 0);
+    ``lsize[g]`` when it never does. (:func:`favmac.fenwick.count_le` of the group's own tree.)"""
+    j, acc = _locate(btree, lsize, bstart, g, bound)
+    return _scan(leaf, lstart, lsize, owner, g, bound, j, acc)
+
+
+@njit(cache=True)
+def _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds, m, out, column, where, below):
+    """``out[t, column]`` = :func:`_smallest_key_over` of ``bounds[t, m]`` for every target t: the
+    blocks of all targets first, then the leaf scans (whose cache misses then overlap).
+    ``where``/``below``: scratch (T,) int64."""
+    n_targets = bounds.shape[0]
+    for t in range(n_targets):
+        if bounds[t, m] >= 0:
+            where[t], below[t] = _locate(btree, lsize, bstart, g, bounds[t, m])
+    for t in range(n_targets):
+        bound = bounds[t, m]
+        if bound < 0:
+            out[t, column] = -np.inf
+            continue
+        pos = _scan(leaf, lstart, lsize, owner, g, bound, where[t], below[t])
+        out[t, column] = np.inf if pos >= lsize[g] else keys[lstart[g] + pos]
+
+
+@njit(cache=True)
+def _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bound):
     """Smallest key b of group g with F(b) > bound; -inf for a negative bound, +inf if F never exceeds it."""
     if bound < 0:
         return -np.inf
-    pos = count_le(_tree(tree, key_start, g), bound)
-    return np.inf if pos >= key_start[g + 1] - key_start[g] else keys[key_start[g] + pos]
+    pos = _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound)
+    return np.inf if pos >= lsize[g] else keys[lstart[g] + pos]
 
 
 @njit(cache=True)
-def _move(tree, key_start, g, ptr, ranks, weights, i, sign):
-    sub = _tree(tree, key_start, g)
+def _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, sign):
+    """:func:`_add` of patient i's points, the leaves and block totals first (independent
+    memory accesses, so their cache misses overlap), then the superblock trees."""
+    first, blocks = lstart[g], bstart[g]
     for q in range(ptr[i], ptr[i + 1]):
-        add(sub, ranks[q], sign * weights[q])
+        slot = slots[q]
+        leaf[first + slot] += sign * weights[q]
+        btree[blocks + (slot >> _SHIFT)] += sign * weights[q]
+    tree = btree[blocks + ((lsize[g] + BLOCK - 1) >> _SHIFT) : bstart[g + 1]]
+    for q in range(ptr[i], ptr[i + 1]):
+        add(tree, slots[q] >> (2 * _SHIFT), sign * weights[q])
 
 
 @njit(cache=True)
-def _join(tree, key_start, g, ptr, ranks, weights, counts, i, evicted):
+def _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i, evicted):
     """Patient i's labels arrive: its points join group g's tree, ``evicted`` (>= 0) leaves the window."""
-    _move(tree, key_start, g, ptr, ranks, weights, i, 1)
+    _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, 1)
     counts[g] += 1
     if evicted >= 0:
-        _move(tree, key_start, g, ptr, ranks, weights, evicted, -1)
+        _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, evicted, -1)
 
 
 @njit(cache=True)
-def expected_thresholds(ptr, ranks, weights, keys, key_start, group, order, arrival_ptr, evict, bounds, burn_in,
-                        window, start, stop, tree, counts, out, final):
+def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict,
+                        bounds, burn_in, window, start, stop, leaf, btree, counts, out, final):
     """Expected-cost thresholds for stream positions start..stop-1 (all targets at once).
 
     out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m] for n's group, F the weight of
     the group's arrived calibration points (the last ``window`` arrived), m their number and
     bounds[t, m] = floor((c_t (m + 1) - C_max) * scale). Position N fills final[t, g] per group.
-    Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (ranks within its group's keys) with
+    Patient i's points are ``slots[ptr[i]:ptr[i + 1]]`` (slots of its group's layout) with
     ``weights``; ``counts[g]`` counts the group's arrived patients (kept between calls).
     """
     n_patients = group.shape[0]
-    n_targets = bounds.shape[0]
+    where = np.zeros(bounds.shape[0], dtype=np.int64)
+    below = np.zeros(bounds.shape[0], dtype=np.int64)
     for n in range(start, stop):
         if n == n_patients:
-            for g in range(key_start.shape[0] - 1):
-                m = calibration_count(counts[g], window)
-                for t in range(n_targets):
-                    final[t, g] = _smallest_key_over(tree, keys, key_start, g, bounds[t, m])
+            for g in range(lstart.shape[0]):
+                _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
+                                    calibration_count(counts[g], window), final, g, where, below)
             continue
         if n >= burn_in:
             g = group[n]
-            m = calibration_count(counts[g], window)
-            for t in range(n_targets):
-                out[t, n - burn_in] = _smallest_key_over(tree, keys, key_start, g, bounds[t, m])
+            _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
+                                calibration_count(counts[g], window), out, n - burn_in, where, below)
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
-            g = group[i]
-            _join(tree, key_start, g, ptr, ranks, weights, counts, i, evict[e])
+            _join(leaf, btree, lstart, lsize, bstart, group[i], ptr, slots, weights, counts, i, evict[e])
 
 
 @njit(cache=True)
-def _kth_largest(tree, keys, key_start, g, k, m):
+def _kth_largest(leaf, btree, keys, lstart, lsize, bstart, owner, g, k, m):
     edge = rank_edge(k, m)
     if not math.isnan(edge):
         return edge
     # k-th largest = smallest score whose count of scores <= it reaches m - k + 1
-    return keys[key_start[g] + count_le(_tree(tree, key_start, g), m - k)]
+    return keys[lstart[g] + _first_over(leaf, btree, lstart, lsize, bstart, owner, g, m - k)]
 
 
 @njit(cache=True)
-def violation_thresholds(ranks, keys, key_start, group, order, arrival_ptr, evict, ranks_k, burn_in, window, start,
-                         stop, tree, counts, out, final):
+def violation_thresholds(slots, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict, ranks_k, burn_in,
+                         window, start, stop, leaf, btree, counts, out, final):
     """Violation-control thresholds (one target): the k-th largest score T_i among n's group's
     arrived calibration patients, ``ranks_k[m]`` = k = ceil((1 - delta)(m + 1)) for m of them.
-    Patient i's score is ``keys[key_start[g] + ranks[i]]``. Position N fills final[g]."""
+    Patient i's score is ``keys[lstart[g] + slots[i]]``. Position N fills final[g]."""
     n_patients = group.shape[0]
     for n in range(start, stop):
         if n == n_patients:
-            for g in range(key_start.shape[0] - 1):
+            for g in range(lstart.shape[0]):
                 m = calibration_count(counts[g], window)
-                final[g] = _kth_largest(tree, keys, key_start, g, ranks_k[m], m)
+                final[g] = _kth_largest(leaf, btree, keys, lstart, lsize, bstart, owner, g, ranks_k[m], m)
             continue
         if n >= burn_in:
             g = group[n]
             m = calibration_count(counts[g], window)
-            out[n - burn_in] = _kth_largest(tree, keys, key_start, g, ranks_k[m], m)
+            out[n - burn_in] = _kth_largest(leaf, btree, keys, lstart, lsize, bstart, owner, g, ranks_k[m], m)
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             g = group[i]
-            add(_tree(tree, key_start, g), ranks[i], 1)
+            _add(leaf, btree, lstart, lsize, bstart, g, slots[i], 1)
             counts[g] += 1
             if evict[e] >= 0:
-                add(_tree(tree, key_start, g), ranks[evict[e]], -1)
+                _add(leaf, btree, lstart, lsize, bstart, g, slots[evict[e]], -1)
 
 
 @njit(cache=True)
-def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arrival_ptr, evict, cand_keys, preference,
-                        realized, start_targets, target_base, rate_scaled, cost_to_base, ratio, c_max_big, burn_in,
-                        window, limit, tree, out, targets_out, final, final_targets):
+def adaptive_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict,
+                        cand_keys, preference, realized, start_targets, target_base, rate_scaled, cost_to_base, ratio,
+                        c_max_big, burn_in, window, limit, leaf, btree, out, targets_out, final, final_targets):
     """Expected-cost thresholds with the adaptive target c_n (per group), walking the stream step by step.
 
     * ``targets_out[t, n - burn_in]`` = c_n * S of n's group (S the adaptive scale; every group
@@ -222,7 +365,7 @@ def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arri
     """
     n_patients = group.shape[0]
     n_targets = start_targets.shape[0]
-    n_groups = key_start.shape[0] - 1
+    n_groups = lstart.shape[0]
     n_cands = preference.shape[1]
     current = np.empty((n_groups, n_targets), dtype=np.int64)
     for g in range(n_groups):
@@ -238,7 +381,8 @@ def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arri
                     if abs(current[g, t]) >= limit // (m + 1):
                         return False
                     margin = current[g, t] * (m + 1) - c_max_big
-                    threshold = _smallest_key_over(tree, keys, key_start, g, -1 if margin < 0 else margin // ratio)
+                    threshold = _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g,
+                                                   -1 if margin < 0 else margin // ratio)
                     if n == n_patients:
                         final[t, g] = threshold
                         final_targets[t, g] = current[g, t]
@@ -257,7 +401,7 @@ def adaptive_thresholds(ptr, ranks, weights, keys, key_start, group, order, arri
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             g = group[i]
-            _join(tree, key_start, g, ptr, ranks, weights, counts, i, evict[e])
+            _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i, evict[e])
             if i >= burn_in:
                 for t in range(n_targets):
                     current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)

@@ -41,6 +41,18 @@ def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.n
     >>> check_group_labels(["a", 2, "a"], 3).tolist()
     ['a', '2', 'a']
     """
+    typed = groups if isinstance(groups, np.ndarray) else None
+    if typed is not None and typed.shape == (n_patients,) and typed.dtype.kind in "Uiub":
+        # a numpy array of text, integers or booleans: check and convert each distinct value once
+        distinct, inverse = np.unique(typed, return_inverse=True)
+        inverse = inverse.ravel()
+        text = np.empty(len(distinct), dtype=object)
+        for j, g in enumerate(distinct.tolist()):
+            if isinstance(g, str) and not g.strip():
+                raise ValueError(f"{name}: patient {int(np.argmax(inverse == j))} (0-based) has no group label; "
+                                 "every patient needs one")
+            text[j] = g.strip() if isinstance(g, str) else str(g)
+        return text[inverse]
     arr = np.asarray(groups, dtype=object)
     if arr.ndim == 0:
         arr = np.full(n_patients, arr.item(), dtype=object)
@@ -124,10 +136,12 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
         out.append((name, check_group_labels(labels, n_patients, name=where)))
     if len(out) > 1:
         for i, (name, labels) in enumerate(out):
-            values, first, counts = np.unique(labels.astype(str), return_index=True, return_counts=True)
+            values, index = group_index(labels)
+            counts = np.bincount(index, minlength=len(values))
             if (counts == 1).any():
                 j = int(np.argmax(counts == 1))
-                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first[j]}, "
+                first = int(np.argmax(index == j))
+                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first}, "
                                  "0-based); a one-patient group is never calibrated, so that patient would always get "
                                  "the empty set. Merge the group into another one, or correct its label.")
     return out
@@ -263,7 +277,9 @@ def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:
     stream), ``predicted`` (its patients after the burn-in), ``threshold`` (the group's final
     threshold), ``mean_cost``, ``target``, ``violation_rate``, ``delta`` (NaN under expected
     control), ``bound`` (with an adaptive rate: the deterministic bound c + (c + gamma
-    C_max) / (gamma S_g) on the segment's mean cost over its S_g predicted patients; NaN
+    C_max) / (gamma S_g) on the segment's mean cost over its S_g predicted patients, with
+    labels that arrive later c + (c + gamma (L + 1) C_max) / (gamma S_g), L the run's largest
+    ``labels_pending`` (:func:`favmac.adaptive.adaptive_bound`); NaN
     otherwise), ``within_target`` (mean cost <= target — or <= ``bound`` when adaptive —
     under expected control, violation rate <= delta under violation control; empty when the
     group had no predicted patient), ``warning`` (why the group gets the empty set, if it
@@ -297,10 +313,10 @@ def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:
         rate = float(viol.mean()) if predicted else math.nan
         bound = math.nan
         if result.adaptive_targets is not None and predicted and c_max is not None:
-            from .adaptive import adaptive_bound
+            from .adaptive import adaptive_bound, result_lag
 
             bound = float(adaptive_bound(result.targets[target_index], result.settings["adaptive_rate"], c_max,
-                                         predicted))
+                                         predicted, lag=result_lag(result)))
         if not predicted:
             within = None
         elif result.delta is None:

@@ -118,6 +118,8 @@ def _realized(function, selected, labels, hit):
         from ..functions import bind_rows
 
         bound = bind_rows(function, slice(rows - n_steps, rows))
+        if hasattr(bound, "per_target"):  # every target's sets in one compiled pass
+            return np.asarray(bound.per_target(selected, labels), dtype=float).reshape(n_targets, n_steps)
         return np.array([bound(selected[t], labels) for t in range(n_targets)], dtype=float).reshape(n_targets, n_steps)
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
 

@@ -145,7 +145,11 @@ def realized_payment(result, value, labels):
 
     labels = np.asarray(labels)[result.burn_in:].astype(bool)
     scored = bind_rows(value, slice(result.burn_in, result.burn_in + labels.shape[0]))
-    paid = np.stack([np.asarray(scored(result.selected[t], labels), dtype=float) for t in range(len(result.targets))])
+    chosen = result.chosen
+    if chosen is not None and chosen.order is not None and hasattr(scored, "prefixes"):  # one compiled pass, no (T, S, K) sets
+        paid = scored.prefixes(chosen.order, chosen.index, labels)
+    else:
+        paid = np.stack([np.asarray(scored(result.selected[t], labels), dtype=float) for t in range(len(result.targets))])
     return dataclasses.replace(result, value=paid.reshape(np.shape(result.value)))
 
 

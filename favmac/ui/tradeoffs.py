@@ -127,7 +127,9 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     cmax = spec.c_max(n_codes, codes, members)
     vscale = value_scale(value, n_codes)
     summaries = {}
-    sharing = shared_universes([m for m in runnable if m not in extra]) if value.is_additive else {}
+    # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
+    compiled = value.is_additive or getattr(value, "sequences", None) is not None
+    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled else {}
     shared = {}  # universe -> its candidates, while a method still to run needs them
     for i, method in enumerate(runnable):
         def part(fraction, i=i):
