@@ -4,7 +4,7 @@ Both proxies are expectations of the same RAF under independent labels: Vhat wit
 y ~ Bernoulli(p), Chat with y ~ Bernoulli(1 - p) (the false flags). Each is kept per family
 exactly as :mod:`favmac.payment_kernels` keeps the value's (expected coefficient sum, survivor
 count distribution, interaction miss probabilities; its ``_family``, ``_convolve_into`` and
-``_count_weights``), one state per side, so each step costs what the value's own greedy step
+``_weights_from``), one state per side, so each step costs what the value's own greedy step
 costs, twice. Each step adds argmax_k gain_V(k) / gain_C(k) with the shared rules of every
 compiled greedy (:func:`favmac.formula_kernels.offer` and ``lowest_tied``: round-off-sized gains
 are zero, x / 0 = +inf for x > 0, ties to the lowest code index). :func:`favmac.costs.set_cost_candidates`
@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .formula_kernels import lowest_tied, offer
-from .payment_kernels import _CAP, _convolve_into, _count_weights, _family, _masks
+from .payment_kernels import _CAP, _convolve_into, _family, _masks, _patterns, _weights_from
 
 __all__ = ["payment_cost_sequences"]
 
@@ -27,7 +27,8 @@ __all__ = ["payment_cost_sequences"]
 @njit(cache=True)
 def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
                 sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, count_coef, uncertain, fixed,
-                trivial, ecoef, dist, m1, m2, m12, c_ecoef, c_dist, c_m1, c_m2, c_m12, valid, largest, gains):
+                trivial, ecoef, dist, m1, m2, m12, c_ecoef, c_dist, c_m1, c_m2, c_m12, valid, largest, gains, scratch_w,
+                scratch_l):
     """gains[k] = E[RAF(S + k)] - E[RAF(S)] for every unchosen k, one side (the value's step, payment_kernels)."""
     n_codes = len(chosen)
     n_fam = len(fam_ptr) - 1
@@ -48,20 +49,20 @@ def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes
     prefix[0, 0] = 1.0
     for j in range(n_l):
         f = nontrivial[j]
-        _convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
+        _convolve_into(prefix[j], dist[f], min(fam_ptr[f + 1] - fam_ptr[f], _CAP), prefix[j + 1])
     suffix[n_l, 0] = 1.0
     for j in range(n_l - 1, -1, -1):
         f = nontrivial[j]
-        _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
+        _convolve_into(suffix[j + 1], dist[f], min(fam_ptr[f + 1] - fam_ptr[f], _CAP), suffix[j])
     weight_total = np.zeros(_CAP + 1)
-    _count_weights(prefix[n_l], count_coef, cell, largest, weight_total)
+    _weights_from(prefix[n_l], count_coef[cell], largest, weight_total)
     weight = np.zeros((n_fam, _CAP + 1))
     rest = np.empty(_CAP + 1)
     for f in range(n_fam):
         if has_candidates[f] and not trivial[f]:
             j = position[f]
-            _convolve_into(prefix[j], suffix[j + 1], _CAP + 1, rest)
-            _count_weights(rest, count_coef, cell, min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
+            _convolve_into(prefix[j], suffix[j + 1], _CAP, rest)
+            _weights_from(rest, count_coef[cell], min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
     for k in range(n_codes):
         gains[k] = 0.0
         if chosen[k] or known_i[k]:
@@ -70,7 +71,7 @@ def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes
         if not valid[k]:
             c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr,
                                  sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, c_dist[k], c_m1[k], c_m2[k],
-                                 c_m12[k])
+                                 c_m12[k], scratch_w, scratch_l)
             valid[k] = True
         gain = c_ecoef[k] - ecoef[f]
         for s in range(fi_ptr[f + 1] - fi_ptr[f]):
@@ -129,6 +130,7 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
     keys = np.empty(n_codes)
     value_gains = np.empty(n_codes)
     side_p = np.empty((2, n_codes))
+    scratch_w, scratch_l = _patterns(fam_ptr)
     for i in range(n_patients):
         cell = cells[i]
         for k in range(n_codes):
@@ -142,7 +144,8 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
         for s in range(2):
             for f in range(n_fam):
                 ecoef[s, f] = _family(f, 0, fixed[f], side_p[s], cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
-                                      sub_coef, inter_atoms, fi_ptr, fi_idx, dist[s, f], m1[s, f], m2[s, f], m12[s, f])
+                                      sub_coef, inter_atoms, fi_ptr, fi_idx, dist[s, f], m1[s, f], m2[s, f], m12[s, f],
+                                      scratch_w, scratch_l)
                 trivial[s, f] = dist[s, f, 0] == 1.0
         current = 0.0
         spent = 0.0
@@ -153,7 +156,8 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
                 _side_gains(side_p[s], cell, known[i], chosen, code_fam, code_bit, fam_ptr, fam_codes, sub_ptr,
                             sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
                             if_slot, count_coef, uncertain, fixed, trivial[s], ecoef[s], dist[s], m1[s], m2[s], m12[s],
-                            c_ecoef[s], c_dist[s], c_m1[s], c_m2[s], c_m12[s], valid[s], largest, gains[s])
+                            c_ecoef[s], c_dist[s], c_m1[s], c_m2[s], c_m12[s], valid[s], largest, gains[s], scratch_w,
+                            scratch_l)
             allowance = tolerance * max(1.0, abs(spent))
             best = -1
             best_key = -math.inf
