@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .formula_kernels import lowest_tied, offer
-from .payment_kernels import _CAP, _convolve_into, _family, _masks, _patterns, _weights_from
+from .payment_kernels import _CAP, _context, _convolve_into, _family, _masks, _patterns, _weights_from
 
 __all__ = ["payment_cost_sequences"]
 
@@ -58,6 +58,12 @@ def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes
     _weights_from(prefix[n_l], count_coef[cell], largest, weight_total)
     weight = np.zeros((n_fam, _CAP + 1))
     rest = np.empty(_CAP + 1)
+    o1 = np.ones(m1.shape)  # per family and touching interaction: the other families' products (payment_kernels._context)
+    o2 = np.ones(m1.shape)
+    o12 = np.ones(m1.shape)
+    for f in range(n_fam):
+        if has_candidates[f]:
+            _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
     for f in range(n_fam):
         if has_candidates[f] and not trivial[f]:
             j = position[f]
@@ -76,21 +82,11 @@ def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes
         gain = c_ecoef[k] - ecoef[f]
         for s in range(fi_ptr[f + 1] - fi_ptr[f]):
             inter = fi_idx[fi_ptr[f] + s]
-            o1 = 1.0
-            o2 = 1.0
-            o12 = 1.0
-            for e in range(if_ptr[inter], if_ptr[inter + 1]):
-                g = if_idx[e]
-                if g == f:
-                    continue
-                sg = if_slot[e]
-                o1 *= m1[g, sg]
-                o2 *= m2[g, sg]
-                o12 *= m12[g, sg]
             if inter_atoms[inter, 1] < 0:
-                delta = o1 * (m1[f, s] - c_m1[k, s])
+                delta = o1[f, s] * (m1[f, s] - c_m1[k, s])
             else:
-                delta = o1 * (m1[f, s] - c_m1[k, s]) + o2 * (m2[f, s] - c_m2[k, s]) + o12 * (c_m12[k, s] - m12[f, s])
+                delta = (o1[f, s] * (m1[f, s] - c_m1[k, s]) + o2[f, s] * (m2[f, s] - c_m2[k, s])
+                         + o12[f, s] * (c_m12[k, s] - m12[f, s]))
             gain += inter_coef[cell, inter] * delta
         size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
         for m in range(size + 1):
