@@ -104,3 +104,24 @@ def test_payment_trade_offs_share_candidates_with_the_same_runs():
         np.testing.assert_array_equal(alone.value, with_shared.value)
         pd_summary = summarize(alone), summarize(with_shared)
         assert pd_summary[0].equals(pd_summary[1]), method
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_row_blocks_on_threads_give_the_single_block_result(monkeypatch, greedy):
+    """payment_sequences splits a large batch into row blocks run on threads (the kernel releases
+    the GIL); each patient depends on its own row only, so any split gives the same arrays."""
+    from favmac import payment_kernels
+
+    value, probs, cost = _cohort(3, "V28", 35, n=257)
+    given = None if greedy else np.argsort(-probs, axis=1, kind="stable")
+    monkeypatch.setattr(payment_kernels, "THREAD_ROWS", 10**9)
+    one_order, one_vhat = general_sequences(probs, value, cost, given)
+    monkeypatch.setattr(payment_kernels, "THREAD_ROWS", 20)
+    monkeypatch.setattr(payment_kernels, "_cores", lambda: 5)
+    assert len(payment_kernels.row_blocks(len(probs))) == 5
+    order, vhat = general_sequences(probs, value, cost, given)
+    np.testing.assert_array_equal(order, one_order)
+    np.testing.assert_array_equal(vhat, one_vhat)
+    blocks = payment_kernels.row_blocks(len(probs))
+    assert blocks[0].start == 0 and blocks[-1].stop == len(probs)
+    assert all(a.stop == b.start for a, b in zip(blocks, blocks[1:]))
