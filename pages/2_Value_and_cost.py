@@ -50,6 +50,20 @@ def guarantee_inputs() -> dict:
             **recalibration_view.settings_fields(current, ds.n_patients)}
 
 
+def keep_target_percent():
+    """On a change of the Cost radio, before the page reruns: the target input keeps its
+    percentage of C_max in the new cost's units (form.rescaled_target)."""
+    store = st.session_state
+    scales = {"fp": (cmax_fp, True), "weighted_fp": (cmax_w, form.is_integer_valued(weights))}
+    if current["value_kind"] == "cms_payment":  # the saved value: its cells and known codes fix this C_max
+        scales[payment_cost.UNSUPPORTED] = (payment_cost.c_max_of(spec, ds), False)
+    shown_kind, kind = store.get(Session.target_cost_kind.key, current["cost_kind"]), store.get("cost_kind")
+    if "target" in store and shown_kind in scales and kind in scales and kind != shown_kind:
+        (old_cmax, _), (new_cmax, integer_cost) = scales[shown_kind], scales[kind]
+        store["target"] = form.rescaled_target(float(store["target"]), old_cmax, new_cmax, integer_cost)
+    store[Session.target_cost_kind.key] = kind
+
+
 def follow_default_score():
     """On Apply, before the page reruns: a score left at the default it showed follows the chosen
     control (form.score_for), so the radio shows the score that is saved."""
@@ -80,9 +94,10 @@ with st.container(border=True):
         st.subheader("Cost of a chosen set")
         cost_kinds = payment_cost.cost_options(value_kind)
         cost_kind = st.radio("Cost", cost_kinds, format_func=form.COST_KINDS.get,
-                             index=payment_cost.cost_index(cost_kinds, current["cost_kind"]), key="cost_kind",
+                             index=payment_cost.cost_index(cost_kinds, current["cost_kind"]), key="cost_kind", on_change=keep_target_percent,
                              help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights. "
                                   + payment_cost.HELP)
+        st.session_state[Session.target_cost_kind.key] = cost_kind  # the target below is in this cost's units
         if cost_kind == payment_cost.UNSUPPORTED and current["value_kind"] == "cms_payment":
             st.caption(payment_cost.c_max_caption(spec, ds))
         st.caption(f"The most one chart can cost (C_max, every code flagged and none present): {cmax_fp:g} false flags (FP count) "

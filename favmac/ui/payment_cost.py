@@ -8,7 +8,7 @@ from __future__ import annotations
 from favmac.runspec import COST_KINDS
 from favmac.ui.units import cost_unit
 
-__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_caption", "additive_cost_skips"]
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "additive_cost_skips"]
 
 UNSUPPORTED = "cms_unsupported"
 HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
@@ -41,11 +41,16 @@ def target_label(cost_kind: str, settings: dict) -> str:
     return "Target c (false flags, or their risk weight, per chart)"
 
 
+def c_max_of(spec, dataset) -> float:
+    """C_max of the unsupported payment for ``dataset`` (its codes and cells) under ``spec``'s payment value."""
+    return float(spec.replace(cost_kind=UNSUPPORTED).c_max(dataset.n_codes, dataset.codes, dataset.members))
+
+
 def c_max_caption(spec, dataset) -> str:
     """The caption under the cost radio when the unsupported payment is chosen (``spec``: the saved
     run with the payment value; ``dataset``: its data, whose codes and cells fix C_max)."""
     spec = spec.replace(cost_kind=UNSUPPORTED)
-    c_max = spec.c_max(dataset.n_codes, dataset.codes, dataset.members)
+    c_max = c_max_of(spec, dataset)
     unit = cost_unit({"cost_kind": UNSUPPORTED, "base_rate": spec.base_rate})
     return (f"Unsupported payment: the target is in {unit} per chart. The most one chart can cost "
             f"(C_max) is {c_max:,.4g}: a bound on any member's unsupported payment in the data's cells (every code "

@@ -77,6 +77,9 @@ class Session:
                                             "by, with several groupings (favmac.ui.groupings.choose_grouping).")
     label_arrival = _Key("label_arrival", 'str — Value & cost\'s "Labels arrive" radio: "all_at_once", "fixed_delay" or "column" '
                                           "(favmac.ui.arrivals_view; saved as the settings' label_delay / label_available_column).")
+    target_cost_kind = _Key("_target_cost_kind", "str — the cost kind whose units Value & cost's target input holds; when the "
+                                                 "Cost radio changes, the target keeps its percentage of C_max "
+                                                 "(settings_form.rescaled_target).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
     rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar, charts and tables to a rerun that its timer is about to start "

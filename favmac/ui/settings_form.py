@@ -220,6 +220,18 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
     return s, notes
 
 
+def rescaled_target(target: float, old_cmax: float, new_cmax: float, integer_cost: bool) -> float:
+    """The target in a new cost's units that keeps its percentage of C_max (Value & cost, when the
+    Cost radio changes: 1.05 false flags of C_max 35 is 3 %, so 3 % of the new C_max).
+
+    >>> rescaled_target(1.05, 35.0, 15.379, False)
+    0.46
+    """
+    if not (old_cmax > 0 and new_cmax > 0 and math.isfinite(target)):
+        return target
+    return default_target(new_cmax, integer_cost, pct=target_percent(target, old_cmax))
+
+
 def target_percent(target: float, cmax: float) -> float:
     return 100.0 * target / cmax if cmax > 0 else float("nan")
 
