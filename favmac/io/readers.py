@@ -348,13 +348,20 @@ def _take_arrivals(frame, rows, file, column):
             i = int(np.argmax(~whole.to_numpy()))
             raise DataError(f"{text[i]!r} is not a whole stream position.", file=file, row=int(rows[i]), column=column,
                             fix="Write label arrivals as whole positions (0 = the first patient) or as dates.")
-        positions = numbers.to_numpy(dtype=np.int64)
+        # any position >= the number of patients means "after the stream ends"; huge ones (1e300) are
+        # held at 2**62 so they fit int64 (and a huge negative one at -1: before every patient's own)
+        positions = numbers.clip(lower=-1, upper=2.0**62).to_numpy(dtype=np.int64)
+    elif numbers.notna().any():  # positions in some rows, something else in others
+        i = int(np.argmax(numbers.isna().to_numpy()))
+        raise DataError(f"{text[i]!r} is not a whole stream position, while other rows of the column give positions.",
+                        file=file, row=int(rows[i]), column=column,
+                        fix="Write every label arrival as a whole position (0 = the first patient), or every one as a date.")
     else:
         positions, frame = _arrival_dates(frame, rows, file, column, text)
     early = positions < np.arange(len(positions))
     if early.any():
         i = int(np.argmax(early))
-        raise DataError(f"the labels arrive at position {positions[i]}, before the patient's own position {i}.",
+        raise DataError(f"the labels arrive at position {text[i]}, before the patient's own position {i}.",
                         file=file, row=int(rows[i]), column=column,
                         fix="A label arrives after its patient's prediction: use a position >= the patient's row "
                         "position (0 = the first patient), or the date the labels came back.")
@@ -372,6 +379,7 @@ def _dates(values, file, rows, column):
 
 def _arrival_dates(frame, rows, file, column, text):
     """Positions of date-valued label arrivals, against the ``predicted_at`` column (see the module docstring)."""
+    arrived = _dates(text, file, rows, column)  # a cell that is no date is named before predicted_at is asked for
     if PREDICTED_AT_COLUMN not in frame.columns:
         raise DataError(f"the label arrivals in {column!r} are dates, so each patient's prediction date is needed.",
                         file=file, row=1, column=column,
@@ -385,7 +393,6 @@ def _arrival_dates(frame, rows, file, column, text):
         raise DataError("the prediction dates go backwards here; the rows are the stream, in prediction order.",
                         file=file, row=int(rows[i]), column=PREDICTED_AT_COLUMN,
                         fix=f"Sort the file by {PREDICTED_AT_COLUMN}.")
-    arrived = _dates(text, file, rows, column)
     before = arrived < predicted
     if before.any():
         i = int(np.argmax(before))

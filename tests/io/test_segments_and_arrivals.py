@@ -36,7 +36,9 @@ def test_date_arrivals_are_placed_against_the_prediction_dates():
     ((b"p2,young,1", b"p2,young,0"), r"row 3, column arrived: the labels arrive at position 0, before the patient's own position 1"),
     ((b"p2,young,1", b"p2,young,1.5"), r"row 3, column arrived: '1.5' is not a whole stream position"),
     ((b"p2,young,1", b"p2,young,"), r"row 3, column arrived: this patient has no label-arrival position or date"),
-    ((b"p2,young,1", b"p2,young,2024-01-01"), r"column arrived: the label arrivals in 'arrived' are dates, so each patient's prediction date is needed"),
+    ((b"p2,young,1", b"p2,young,2024-01-01"), r"row 3, column arrived: '2024-01-01' is not a whole stream position, while other rows"),
+    ((b"p2,young,1", b"p2,young,soon"), r"row 3, column arrived: 'soon' is not a whole stream position, while other rows"),
+    ((b"p2,young,1", b"p2,young,-1e300"), r"row 3, column arrived: the labels arrive at position -1e300, before the patient's own position 1"),
 ])
 def test_bad_segment_and_arrival_cells_name_the_row_and_column(edit, message):
     with pytest.raises(DataError, match=message):
@@ -55,3 +57,17 @@ def test_dates_before_the_prediction_or_out_of_order_are_refused():
         load_calibration(raw, label_available_column="when")
     with pytest.raises(DataError, match="given twice"):
         load_calibration(WIDE, segment_column=["plan", "plan"])
+
+
+def test_date_arrivals_name_a_cell_that_is_no_date_and_ask_for_prediction_dates():
+    dates = (b"patient_id,prob_A,label_A,arrived\n1,0.5,1,2024-01-02\n2,0.1,0,soon\n3,0.1,0,2024-01-09\n")
+    with pytest.raises(DataError, match="row 3, column arrived: 'soon' is neither a stream position nor a date"):
+        load_calibration(dates, name="w.csv", label_available_column="arrived")
+    with pytest.raises(DataError, match="column arrived: the label arrivals in 'arrived' are dates, so each patient's prediction date"):
+        load_calibration(dates.replace(b"soon", b"2024-01-03"), name="w.csv", label_available_column="arrived")
+
+
+def test_a_huge_position_means_after_the_stream_ends():
+    data = load_calibration(WIDE.replace(b"p2,young,7", b"p2,young,1e300"), label_available_column="arrived",
+                            segment_column=["plan", "band"])
+    assert data.label_available_at.tolist() == [2, 1, 2**62]  # any position >= the 3 patients: pending at the end
