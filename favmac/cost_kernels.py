@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .formula_kernels import lowest_tied, offer
-from .payment_kernels import _CAP, _context, _convolve_into, _family, _masks, _patterns, _weights_from
+from .payment_kernels import _CAP, _context, _convolve_into, _family, _fixed_gain, _masks, _patterns, _weights_from
 
 __all__ = ["payment_cost_sequences"]
 
@@ -79,15 +79,8 @@ def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes
                                  sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, c_dist[k], c_m1[k], c_m2[k],
                                  c_m12[k], scratch_w, scratch_l)
             valid[k] = True
-        gain = c_ecoef[k] - ecoef[f]
-        for s in range(fi_ptr[f + 1] - fi_ptr[f]):
-            inter = fi_idx[fi_ptr[f] + s]
-            if inter_atoms[inter, 1] < 0:
-                delta = o1[f, s] * (m1[f, s] - c_m1[k, s])
-            else:
-                delta = (o1[f, s] * (m1[f, s] - c_m1[k, s]) + o2[f, s] * (m2[f, s] - c_m2[k, s])
-                         + o12[f, s] * (c_m12[k, s] - m12[f, s]))
-            gain += inter_coef[cell, inter] * delta
+        gain = _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx,
+                           inter_atoms, inter_coef)
         size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
         for m in range(size + 1):
             w = weight_total[m] if trivial[f] else weight[f, m]

@@ -277,6 +277,23 @@ def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o1
         o12[f, s] = a12
 
 
+@njit(cache=True)
+def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx, inter_atoms,
+                inter_coef):
+    """Candidate k's gain from its family f's expected coefficients and the interactions touching f
+    (``c_*``: f's summary with k added; ``o*``: the other families' products, :func:`_context`)."""
+    gain = c_ecoef[k] - ecoef[f]
+    for s in range(fi_ptr[f + 1] - fi_ptr[f]):
+        inter = fi_idx[fi_ptr[f] + s]
+        if inter_atoms[inter, 1] < 0:
+            delta = o1[f, s] * (m1[f, s] - c_m1[k, s])
+        else:
+            delta = o1[f, s] * (m1[f, s] - c_m1[k, s]) + o2[f, s] * (m2[f, s] - c_m2[k, s]) + o12[f, s] * (
+                c_m12[k, s] - m12[f, s])
+        gain += inter_coef[cell, inter] * delta
+    return gain
+
+
 @njit(cache=True, nogil=True)  # nogil: payment_sequences runs row blocks on threads
 def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
                sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
@@ -412,16 +429,8 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                     if not context_ok[f]:
                         _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
                         context_ok[f] = True
-                    g_k = c_ecoef[k] - ecoef[f]
-                    for s in range(fi_ptr[f + 1] - fi_ptr[f]):
-                        inter = fi_idx[fi_ptr[f] + s]
-                        if inter_atoms[inter, 1] < 0:
-                            delta = o1[f, s] * (m1[f, s] - c_m1[k, s])
-                        else:
-                            delta = o1[f, s] * (m1[f, s] - c_m1[k, s]) + o2[f, s] * (m2[f, s] - c_m2[k, s]) + o12[f, s] * (
-                                c_m12[k, s] - m12[f, s])
-                        g_k += inter_coef[cell, inter] * delta
-                    fixed_gain[k] = g_k
+                    fixed_gain[k] = _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12,
+                                                fi_ptr, fi_idx, inter_atoms, inter_coef)
                     code_reach[k] = reach[f]
                     for m in range(reach[f] + 1):
                         step_dist[k, m] = c_dist[k, m] - dist[f, m]
