@@ -46,8 +46,8 @@ import argparse
 import contextlib
 import http.client
 import os
+import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -87,26 +87,25 @@ PAGES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(script: str, cwd: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    """``streamlit run script`` in ``cwd`` on a free loopback port (the repo importable); (process, URL)."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
+    """``streamlit run script`` in ``cwd`` on a loopback port the OS picks (port 0, read back from the
+    ``URL:`` line the server prints, so parallel test workers never race for a port; the repo
+    importable); (process, URL)."""
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", "0",
            "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
                                                              "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
-    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"streamlit exited early; see {log}")
+        listening = re.search(r"URL: http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
+        if listening is None:
+            time.sleep(0.2)
+            continue
+        base = f"http://127.0.0.1:{listening.group(1)}"
         try:
             with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
                 if r.read().strip() == b"ok":

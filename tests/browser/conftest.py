@@ -1,12 +1,15 @@
 """Fixtures for the real-browser tests: ``streamlit run`` on a free loopback port + chromium.
 
 * ``app_url`` (session): starts ``python -m streamlit run app.py`` from the repository root
-  on a free 127.0.0.1 port (``serve_app``, also used directly for a server with other options),
-  waits for ``/_stcore/health`` to answer ``ok`` and stops the server (and any children) at the end. The server log is kept under pytest's tmp dir and
-  its tail is shown when the server does not come up.
+  on 127.0.0.1 port 0 (``serve_app``, also used directly for a server with other options): the
+  server binds a port the OS picks and prints it, so servers started at the same moment (pytest-xdist
+  workers, other checkouts) never race for one. Waits for ``/_stcore/health`` to answer ``ok`` and
+  stops the server (and any children) at the end. The server log is kept under pytest's tmp dir
+  (one per xdist worker) and its tail is shown when the server does not come up.
 * ``browser`` (session): Debian's chromium (``/usr/bin/chromium``) through Playwright's sync
   API. Never ``playwright install``: when the executable (or python playwright) is missing the
   tests are skipped, and fail instead when ``CI=true`` (``.ci/run`` installs chromium with apt-get).
+* All of them run in one pytest-xdist worker, one test at a time (``pytest_collection_modifyitems``).
 * ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
   1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
   ``page.js_errors``. When the test fails, a full-page screenshot of the page as it was goes to
@@ -16,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,12 +36,17 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-s
 VIEWPORT = {"width": 1400, "height": 1000}
 SERVER_START_TIMEOUT = 60.0  # seconds
 FAILURE_SHOTS = REPO_ROOT / "artifacts" / "screenshots"
+LISTENING = re.compile(r"URL: http://127\.0\.0\.1:(\d+)")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _bound_port(log_path: Path) -> int | None:
+    """The port a ``--server.port 0`` server bound, from the ``URL: http://127.0.0.1:<port>`` line it
+    prints once listening (None before then)."""
+    try:
+        found = LISTENING.search(log_path.read_text(errors="replace"))
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
 
 
 def _log_tail(path: Path, n: int = 40) -> str:
@@ -98,15 +106,15 @@ def chromium_path() -> Path:
 
 @contextlib.contextmanager
 def serve_app(log_dir: Path, *extra_args: str):
-    """Run ``python -m streamlit run app.py [extra_args]`` from the repository root on a free
-    127.0.0.1 port; yields the base URL (no trailing slash, ``/<baseUrlPath>`` included when given
-    as ``--server.baseUrlPath``) once ``_stcore/health`` answers ``ok``; stops the server after."""
-    port = _free_port()
+    """Run ``python -m streamlit run app.py [extra_args]`` from the repository root on a 127.0.0.1
+    port the OS picks (port 0: no two servers can be handed the same one); yields the base URL (no
+    trailing slash, ``/<baseUrlPath>`` included when given as ``--server.baseUrlPath``) once the
+    server has said which port it bound and ``_stcore/health`` answers ``ok``; stops the server after."""
     log_path = log_dir / "streamlit.log"
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.headless", "true",
-        "--server.port", str(port),
+        "--server.port", "0",
         "--server.address", "127.0.0.1",
         "--browser.gatherUsageStats", "false",
         *extra_args,
@@ -118,16 +126,20 @@ def serve_app(log_dir: Path, *extra_args: str):
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}{prefix}"
     deadline = time.monotonic() + SERVER_START_TIMEOUT
+    base = None
     try:
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"streamlit exited with code {proc.returncode} before answering; log {log_path}:\n{_log_tail(log_path)}")
-            if _health(f"{base}/_stcore/health") == "ok":
-                break
+            port = _bound_port(log_path)
+            if port is not None:
+                base = f"http://127.0.0.1:{port}{prefix}"
+                if _health(f"{base}/_stcore/health") == "ok":
+                    break
             if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not answer {base}/_stcore/health within {SERVER_START_TIMEOUT:.0f} s; "
+                where = f"{base}/_stcore/health" if base else "its 'URL: http://127.0.0.1:<port>' line"
+                pytest.fail(f"streamlit did not answer {where} within {SERVER_START_TIMEOUT:.0f} s; "
                             f"log {log_path}:\n{_log_tail(log_path)}")
             time.sleep(0.25)
         yield base
@@ -154,6 +166,16 @@ def browser(chromium_path):
             yield browser
         finally:
             browser.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every browser test in one pytest-xdist group (pytest.ini: ``--dist loadgroup``): they share one
+    worker's server and chromium and run one at a time, as in a single-process run, while the other
+    workers take the rest of the suite."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
