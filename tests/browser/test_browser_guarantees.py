@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from test_end_to_end import (alerts, assert_healthy, choose_option, click_button, goto_via_sidebar, keyed, main_text,
-                             open_page, sidebar_text, upload)
+                             open_page, sidebar_text, upload, wait_idle)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -27,6 +27,7 @@ def test_segments_table_and_validity_verdict(page, app_url, tmp_path):
 
     goto_via_sidebar(page, "value_and_cost")
     keyed(page, "use_segments").locator("label").first.click()
+    wait_idle(page)  # the rerun that offers the file's columns; a list opened during it closes when it ends
     choose_option(page, "segment_column", "plan")  # the uploaded file's text columns are offered
     click_button(page, "apply_settings")
     assert_healthy(page, "value & cost with segments")
