@@ -35,7 +35,8 @@ def settings_fields(current: dict, dataset) -> dict:
     on = st.checkbox("Control cost per segment (plan, region, provider)", value=current.get("segment") is not None,
                      key="use_segments", disabled=not columns,
                      help="Each patient is calibrated only on earlier patients of its own segment, so every segment "
-                          "keeps its own guarantee." if columns else
+                          "keeps its own guarantee (a cms_cell column gives one guarantee per CMS-HCC cell, and stays each "
+                          "member's cell for the payment value)." if columns else
                           "The calibration file has no segment column: add a column named 'segment' (or, in a wide "
                           "file, any text column) to use this.")
     saved = [current["segment"]] if isinstance(current.get("segment"), str) else list(current.get("segment") or ())
