@@ -28,7 +28,7 @@ from favmac.ui import widgets
 from favmac.ui.arrivals_view import mark_fold
 from favmac.ui.guarantees import new_patient_threshold as one_grouping_threshold
 from favmac.ui.guarantees import stream_patient_where as one_grouping_where
-from favmac.ui.guarantees import segment_cost_figure, segment_display, segment_thresholds, show_segment_table
+from favmac.ui.guarantees import segment_caption, segment_cost_figure, segment_display, segment_thresholds, show_segment_table
 from favmac.ui.text import md, md_frame, plain_html
 from favmac.ui.units import threshold_tile
 
@@ -57,11 +57,9 @@ def grouping_display(result, settings: dict) -> dict[str, pd.DataFrame]:
     (:func:`favmac.ui.guarantees.segment_display`), the threshold as a rule in the user's units,
     and ``binds``: the share of the group's predicted patients whose threshold came from this
     grouping (the library's ``binds``, :func:`favmac.segments.grouping_tables`)."""
-    score = result.settings.get("score") or settings.get("score")
     shown = {}
     for i, (name, table) in enumerate(grouping_tables(result).items()):
-        frame = segment_display(result, settings, grouping=i)
-        frame.insert(4, "threshold (rule)", [threshold_tile(t, settings, score)[1] for t in table["threshold"]])
+        frame = segment_display(result, settings, grouping=i)  # the threshold as a rule in the user's units, and T
         frame["binds"] = fixed(100 * table["binds"], 0, " % of its patients")
         shown[name] = frame
     return shown
@@ -77,7 +75,7 @@ def show_grouping_tables(result, settings: dict) -> None:
         return
     st.subheader("Per segment, for each grouping")
     st.caption("Each patient uses the smallest of its groups' thresholds. **binds**: how often that group's threshold was "
-               "the one used; near 100 % the grouping is the one holding those patients back.")
+               "the one used; near 100 % the grouping is the one holding those patients back. " + md(segment_caption(result, settings)))
     for name, table in grouping_display(result, settings).items():
         st.markdown(f"**{md(name)}**")
         st.table(md_frame(table.drop(columns=["warning"]).set_index("segment")))  # group labels are user text

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -65,6 +65,52 @@ def value_unit(settings: dict) -> str:
     if settings["value_kind"] == "cms_payment":
         return "dollars of payment" if settings.get("base_rate") is not None else "RAF (risk score)"
     return {"tp": "confirmed codes", "weighted_tp": "risk-weighted value", "formula": "formula value"}[settings["value_kind"]]
+
+
+def _number(x: float) -> str:
+    """Three significant digits, never in exponent form from 1e-4 up (``1,030``, not ``1.03e+03``)."""
+    if math.isnan(x):
+        return "—"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def value_amount(x: float, settings: dict) -> str:
+    """An amount of value in the user's units as a tile shows it: dollars with a base rate (whole
+    dollars from $10 up), otherwise three significant digits, never in exponent form.
+
+    >>> value_amount(1030.249, {"value_kind": "cms_payment", "base_rate": 11000.0}), value_amount(1030.249, {"value_kind": "tp"})
+    ('$1,030', '1,030')
+    >>> value_amount(0.0512, {"value_kind": "cms_payment", "base_rate": None}), value_amount(4.5, {"value_kind": "cms_payment", "base_rate": 1.0})
+    ('0.0512', '$4.50')
+    """
+    x = float(x)
+    if settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None and not math.isnan(x):
+        return f"${x:,.0f}" if abs(x) >= 10 else f"${x:,.2f}"
+    return _number(x)
+
+
+def value_phrase(x: float, settings: dict) -> str:
+    """An amount of value with its unit, for a sentence.
+
+    >>> value_phrase(1030.2, {"value_kind": "cms_payment", "base_rate": 11000.0}), value_phrase(0.05, {"value_kind": "tp"})
+    ('$1,030 of payment', '0.05 confirmed codes')
+    """
+    if settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None:
+        return f"{value_amount(x, settings)} of payment"
+    return f"{value_amount(x, settings)} {value_unit(settings)}"
+
+
+def cost_step(settings: dict) -> str:
+    """One unit of expected cost, for "value per ..." phrases.
+
+    >>> cost_step({"cost_kind": "fp"}), cost_step({"cost_kind": "cms_unsupported", "base_rate": 11000.0})
+    ('expected false flag', 'expected dollar of unsupported payment')
+    """
+    if settings.get("cost_kind") == "cms_unsupported":
+        return "expected " + ("dollar" if settings.get("base_rate") is not None else "RAF") + " of unsupported payment"
+    return "expected false flag" if settings.get("cost_kind") == "fp" else "unit of expected false-flag risk weight"
 
 
 def payment_rates(per_patient: float, settings: dict) -> str:
@@ -146,8 +192,7 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
     expected false flags stay below T.
     """
     t = float(threshold)
-    unit, value = cost_unit(settings), value_unit(settings)
-    per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
+    unit, per = cost_unit(settings), cost_step(settings)
     if math.isnan(t):
         return "no threshold yet"
     if t == -math.inf:
@@ -157,7 +202,7 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
             return "flag every code that brings any value"
         if t <= 0:
             return "flag only codes that cannot be false flags"
-        return f"flag a code when it brings at least {1 / t:.3g} {value} per {per}"
+        return f"flag a code when it brings at least {value_phrase(1 / t, settings)} per {per}"
     if t == math.inf:
         return "flag every code (no limit on expected false flags)"
     return f"flag codes while the expected {unit} for the chart stay below {t:.3g}"
@@ -177,8 +222,7 @@ def threshold_rule(settings: dict, score: str) -> str:
     'A code is flagged when it brings at least this many confirmed codes per expected false flag (1/T).'
     """
     if score == "price":
-        per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
-        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {per} (1/T)."
+        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {cost_step(settings)} (1/T)."
     return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
 
 
@@ -193,7 +237,7 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
         return threshold_label(settings, score), "nothing flagged", f"{rule[0].upper()}{rule[1:]}. {math_note}."
     label = threshold_label(settings, score)
     if score == "price":
-        shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else f"{1 / t:.3g}"))
+        shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else value_amount(1 / t, settings)))
     else:
         shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
     return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."

@@ -1,0 +1,45 @@
+"""Numbers an auditor reads say their unit, in plain notation (issue 21's walkthrough with the CMS-HCC
+payment value in dollars): a threshold of $1,030 per false flag was shown as "1.03e+03"."""
+from __future__ import annotations
+
+import numpy as np
+
+from favmac import AdditiveCost, AdditiveValue, replay
+from favmac.ui.guarantees import segment_caption, segment_display
+from favmac.ui.units import threshold_text, threshold_tile, value_amount
+
+DOLLARS = {"value_kind": "cms_payment", "base_rate": 11000.0, "cost_kind": "fp", "control": "expected", "target": 1.05}
+RAF = {**DOLLARS, "base_rate": None}
+
+
+def test_a_price_threshold_in_dollars_reads_as_dollars_not_exponent_form():
+    t = 1 / 1030.249
+    assert threshold_tile(t, DOLLARS, "price")[1] == "$1,030"
+    assert "at least $1,030 of payment per expected false flag" in threshold_text(t, DOLLARS, "price")
+    assert threshold_tile(t, RAF, "price")[1] == "1,030" and "e+" not in threshold_text(t, RAF, "price")
+    assert threshold_tile(1 / 0.0512, RAF, "price")[1] == "0.0512"
+    assert value_amount(7977.441, DOLLARS) == "$7,977" and value_amount(float("nan"), DOLLARS) == "—"
+
+
+def test_the_unsupported_payment_cost_is_named_in_the_rule():
+    unsupported = {**DOLLARS, "cost_kind": "cms_unsupported"}
+    text = threshold_text(1 / 2.5, unsupported, "price")
+    assert text.endswith("per expected dollar of unsupported payment") and "risk weight" not in text
+
+
+def test_the_per_segment_table_shows_each_threshold_as_a_rule_with_its_unit():
+    rng = np.random.RandomState(3)
+    probs = rng.beta(1.2, 2.0, size=(600, 4)).round(3)
+    labels = rng.rand(600, 4) < probs
+    groups = np.array(["North", "South"], dtype=object)[rng.randint(0, 2, 600)]
+    result = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, groups=groups, score="price")
+    settings = {"control": "expected", "cost_kind": "fp", "value_kind": "tp", "score": "price"}
+    shown = segment_display(result, settings)
+    assert "threshold" not in shown.columns  # a bare T with no unit led the table
+    finals = {label: float(v[0]) for label, v in result.group_thresholds.items()}
+    for _, row in shown.iterrows():
+        t = finals[row["segment"]]
+        assert row["Value per false flag"] == threshold_tile(t, settings, "price")[1]
+        assert row["T (math)"] == f"{t:.4g}"
+    caption = segment_caption(result, settings)
+    assert "false flags per chart" in caption and "confirmed codes per expected false flag" in caption
