@@ -8,7 +8,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
-from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+from favmac.ui.units import (cost_per_100_label, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
                              value_tile)
 
 ss = page_setup("Online session")
@@ -67,7 +67,7 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns([0.95, 1.3, 1.2, 1.3, 1.1])  # wide enough for each label and its help icon
+    tiles = st.columns([0.95, 1.3, 1.2, 1.45, 1.1])  # wide enough for each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
     if m["segment"] is not None:
@@ -108,10 +108,11 @@ def live_view():
     recent = groupings.with_binding(recent, result, position)  # several groupings: each patient's groups, which one binds
     widgets.table(recent, hide_index=True, key="recent_table",
                   column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
-                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
+                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="dollar" if in_dollars(settings) else "%.3f"),
                                  "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
                                  "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
-                                                                            format=column_format(recent["threshold"], at_most=4))})
+                                                                            format="dollar" if in_dollars(settings) and score == "price"
+                                                                            else column_format(recent["threshold"], at_most=4))})
 
 
 live_view()

@@ -175,12 +175,31 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
-        axis = "Value needed per expected false flag"
+        axis = f"Value needed per expected false flag ({plain_html(value_unit)})"
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"
         title = "Threshold: false flags allowed"
-    return _layout(fig, title, "Stream position (patients)", axis, height=320)
+    if "segment" not in series.columns:
+        return _layout(fig, title, "Stream position (patients)", axis, height=320)
+    return _segment_lines_readable(fig, y_all, title, axis, n_lines=len(fig.data))
+
+
+def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int) -> go.Figure:
+    """One threshold line per segment, readable in a third of the page: the legend in rows under
+    the plot (every segment named, none over the lines), and a log axis when the segments'
+    thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
+    finite = np.asarray(y, dtype=float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    if len(finite) and finite.max() > 20 * finite.min():
+        fig.update_yaxes(type="log", rangemode="normal")
+        axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
+    rows = -(-n_lines // 3)  # three legend entries a row fit the chart's width
+    fig = _layout(fig, title, "Stream position (patients)", axis, height=320 + 22 * rows)
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22 - 0.02 * rows, "xanchor": "left", "x": 0,
+                              "title": {"side": "top"}},
+                      margin={"t": 50, "b": 70 + 22 * rows})
+    return fig
 
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -76,6 +76,11 @@ def _number(x: float) -> str:
     return f"{x:.3g}"
 
 
+def in_dollars(settings: dict) -> bool:
+    """True when values are dollars (the CMS-HCC payment with a base rate): tables use a dollar format."""
+    return settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None
+
+
 def value_amount(x: float, settings: dict) -> str:
     """An amount of value in the user's units as a tile shows it: dollars with a base rate (whole
     dollars from $10 up), otherwise three significant digits, never in exponent form.
@@ -86,7 +91,7 @@ def value_amount(x: float, settings: dict) -> str:
     ('0.0512', '$4.50')
     """
     x = float(x)
-    if settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None and not math.isnan(x):
+    if in_dollars(settings) and not math.isnan(x):
         return f"${x:,.0f}" if abs(x) >= 10 else f"${x:,.2f}"
     return _number(x)
 

@@ -2,20 +2,24 @@
 a segment column, and choosing it keeps it each member's cell for the CMS-HCC payment value."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
-from app_helpers import assert_clean, go, open_page, settle_jobs
+from app_helpers import assert_clean, go, open_page, settle_jobs, shown
 
 from favmac.payment_tables import CELL_NAMES
 from favmac.ui import jobs
 from favmac.ui.session import Session
 
 
-def cell_session():
+def cell_session(base_rate: str | None = None):
     at = open_page("value_cost")
     assert_clean(at)
     assert "cms_cell" in at.selectbox(key="segment_column").options
     at.checkbox(key="use_segments").check().run()
     at.selectbox(key="segment_column").set_value("cms_cell").run()
+    if base_rate is not None:
+        at.text_input(key="pay_base_rate").input(base_rate)
     at.button(key="apply_settings").click().run()
     assert_clean(at)
     return at
@@ -37,3 +41,31 @@ def test_cms_cell_is_a_segment_column_and_stays_each_members_cell():
         assert_clean(at)
     new = at.session_state["new_patients"]
     assert new.attrs["groupings"]["cms_cell"] == list(new.attrs["members"]["cells"])
+
+
+def test_per_cell_thresholds_in_dollars_read_as_dollars_on_every_page():
+    """The walkthrough's finding: with a base rate, "Value per false flag" read 1.03e+03 (Online
+    session, Patients, Export) and the per-segment table a bare T = 0.0007588 with no unit."""
+    at = cell_session("11000")
+    assert at.session_state["settings"]["base_rate"] == 11000.0
+    table = next(t.value for t in at.table if "Value per false flag" in t.value.columns)
+    assert all(shown(v).startswith("$") for v in table["Value per false flag"]) and "T (math)" in table.columns
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "Mean cost and target c: false flags per chart" in captions
+    at = settle_jobs(go(at, "online"))
+    at.button(key="to_end").click().run()
+    assert_clean(at)
+    tile = next(m for m in at.metric if m.label.startswith("Value per false flag"))
+    assert tile.value.startswith("$") and "e+" not in tile.value
+    recent = next(d for d in at.dataframe if "threshold" in d.value.columns)
+    config = json.loads(recent.proto.columns)
+    assert config["value"]["type_config"]["format"] == "dollar" and config["threshold"]["type_config"]["format"] == "dollar"
+    at = settle_jobs(go(at, "patients"))
+    assert_clean(at)
+    tiles = {m.label: m.value for m in at.metric}
+    assert tiles["Value per false flag"].startswith("$") and tiles["Expected value of the set"].startswith("$")
+    assert not any("e+" in v for v in tiles.values())
+    at = settle_jobs(go(at, "export"))
+    assert_clean(at)
+    rules = next(d.value for d in at.dataframe if "calibration patients" in d.value.columns)
+    assert not any("e+" in str(v) for v in rules.to_numpy().ravel())

@@ -43,3 +43,21 @@ def test_the_per_segment_table_shows_each_threshold_as_a_rule_with_its_unit():
         assert row["T (math)"] == f"{t:.4g}"
     caption = segment_caption(result, settings)
     assert "false flags per chart" in caption and "confirmed codes per expected false flag" in caption
+
+
+def test_the_threshold_chart_per_segment_names_every_segment_outside_the_plot_with_its_unit():
+    import pandas as pd
+
+    from favmac.ui import figures
+
+    n = 400
+    segments = np.array([f"S{i}" for i in range(8)], dtype=object)[np.arange(n) % 8]
+    threshold = np.full(n, 1 / 1000.0)
+    threshold[segments == "S7"] = 1 / 40000.0  # one segment's threshold 40x the others' (the HCC sample's INSD)
+    series = pd.DataFrame({"position": np.arange(n) + 100, "threshold": threshold, "segment": segments})
+    fig = figures.threshold_figure(series, "false flags", "price", "dollars of payment")
+    assert [t.name for t in fig.data] == [f"S{i}" for i in range(8)]
+    assert fig.layout.legend.y < 0 and fig.layout.legend.orientation == "h"  # under the plot, not over the lines
+    assert fig.layout.yaxis.type == "log" and "(dollars of payment, log scale)" in fig.layout.yaxis.title.text
+    pooled = figures.threshold_figure(series.drop(columns="segment"), "false flags", "price", "dollars of payment")
+    assert pooled.layout.yaxis.type != "log" and "(dollars of payment)" in pooled.layout.yaxis.title.text
