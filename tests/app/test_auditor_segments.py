@@ -69,3 +69,15 @@ def test_per_cell_thresholds_in_dollars_read_as_dollars_on_every_page():
     assert_clean(at)
     rules = next(d.value for d in at.dataframe if "calibration patients" in d.value.columns)
     assert not any("e+" in str(v) for v in rules.to_numpy().ravel())
+
+
+def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
+    """The verdict read "the chosen code sets cost 0.925 per patient ... within the promised 1.05":
+    0.925 what? Each cost figure now carries the cost's unit, per cell too."""
+    at = cell_session()
+    at = settle_jobs(go(at, "validity").button(key="run_validity").click().run())
+    assert_clean(at)
+    verdict = shown(at.success[0].value)
+    assert "false flags per patient on average" in verdict and "the promised 1.05 false flags" in verdict
+    assert "the mean cost was" in verdict and verdict.count("false flags per patient") >= 2
+    assert any("false flags per chart" in shown(c.value) for c in at.caption)
