@@ -81,3 +81,18 @@ def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
     assert "false flags per patient on average" in verdict and "the promised 1.05 false flags" in verdict
     assert "the mean cost was" in verdict and verdict.count("false flags per patient") >= 2
     assert any("false flags per chart" in shown(c.value) for c in at.caption)
+
+
+def test_the_tradeoffs_summary_keeps_false_flags_beside_the_payment_in_dollars():
+    """At 1,400 px the summary showed payment per patient, per 1,000 members and % captured, and the
+    false flags only after a sideways scroll; dollars printed as 4160970.67."""
+    at = open_page("value_cost")
+    at.text_input(key="pay_base_rate").input("11000")
+    at.button(key="apply_settings").click().run()
+    at = settle_jobs(go(at, "tradeoffs").button(key="run_tradeoffs").click().run())
+    assert_clean(at)
+    table = next(d for d in at.dataframe if "Method" in d.value.columns)
+    assert list(table.value.columns[1:3]) == ["Payment captured per patient ($)", "False flags per 100 charts"]
+    config = json.loads(table.proto.columns)
+    assert config["Payment captured per 1,000 members ($)"]["type_config"]["format"] == "dollar"
+    assert config["False flags per 100 charts"]["type_config"]["format"] == "%.2f"
