@@ -55,7 +55,7 @@ else:
                                           score=spec.score)[0]
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
-tiles = st.columns(5)
+tiles = st.columns([0.7, 1, 1.1, 1.1, 1.5])  # the last label, "Confirmed value / false flags", needs the room
 tiles[0].metric("Codes chosen", summary["n_selected"])
 label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
 tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {md(where)}.")
@@ -95,8 +95,8 @@ else:
     n_in = int(explain["selected"].sum())
     key_name = "price score (running max of Ĉ step / V̂ step)" if spec.score == "price" else "cumulative cost proxy Ĉ"
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
-               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}, that is: "
-               f"{threshold_text(threshold, settings, spec.score)}.")
+               f"{threshold_text(threshold, settings, spec.score)} (in the math: the longest prefix whose {key_name} "
+               f"stays below T = {format_threshold(threshold)}).")
     widgets.table(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",

@@ -175,7 +175,7 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
-        axis = f"Value needed per expected false flag ({plain_html(value_unit)})"
+        axis = f"Value needed per expected false flag<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"

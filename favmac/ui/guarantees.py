@@ -101,16 +101,17 @@ def segment_caption(result, settings: dict) -> str:
 
     >>> class R: settings = {"score": "price"}
     >>> print(segment_caption(R, {"control": "expected", "cost_kind": "fp", "value_kind": "tp"})[:92])
-    Value per false flag: each segment's own threshold as a rule (a code is flagged when it brin
+    Value per false flag: each segment's own threshold as a rule. A code is flagged when it brin
     """
     units, score = segment_units(result, settings)
     rule = threshold_rule(units, score)
     rate = ("violation rate: share of its predicted charts over the target c" if settings.get("control") != "violation"
             else "violation rate: share of its predicted charts over c, promised at most δ")
-    return (f"{threshold_label(units, score)}: each segment's own threshold as a rule ({rule[0].lower()}{rule[1:-1]}); "
+    return (f"{threshold_label(units, score)}: each segment's own threshold as a rule. {rule} "
             f"T (math): the same threshold on the {score} score. Mean cost and target c: {cost_unit(units)} per chart, "
             f"over the segment's predicted patients; {rate}. Patients: the segment's patients in the data (burn-in "
-            "included); predicted: those after the burn-in.")
+            "included); predicted: those after the burn-in. Status is this one ordering of the patients: a segment "
+            "slightly over its target here can be noise; the Validity page tests the promise over many orderings.")
 
 
 def show_segment_table(result, settings: dict) -> None:

@@ -96,3 +96,11 @@ def test_the_tradeoffs_summary_keeps_false_flags_beside_the_payment_in_dollars()
     config = json.loads(table.proto.columns)
     assert config["Payment captured per 1,000 members ($)"]["type_config"]["format"] == "dollar"
     assert config["False flags per 100 charts"]["type_config"]["format"] == "%.2f"
+
+
+def test_the_greedy_caption_leads_with_the_rule_and_keeps_the_math_after_it():
+    at = settle_jobs(open_page("patients"))
+    assert_clean(at)
+    caption = next(shown(c.value) for c in at.caption if "keeps the first" in c.value)
+    assert caption.index("flag a code when it brings at least") < caption.index("T =")
+    assert "(in the math:" in caption
