@@ -30,7 +30,7 @@ from favmac.ui.guarantees import new_patient_threshold as one_grouping_threshold
 from favmac.ui.guarantees import stream_patient_where as one_grouping_where
 from favmac.ui.guarantees import segment_caption, segment_cost_figure, segment_display, segment_thresholds, show_segment_table
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import threshold_tile
+from favmac.ui.units import threshold_label, threshold_rule, threshold_tile
 
 __all__ = ["binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
            "grouping_thresholds", "new_patient_threshold", "new_patient_thresholds", "new_patients_for", "new_patients_rule", "segment_columns", "show_delay_chart",
@@ -103,11 +103,16 @@ def show_grouping_thresholds(result, settings: dict, score: str) -> None:
     if tables is None:
         return
     st.subheader("Thresholds per grouping")
+    label = threshold_label(settings, score)
     st.caption("Each group's threshold calibrated on all its labelled patients; a patient gets the smallest threshold "
-               "of its groups (one per grouping).")
+               f"of its groups (one per grouping). {md(label)}: {md(threshold_rule(settings, score))} "
+               "T (math): the same threshold as the export's threshold column.")
     for name, table in tables.items():
         st.markdown(f"**{md(name)}**")
-        st.table(md_frame(table.assign(threshold=[f"{t:.4g}" for t in table["threshold"]]).set_index("segment")))
+        shown = pd.DataFrame({"segment": table["segment"], label: table["rule"],
+                              "calibration patients": table["calibration patients"],
+                              "T (math)": [f"{t:.4g}" for t in table["threshold"]]})  # the rule in the user's units first
+        st.table(md_frame(shown.set_index("segment")))
 
 
 def delay_series(result) -> pd.DataFrame | None:

@@ -104,3 +104,23 @@ def test_the_greedy_caption_leads_with_the_rule_and_keeps_the_math_after_it():
     caption = next(shown(c.value) for c in at.caption if "keeps the first" in c.value)
     assert caption.index("flag a code when it brings at least") < caption.index("T =")
     assert "(in the math:" in caption
+
+
+def test_export_thresholds_per_grouping_name_the_rule_and_its_unit():
+    """Export's "Thresholds per grouping" showed a bare "rule" column (2.58: of what?) after T."""
+    at = open_page("data")
+    at.radio(key="sample_choice").set_value("groupings")
+    at.button(key="load_sample").click().run()
+    go(at, "value_cost")
+    at.checkbox(key="use_segments").check().run()
+    at.selectbox(key="segment_column").set_value("plan").run()
+    at.multiselect(key="more_segment_columns").set_value(["age_band"])
+    at.button(key="apply_settings").click().run()
+    at = settle_jobs(go(at, "export"))
+    assert_clean(at)
+    tables = [t.value for t in at.table if "calibration patients" in t.value.columns]
+    assert len(tables) == 2
+    for table in tables:
+        assert list(table.columns) == ["Value per false flag", "calibration patients", "T (math)"]
+    caption = next(shown(c.value) for c in at.caption if "one per grouping" in c.value)
+    assert "risk-weighted value per expected false flag" in caption
