@@ -124,3 +124,22 @@ def test_export_thresholds_per_grouping_name_the_rule_and_its_unit():
         assert list(table.columns) == ["Value per false flag", "calibration patients", "T (math)"]
     caption = next(shown(c.value) for c in at.caption if "one per grouping" in c.value)
     assert "risk-weighted value per expected false flag" in caption
+
+
+def test_the_data_page_draws_reliability_per_group_with_several_groupings():
+    """With plan and age_band both on, the reliability plot fell back to the pooled line without
+    saying why (the settings' segment is a list of columns): one line per group of a chosen column."""
+    at = open_page("data")
+    at.radio(key="sample_choice").set_value("groupings")
+    at.button(key="load_sample").click().run()
+    go(at, "value_cost")
+    at.checkbox(key="use_segments").check().run()
+    at.selectbox(key="segment_column").set_value("plan").run()
+    at.multiselect(key="more_segment_columns").set_value(["age_band"])
+    at.button(key="apply_settings").click().run()
+    at = go(at, "data")
+    assert_clean(at)
+    assert any("One line per segment (column plan)" in shown(c.value) for c in at.caption)
+    at.selectbox(key="reliability_grouping").set_value("age_band").run()
+    assert_clean(at)
+    assert any("One line per segment (column age_band)" in shown(c.value) for c in at.caption)
