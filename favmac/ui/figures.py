@@ -182,10 +182,10 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
         title = "Threshold: false flags allowed"
     if "segment" not in series.columns:
         return _layout(fig, title, "Stream position (patients)", axis, height=320)
-    return _segment_lines_readable(fig, y_all, title, axis, n_lines=len(fig.data))
+    return _segment_lines_readable(fig, y_all, title, axis, n_lines=len(fig.data), has_gap=bool(n_gap))
 
 
-def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int) -> go.Figure:
+def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int, has_gap: bool) -> go.Figure:
     """One threshold line per segment, readable in a third of the page: the legend in rows under
     the plot (every segment named, none over the lines), and a log axis when the segments'
     thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
@@ -194,11 +194,16 @@ def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: i
     if len(finite) and finite.max() > 20 * finite.min():
         fig.update_yaxes(type="log", rangemode="normal")
         axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
-    rows = -(-n_lines // 3)  # three legend entries a row fit the chart's width
+    gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the subtitle says it, the
+    for trace in gap:                              # legend keeps to the segments (its long text made one column)
+        trace.showlegend = False
+    rows = -(-(n_lines - len(gap)) // 4)  # about four short segment names a row
     fig = _layout(fig, title, "Stream position (patients)", axis, height=320 + 22 * rows)
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22 - 0.02 * rows, "xanchor": "left", "x": 0,
                               "title": {"side": "top"}},
-                      margin={"t": 50, "b": 70 + 22 * rows})
+                      margin={"t": 70 if gap else 50, "b": 70 + 22 * rows})
+    if gap:
+        fig.update_layout(title_subtitle_text=gap[0].name)
     return fig
 
 

@@ -340,11 +340,15 @@ def binding_groupings(result, steps) -> list[str]:
 
 def with_binding(recent: pd.DataFrame, result, position: int) -> pd.DataFrame:
     """The Online session's recent-patients table with a ``groups (binding)`` column under several
-    groupings (the rows are the steps ``position - 1`` down, as ``playback.recent_patients`` lists them)."""
-    if len(getattr(result, "groupings", None) or ()) < 2 or recent.empty:
+    groupings, a ``segment`` column with one (whose threshold each row used), the rows being the
+    steps ``position - 1`` down, as ``playback.recent_patients`` lists them."""
+    if result.groups is None or recent.empty:
         return recent
     steps = np.arange(position - 1, position - 1 - len(recent), -1)
     out = recent.copy()
+    if len(getattr(result, "groupings", None) or ()) < 2:
+        out.insert(1, "segment", np.asarray(result.groups, dtype=object)[steps].astype(str))  # its threshold is the segment's
+        return out
     out.insert(1, "groups (binding)", binding_groupings(result, steps))  # beside the id: wide tables scroll
     return out
 

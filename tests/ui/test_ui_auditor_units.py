@@ -61,3 +61,32 @@ def test_the_threshold_chart_per_segment_names_every_segment_outside_the_plot_wi
     assert fig.layout.yaxis.type == "log" and "(dollars of payment, log scale)" in fig.layout.yaxis.title.text
     pooled = figures.threshold_figure(series.drop(columns="segment"), "false flags", "price", "dollars of payment")
     assert pooled.layout.yaxis.type != "log" and "(dollars of payment)" in pooled.layout.yaxis.title.text
+
+
+def test_steps_not_drawn_are_said_in_the_subtitle_so_the_segment_legend_stays_in_rows():
+    import pandas as pd
+
+    from favmac.ui import figures
+
+    segments = np.array(["CFA", "CNA", "INS"], dtype=object)[np.arange(90) % 3]
+    threshold = np.full(90, 1 / 900.0)
+    threshold[:4] = -np.inf  # nothing flagged: not drawn
+    series = pd.DataFrame({"position": np.arange(90), "threshold": threshold, "segment": segments})
+    fig = figures.threshold_figure(series, "false flags", "price", "dollars of payment")
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["CFA", "CNA", "INS"]
+    assert "4 steps not drawn" in fig.layout.title.subtitle.text
+
+
+def test_recent_patients_name_the_segment_whose_threshold_they_used():
+    from favmac.ui import groupings, playback
+
+    rng = np.random.RandomState(4)
+    probs = rng.beta(1.2, 2.0, size=(300, 3)).round(3)
+    labels = rng.rand(300, 3) < probs
+    groups = np.array(["North", "South"], dtype=object)[rng.randint(0, 2, 300)]
+    result = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, groups=groups, score="price")
+    recent = groupings.with_binding(playback.recent_patients(result, labels, 50), result, 50)
+    assert list(recent.columns[:2]) == ["patient_id", "segment"]
+    assert recent["segment"].tolist() == [str(groups[100 + s]) for s in range(49, 39, -1)]
+    pooled = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, score="price")
+    assert "segment" not in groupings.with_binding(playback.recent_patients(pooled, labels, 50), pooled, 50).columns
