@@ -143,3 +143,11 @@ def test_the_data_page_draws_reliability_per_group_with_several_groupings():
     at.selectbox(key="reliability_grouping").set_value("age_band").run()
     assert_clean(at)
     assert any("One line per segment (column age_band)" in shown(c.value) for c in at.caption)
+
+
+def test_export_new_patient_thresholds_lead_with_the_rule():
+    at = settle_jobs(go(cell_session("11000"), "export"))
+    assert_clean(at)
+    table = next(d for d in at.dataframe if "new patients" in d.value.columns)
+    assert list(table.proto.column_order) == ["segment", "rule", "calibration patients", "new patients", "threshold"]
+    assert all(str(v).startswith("$") for v in table.value["rule"])
