@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from app_helpers import assert_clean, go, open_page, settle_jobs, shown
 
 from favmac.payment_tables import CELL_NAMES
@@ -151,3 +152,35 @@ def test_export_new_patient_thresholds_lead_with_the_rule():
     table = next(d for d in at.dataframe if "new patients" in d.value.columns)
     assert list(table.proto.column_order) == ["segment", "rule", "calibration patients", "new patients", "threshold"]
     assert all(str(v).startswith("$") for v in table.value["rule"])
+
+
+def test_the_unsupported_payment_target_follows_the_base_rate_into_dollars():
+    """Walkthrough: Cost = unsupported payment (the target became 0.46 RAF, 3 % of C_max), then a base
+    rate of $11,000: the target stayed 0.46, now read as dollars, 0.0 % of C_max, and the whole
+    session flagged nothing. The target keeps its percentage of C_max whichever is typed first."""
+    from favmac.ui import payment_cost
+    from favmac.ui.settings_form import target_percent
+
+    def c_max(at):
+        ss = Session(at.session_state)
+        return payment_cost.c_max_of(ss.spec(), ss.dataset)
+
+    at = open_page("value_cost")
+    raf_cmax = c_max(at)
+    at.radio(key="cost_kind").set_value("cms_unsupported").run()
+    raf_target = at.number_input(key="target").value
+    assert target_percent(raf_target, raf_cmax) == pytest.approx(3.0, abs=0.2)
+    at.text_input(key="pay_base_rate").input("11000").run()
+    at.button(key="apply_settings").click().run()
+    assert_clean(at)
+    saved = at.session_state["settings"]
+    assert (saved["cost_kind"], saved["base_rate"]) == ("cms_unsupported", 11000.0)
+    assert target_percent(saved["target"], c_max(at)) == pytest.approx(3.0, abs=0.2)  # about $5,000, not $0.46
+
+    at = open_page("value_cost")  # the other order: the base rate first, then the cost
+    at.text_input(key="pay_base_rate").input("11000").run()
+    at.radio(key="cost_kind").set_value("cms_unsupported").run()
+    at.button(key="apply_settings").click().run()
+    assert_clean(at)
+    saved = at.session_state["settings"]
+    assert saved["base_rate"] == 11000.0 and target_percent(saved["target"], c_max(at)) == pytest.approx(3.0, abs=0.2)
