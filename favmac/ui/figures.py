@@ -218,7 +218,7 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
         # head-room above the target line, so the legend never sits on it
         top = max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
         fig.update_yaxes(range=[0, 1.25 * top if top > 0 else 1])
-        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient ({cost_unit})", height=320)
+        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>({plain_html(cost_unit)})", height=320)  # two lines: fits a third of the page
     fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
@@ -230,7 +230,7 @@ def value_figure(series: pd.DataFrame, value_unit: str) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=series["position"], y=series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]}, hovertemplate="patient #%{x}<br>mean value %{y:.4g}<extra></extra>")
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient ({value_unit})", height=320)
+    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>({plain_html(value_unit)})", height=320)
 
 
 # --------------------------------------------------------------------------- trade-offs

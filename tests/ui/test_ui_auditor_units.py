@@ -90,3 +90,15 @@ def test_recent_patients_name_the_segment_whose_threshold_they_used():
     assert recent["segment"].tolist() == [str(groups[100 + s]) for s in range(49, 39, -1)]
     pooled = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, score="price")
     assert "segment" not in groupings.with_binding(playback.recent_patients(pooled, labels, 50), pooled, 50).columns
+
+
+def test_running_mean_axis_titles_break_before_a_long_unit():
+    """'Mean cost per patient (dollars of unsupported payment)' was cut off in a third of the page."""
+    import pandas as pd
+
+    from favmac.ui import figures
+
+    series = pd.DataFrame({"position": [1, 2], "mean_cost": [0.5, 0.4], "mean_value": [1.0, 2.0], "violation_rate": [0.0, 0.5]})
+    cost = figures.cost_figure(series, "expected", 0.46, 0.1, "dollars of unsupported payment")
+    assert cost.layout.yaxis.title.text == "Mean cost per patient<br>(dollars of unsupported payment)"
+    assert figures.value_figure(series, "dollars of payment").layout.yaxis.title.text.endswith("<br>(dollars of payment)")
