@@ -148,12 +148,14 @@ def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.D
 def show_adaptive_tiles(result, position: int, columns) -> None:
     """c_n beside the threshold, and the running mean cost against the deterministic bound."""
     series = adaptive_series(result)
+    label = "Adaptive target (per 100 charts)"  # per 100 charts as the bound and the mean cost beside it
     if position <= 0:
-        columns[0].metric("Adaptive target c_n (per chart)", f"{float(result.targets[0]):g}")
+        columns[0].metric(label, per_100_charts(float(result.targets[0])), help="c_n × 100 before the first patient: the target c.")
         return
     row = series.iloc[position - 1]
-    columns[0].metric("Adaptive target c_n (per chart)", f"{row['adaptive_target']:.4g}",
-                      help="The target used for this patient; it moves by γ (c − cost of the last set).")
+    columns[0].metric(label, per_100_charts(row["adaptive_target"]),
+                      help=f"c_n × 100 (c_n = {row['adaptive_target']:.4g} per chart): the target used for this patient; "
+                           "it moves by γ (c − cost of the last set).")
     columns[1].metric("Bound (per 100 charts)", per_100_charts(row["bound"]),
                       help="c + (c + γ C_max)/(γ S), per 100 charts: the running mean cost (tile above) never exceeds it, for any stream.")
 
