@@ -7,7 +7,7 @@ from favmac.ui import actions, arrivals_view, groupings, guarantees, jobs, payme
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.session import Session
-from favmac.ui.units import cost_unit, target_text, universe_math
+from favmac.ui.units import cost_unit, plain_number, target_text, universe_math
 from favmac.ui.text import md
 
 ss = page_setup("Value & cost")
@@ -142,7 +142,7 @@ saved = ss.settings
 cmax = ss.c_max()
 st.info(f"The promise: **{target_text(saved)}**.", icon=":material/handshake:")
 st.caption(f"Target c = {saved['target']:g} {cost_unit(saved)} = {form.target_percent(saved['target'], cmax):.1f} % of the most a chart can cost "
-           f"(C_max = {cmax:.4g}), the paper's 0–100 scale.")
+           f"(C_max = {plain_number(cmax)}), the paper's 0–100 scale.")
 if saved["value_kind"] == "formula":
     try:
         st.caption(md(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -74,6 +74,18 @@ def _number(x: float) -> str:
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.3g}"
+
+
+def plain_number(x: float) -> str:
+    """Four significant digits for a caption, never in exponent form from 1e-4 up.
+
+    >>> plain_number(84580.0), plain_number(169169.3), plain_number(0.46), plain_number(15.379)
+    ('84,580', '169,169', '0.46', '15.38')
+    """
+    x = float(x)
+    if math.isfinite(x) and abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
 
 
 def in_dollars(settings: dict) -> bool:

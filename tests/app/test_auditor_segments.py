@@ -184,3 +184,19 @@ def test_the_unsupported_payment_target_follows_the_base_rate_into_dollars():
     assert_clean(at)
     saved = at.session_state["settings"]
     assert saved["base_rate"] == 11000.0 and target_percent(saved["target"], c_max(at)) == pytest.approx(3.0, abs=0.2)
+
+
+def test_the_unsupported_payment_in_dollars_reads_in_dollars_on_trade_offs():
+    """Trade-offs with the unsupported payment and a base rate: the caption read "0.46 to 8.458e+04
+    dollars ... C_max = 1.692e+05" and the cost column 4195240.20 with no dollar sign."""
+    at = open_page("value_cost")
+    at.radio(key="cost_kind").set_value("cms_unsupported").run()
+    at.text_input(key="pay_base_rate").input("11000").run()
+    at.button(key="apply_settings").click().run()
+    at = settle_jobs(go(at, "tradeoffs").button(key="run_tradeoffs").click().run())
+    assert_clean(at)
+    caption = next(shown(c.value) for c in at.caption if "targets from" in c.value)
+    assert "e+" not in caption and "C_max = " in caption
+    table = next(d for d in at.dataframe if "Method" in d.value.columns)
+    config = json.loads(table.proto.columns)
+    assert config["Dollars of unsupported payment per 100 charts"]["type_config"]["format"] == "dollar"
