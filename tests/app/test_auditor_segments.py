@@ -26,6 +26,19 @@ def cell_session(base_rate: str | None = None):
     return at
 
 
+def two_groupings():
+    """The plan x age band sample with both groupings on (plan first)."""
+    at = open_page("data")
+    at.radio(key="sample_choice").set_value("groupings")
+    at.button(key="load_sample").click().run()
+    go(at, "value_cost")
+    at.checkbox(key="use_segments").check().run()
+    at.selectbox(key="segment_column").set_value("plan").run()
+    at.multiselect(key="more_segment_columns").set_value(["age_band"])
+    at.button(key="apply_settings").click().run()
+    return at
+
+
 def test_cms_cell_is_a_segment_column_and_stays_each_members_cell():
     at = cell_session()
     settings, dataset = at.session_state["settings"], at.session_state["dataset"]
@@ -109,14 +122,7 @@ def test_the_greedy_caption_leads_with_the_rule_and_keeps_the_math_after_it():
 
 def test_export_thresholds_per_grouping_name_the_rule_and_its_unit():
     """Export's "Thresholds per grouping" showed a bare "rule" column (2.58: of what?) after T."""
-    at = open_page("data")
-    at.radio(key="sample_choice").set_value("groupings")
-    at.button(key="load_sample").click().run()
-    go(at, "value_cost")
-    at.checkbox(key="use_segments").check().run()
-    at.selectbox(key="segment_column").set_value("plan").run()
-    at.multiselect(key="more_segment_columns").set_value(["age_band"])
-    at.button(key="apply_settings").click().run()
+    at = two_groupings()
     at = settle_jobs(go(at, "export"))
     assert_clean(at)
     tables = [t.value for t in at.table if "calibration patients" in t.value.columns]
@@ -130,14 +136,7 @@ def test_export_thresholds_per_grouping_name_the_rule_and_its_unit():
 def test_the_data_page_draws_reliability_per_group_with_several_groupings():
     """With plan and age_band both on, the reliability plot fell back to the pooled line without
     saying why (the settings' segment is a list of columns): one line per group of a chosen column."""
-    at = open_page("data")
-    at.radio(key="sample_choice").set_value("groupings")
-    at.button(key="load_sample").click().run()
-    go(at, "value_cost")
-    at.checkbox(key="use_segments").check().run()
-    at.selectbox(key="segment_column").set_value("plan").run()
-    at.multiselect(key="more_segment_columns").set_value(["age_band"])
-    at.button(key="apply_settings").click().run()
+    at = two_groupings()
     at = go(at, "data")
     assert_clean(at)
     assert any("One line per segment (column plan)" in shown(c.value) for c in at.caption)

@@ -27,12 +27,19 @@ def test_the_unsupported_payment_cost_is_named_in_the_rule():
     assert text.endswith("per expected dollar of unsupported payment") and "risk weight" not in text
 
 
+def two_segment_run(seed: int, n: int, k: int, segments: bool = True):
+    """(probs, labels, groups, replay result) of a small price-score run with two segments (pooled: no groups)."""
+    rng = np.random.RandomState(seed)
+    probs = rng.beta(1.2, 2.0, size=(n, k)).round(3)
+    labels = rng.rand(n, k) < probs
+    groups = np.array(["North", "South"], dtype=object)[rng.randint(0, 2, n)]
+    result = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100,
+                    groups=groups if segments else None, score="price")
+    return probs, labels, groups, result
+
+
 def test_the_per_segment_table_shows_each_threshold_as_a_rule_with_its_unit():
-    rng = np.random.RandomState(3)
-    probs = rng.beta(1.2, 2.0, size=(600, 4)).round(3)
-    labels = rng.rand(600, 4) < probs
-    groups = np.array(["North", "South"], dtype=object)[rng.randint(0, 2, 600)]
-    result = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, groups=groups, score="price")
+    _, _, _, result = two_segment_run(3, 600, 4)
     settings = {"control": "expected", "cost_kind": "fp", "value_kind": "tp", "score": "price"}
     shown = segment_display(result, settings)
     assert "threshold" not in shown.columns  # a bare T with no unit led the table
@@ -80,15 +87,11 @@ def test_steps_not_drawn_are_said_in_the_subtitle_so_the_segment_legend_stays_in
 def test_recent_patients_name_the_segment_whose_threshold_they_used():
     from favmac.ui import groupings, playback
 
-    rng = np.random.RandomState(4)
-    probs = rng.beta(1.2, 2.0, size=(300, 3)).round(3)
-    labels = rng.rand(300, 3) < probs
-    groups = np.array(["North", "South"], dtype=object)[rng.randint(0, 2, 300)]
-    result = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, groups=groups, score="price")
+    probs, labels, groups, result = two_segment_run(4, 300, 3)
     recent = groupings.with_binding(playback.recent_patients(result, labels, 50), result, 50)
     assert list(recent.columns[:2]) == ["patient_id", "segment"]
     assert recent["segment"].tolist() == [str(groups[100 + s]) for s in range(49, 39, -1)]
-    pooled = replay(probs, labels, AdditiveValue(None), AdditiveCost(None), [0.6], burn_in=100, score="price")
+    pooled = two_segment_run(4, 300, 3, segments=False)[3]
     assert "segment" not in groupings.with_binding(playback.recent_patients(pooled, labels, 50), pooled, 50).columns
 
 
