@@ -73,7 +73,8 @@ def live_view():
     if m["segment"] is not None:
         label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
     tiles[1].metric(label, shown_threshold, help=why)
-    tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else per_100_charts(m["mean_cost"]),
+    tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else
+                    ("$" if in_dollars(settings) and settings["cost_kind"] == "cms_unsupported" else "") + per_100_charts(m["mean_cost"]),
                     help=f"Running mean cost per chart × 100; the target is {target_text(settings)}.")
     value_label, value_shown, value_help = value_tile(m["mean_value"], settings)
     tiles[3].metric(value_label, "—" if position == 0 else value_shown, help=value_help)

@@ -175,7 +175,8 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
-        axis = f"Value needed per expected false flag<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
+        per = "expected false flag" if cost_unit == "false flags" else f"unit of {plain_html(cost_unit)}"
+        axis = f"Value needed per {per}<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"

@@ -161,8 +161,8 @@ def per_100_charts(per_chart: float) -> str:
 
 def cost_per_100_label(settings: dict) -> str:
     """Column or tile label for the mean cost per 100 charts."""
-    if settings["cost_kind"] == "cms_unsupported":
-        return f"{cost_unit(settings).capitalize()} per 100 charts"
+    if settings["cost_kind"] == "cms_unsupported":  # short enough for a tile; the unit in brackets, as the payment's
+        return "Unsupported payment per 100 charts (" + ("$)" if settings.get("base_rate") is not None else "RAF)")
     return ("False flags per 100 charts" if settings["cost_kind"] == "fp"
             else "Risk weight of false flags per 100 charts")
 
@@ -228,6 +228,8 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
 def threshold_label(settings: dict, score: str) -> str:
     """The name of a threshold in the user's units (a tile's or a column's label)."""
     if score == "price":
+        if settings.get("cost_kind") == "cms_unsupported":
+            return "Value per unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
         return "Value per false flag"
     return "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
 

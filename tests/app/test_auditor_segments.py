@@ -175,6 +175,12 @@ def test_the_unsupported_payment_target_follows_the_base_rate_into_dollars():
     saved = at.session_state["settings"]
     assert (saved["cost_kind"], saved["base_rate"]) == ("cms_unsupported", 11000.0)
     assert target_percent(saved["target"], c_max(at)) == pytest.approx(3.0, abs=0.2)  # about $5,000, not $0.46
+    at = settle_jobs(go(at, "online"))
+    at.button(key="to_end").click().run()
+    assert_clean(at)
+    tiles = {m.label: m.value for m in at.metric}
+    assert tiles["Unsupported payment per 100 charts ($)"].startswith("$")
+    assert next(v for k, v in tiles.items() if k.startswith("Value per unsupported $")) != "nothing flagged"
 
     at = open_page("value_cost")  # the other order: the base rate first, then the cost
     at.text_input(key="pay_base_rate").input("11000").run()
@@ -198,4 +204,4 @@ def test_the_unsupported_payment_in_dollars_reads_in_dollars_on_trade_offs():
     assert "e+" not in caption and "C_max = " in caption
     table = next(d for d in at.dataframe if "Method" in d.value.columns)
     config = json.loads(table.proto.columns)
-    assert config["Dollars of unsupported payment per 100 charts"]["type_config"]["format"] == "dollar"
+    assert config["Unsupported payment per 100 charts ($)"]["type_config"]["format"] == "dollar"

@@ -105,3 +105,15 @@ def test_running_mean_axis_titles_break_before_a_long_unit():
     cost = figures.cost_figure(series, "expected", 0.46, 0.1, "dollars of unsupported payment")
     assert cost.layout.yaxis.title.text == "Mean cost per patient<br>(dollars of unsupported payment)"
     assert figures.value_figure(series, "dollars of payment").layout.yaxis.title.text.endswith("<br>(dollars of payment)")
+
+
+def test_the_unsupported_payment_cost_names_its_own_unit_in_labels():
+    """The threshold read "Value per false flag" and the cost tile "Dollars of unsupported …" (cut
+    off) with the unsupported payment: neither is a false flag."""
+    from favmac.ui.units import cost_per_100_label, threshold_label
+
+    unsupported = {**DOLLARS, "cost_kind": "cms_unsupported"}
+    assert threshold_label(unsupported, "price") == "Value per unsupported $"
+    assert threshold_label({**unsupported, "base_rate": None}, "price") == "Value per unsupported RAF"
+    assert cost_per_100_label(unsupported) == "Unsupported payment per 100 charts ($)"
+    assert threshold_label(DOLLARS, "price") == "Value per false flag"
