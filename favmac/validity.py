@@ -154,6 +154,16 @@ def _binomial(first_violations, delta) -> float:
     return float(stats.binom.sf(hits - 1, len(first_violations), delta))
 
 
+def _figure(x: float) -> str:
+    """A cost figure for a sentence: three significant digits, whole numbers from 1,000 on (a mean of
+    4,472 dollars is not "4.47e+03").
+
+    >>> _figure(4472.4), _figure(0.9252), _figure(1.05)
+    ('4,472', '0.925', '1.05')
+    """
+    return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else f"{x:.3g}"
+
+
 def _p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
@@ -168,7 +178,7 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
     """
     each = f" {unit}" if unit else ""
     if control == "expected":
-        measured = f"the chosen code sets cost {mean:.3g}{each} per patient on average"
+        measured = f"the chosen code sets cost {_figure(mean)}{each} per patient on average"
         promise = f"the promised {promised:g}{each}"
         holds = "The cost guarantee held on this data."
         broke = ("The cost guarantee did not hold on this data: the patients being coded do not look like the "
@@ -417,9 +427,9 @@ def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=
     'In the order your patients arrived, the '
     """
     what = "the mean cost was" if control == "expected" else "the violation rate was"
-    shown = (f"{observed:.3g}" + (f" {unit} per patient" if unit else "")) if control == "expected" else f"{100 * observed:.1f}%"
+    shown = (_figure(observed) + (f" {unit} per patient" if unit else "")) if control == "expected" else f"{100 * observed:.1f}%"
     low, high = np.quantile(statistic, [0.025, 0.975])
-    span = f"{low:.3g} and {high:.3g}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
+    span = f"{_figure(low)} and {_figure(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
     text = f"In the order your patients arrived, {what} {shown} (random orderings: 95% between {span}; "
     if order_p < alpha:
         advice = ("the adaptive target is on and keeps the long-run mean within its bound."
