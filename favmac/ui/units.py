@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -86,6 +86,32 @@ def plain_number(x: float) -> str:
     if math.isfinite(x) and abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.4g}"
+
+
+def cost_short(settings: dict) -> str:
+    """The cost's unit in a few words, for a tile label (:func:`cost_unit` in full).
+
+    >>> cost_short({"cost_kind": "fp"}), cost_short({"cost_kind": "cms_unsupported", "base_rate": 11000.0})
+    ('false flags', 'unsupported $')
+    """
+    if settings.get("cost_kind") == "cms_unsupported":
+        return "unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
+    return cost_unit(settings)
+
+
+def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
+    """An amount of cost for a tile: dollars of unsupported payment as whole dollars, otherwise
+    ``decimals`` decimals (never in exponent form).
+
+    >>> cost_amount(8799.94, {"cost_kind": "cms_unsupported", "base_rate": 11000.0}), cost_amount(1.2714, {"cost_kind": "fp"})
+    ('$8,800', '1.271')
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "—"
+    if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
+        return f"${x:,.0f}"
+    return f"{x:,.{decimals}f}"
 
 
 def in_dollars(settings: dict) -> bool:

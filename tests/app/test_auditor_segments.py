@@ -181,6 +181,11 @@ def test_the_unsupported_payment_target_follows_the_base_rate_into_dollars():
     tiles = {m.label: m.value for m in at.metric}
     assert tiles["Unsupported payment per 100 charts ($)"].startswith("$")
     assert next(v for k, v in tiles.items() if k.startswith("Value per unsupported $")) != "nothing flagged"
+    at = settle_jobs(go(at, "patients"))
+    assert_clean(at)
+    tiles = {m.label: m.value for m in at.metric}
+    assert tiles["Expected unsupported $"].startswith("$") and "Confirmed value / unsupported $" in tiles
+    assert not any("e+" in v for v in tiles.values())  # 8799.940 and 1.25e+04 before
 
     at = open_page("value_cost")  # the other order: the base rate first, then the cost
     at.text_input(key="pay_base_rate").input("11000").run()
