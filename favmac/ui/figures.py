@@ -195,16 +195,15 @@ def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: i
     if len(finite) and finite.max() > 20 * finite.min():
         fig.update_yaxes(type="log", rangemode="normal")
         axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
-    gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the subtitle says it, the
-    for trace in gap:                              # legend keeps to the segments (its long text made one column)
+    gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
+    for trace in gap:                              # the legend keeps to the segments (its long text made one column)
         trace.showlegend = False
     rows = -(-(n_lines - len(gap)) // 4)  # about four short segment names a row
-    fig = _layout(fig, title, "Stream position (patients)", axis, height=320 + 22 * rows)
-    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22 - 0.02 * rows, "xanchor": "left", "x": 0,
-                              "title": {"side": "top"}},
-                      margin={"t": 70 if gap else 50, "b": 70 + 22 * rows})
-    if gap:
-        fig.update_layout(title_subtitle_text=gap[0].name)
+    x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
+    fig = _layout(fig, title, x_title, axis, height=320 + 22 * rows + (20 if gap else 0))
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22 - 0.02 * rows - (0.08 if gap else 0),
+                              "xanchor": "left", "x": 0, "title": {"side": "top"}},
+                      margin={"t": 50, "b": 70 + 22 * rows + (20 if gap else 0)})
     return fig
 
 

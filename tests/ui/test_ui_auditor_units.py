@@ -70,7 +70,7 @@ def test_the_threshold_chart_per_segment_names_every_segment_outside_the_plot_wi
     assert pooled.layout.yaxis.type != "log" and "(dollars of payment)" in pooled.layout.yaxis.title.text
 
 
-def test_steps_not_drawn_are_said_in_the_subtitle_so_the_segment_legend_stays_in_rows():
+def test_steps_not_drawn_are_said_under_the_x_axis_so_the_segment_legend_stays_in_rows():
     import pandas as pd
 
     from favmac.ui import figures
@@ -81,7 +81,7 @@ def test_steps_not_drawn_are_said_in_the_subtitle_so_the_segment_legend_stays_in
     series = pd.DataFrame({"position": np.arange(90), "threshold": threshold, "segment": segments})
     fig = figures.threshold_figure(series, "false flags", "price", "dollars of payment")
     assert [t.name for t in fig.data if t.showlegend is not False] == ["CFA", "CNA", "INS"]
-    assert "4 steps not drawn" in fig.layout.title.subtitle.text
+    assert "<br>4 steps not drawn" in fig.layout.xaxis.title.text
 
 
 def test_recent_patients_name_the_segment_whose_threshold_they_used():
