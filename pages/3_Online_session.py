@@ -89,7 +89,8 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     grouping = groupings.choose_grouping(result, st.columns([1, 2])[0])  # several groupings: the threshold and per-group charts split by this one
-    charts = st.columns(3)
+    # per segment the threshold chart has a line per segment: full width, its legend beside it; else three charts a row
+    charts = [st.container(), *st.columns(2)] if result.groups is not None else st.columns(3)
     threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_unit(settings), ss.spec().score, value_unit(settings))
     widgets.chart(arrivals_view.mark_fold(groupings.threshold_title(threshold_fig, result, grouping), settings), key="threshold_chart", where=charts[0])
     widgets.chart(arrivals_view.mark_fold(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), settings), key="cost_chart", where=charts[1])

@@ -187,25 +187,19 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
 
 
 def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int, has_gap: bool) -> go.Figure:
-    """One threshold line per segment, readable in a third of the page: the legend in rows under
-    the plot (every segment named, none over the lines), and a log axis when the segments'
-    thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
+    """One threshold line per segment, readable: the page draws it full width with the legend in a
+    column beside the plot (every segment named, none over the lines), and a log axis when the
+    segments' thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
     finite = np.asarray(y, dtype=float)
     finite = finite[np.isfinite(finite) & (finite > 0)]
     if len(finite) and finite.max() > 20 * finite.min():
         fig.update_yaxes(type="log", rangemode="normal")
         axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
     gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
-    for trace in gap:                              # the legend keeps to the segments (its long text made one column)
+    for trace in gap:                              # the legend keeps to the segments
         trace.showlegend = False
-    rows = -(-(n_lines - len(gap)) // 4)  # about four short segment names a row
     x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
-    fig = _layout(fig, title, x_title, axis, height=320 + 22 * rows + (20 if gap else 0))
-    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22 - 0.02 * rows - (0.08 if gap else 0),
-                              "xanchor": "left", "x": 0, "title": {"side": "top"}},
-                      margin={"t": 50, "b": 70 + 22 * rows + (20 if gap else 0)})
-    return fig
-
+    return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (n_lines - len(gap))), legend="right")
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
     """Running mean cost vs the target (expected control) or running violation rate vs delta."""

@@ -52,7 +52,7 @@ def test_the_per_segment_table_shows_each_threshold_as_a_rule_with_its_unit():
     assert "false flags per chart" in caption and "confirmed codes per expected false flag" in caption and "))" not in caption
 
 
-def test_the_threshold_chart_per_segment_names_every_segment_outside_the_plot_with_its_unit():
+def test_the_threshold_chart_per_segment_names_every_segment_beside_the_plot_with_its_unit():
     import pandas as pd
 
     from favmac.ui import figures
@@ -64,7 +64,7 @@ def test_the_threshold_chart_per_segment_names_every_segment_outside_the_plot_wi
     series = pd.DataFrame({"position": np.arange(n) + 100, "threshold": threshold, "segment": segments})
     fig = figures.threshold_figure(series, "false flags", "price", "dollars of payment")
     assert [t.name for t in fig.data] == [f"S{i}" for i in range(8)]
-    assert fig.layout.legend.y < 0 and fig.layout.legend.orientation == "h"  # under the plot, not over the lines
+    assert fig.layout.legend.x > 1 and fig.layout.legend.orientation == "v"  # beside the plot, not over the lines
     assert fig.layout.yaxis.type == "log" and "(dollars of payment, log scale)" in fig.layout.yaxis.title.text
     pooled = figures.threshold_figure(series.drop(columns="segment"), "false flags", "price", "dollars of payment")
     assert pooled.layout.yaxis.type != "log" and "(dollars of payment)" in pooled.layout.yaxis.title.text
