@@ -8,7 +8,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
-from favmac.ui.units import (cost_per_100_label, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+from favmac.ui.units import (cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
                              value_tile)
 
 ss = page_setup("Online session")
@@ -67,7 +67,7 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns([0.95, 1.3, 1.2, 1.45, 1.1])  # wide enough for each label and its help icon
+    tiles = st.columns([0.9, 1.45, 1.2, 1.45, 1.0])  # wide enough for each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
     if m["segment"] is not None:
@@ -91,7 +91,7 @@ def live_view():
     grouping = groupings.choose_grouping(result, st.columns([1, 2])[0])  # several groupings: the threshold and per-group charts split by this one
     # per segment the threshold chart has a line per segment: full width, its legend beside it; else three charts a row
     charts = [st.container(), *st.columns(2)] if result.groups is not None else st.columns(3)
-    threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_unit(settings), ss.spec().score, value_unit(settings))
+    threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_short(settings), ss.spec().score, value_unit(settings))
     widgets.chart(arrivals_view.mark_fold(groupings.threshold_title(threshold_fig, result, grouping), settings), key="threshold_chart", where=charts[0])
     widgets.chart(arrivals_view.mark_fold(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), settings), key="cost_chart", where=charts[1])
     widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings)), settings), key="value_chart", where=charts[2])

@@ -75,7 +75,7 @@ st.caption(f"Value captured and {cost_unit} per 100 charts; value captured (%) =
            "This is one ordering of your patients: the promise holds on average over orderings, so a small positive "
            "'over the target' here is noise, not a broken promise. The **Validity** page replays many orderings and shows the spread.")
 widgets.table(out["table"], hide_index=True, key="comparison_table",
-             column_config={c: st.column_config.NumberColumn(format="dollar" if c.endswith("($)") else "%.2f")
+             column_config={c: st.column_config.NumberColumn(format="dollar" if c.endswith("($)") or c.startswith("Unsupported $") else "%.2f")
                             for c in out["table"].columns if c != "Method"})
 with st.expander("Every method × target"):
     widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),

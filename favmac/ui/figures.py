@@ -175,7 +175,8 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
-        per = "expected false flag" if cost_unit == "false flags" else f"unit of {plain_html(cost_unit)}"
+        per = ("expected false flag" if cost_unit == "false flags" else plain_html(cost_unit) if cost_unit.startswith("unsupported")
+               else f"unit of {plain_html(cost_unit)}")  # the Online session passes units.cost_short
         axis = f"Value needed per {per}<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:

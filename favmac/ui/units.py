@@ -188,7 +188,7 @@ def per_100_charts(per_chart: float) -> str:
 def cost_per_100_label(settings: dict) -> str:
     """Column or tile label for the mean cost per 100 charts."""
     if settings["cost_kind"] == "cms_unsupported":  # short enough for a tile; the unit in brackets, as the payment's
-        return "Unsupported payment per 100 charts (" + ("$)" if settings.get("base_rate") is not None else "RAF)")
+        return f"{cost_short(settings).capitalize()} per 100 charts"
     return ("False flags per 100 charts" if settings["cost_kind"] == "fp"
             else "Risk weight of false flags per 100 charts")
 

@@ -179,7 +179,7 @@ def test_the_unsupported_payment_target_follows_the_base_rate_into_dollars():
     at.button(key="to_end").click().run()
     assert_clean(at)
     tiles = {m.label: m.value for m in at.metric}
-    assert tiles["Unsupported payment per 100 charts ($)"].startswith("$")
+    assert tiles["Unsupported $ per 100 charts"].startswith("$")
     assert next(v for k, v in tiles.items() if k.startswith("Value per unsupported $")) != "nothing flagged"
     at = settle_jobs(go(at, "patients"))
     assert_clean(at)
@@ -209,4 +209,4 @@ def test_the_unsupported_payment_in_dollars_reads_in_dollars_on_trade_offs():
     assert "e+" not in caption and "C_max = " in caption
     table = next(d for d in at.dataframe if "Method" in d.value.columns)
     config = json.loads(table.proto.columns)
-    assert config["Unsupported payment per 100 charts ($)"]["type_config"]["format"] == "dollar"
+    assert config["Unsupported $ per 100 charts"]["type_config"]["format"] == "dollar"

@@ -115,5 +115,5 @@ def test_the_unsupported_payment_cost_names_its_own_unit_in_labels():
     unsupported = {**DOLLARS, "cost_kind": "cms_unsupported"}
     assert threshold_label(unsupported, "price") == "Value per unsupported $"
     assert threshold_label({**unsupported, "base_rate": None}, "price") == "Value per unsupported RAF"
-    assert cost_per_100_label(unsupported) == "Unsupported payment per 100 charts ($)"
+    assert cost_per_100_label(unsupported) == "Unsupported $ per 100 charts"
     assert threshold_label(DOLLARS, "price") == "Value per false flag"
