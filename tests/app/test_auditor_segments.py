@@ -175,6 +175,8 @@ def test_the_unsupported_payment_target_follows_the_base_rate_into_dollars():
     saved = at.session_state["settings"]
     assert (saved["cost_kind"], saved["base_rate"]) == ("cms_unsupported", 11000.0)
     assert target_percent(saved["target"], c_max(at)) == pytest.approx(3.0, abs=0.2)  # about $5,000, not $0.46
+    captions = " ".join(shown(c.value) for c in at.run().caption)
+    assert "C_max) is 169,169" in captions and "e+" not in captions  # 1.692e+05 before
     at = settle_jobs(go(at, "online"))
     at.button(key="to_end").click().run()
     assert_clean(at)
