@@ -67,7 +67,7 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns([0.9, 1.45, 1.2, 1.45, 1.0])  # wide enough for each label and its help icon
+    tiles = st.columns([1.0, 1.35, 1.25, 1.35, 1.15])  # in proportion to each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
     if m["segment"] is not None:
