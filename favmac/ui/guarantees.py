@@ -109,7 +109,10 @@ def segment_caption(result, settings: dict) -> str:
             else "violation rate: share of its predicted charts over c, promised at most δ")
     return (f"{threshold_label(units, score)}: each segment's own threshold as a rule. {rule} "
             f"T (math): the same threshold on the {score} score. Mean cost and target c: {cost_unit(units)} per chart, "
-            f"over the segment's predicted patients; {rate}. Patients: the segment's patients in the data (burn-in "
+            f"over the segment's predicted patients; {rate}. "
+            + ("Bound (adaptive): the most the segment's mean cost can reach with the adaptive target, for any "
+               "stream, in the same unit; status compares the mean cost with it. " if settings.get("adaptive_rate") is not None else "")
+            + "Patients: the segment's patients in the data (burn-in "
             "included); predicted: those after the burn-in. Status is this one ordering of the patients: a segment "
             "slightly over its target here can be noise; the Validity page tests the promise over many orderings.")
 

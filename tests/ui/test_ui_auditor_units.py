@@ -117,3 +117,10 @@ def test_the_unsupported_payment_cost_names_its_own_unit_in_labels():
     assert threshold_label({**unsupported, "base_rate": None}, "price") == "Value per unsupported RAF"
     assert cost_per_100_label(unsupported) == "Unsupported $ per 100 charts"
     assert threshold_label(DOLLARS, "price") == "Value per false flag"
+
+
+def test_the_per_segment_caption_explains_the_adaptive_bound_when_it_is_a_column():
+    _, _, _, result = two_segment_run(3, 600, 4)
+    settings = {"control": "expected", "cost_kind": "fp", "value_kind": "tp", "score": "price"}
+    assert "Bound (adaptive)" not in segment_caption(result, settings)
+    assert "Bound (adaptive): the most the segment's mean cost can reach" in segment_caption(result, {**settings, "adaptive_rate": 0.05})
