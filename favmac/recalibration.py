@@ -13,17 +13,24 @@ patients after the fold.
 Two maps (:data:`RECALIBRATIONS`):
 
 * ``"platt"`` (the default): g(p) = sigmoid(a logit(p') + b), p' = p clipped to
-  [:data:`CLIP`, 1 - :data:`CLIP`], a >= 0: the **unpenalized** logistic regression (maximum
-  likelihood, no ridge term) of Platt's (1999) targets: a positive counts as
-  t+ = (N+ + 1) / (N+ + 2), a negative as t- = 1 / (N- + 2) (each fold row enters twice,
-  as y = 1 with weight t and y = 0 with weight 1 - t). Why not the plain 0/1 maximum
-  likelihood: it does not exist when the fold separates a code (a rare code whose few positives
-  all score above its negatives, common in a 1,000-patient fold), where the slope runs to
-  infinity and g becomes a 0/1 step that makes every later patient above the cut "certain".
-  Platt's targets keep the fit finite without a tuning constant and move it by O(1/N+); they
-  are also what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits. Our own
-  Newton fit (:func:`_platt`, all codes at once) equals scikit-learn's
-  ``LogisticRegression(C=inf)`` on the same rows to 1e-8 (tests) and is about 10x faster.
+  [:data:`CLIP`, 1 - :data:`CLIP`], a >= 0: the **unpenalized maximum-likelihood** logistic
+  regression of y on logit p' (no ridge term; scikit-learn's ``LogisticRegression`` would add an
+  L2 penalty C = 1.0 by default, which pulls a toward 0 and is not the SPEC's fit). At the fit the
+  score equations hold: over the fold, sum g(p) = sum y (the mapped fold prevalence is the observed
+  one) and sum (y - g(p)) logit p' = 0. One edge case the SPEC leaves open: when the fold
+  *separates* a code (every negative's p at most every positive's, e.g. a rare code whose 3
+  positives all score above its negatives, common with folds of a few hundred), the likelihood
+  has no maximum: the slope runs to infinity and g becomes a 0/1 step that makes every later
+  patient above the cut "certain". There, and only there, the fit uses Platt's (1999) targets
+  (a positive counts as t+ = (N+ + 1) / (N+ + 2), a negative as t- = 1 / (N- + 2); each row
+  enters as y = 1 with weight t and y = 0 with weight 1 - t), which keep it finite without a
+  tuning constant (what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits). A
+  fold separated the other way (positives below negatives) gets a negative slope, hence the
+  prevalence. Our own Newton fit (:func:`_platt`, all codes at once) equals an independent IRLS
+  fit and scikit-learn's ``LogisticRegression(C=inf)`` (no penalty) to 1e-8 (tests) and is about 10x
+  faster than one scikit-learn fit per code. (Before, every code used Platt's targets; on
+  1,000-patient folds the two fits differ by O(1/N+) and gave the same value to within noise,
+  docs/score_comparison.md.)
 * ``"isotonic"``: pool-adjacent-violators (scikit-learn's ``IsotonicRegression``, ties in p
   averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
   constant.
@@ -495,8 +502,8 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
 
     Notes
     -----
-    Platt: the unpenalized logistic fit of Platt's targets, every code at once (module
-    docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
+    Platt: the unpenalized maximum-likelihood logistic fit of y on logit p, every code at once
+    (Platt's targets for a code the fold separates; module docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
     per code, its knots kept. O(K R log R).
 
     >>> maps = fit_recalibration([[0.2], [0.4], [0.6], [0.8]] * 20, [[0], [0], [1], [1]] * 20)
@@ -548,20 +555,24 @@ def _fit_per_segment(probs, labels, method, codes, groups) -> SegmentRecalibrati
 
 
 def _platt(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) per column: the unpenalized logistic fit of Platt's targets on logit(clipped p).
+    """(a, b) per column: the unpenalized maximum-likelihood logistic fit of y on logit(clipped p).
 
-    Newton's method on all codes at once (2 x 2 Hessian per code), each step halved until the
-    code's loss does not rise, until the steps are below 1e-12 relative: the loss is strictly
-    convex with a finite minimum (targets strictly inside (0, 1), at least two distinct p), so
-    this is the exact fit to float precision. It matches scikit-learn's
-    ``LogisticRegression(C=inf)`` on the same weighted rows (tests/test_recalibration.py) and
-    is about 10x faster (35 codes x 1,000 patients: about 0.2 s against 1.8 s).
+    Where the fold separates a column (every negative's logit p at most every positive's, or the
+    reverse: no finite maximum), the same fit of Platt's targets instead (module docstring).
+    Newton's method on all codes at once (2 x 2 Hessian per code, logit p centred per code), each
+    step halved until the code's loss does not rise, until the steps are below 1e-12 relative: the
+    loss is strictly convex with a finite minimum (a fitted column has both classes, two distinct
+    p, and no separation, or targets strictly inside (0, 1)), so this is the exact fit to float
+    precision. It matches an independent IRLS fit and scikit-learn's
+    ``LogisticRegression(C=inf)`` to 1e-8 (tests/test_recalibration.py) and is about 10x
+    faster than scikit-learn (35 codes x 1,000 patients: about 0.2 s against 1.8 s).
     """
     clipped = np.clip(probs, CLIP, 1.0 - CLIP)
     x = np.log(clipped) - np.log1p(-clipped)
-    n_pos = labels.sum(axis=0)
-    n_neg = labels.shape[0] - n_pos
-    target = np.where(labels, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    labels = np.asarray(labels, dtype=bool)
+    target = _targets(x, labels)
+    centre = x.mean(axis=0)
+    x = x - centre  # the same fit (b absorbs the shift), better conditioned when logit p sits far from 0
 
     def loss(a, b):
         z = x * a + b
@@ -591,7 +602,26 @@ def _platt(probs, labels) -> tuple[np.ndarray, np.ndarray]:
         if np.all(np.abs(scale * step_a) <= 1e-12 * (1 + np.abs(a))) and \
                 np.all(np.abs(scale * step_b) <= 1e-12 * (1 + np.abs(b))):
             break
-    return a, b
+    return a, b - a * centre
+
+
+def _separated(x, labels) -> np.ndarray:
+    """Per column: True where logit p separates the fold's classes (the maximum-likelihood fit has no
+    finite maximum): max over negatives <= min over positives, or max over positives <= min over negatives.
+    Columns need both classes."""
+    big = np.inf
+    pos_min, pos_max = np.where(labels, x, big).min(axis=0), np.where(labels, x, -big).max(axis=0)
+    neg_min, neg_max = np.where(labels, big, x).min(axis=0), np.where(labels, -big, x).max(axis=0)
+    return (neg_max <= pos_min) | (pos_max <= neg_min)
+
+
+def _targets(x, labels) -> np.ndarray:
+    """The fit's targets per row and column: y itself (0/1, the SPEC's maximum-likelihood fit), or for a
+    separated column (:func:`_separated`) Platt's targets t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2)."""
+    n_pos = labels.sum(axis=0)
+    n_neg = labels.shape[0] - n_pos
+    platt = np.where(labels, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    return np.where(_separated(x, labels), platt, labels.astype(float))
 
 
 def _isotonic(p, y) -> tuple[np.ndarray, np.ndarray]:

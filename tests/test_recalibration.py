@@ -38,23 +38,99 @@ def _logit(p):
 
 
 # ---------------------------------------------------------------------- the maps themselves
-def test_platt_equals_scikit_learn_unpenalized_fit_of_platts_targets():
+def _irls(x, y, iterations=100):
+    """Independent reference: iteratively reweighted least squares for the maximum-likelihood logistic fit
+    of y on [1, x] (no penalty), each step a weighted least-squares solve of the working response."""
+    design = np.c_[np.ones(len(x)), x]
+    beta = np.zeros(2)
+    for _ in range(iterations):
+        mu = 1 / (1 + np.exp(-design @ beta))
+        w = mu * (1 - mu)
+        z = design @ beta + (y - mu) / w
+        root = np.sqrt(w)
+        beta = np.linalg.lstsq(design * root[:, None], z * root, rcond=None)[0]
+    return beta[1], beta[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_platt_is_the_unpenalized_maximum_likelihood_fit(seed):
+    # random folds: sizes 60..2,000, prevalences from rare to common, calibrated to badly tempered
+    rng = np.random.RandomState(seed)
+    n, k = rng.choice([60, 150, 500, 2000]), 5
+    logit_q = rng.uniform(-4, 0.5, k) + rng.randn(n, k) * rng.uniform(0.5, 2.5, k)
+    y = rng.rand(n, k) < 1 / (1 + np.exp(-logit_q))
+    p = 1 / (1 + np.exp(-logit_q * rng.uniform(0.2, 3, k) - rng.randn(k)))
+    maps = fit_recalibration(p, y, "platt")
+    for code in np.flatnonzero(~maps.fallback):
+        x = _logit(p[:, code])
+        assert x[y[:, code]].min() < x[~y[:, code]].max()  # not separated: the maximum exists
+        slope, intercept = _irls(x, y[:, code].astype(float))
+        assert maps.slope[code] == pytest.approx(slope, rel=1e-8, abs=1e-8)
+        assert maps.intercept[code] == pytest.approx(intercept, rel=1e-8, abs=1e-8)
+
+
+def test_platt_equals_scikit_learn_without_penalty_not_its_default():
     from sklearn.linear_model import LogisticRegression
 
     p, y, _, _ = _stream(0, n=800, k=4)
     maps = fit_recalibration(p, y, "platt")
     for k in range(4):
-        x = _logit(p[:, k])
-        n_pos = y[:, k].sum()
-        target = np.where(y[:, k], (n_pos + 1) / (n_pos + 2), 1 / (len(x) - n_pos + 2))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(
-                np.r_[x, x][:, None], np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[target, 1 - target])
+        x = _logit(p[:, k])[:, None]
+        ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(x, y[:, k])
         assert maps.slope[k] == pytest.approx(ref.coef_[0, 0], rel=1e-7)
         assert maps.intercept[k] == pytest.approx(ref.intercept_[0], abs=1e-7)
+        default = LogisticRegression().fit(x, y[:, k])  # L2 penalty C = 1.0: not the SPEC's fit
+        assert abs(default.coef_[0, 0] - maps.slope[k]) > 1e-4
     # under-confident by temperature 4: the fitted slope undoes it
     assert np.all(np.abs(maps.slope - 4) < 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_platt_score_equations_hold_on_the_fold(seed):
+    # the maximum-likelihood fit's two score equations: the mapped fold prevalence is the observed one,
+    # and the residuals are orthogonal to logit p
+    p, y, _, _ = _stream(seed, n=1000, k=6, temperature=0.5)
+    maps = fit_recalibration(p, y, "platt")
+    fitted = maps.apply(p)
+    assert fitted.mean(axis=0) == pytest.approx(y.mean(axis=0), abs=1e-10)
+    assert ((y - fitted) * _logit(p)).mean(axis=0) == pytest.approx(np.zeros(6), abs=1e-9)
+
+
+def test_platt_separated_fold_uses_platts_targets_and_stays_finite():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.RandomState(1)
+    p = np.r_[rng.rand(500) * 0.5, 0.5 + rng.rand(5) * 0.5][:, None]
+    y = np.r_[np.zeros(500), np.ones(5)][:, None]
+    maps = fit_recalibration(p, y, "platt")
+    assert np.isfinite(maps.slope[0]) and not maps.fallback[0]
+    out = maps.apply([[0.99], [0.1]])[:, 0]
+    assert 0.5 < out[0] < 1 and 0 < out[1] < 0.05
+    # exactly the unpenalized fit of Platt's targets (each row as y = 1 with weight t, y = 0 with 1 - t)
+    x = _logit(p[:, 0])
+    target = np.where(y[:, 0] > 0, 6 / 7, 1 / 502)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(
+            np.r_[x, x][:, None], np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[target, 1 - target])
+    assert maps.slope[0] == pytest.approx(ref.coef_[0, 0], rel=1e-7)
+    assert maps.intercept[0] == pytest.approx(ref.intercept_[0], abs=1e-7)
+    # a quasi-separated fold (one tie at the cut) is separated too; one overlapping pair is not
+    tied = p.copy()
+    tied[0, 0] = tied[500:, 0].min()
+    assert np.isfinite(fit_recalibration(tied, y, "platt").slope[0])
+    crossed = p.copy()
+    crossed[0, 0] = 0.999
+    slope, intercept = _irls(_logit(crossed[:, 0]), y[:, 0])
+    assert fit_recalibration(crossed, y, "platt").slope[0] == pytest.approx(slope, rel=1e-8)
+
+
+def test_platt_separated_backwards_maps_to_the_prevalence():
+    p = np.r_[np.full(20, 0.9), np.full(80, 0.2)][:, None]
+    y = np.r_[np.zeros(20), np.ones(80)][:, None]
+    maps = fit_recalibration(p, y, "platt")
+    assert maps.fallback_codes == ["0"]
+    assert maps.apply([[0.5]])[0, 0] == pytest.approx(0.8)
 
 
 def test_platt_hand_case_symmetric_fold_gives_the_identity_direction():
@@ -66,16 +142,6 @@ def test_platt_hand_case_symmetric_fold_gives_the_identity_direction():
     assert maps.intercept[0] == pytest.approx(0, abs=1e-9)
     assert maps.slope[0] > 0
     assert maps.apply([[0.5]])[0, 0] == pytest.approx(0.5)
-
-
-def test_platt_separated_fold_stays_finite():
-    rng = np.random.RandomState(1)
-    p = np.r_[rng.rand(500) * 0.5, 0.5 + rng.rand(5) * 0.5][:, None]
-    y = np.r_[np.zeros(500), np.ones(5)][:, None]
-    maps = fit_recalibration(p, y, "platt")
-    assert np.isfinite(maps.slope[0]) and not maps.fallback[0]
-    out = maps.apply([[0.99], [0.1]])[:, 0]
-    assert 0.5 < out[0] < 1 and 0 < out[1] < 0.05
 
 
 def _pav(p, y):
