@@ -133,6 +133,65 @@ def test_platt_separated_backwards_maps_to_the_prevalence():
     assert maps.apply([[0.5]])[0, 0] == pytest.approx(0.8)
 
 
+def _tested_reference(p, y, level=0.05):
+    """platt_tested by hand: per code, the likelihood-ratio statistic of the identity map against the
+    independent IRLS Platt fit (or the prevalence where there is no fit), and the kept map (slope, intercept)."""
+    out = []
+    for k in range(p.shape[1]):
+        x, labels = _logit(p[:, k]), y[:, k].astype(float)
+        identity = 1 / (1 + np.exp(-x))
+        if 0 < labels.sum() < len(labels):
+            slope, intercept = _irls(x, labels)
+            fitted = 1 / (1 + np.exp(-(slope * x + intercept)))
+        else:
+            slope = intercept = None
+            fitted = np.full(len(x), labels.mean())
+        with np.errstate(divide="ignore"):
+            loglik = lambda g: np.where(labels > 0, np.log(g), np.log1p(-g)).sum()  # noqa: E731
+            ratio = 2 * (loglik(fitted) - loglik(identity))
+        out.append((ratio, (1.0, 0.0) if ratio < -2 * math.log(level) else (slope, intercept)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_platt_tested_keeps_p_unless_the_likelihood_ratio_test_rejects_it(seed):
+    rng = np.random.RandomState(seed)
+    n, k = 400, 6
+    logit_q = rng.uniform(-3, 0, k) + 1.5 * rng.randn(n, k)
+    y = rng.rand(n, k) < 1 / (1 + np.exp(-logit_q))
+    # codes 0-2 calibrated, 3 slightly shifted, 4 tempered, 5 strongly shifted
+    distort = np.array([[1, 0], [1, 0], [1, 0], [1, 0.25], [0.4, 0], [1, 1.5]])
+    p = 1 / (1 + np.exp(-(logit_q * distort[:, 0] + distort[:, 1])))
+    maps = fit_recalibration(p, y, "platt_tested")
+    platt = fit_recalibration(p, y, "platt")
+    for code, (ratio, (slope, intercept)) in enumerate(_tested_reference(p, y)):
+        assert abs(ratio - 5.991) > 1e-6  # clear of the cut, so the decision is not a float accident
+        assert maps.slope[code] == pytest.approx(slope, rel=1e-8)
+        assert maps.intercept[code] == pytest.approx(intercept, rel=1e-8, abs=1e-8)
+        if slope != 1.0 or intercept != 0.0:
+            assert (maps.slope[code], maps.intercept[code]) == (platt.slope[code], platt.intercept[code])
+    assert maps.slope[4] == platt.slope[4] and maps.slope[5] == platt.slope[5]  # large distortions: rejected
+    kept = maps.apply(p)[:, (maps.slope == 1) & (maps.intercept == 0)]
+    assert np.array_equal(kept, p[:, (maps.slope == 1) & (maps.intercept == 0)])  # a kept code keeps its p exactly
+
+
+def test_platt_tested_on_a_fallback_code_tests_the_prevalence():
+    rng = np.random.RandomState(3)
+    p = np.c_[np.full(300, 0.002), rng.rand(300) * 0.6 + 0.2, rng.rand(300)]
+    y = np.c_[np.zeros(300, bool), np.zeros(300, bool), rng.rand(300) < p[:, 2]]
+    maps = fit_recalibration(p, y, "platt_tested", codes=["rare", "absent", "C"])
+    # "rare": no positive, expected 0.6 of one: p kept; "absent": p ~ 0.5, none in 300: the prevalence 0
+    assert maps.fallback_codes == ["absent"]
+    out = maps.apply(p[:3])
+    assert out[:, 0] == pytest.approx(p[:3, 0]) and np.all(out[:, 1] == 0)
+    assert Recalibration.from_dict(json.loads(json.dumps(maps.to_dict()))) == maps
+
+
+def test_platt_tested_repairs_a_tempered_classifier_like_platt():
+    p, y, _, _ = _stream(2, n=1000, k=6)  # temperature 4: every code rejected
+    assert fit_recalibration(p, y, "platt_tested").to_dict()["maps"] == fit_recalibration(p, y, "platt").to_dict()["maps"]
+
+
 def test_platt_hand_case_symmetric_fold_gives_the_identity_direction():
     # p and 1 - p mirrored, labels mirrored: the intercept is 0 by symmetry
     p = np.array([[0.2], [0.4], [0.6], [0.8]] * 25)
@@ -199,7 +258,7 @@ def test_fallback_codes_map_to_the_fold_prevalence():
     assert np.all(fit_recalibration(p, y, "platt").apply(rng.rand(5, 4))[:, 3] == pytest.approx(y[:, 3].mean()))
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 def test_serialization_round_trip_through_json(method):
     p, y, _, _ = _stream(3, n=400)
     y[:, 0] = False
@@ -267,7 +326,7 @@ def test_predict_before_the_fold_is_complete_raises():
 
 
 # ---------------------------------------------------------------------- the split
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 def test_maps_are_fitted_on_the_fold_only(method):
     p, y, v, c = _stream(8, n=500)
     first = replay(p, y, v, c, [1.0], recalibrate=150, recalibration=method, burn_in=20, score="price")
@@ -294,7 +353,7 @@ def test_the_fold_never_joins_calibration():
     assert res.settings["recalibrate"] == 120 and res.settings["recalibration"] == "platt"
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 @pytest.mark.parametrize("delta", [None, 0.2])
 @pytest.mark.parametrize("score", ["cost", "price"])
 def test_replay_equals_the_favmac_loop(method, delta, score):
@@ -323,7 +382,7 @@ def test_replay_equals_the_loop_with_segments_and_adaptive_target():
     assert res.group_sizes == {"a": 100, "b": 200}  # rows 100..399 only: the fold is no segment's calibration
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 def test_guarantees_hold_over_many_orderings(method):
     """Exchangeable stream, recalibration on: mean cost <= c and violation rate <= delta over 150 orderings."""
     p, y, v, c = _stream(12, n=2000, k=8)
