@@ -479,6 +479,26 @@ def test_cli_replay_and_predict_with_recalibration(tmp_path):
                  "--scheduler", "synchronous"]) == 2
 
 
+def test_cli_predict_with_platt_tested_stores_maps_that_reload(tmp_path):
+    from favmac.cli import main
+
+    p, y, _, _ = _stream(19, n=400, k=3)
+    p[:, 0] = 1 / (1 + np.exp(-_logit(p[:, 0]) * 4))  # code C0 calibrated again
+    wide = pd.DataFrame({"patient_id": [f"P{i}" for i in range(400)]})
+    for k in range(3):
+        wide[f"prob_C{k}"], wide[f"label_C{k}"] = p[:, k], y[:, k].astype(int)
+    wide.to_csv(tmp_path / "cal.csv", index=False)
+    pd.DataFrame({"patient_id": ["N1"], "C0": [0.6], "C1": [0.5], "C2": [0.3]}).to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--calibration", str(tmp_path / "cal.csv"), "--new", str(tmp_path / "new.csv"),
+                 "--target", "0.5", "--recalibrate", "200", "--recalibration", "platt_tested",
+                 "--out", str(tmp_path / "sets.csv")]) == 0
+    record = json.loads((tmp_path / "sets.csv.provenance.json").read_text())
+    stored = Recalibration.from_dict(record["settings"]["recalibration_maps"])
+    assert stored == fit_recalibration(p[:200], y[:200], "platt_tested", codes=["C0", "C1", "C2"])
+    assert stored.method == "platt_tested" and (stored.slope[0], stored.intercept[0]) == (1.0, 0.0)  # C0 kept
+    assert stored.slope[1] != 1.0 and stored.slope[2] != 1.0  # C1, C2 (temperature 4) rejected
+
+
 # ---------------------------------------------------------------------- figures for the Data page
 def test_calibration_error_and_reliability():
     p, y, _, _ = _stream(19, n=3000, k=3, temperature=4.0)
