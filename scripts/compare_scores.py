@@ -471,7 +471,8 @@ def shrinkage_section() -> list[str]:
            "Could a prior remove the map noise on calibrated data and still repair the others? Platt's fit with a "
            "Gaussian prior centred on the identity map (logit g = a logit p + b, a ~ N(1, s^2), b ~ N(0, s^2), the "
            "maximum a posteriori fit, same Newton solver; the same with 0/1 targets instead of Platt's gave the same "
-           "figures to 0.05), 10 seeds, R = 1,000, % of the knapsack limit at c = 0.5 / 1 / 2 / 4:", "",
+           "figures to 0.05; the row \"none\" is the earlier fit, Platt's targets for every code), 10 seeds, "
+           "R = 1,000, % of the knapsack limit at c = 0.5 / 1 / 2 / 4:", "",
            "| prior s | calibrated | over-confident | under-confident | value-biased | calibrated: split cost at c = 0.5 |",
            "|---|---|---|---|---|---|"]
     doc += ["| " + " | ".join(row) + " |" for row in SHRINKAGE]
