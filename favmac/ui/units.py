@@ -140,7 +140,7 @@ def value_phrase(x: float, settings: dict) -> str:
     >>> value_phrase(1030.2, {"value_kind": "cms_payment", "base_rate": 11000.0}), value_phrase(0.05, {"value_kind": "tp"})
     ('$1,030 of payment', '0.05 confirmed codes')
     """
-    if settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None:
+    if in_dollars(settings):
         return f"{value_amount(x, settings)} of payment"
     return f"{value_amount(x, settings)} {value_unit(settings)}"
 
