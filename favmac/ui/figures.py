@@ -194,7 +194,7 @@ def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: i
     finite = np.asarray(y, dtype=float)
     finite = finite[np.isfinite(finite) & (finite > 0)]
     if len(finite) and finite.max() > 20 * finite.min():
-        fig.update_yaxes(type="log", rangemode="normal", dtick="D2")  # labels at 1, 2, 5 of each decade, no more
+        fig.update_yaxes(type="log", rangemode="normal", dtick=1)  # one full label a decade (1-2-5 labels read "5" for 0.5)
         axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
     gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
     for trace in gap:                              # the legend keeps to the segments
