@@ -73,7 +73,7 @@ def raf_sets(t, sets, cells) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
             fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
     """Family f's summary for the uncertain local mask and the fixed (known) local mask.
@@ -125,7 +125,7 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
     return ecoef
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _patterns(fam_ptr):
     """Scratch for :func:`_family`: (weights, local indices), 2^size of the largest family each."""
     largest = 0
@@ -186,7 +186,7 @@ def _expected(uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _masks(selected, known, code_fam, code_bit, n_fam, uncertain, fixed):
     for f in range(n_fam):
         uncertain[f] = 0
@@ -225,7 +225,7 @@ def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _convolve_into(a, dist, reach, out):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach."""
     for n in range(_CAP + 1):
@@ -236,7 +236,7 @@ def _convolve_into(a, dist, reach, out):
             out[min(i + j, _CAP)] += ai * dist[j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fold_back(after, dist, reach, out):
     """out[n] = sum_b dist[b] after[min(n + b, 10)]: E[after(n + M)] for a family count M ~ dist."""
     for n in range(_CAP + 1):
@@ -246,7 +246,7 @@ def _fold_back(after, dist, reach, out):
         out[n] = w
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _weights_from(before, after, reach, out):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach."""
     for m in range(reach + 1):
@@ -256,7 +256,7 @@ def _weights_from(before, after, reach, out):
         out[m] = w
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
     """For each interaction touching family f: the other families' products of m1, m2, m12."""
     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
@@ -277,7 +277,7 @@ def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o1
         o12[f, s] = a12
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx, inter_atoms,
                 inter_coef):
     """Candidate k's gain from its family f's expected coefficients and the interactions touching f
