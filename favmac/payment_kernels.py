@@ -257,6 +257,33 @@ def _weights_from(before, after, reach, out):
 
 
 @njit(cache=True, inline="always")
+def _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix, back, w_table):
+    """W_f[m] = E[c(N without f + m)] of every open family whose count is not surely 0 (row f of
+    ``w_table``; ``w_row[f]`` = f), and of everything else (row ``n_fam``, W_total): one forward pass
+    (count distributions, from the closed families' ``closed``) and one backward pass (expected
+    count coefficients) over those families."""
+    n_open = 0
+    for f in range(n_fam):
+        w_row[f] = n_fam
+        if is_open[f] and not trivial[f]:
+            opened[n_open] = f
+            w_row[f] = f
+            n_open += 1
+    for n in range(_CAP + 1):
+        prefix[0, n] = closed[n]
+        back[n_open, n] = coef[n]
+    for j in range(n_open):
+        f = opened[j]
+        _convolve_into(prefix[j], dist[f], reach[f], prefix[j + 1])
+    _weights_from(prefix[n_open], coef, largest, w_table[n_fam])
+    for j in range(n_open - 1, -1, -1):
+        f = opened[j]
+        _weights_from(prefix[j], back[j + 1], reach[f], w_table[f])
+        if j > 0:
+            _fold_back(back[j + 1], dist[f], reach[f], back[j])
+
+
+@njit(cache=True, inline="always")
 def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
     """For each interaction touching family f: the other families' products of m1, m2, m12."""
     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
@@ -388,27 +415,15 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 code_reach[k] = -1
         current = 0.0
         out_vhat[i, 0] = 0.0
+        counts_changed = True
         for step in range(n_codes):
-            # W of the open families: forward (count distributions) and backward (expected count coefficients)
-            n_open = 0
-            for f in range(n_fam):
-                w_row[f] = n_fam
-                if is_open[f] and not trivial[f]:
-                    opened[n_open] = f
-                    w_row[f] = f
-                    n_open += 1
-            for n in range(_CAP + 1):
-                prefix[0, n] = closed[n]
-                back[n_open, n] = coef[n]
-            for j in range(n_open):
-                f = opened[j]
-                _convolve_into(prefix[j], dist[f], reach[f], prefix[j + 1])
-            _weights_from(prefix[n_open], coef, largest, w_table[n_fam])
-            for j in range(n_open - 1, -1, -1):
-                f = opened[j]
-                _weights_from(prefix[j], back[j + 1], reach[f], w_table[f])
-                if j > 0:
-                    _fold_back(back[j + 1], dist[f], reach[f], back[j])
+            # W of the open families: forward (count distributions) and backward (expected count coefficients);
+            # kept from the previous step when no family's count distribution, openness or "surely 0" changed
+            # (a known code or a code with p = 0 was added: the same arrays to the bit)
+            if counts_changed:
+                counts_changed = False
+                _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix, back,
+                               w_table)
             best = -1
             best_key = -math.inf
             first = 0
@@ -447,6 +462,9 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             if not known_i[best]:
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
+                for n in range(_CAP + 1):
+                    if dist[f, n] != c_dist[best, n]:
+                        counts_changed = True
                 ecoef[f] = c_ecoef[best]
                 for n in range(_CAP + 1):
                     dist[f, n] = c_dist[best, n]
@@ -474,6 +492,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 if not still_open:
                     is_open[f] = False
                     if not trivial[f]:
+                        counts_changed = True  # f leaves the open families for the closed ones
                         _convolve_into(closed, dist[f], reach[f], tmp)
                         for n in range(_CAP + 1):
                             closed[n] = tmp[n]
