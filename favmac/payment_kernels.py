@@ -337,8 +337,10 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     "open" families (codes still to add that are not on the record): a family that can no
     longer change is folded once into ``closed``, and W of every open family comes from one
     forward pass (count distributions) and one backward pass (expected count coefficients)
-    over the open families whose count is not surely 0; every other family uses W_total
-    (row ``n_fam`` of ``w_table``).
+    over the open families whose count is not surely 0 (:func:`_count_weights`); every other
+    family uses W_total (row ``n_fam`` of ``w_table``). W is kept when the added code changed no
+    family's count distribution or openness (a known code, p = 0). The helpers are inlined
+    (``inline="always"``): the same operations in the same order as separate calls, bit for bit.
     """
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
