@@ -1,4 +1,6 @@
-"""100,000 patients x 35 codes: upload, replay, playback and export stay interactive."""
+"""100,000 patients x 35 codes: upload, replay, playback and export work at this size, and the
+heavy results are computed once and reused (no timed assertions: the step times are printed,
+``-s`` shows them; scripts/bench_large_cohort.py measures speed as ratios)."""
 from __future__ import annotations
 
 import io
@@ -37,22 +39,28 @@ def test_hundred_thousand_patients():
     data = big_wide_csv()
     at = open_page("data")
     at.file_uploader(key="upload_wide").set_value(("big.csv", data, "text/csv"))
-    assert timed(at.run) < 20
+    figures = {"upload": timed(at.run)}
     assert_clean(at)
     assert at.session_state["dataset"].n_patients == N_PATIENTS
 
-    assert timed(lambda: go(at, "online")) < 20  # the replay, once
+    figures["online"] = timed(lambda: go(at, "online"))  # the replay, once
     assert_clean(at)
     n_steps = N_PATIENTS - at.session_state["settings"]["burn_in"]
-    # every playback tick afterwards only redraws (charts are downsampled)
-    assert timed(lambda: at.button(key="to_end").click().run()) < 5
+    replayed = at.session_state["session"]
+    # every playback tick afterwards only redraws (charts are downsampled): the replay is kept
+    figures["to end"] = timed(lambda: at.button(key="to_end").click().run())
+    assert at.session_state["session"] is replayed
     assert at.session_state["session"].position == n_steps
     for chart in at.get("plotly_chart"):
         assert len(chart.proto.spec) < 400_000  # at most ~2000 points per series
 
-    assert timed(lambda: go(at, "export")) < 20
+    figures["export"] = timed(lambda: go(at, "export"))
     assert_clean(at)
-    assert timed(lambda: at.button(key="prepare_exports").click().run()) < 20  # large data: built on click
+    assert at.session_state.get("exports") is None  # large data: built on click, not on the visit
+    figures["export (button)"] = timed(lambda: at.button(key="prepare_exports").click().run())
     assert_clean(at)
-    assert at.session_state["exports"]["n_calibration"] == n_steps
-    assert timed(lambda: go(at, "export")) < 2  # memoised
+    exports = at.session_state["exports"]
+    assert exports["n_calibration"] == n_steps
+    figures["export (again)"] = timed(lambda: go(at, "export"))
+    assert at.session_state["exports"] is exports  # memoised, not rebuilt
+    print("\n" + "\n".join(f"{name:16s} {seconds:6.2f} s" for name, seconds in figures.items()))
