@@ -1,5 +1,8 @@
 """Compiled loops of the baselines (numba), imported on first use so ``import favmac`` stays fast.
 
+Every kernel releases the GIL (``nogil=True``): the Trade-offs page runs a baseline on one
+thread while a FavMac replay runs on another (:func:`favmac.ui.tradeoffs.run_methods`).
+
 The Fenwick trees come from :mod:`favmac.fenwick`; the rank edge rule is
 :func:`favmac.thresholds.rank_edge`, compiled once in :mod:`favmac.replay_kernels`.
 """
@@ -12,7 +15,7 @@ from .. import fenwick
 from ..replay_kernels import calibration_count, rank_edge
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def masked_sums(selected, per_code):
     """out[t, s] = sum_k selected[t, s, k] * per_code[s, k] (additive value or cost of each set)."""
     n_targets, n_steps, n_codes = selected.shape
@@ -26,7 +29,7 @@ def masked_sums(selected, per_code):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, bounds):
     """Realized cost, value and exact "cost > target" of every chosen set, in one pass.
 
@@ -62,7 +65,7 @@ def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, b
     return cost, value, exceeds
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
     """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
 
@@ -109,7 +112,7 @@ def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
     return selected, final
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, top):
     n_patients, n_codes = probs.shape
     n_targets = ranks_needed.shape[0]
@@ -140,7 +143,7 @@ def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, 
     return thresholds, selected, final
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def add_patient(running, patient, n_above, weights_row, sign):
     n_grid = running.shape[0] - 1
     for k in range(n_above.shape[0]):
@@ -152,7 +155,7 @@ def add_patient(running, patient, n_above, weights_row, sign):
     patient[:] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
     """Smallest grid index j with R[j] <= bound, R[j] = summed cost of S_{grid[j]} in the window.
 
@@ -203,7 +206,7 @@ def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
     return thresholds, selected, final
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hoeffding_gap(r, alpha, level):
     """h1(r, alpha) - level, and its derivative in r, for 0 <= r < alpha < 1."""
     first = r * np.log(r / alpha) if r > 0 else 0.0
@@ -212,7 +215,7 @@ def hoeffding_gap(r, alpha, level):
     return gap, slope
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rcps_bound_kernel(n_max, alpha, delta):
     """Largest summed normalized risk S accepted by the HB test, for n = 0..n_max.
 
@@ -275,7 +278,7 @@ def rcps_bound_kernel(n_max, alpha, delta):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, count_tree):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
