@@ -66,50 +66,52 @@ def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, b
 
 
 @njit(cache=True, nogil=True)
-def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
-    """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
+def classwise_code(column, order, negative, needs_by_size, burn_in, window, top, passed, final, tree, rank, below):
+    """ClassWise for one code: for every step, how many of the targets do *not* predict it
+    (``passed[s]``), and its final thresholds (``final[i]``).
 
-    ``columns`` (K, N): scores p_k(x_i); ``negative`` (K, N): y_ik = 0;
-    ``ranks_needed[t, m]``: rank j of the quantile among m negatives plus +inf.
-    p > (j-th smallest negative score)  <=>  #{negative scores < p} >= j.
+    ``column`` (N): scores p_k(x_i); ``order``: ``np.argsort(column)`` (numpy's sort, several
+    times faster than a compiled one); ``negative`` (N): y_ik = 0; ``needs_by_size[m, i]``: rank j
+    of the quantile among m negatives plus +inf for the i-th target of an order in which j never
+    grows (:func:`favmac.baselines.classwise.classwise`: decreasing beta).
+    p > (j-th smallest negative score)  <=>  #{negative scores < p} >= j, so the code is predicted
+    for the order's targets ``i >= passed[s]``: one byte per step and code, written in order,
+    instead of one per step and target strided across the (T, S, K) sets. ``tree`` (N + 1,
+    int32), ``rank`` and ``below`` (N, int64) are work space, reused from code to code.
     """
-    n_codes, n_patients = columns.shape
-    n_targets = ranks_needed.shape[0]
-    n_steps = n_patients - burn_in
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
-    final = np.empty((n_targets, n_codes))
-    tree = np.zeros(n_patients + 1, dtype=np.int32)
-    rank = np.empty(n_patients, dtype=np.int64)
-    below = np.empty(n_patients, dtype=np.int64)  # #{i : p_ik < p_nk}: start of p_nk's run of ties
-    for k in range(n_codes):
-        column = columns[k]
-        order = np.argsort(column)  # any order of ties works: below[] marks runs
-        sorted_column = column[order]
-        run_start = 0
-        for r in range(n_patients):
-            if r > 0 and sorted_column[r] != sorted_column[r - 1]:
-                run_start = r
-            rank[order[r]] = r
-            below[order[r]] = run_start
-        tree[:] = 0
-        m = 0
-        for n in range(n_patients):
-            if n >= burn_in:
-                q = fenwick.prefix_total(tree, below[n])
-                s = n - burn_in
-                for t in range(n_targets):
-                    selected[t, s, k] = q >= ranks_needed[t, m]
-            if negative[k, n]:
-                fenwick.add(tree, rank[n], 1)
-                m += 1
-            if window > 0 and n - window >= 0 and negative[k, n - window]:
-                fenwick.add(tree, rank[n - window], -1)
-                m -= 1
-        for t in range(n_targets):
-            j = ranks_needed[t, m]
-            edge = rank_edge(m + 1 - j, m)  # the j-th smallest is the (m + 1 - j)-th largest
-            final[t, k] = edge if not np.isnan(edge) else sorted_column[fenwick.kth(tree, j, top)]
-    return selected, final
+    n_patients = column.shape[0]
+    n_targets = needs_by_size.shape[1]
+    run_start = 0  # below[i] = #{i' : p_i' < p_i}: the start of p_i's run of ties (any order of ties works)
+    for r in range(n_patients):
+        if r > 0 and column[order[r]] != column[order[r - 1]]:
+            run_start = r
+        rank[order[r]] = r
+        below[order[r]] = run_start
+    tree[:] = 0
+    m = 0
+    for n in range(n_patients):
+        if n >= burn_in:
+            q = fenwick.prefix_total(tree, below[n])
+            needs = needs_by_size[m]
+            lo = 0
+            hi = n_targets
+            while lo < hi:  # the first target of the order whose rank q reaches
+                mid = (lo + hi) // 2
+                if q >= needs[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            passed[n - burn_in] = lo
+        if negative[n]:
+            fenwick.add(tree, rank[n], 1)
+            m += 1
+        if window > 0 and n - window >= 0 and negative[n - window]:
+            fenwick.add(tree, rank[n - window], -1)
+            m -= 1
+    for i in range(n_targets):
+        j = needs_by_size[m, i]
+        edge = rank_edge(m + 1 - j, m)  # the j-th smallest is the (m + 1 - j)-th largest
+        final[i] = edge if not np.isnan(edge) else column[order[fenwick.kth(tree, j, top)]]
 
 
 @njit(cache=True, nogil=True)
