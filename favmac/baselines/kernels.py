@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .. import fenwick
 from ..replay_kernels import calibration_count, rank_edge
@@ -280,32 +281,94 @@ def rcps_bound_kernel(n_max, alpha, delta):
     return out
 
 
+def occupancy_levels(n_positions: int) -> np.ndarray:
+    """Word offsets of the levels of an occupancy bit set over ``n_positions`` positions
+    (:func:`occupy`, :func:`next_occupied`): level 0 has one bit per position, each level above
+    one bit per word of the level below, up to a single word; the last offset is the total.
+
+    >>> occupancy_levels(5000).tolist()  # 79 words of positions, 2 words above them, then 1
+    [0, 79, 81, 82]
+    """
+    offsets, words = [0], max(1, -(-int(n_positions) // 64))
+    while True:
+        offsets.append(offsets[-1] + words)
+        if words == 1:
+            return np.array(offsets, dtype=np.int64)
+        words = -(-words // 64)
+
+
 @njit(cache=True, nogil=True)
-def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, count_tree):
+def occupy(bits, offsets, position):
+    """Mark ``position`` occupied (and the words above it). O(levels), about 4 for 2^24 positions."""
+    i = position
+    for level in range(offsets.shape[0] - 1):
+        word = offsets[level] + (i >> 6)
+        was = bits[word]
+        bits[word] = was | (np.uint64(1) << np.uint64(i & 63))
+        if was != 0:
+            return  # the levels above already know this word is not empty
+        i >>= 6
+
+
+@njit(cache=True, nogil=True)
+def vacate(bits, offsets, position):
+    """Mark ``position`` free (and every word above it that becomes empty). O(levels)."""
+    i = position
+    for level in range(offsets.shape[0] - 1):
+        word = offsets[level] + (i >> 6)
+        bits[word] &= ~(np.uint64(1) << np.uint64(i & 63))
+        if bits[word] != 0:
+            return
+        i >>= 6
+
+
+@njit(cache=True, nogil=True)
+def next_occupied(bits, offsets, position):
+    """The smallest occupied position >= ``position``, or -1. O(levels): up while the rest of
+    a word is empty, then down along the lowest set bits."""
+    n_levels = offsets.shape[0] - 1
+    i = position
+    level = 0
+    while True:
+        if level == n_levels or (i >> 6) >= offsets[level + 1] - offsets[level]:
+            return -1
+        rest = bits[offsets[level] + (i >> 6)] >> np.uint64(i & 63)  # this word's bits from i on
+        if rest != 0:
+            i += np.int64(trailing_zeros(rest))
+            break
+        i = (i >> 6) + 1  # the next word, as a position of the level above
+        level += 1
+    while level > 0:
+        level -= 1
+        i = (i << 6) + np.int64(trailing_zeros(bits[offsets[level] + i]))
+    return i
+
+
+@njit(cache=True, nogil=True)
+def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, offsets):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
     is <= ``bounds[t, m]`` (m calibration patients).
 
     ``values`` are the sorted distinct probabilities of the stream and ``ranks`` (N, K) each
-    probability's position in them. Two Fenwick trees over those positions: the calibration
-    cost (``weights``, int64 at the costs' scale, or float above 2^62) and the count
-    of calibration probabilities (which positions are candidates now). R(lambda at position
-    r) = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
-    strict search and the candidate one k-th search: O(T log U) per prediction, O(K log U)
-    per patient inserted or (with a window) removed. A code's cost is ``weights[k]`` where it
-    is absent (``labels[n, k]`` False), read here rather than from an (N, K) table.
-    ``count_tree``: zeros (U + 1), int32 when N K < 2^31 (half an int64 tree's cache misses).
+    probability's position in them. A Fenwick tree over those positions holds the calibration
+    cost (``weights``, int64 at the costs' scale, or float above 2^62): R(lambda at position r)
+    = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
+    strict search, O(log U). Which positions hold a calibration probability now is an
+    occupancy bit set (levels at ``offsets``, :func:`occupancy_levels`; with a window, a count
+    per position says when one empties): the candidate is the first occupied position from the
+    cut-off on, O(log_64 U) in a bit set 64 times smaller than a count tree. A code's cost is
+    ``weights[k]`` where it is absent (``labels[n, k]`` False), read here rather than from an
+    (N, K) table. O(T log U) per prediction, O(K log U) per patient inserted or removed.
     """
     n_patients, n_codes = probs.shape
     n_values = values.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
     cost_tree = np.zeros(n_values + 1, dtype=weights.dtype)
-    top = 1
-    while top * 2 <= n_values:
-        top *= 2
+    bits = np.zeros(offsets[-1], dtype=np.uint64)
+    copies = np.zeros(n_values if window > 0 else 0, dtype=np.int32)  # a window removes points: how many per position
     total = cost_tree[0]  # a zero of the weights' type
-    count = 0
     thresholds = np.empty((n_targets, n_steps))
     selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
     final = np.empty(n_targets)
@@ -320,8 +383,8 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, c
                     lam = 0.0  # every set qualifies: every code (p >= 0)
                 else:
                     cut = fenwick.count_below(cost_tree, total - bound) + 1  # first position with R <= bound
-                    before = fenwick.prefix_total(count_tree, cut)
-                    lam = np.inf if before >= count else values[fenwick.kth(count_tree, before + 1, top)]
+                    first = next_occupied(bits, offsets, cut) if cut < n_values else -1
+                    lam = np.inf if first < 0 else values[first]
                 if n == n_patients:
                     final[t] = lam
                 else:
@@ -331,17 +394,19 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, c
                         selected[t, s, k] = probs[n, k] >= lam
         if n < n_patients:
             for k in range(n_codes):
-                fenwick.add(count_tree, ranks[n, k], 1)
+                occupy(bits, offsets, ranks[n, k])
+                if window > 0:
+                    copies[ranks[n, k]] += 1
                 if not labels[n, k] and weights[k] != 0:
                     fenwick.add(cost_tree, ranks[n, k], weights[k])
                     total += weights[k]
-            count += n_codes
             if window > 0 and n - window >= 0:
                 old = n - window
                 for k in range(n_codes):
-                    fenwick.add(count_tree, ranks[old, k], -1)
+                    copies[ranks[old, k]] -= 1
+                    if copies[ranks[old, k]] == 0:
+                        vacate(bits, offsets, ranks[old, k])
                     if not labels[old, k] and weights[k] != 0:
                         fenwick.add(cost_tree, ranks[old, k], -weights[k])
                         total -= weights[k]
-                count -= n_codes
     return thresholds, selected, final
