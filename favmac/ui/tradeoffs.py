@@ -150,6 +150,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
 
     def summary_of(i, method):
         part = report.part(i)
+        part(0.0)  # a cancelled job (its progress raises) stops here, before any candidate sets are built
         if method in extra:
             summary = method_summary(extra[method], RECALIBRATED_METHOD, probs, labels, codes, patient_ids, progress=part,
                                      members=members).assign(method=method)

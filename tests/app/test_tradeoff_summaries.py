@@ -327,3 +327,22 @@ def test_run_methods_never_runs_two_heavy_tasks_at_once():
     assert max(heavy_running for _, _, heavy_running in log) == 1
     assert [name for _, name, _ in log if name.startswith("F")] == ["F1", "F2", "F3"]
     assert {name for _, name, _ in log[:2]} == {"F1", "B1"}  # both threads busy from the start
+
+
+def test_a_cancelled_comparison_stops_every_method(monkeypatch):
+    """A job's progress raises once the job is cancelled: no method then starts (nor builds its
+    candidate sets), and the cancellation is what run_tradeoffs raises."""
+    probs, labels, weights = _stream(16, n_patients=200)
+    spec = _spec(200, 5, weights, "expected", "weighted_fp")
+    codes, ids = [f"C{k}" for k in range(5)], [f"p{i}" for i in range(200)]
+    started = []
+    monkeypatch.setattr(tradeoffs, "run_method", lambda *args, **kwargs: started.append(args[1]))
+    monkeypatch.setattr(tradeoffs, "candidate_sets", lambda *args: started.append("candidates"))
+
+    def cancelled(fraction):
+        raise jobs.JobCancelled("Comparing")
+
+    with pytest.raises(jobs.JobCancelled):
+        tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0], ["FavMac (price)", "FavMac (ratio)", "CRC"],
+                                progress=cancelled)
+    assert started == []
