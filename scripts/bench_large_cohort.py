@@ -11,9 +11,13 @@ C_max) and methods (7 apply: FavMac price/ratio/value/prob, ClassWise, InnerSet,
 
 Each measurement runs in a fresh child process:
 
-* ``replay``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
-  then the Trade-offs computation (``favmac.ui.tradeoffs.run_tradeoffs``); wall and CPU seconds.
-* ``memory``: the same two steps under ``tracemalloc`` (numpy's arrays are traced); the peak
+* ``speed``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
+  then the Trade-offs computation (``favmac.ui.tradeoffs.run_tradeoffs``) as the app runs it
+  (its methods on ``TRADEOFF_WORKERS`` threads), then the same with one thread (the methods one
+  after another); wall and CPU seconds (CPU: every thread of the process), and the machine's
+  load (``os.getloadavg``, 1 minute) before and after each step. The user waits wall time;
+  on a shared machine wall times follow the load, CPU times much less.
+* ``memory``: the same three steps under ``tracemalloc`` (numpy's arrays are traced); the peak
   of traced memory, data included, against the data's in-memory size (:func:`data_bytes`:
   probabilities float64, labels int8 and cost weights as loaded; the ids are printed apart).
 * ``sessions`` (``--sessions S``, on ``--session-patients`` patients, default ``--patients``):
@@ -109,18 +113,29 @@ def child_steps(args, trace: bool) -> dict:
         for method in methods:
             if tradeoffs.method_applicability(spec.control, [method], args.codes)[method] is None:
                 run_method(small, method, probs[:200], labels[:200])
-    out = {"data_bytes": data_bytes(probs, labels, weights), "id_bytes": id_bytes(ids)}
+    out = {"data_bytes": data_bytes(probs, labels, weights), "id_bytes": id_bytes(ids), "workers": getattr(tradeoffs, "TRADEOFF_WORKERS", 1)}
+
+    def one_thread():
+        workers, tradeoffs.TRADEOFF_WORKERS = getattr(tradeoffs, "TRADEOFF_WORKERS", 1), 1  # (a checkout before it: sequential)
+        try:
+            return tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)
+        finally:
+            tradeoffs.TRADEOFF_WORKERS = workers
+
     for name, step in (("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)),
-                       ("tradeoffs", lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods))):
+                       ("tradeoffs", lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)),
+                       ("sequential", one_thread)):
         gc.collect()
         if trace:
             tracemalloc.reset_peak()
             kept = step()
             out[f"{name}_peak"] = tracemalloc.get_traced_memory()[1]
         else:
+            load = os.getloadavg()[0]
             wall, cpu = time.perf_counter(), time.process_time()
             kept = step()
             out[f"{name}_wall"], out[f"{name}_cpu"] = time.perf_counter() - wall, time.process_time() - cpu
+            out[f"{name}_load"] = (load, os.getloadavg()[0])
         del kept
     return out
 
@@ -225,12 +240,21 @@ def mb(n) -> str:
 def report(label: str, speed: dict, memory: dict) -> None:
     data = memory["data_bytes"]
     print(f"{label}: data {mb(data)} (probabilities, labels, weights; the ids another {mb(memory['id_bytes'])})")
-    print(f"  FavMac (price) replay, 10 targets: {speed['replay_wall']:.2f} s wall, {speed['replay_cpu']:.2f} s CPU; "
-          f"peak {mb(memory['replay_peak'])} = {memory['replay_peak'] / data:.2f}x the data")
-    print(f"  Trade-offs, 7 methods x 10 targets: {speed['tradeoffs_wall']:.2f} s wall, {speed['tradeoffs_cpu']:.2f} s CPU; "
-          f"peak {mb(memory['tradeoffs_peak'])} = {memory['tradeoffs_peak'] / data:.2f}x the data")
-    print(f"  Trade-offs / replay: {speed['tradeoffs_wall'] / speed['replay_wall']:.2f}x wall, "
-          f"{speed['tradeoffs_cpu'] / speed['replay_cpu']:.2f}x CPU (child max RSS {mb(speed['max_rss'])})")
+    steps = (("replay", "FavMac (price) replay, 10 targets"),
+             ("tradeoffs", f"Trade-offs, 7 methods x 10 targets, {speed.get('workers', 1)} threads (the app)"),
+             ("sequential", "Trade-offs, the same on 1 thread"))
+    for name, title in steps:
+        if f"{name}_wall" not in speed:  # a baseline checkout measured before the sequential step existed
+            continue
+        load = speed.get(f"{name}_load")
+        print(f"  {title}: {speed[f'{name}_wall']:.2f} s wall, {speed[f'{name}_cpu']:.2f} s CPU"
+              + (f" (load {load[0]:.1f} -> {load[1]:.1f})" if load else "")
+              + (f"; peak {mb(memory[f'{name}_peak'])} = {memory[f'{name}_peak'] / data:.2f}x the data" if f"{name}_peak" in memory else ""))
+    for name, title in steps[1:]:
+        if f"{name}_wall" in speed:
+            print(f"  {title} / replay: {speed[f'{name}_wall'] / speed['replay_wall']:.2f}x wall, "
+                  f"{speed[f'{name}_cpu'] / speed['replay_cpu']:.2f}x CPU")
+    print(f"  child max RSS {mb(speed['max_rss'])}")
 
 
 def main(argv=None) -> int:
@@ -252,6 +276,7 @@ def main(argv=None) -> int:
     sources = [("this checkout", SOURCE)] + ([("baseline " + args.baseline_src, args.baseline_src)] if args.baseline_src else [])
     for label, source in sources:
         report(label, run_child("speed", args, source), run_child("memory", args, source))
+        print(f"  load now {os.getloadavg()[0]:.1f}")
     if args.sessions:
         wall = time.perf_counter()
         out = run_child("sessions", args)

@@ -64,16 +64,32 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
                      codes=codes, patient_ids=patient_ids, progress=progress)
     n_patients = stream.n_patients
     sizes = np.arange(n_patients + 1)
-    ranks_needed = np.empty((stream.targets.size, n_patients + 1), dtype=np.int64)
-    for t, target in enumerate(stream.targets):
-        beta = Fraction(0) if stream.costs.c_max == 0 else 1 - exact(target) / stream.costs.c_max
-        ranks_needed[t] = quantile_rank(beta, sizes)
+    betas = [Fraction(0) if stream.costs.c_max == 0 else 1 - exact(target) / stream.costs.c_max for target in stream.targets]
+    # the targets by decreasing beta: the quantile's rank ceil(beta (m + 1)) then never grows along
+    # them, for every m, so the targets that predict a code are the last ones of this order
+    order = sorted(range(len(betas)), key=lambda t: betas[t], reverse=True)
+    needs_by_size = np.empty((n_patients + 1, len(order)), dtype=np.int64)
+    for i, t in enumerate(order):
+        needs_by_size[:, i] = quantile_rank(betas[t], sizes)
     from .. import fenwick
-    from .kernels import classwise_kernel
+    from .kernels import classwise_code
 
-    selected, code_thresholds = classwise_kernel(
-        np.ascontiguousarray(stream.probs.T), np.ascontiguousarray(~stream.labels.T), ranks_needed,
-        stream.burn_in, stream.window_int, fenwick.top_bit(n_patients))
+    passed = np.empty((stream.n_codes, n_patients - stream.burn_in), dtype=np.uint8 if len(order) < 256 else np.int64)
+    final = np.empty((stream.n_codes, len(order)))
+    tree = np.zeros(n_patients + 1, dtype=np.int32)
+    rank, below = np.empty(n_patients, dtype=np.int64), np.empty(n_patients, dtype=np.int64)
+    for k in range(stream.n_codes):  # one code at a time: its tree stays in cache
+        column = np.ascontiguousarray(stream.probs[:, k])
+        classwise_code(column, np.argsort(column), np.ascontiguousarray(~stream.labels[:, k]), needs_by_size, stream.burn_in,
+                       stream.window_int, fenwick.top_bit(n_patients), passed[k], final[k], tree, rank, below)
+    final = final.T
+    place = np.empty(len(order), dtype=passed.dtype)  # target t is the place[t]-th of the order
+    place[order] = np.arange(len(order))
+    passed = np.ascontiguousarray(passed.T)  # (S, K)
+    selected = place[:, None, None] >= passed[None, :, :]
+    del passed
+    code_thresholds = np.empty_like(final)
+    code_thresholds[np.asarray(order, dtype=np.int64)] = final
     n_targets, n_steps = stream.targets.size, n_patients - stream.burn_in
     settings = {
         "rule": "predict code k iff p_k > code_thresholds[target][k]",

@@ -63,9 +63,10 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     -----
     Costs are summed as integers at the weights' decimal scale (the threshold arithmetic of
     :mod:`favmac.thresholds`, the same M = c(n+1) - C_max as FavMac), so with weights like 1
-    or 0.331 an exact tie is decided exactly (it qualifies). Two Fenwick trees over the
-    ranks of the stream's probabilities (:func:`favmac.baselines.kernels.crc_kernel`) make
-    a prediction O(T log U) and a calibration update O(K log U).
+    or 0.331 an exact tie is decided exactly (it qualifies). A Fenwick tree of costs and an
+    occupancy bit set over the ranks of the stream's probabilities
+    (:func:`favmac.baselines.kernels.crc_kernel`) make a prediction O(T log U) and a
+    calibration update O(K log U).
 
     Examples
     --------
@@ -90,11 +91,11 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
         bounds = np.array([float(t) * (sizes + 1) - c_max_units for t in stream.targets])
     values, ranks = distinct_ranks(stream.probs)
     stream.progress(0.1)
-    from .kernels import crc_kernel
+    from .kernels import crc_kernel, occupancy_levels
 
     labels = np.ascontiguousarray(stream.labels, dtype=bool)
     thresholds, selected, final = crc_kernel(stream.probs, ranks, values, labels, np.asarray(weights), bounds, stream.burn_in,
-                                             stream.window_int, np.zeros(len(values) + 1, dtype=ranks.dtype))
+                                             stream.window_int, occupancy_levels(len(values)))
     settings = {"rule": "predict code k iff p_k >= threshold",
                 "candidates": "0, every calibration probability, +inf (exact)"}
     return build_result("CRC", stream, thresholds, selected, value, cost, settings, final)

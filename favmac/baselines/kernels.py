@@ -1,5 +1,8 @@
 """Compiled loops of the baselines (numba), imported on first use so ``import favmac`` stays fast.
 
+Every kernel releases the GIL (``nogil=True``): the Trade-offs page runs a baseline on one
+thread while a FavMac replay runs on another (:func:`favmac.ui.tradeoffs.run_methods`).
+
 The Fenwick trees come from :mod:`favmac.fenwick`; the rank edge rule is
 :func:`favmac.thresholds.rank_edge`, compiled once in :mod:`favmac.replay_kernels`.
 """
@@ -7,12 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .. import fenwick
 from ..replay_kernels import calibration_count, rank_edge
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def masked_sums(selected, per_code):
     """out[t, s] = sum_k selected[t, s, k] * per_code[s, k] (additive value or cost of each set)."""
     n_targets, n_steps, n_codes = selected.shape
@@ -26,7 +30,7 @@ def masked_sums(selected, per_code):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, bounds):
     """Realized cost, value and exact "cost > target" of every chosen set, in one pass.
 
@@ -62,54 +66,56 @@ def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, b
     return cost, value, exceeds
 
 
-@njit(cache=True)
-def classwise_kernel(columns, negative, ranks_needed, burn_in, window, top):
-    """ClassWise sets for every step and target, one code at a time (its tree stays in cache).
+@njit(cache=True, nogil=True)
+def classwise_code(column, order, negative, needs_by_size, burn_in, window, top, passed, final, tree, rank, below):
+    """ClassWise for one code: for every step, how many of the targets do *not* predict it
+    (``passed[s]``), and its final thresholds (``final[i]``).
 
-    ``columns`` (K, N): scores p_k(x_i); ``negative`` (K, N): y_ik = 0;
-    ``ranks_needed[t, m]``: rank j of the quantile among m negatives plus +inf.
-    p > (j-th smallest negative score)  <=>  #{negative scores < p} >= j.
+    ``column`` (N): scores p_k(x_i); ``order``: ``np.argsort(column)`` (numpy's sort, several
+    times faster than a compiled one); ``negative`` (N): y_ik = 0; ``needs_by_size[m, i]``: rank j
+    of the quantile among m negatives plus +inf for the i-th target of an order in which j never
+    grows (:func:`favmac.baselines.classwise.classwise`: decreasing beta).
+    p > (j-th smallest negative score)  <=>  #{negative scores < p} >= j, so the code is predicted
+    for the order's targets ``i >= passed[s]``: one byte per step and code, written in order,
+    instead of one per step and target strided across the (T, S, K) sets. ``tree`` (N + 1,
+    int32), ``rank`` and ``below`` (N, int64) are work space, reused from code to code.
     """
-    n_codes, n_patients = columns.shape
-    n_targets = ranks_needed.shape[0]
-    n_steps = n_patients - burn_in
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
-    final = np.empty((n_targets, n_codes))
-    tree = np.zeros(n_patients + 1, dtype=np.int32)
-    rank = np.empty(n_patients, dtype=np.int64)
-    below = np.empty(n_patients, dtype=np.int64)  # #{i : p_ik < p_nk}: start of p_nk's run of ties
-    for k in range(n_codes):
-        column = columns[k]
-        order = np.argsort(column)  # any order of ties works: below[] marks runs
-        sorted_column = column[order]
-        run_start = 0
-        for r in range(n_patients):
-            if r > 0 and sorted_column[r] != sorted_column[r - 1]:
-                run_start = r
-            rank[order[r]] = r
-            below[order[r]] = run_start
-        tree[:] = 0
-        m = 0
-        for n in range(n_patients):
-            if n >= burn_in:
-                q = fenwick.prefix_total(tree, below[n])
-                s = n - burn_in
-                for t in range(n_targets):
-                    selected[t, s, k] = q >= ranks_needed[t, m]
-            if negative[k, n]:
-                fenwick.add(tree, rank[n], 1)
-                m += 1
-            if window > 0 and n - window >= 0 and negative[k, n - window]:
-                fenwick.add(tree, rank[n - window], -1)
-                m -= 1
-        for t in range(n_targets):
-            j = ranks_needed[t, m]
-            edge = rank_edge(m + 1 - j, m)  # the j-th smallest is the (m + 1 - j)-th largest
-            final[t, k] = edge if not np.isnan(edge) else sorted_column[fenwick.kth(tree, j, top)]
-    return selected, final
+    n_patients = column.shape[0]
+    n_targets = needs_by_size.shape[1]
+    run_start = 0  # below[i] = #{i' : p_i' < p_i}: the start of p_i's run of ties (any order of ties works)
+    for r in range(n_patients):
+        if r > 0 and column[order[r]] != column[order[r - 1]]:
+            run_start = r
+        rank[order[r]] = r
+        below[order[r]] = run_start
+    tree[:] = 0
+    m = 0
+    for n in range(n_patients):
+        if n >= burn_in:
+            q = fenwick.prefix_total(tree, below[n])
+            needs = needs_by_size[m]
+            lo = 0
+            hi = n_targets
+            while lo < hi:  # the first target of the order whose rank q reaches
+                mid = (lo + hi) // 2
+                if q >= needs[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            passed[n - burn_in] = lo
+        if negative[n]:
+            fenwick.add(tree, rank[n], 1)
+            m += 1
+        if window > 0 and n - window >= 0 and negative[n - window]:
+            fenwick.add(tree, rank[n - window], -1)
+            m -= 1
+    for i in range(n_targets):
+        j = needs_by_size[m, i]
+        edge = rank_edge(m + 1 - j, m)  # the j-th smallest is the (m + 1 - j)-th largest
+        final[i] = edge if not np.isnan(edge) else column[order[fenwick.kth(tree, j, top)]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, top):
     n_patients, n_codes = probs.shape
     n_targets = ranks_needed.shape[0]
@@ -140,7 +146,7 @@ def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, 
     return thresholds, selected, final
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def add_patient(running, patient, n_above, weights_row, sign):
     n_grid = running.shape[0] - 1
     for k in range(n_above.shape[0]):
@@ -152,7 +158,7 @@ def add_patient(running, patient, n_above, weights_row, sign):
     patient[:] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
     """Smallest grid index j with R[j] <= bound, R[j] = summed cost of S_{grid[j]} in the window.
 
@@ -203,7 +209,7 @@ def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
     return thresholds, selected, final
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hoeffding_gap(r, alpha, level):
     """h1(r, alpha) - level, and its derivative in r, for 0 <= r < alpha < 1."""
     first = r * np.log(r / alpha) if r > 0 else 0.0
@@ -212,7 +218,7 @@ def hoeffding_gap(r, alpha, level):
     return gap, slope
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rcps_bound_kernel(n_max, alpha, delta):
     """Largest summed normalized risk S accepted by the HB test, for n = 0..n_max.
 
@@ -275,32 +281,94 @@ def rcps_bound_kernel(n_max, alpha, delta):
     return out
 
 
-@njit(cache=True)
-def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, count_tree):
+def occupancy_levels(n_positions: int) -> np.ndarray:
+    """Word offsets of the levels of an occupancy bit set over ``n_positions`` positions
+    (:func:`occupy`, :func:`next_occupied`): level 0 has one bit per position, each level above
+    one bit per word of the level below, up to a single word; the last offset is the total.
+
+    >>> occupancy_levels(5000).tolist()  # 79 words of positions, 2 words above them, then 1
+    [0, 79, 81, 82]
+    """
+    offsets, words = [0], max(1, -(-int(n_positions) // 64))
+    while True:
+        offsets.append(offsets[-1] + words)
+        if words == 1:
+            return np.array(offsets, dtype=np.int64)
+        words = -(-words // 64)
+
+
+@njit(cache=True, nogil=True)
+def occupy(bits, offsets, position):
+    """Mark ``position`` occupied (and the words above it). O(levels), about 4 for 2^24 positions."""
+    i = position
+    for level in range(offsets.shape[0] - 1):
+        word = offsets[level] + (i >> 6)
+        was = bits[word]
+        bits[word] = was | (np.uint64(1) << np.uint64(i & 63))
+        if was != 0:
+            return  # the levels above already know this word is not empty
+        i >>= 6
+
+
+@njit(cache=True, nogil=True)
+def vacate(bits, offsets, position):
+    """Mark ``position`` free (and every word above it that becomes empty). O(levels)."""
+    i = position
+    for level in range(offsets.shape[0] - 1):
+        word = offsets[level] + (i >> 6)
+        bits[word] &= ~(np.uint64(1) << np.uint64(i & 63))
+        if bits[word] != 0:
+            return
+        i >>= 6
+
+
+@njit(cache=True, nogil=True)
+def next_occupied(bits, offsets, position):
+    """The smallest occupied position >= ``position``, or -1. O(levels): up while the rest of
+    a word is empty, then down along the lowest set bits."""
+    n_levels = offsets.shape[0] - 1
+    i = position
+    level = 0
+    while True:
+        if level == n_levels or (i >> 6) >= offsets[level + 1] - offsets[level]:
+            return -1
+        rest = bits[offsets[level] + (i >> 6)] >> np.uint64(i & 63)  # this word's bits from i on
+        if rest != 0:
+            i += np.int64(trailing_zeros(rest))
+            break
+        i = (i >> 6) + 1  # the next word, as a position of the level above
+        level += 1
+    while level > 0:
+        level -= 1
+        i = (i << 6) + np.int64(trailing_zeros(bits[offsets[level] + i]))
+    return i
+
+
+@njit(cache=True, nogil=True)
+def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, offsets):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
     is <= ``bounds[t, m]`` (m calibration patients).
 
     ``values`` are the sorted distinct probabilities of the stream and ``ranks`` (N, K) each
-    probability's position in them. Two Fenwick trees over those positions: the calibration
-    cost (``weights``, int64 at the costs' scale, or float above 2^62) and the count
-    of calibration probabilities (which positions are candidates now). R(lambda at position
-    r) = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
-    strict search and the candidate one k-th search: O(T log U) per prediction, O(K log U)
-    per patient inserted or (with a window) removed. A code's cost is ``weights[k]`` where it
-    is absent (``labels[n, k]`` False), read here rather than from an (N, K) table.
-    ``count_tree``: zeros (U + 1), int32 when N K < 2^31 (half an int64 tree's cache misses).
+    probability's position in them. A Fenwick tree over those positions holds the calibration
+    cost (``weights``, int64 at the costs' scale, or float above 2^62): R(lambda at position r)
+    = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
+    strict search, O(log U). Which positions hold a calibration probability now is an
+    occupancy bit set (levels at ``offsets``, :func:`occupancy_levels`; with a window, a count
+    per position says when one empties): the candidate is the first occupied position from the
+    cut-off on, O(log_64 U) in a bit set 64 times smaller than a count tree. A code's cost is
+    ``weights[k]`` where it is absent (``labels[n, k]`` False), read here rather than from an
+    (N, K) table. O(T log U) per prediction, O(K log U) per patient inserted or removed.
     """
     n_patients, n_codes = probs.shape
     n_values = values.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
     cost_tree = np.zeros(n_values + 1, dtype=weights.dtype)
-    top = 1
-    while top * 2 <= n_values:
-        top *= 2
+    bits = np.zeros(offsets[-1], dtype=np.uint64)
+    copies = np.zeros(n_values if window > 0 else 0, dtype=np.int32)  # a window removes points: how many per position
     total = cost_tree[0]  # a zero of the weights' type
-    count = 0
     thresholds = np.empty((n_targets, n_steps))
     selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
     final = np.empty(n_targets)
@@ -315,8 +383,8 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, c
                     lam = 0.0  # every set qualifies: every code (p >= 0)
                 else:
                     cut = fenwick.count_below(cost_tree, total - bound) + 1  # first position with R <= bound
-                    before = fenwick.prefix_total(count_tree, cut)
-                    lam = np.inf if before >= count else values[fenwick.kth(count_tree, before + 1, top)]
+                    first = next_occupied(bits, offsets, cut) if cut < n_values else -1
+                    lam = np.inf if first < 0 else values[first]
                 if n == n_patients:
                     final[t] = lam
                 else:
@@ -326,17 +394,19 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, c
                         selected[t, s, k] = probs[n, k] >= lam
         if n < n_patients:
             for k in range(n_codes):
-                fenwick.add(count_tree, ranks[n, k], 1)
+                occupy(bits, offsets, ranks[n, k])
+                if window > 0:
+                    copies[ranks[n, k]] += 1
                 if not labels[n, k] and weights[k] != 0:
                     fenwick.add(cost_tree, ranks[n, k], weights[k])
                     total += weights[k]
-            count += n_codes
             if window > 0 and n - window >= 0:
                 old = n - window
                 for k in range(n_codes):
-                    fenwick.add(count_tree, ranks[old, k], -1)
+                    copies[ranks[old, k]] -= 1
+                    if copies[ranks[old, k]] == 0:
+                        vacate(bits, offsets, ranks[old, k])
                     if not labels[old, k] and weights[k] != 0:
                         fenwick.add(cost_tree, ranks[old, k], -weights[k])
                         total -= weights[k]
-                count -= n_codes
     return thresholds, selected, final

@@ -5,6 +5,9 @@ the applicable methods through ``favmac.methods.run_method`` and shapes the summ
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 
@@ -90,6 +93,11 @@ def value_scale(value, n_codes: int) -> float:
 RECALIBRATED_METHOD = "FavMac (price)"
 RECALIBRATED_LABEL = "FavMac (price) + recalibration"
 
+#: Threads computing one Trade-offs run's methods at the same time: this machine's two cores
+#: (the compiled kernels release the GIL). At most one of them runs a FavMac replay
+#: (:func:`replays_engine`) at any moment, so the peak memory is one replay's plus a baseline's.
+TRADEOFF_WORKERS = 2
+
 
 def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None,
                   recalibrate: int | None = None, members=None) -> dict:
@@ -107,6 +115,14 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     R patients as a recalibration fold (``spec.recalibration``); every other method then calibrates
     on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
     patients after the fold and burn-in.
+
+    The methods run on :data:`TRADEOFF_WORKERS` threads (:func:`run_methods`: never two FavMac
+    replays at once); the tables are those of running them one after another, to the last bit,
+    in the order of ``methods``. ``progress(fraction)`` gets the mean of the methods' fractions,
+    from one thread at a time. When a method fails, the others still run to their end; then the
+    first failing method's error (in the order of ``methods``) is raised, as a sequential run
+    raises it, with the comparison of the methods that finished as its ``tradeoffs`` attribute
+    (the failed ones in ``skipped``).
     """
     from favmac.metrics import compare_methods
 
@@ -126,29 +142,36 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     runnable = [m for m in runnable if m not in skipped]
     cmax = spec.c_max(n_codes, codes, members)
     vscale = value_scale(value, n_codes)
-    summaries = {}
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
     compiled = value.is_additive or getattr(value, "sequences", None) is not None
     sharing = shared_universes([m for m in runnable if m not in extra]) if compiled else {}
-    shared = {}  # universe -> its candidates, while a method still to run needs them
-    for i, method in enumerate(runnable):
-        def part(fraction, i=i):
-            if progress is not None:
-                progress((i + float(fraction)) / len(runnable))
+    shared = {}  # universe -> its candidates, while a method still to run needs them (one replay at a time: no lock)
+    report = _SharedProgress(progress, len(runnable))
 
+    def summary_of(i, method):
+        part = report.part(i)
+        part(0.0)  # a cancelled job (its progress raises) stops here, before any candidate sets are built
         if method in extra:
-            summaries[method] = method_summary(extra[method], RECALIBRATED_METHOD, probs, labels, codes, patient_ids,
-                                               progress=part, members=members).assign(method=method)
+            summary = method_summary(extra[method], RECALIBRATED_METHOD, probs, labels, codes, patient_ids, progress=part,
+                                     members=members).assign(method=method)
         else:
             universe = get_method(method).universe
-            if universe in sharing and universe not in shared:
-                shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
-            summaries[method] = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
-                                               candidates=shared.get(universe))
-            if universe in sharing and sharing[universe][-1] == method:
-                del shared[universe]  # its last user is done (peak memory)
+            try:
+                if universe in sharing and universe not in shared:
+                    shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
+                summary = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
+                                         candidates=shared.get(universe))
+            finally:
+                if universe in sharing and sharing[universe][-1] == method:
+                    shared.pop(universe, None)  # its last user is done (peak memory)
         part(1.0)
-    if spec.value_kind == "cms_payment" and runnable and spec.cost_kind != payment_cost.UNSUPPORTED:
+        return summary
+
+    tasks = [lambda i=i, method=method: summary_of(i, method) for i, method in enumerate(runnable)]
+    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable])
+    summaries = {method: summary for method, (summary, error) in zip(runnable, outcomes) if error is None}
+    failed = {method: error for method, (_, error) in zip(runnable, outcomes) if error is not None}
+    if spec.value_kind == "cms_payment" and runnable and spec.cost_kind != payment_cost.UNSUPPORTED and not failed:
         # payment-aware FavMac vs the additive one, on the payment scale
         summaries.update(payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
     runs = list(summaries.values())
@@ -156,13 +179,104 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     predicted = np.asarray(labels)[grid_spec.burn_in:].astype(bool)
     scored = bind_rows(value, slice(grid_spec.burn_in, None))  # a per-patient value: the predicted rows
     oracle = float(np.mean(scored(predicted, predicted))) if len(predicted) else float("nan")
-    return {
+    out = {
         "points": tradeoff_points(summaries, cmax, vscale),
         "table": comparison_display(table, oracle * CHARTS, vscale / CHARTS,
                                     {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind, "base_rate": spec.base_rate}),
-        "skipped": skipped,
+        "skipped": {**skipped, **{method: f"it failed ({type(error).__name__}: {error})" for method, error in failed.items()}},
         "targets": np.asarray(targets, dtype=float),
     }
+    if failed:  # the first failing method's error, raised as the sequential loop raised it; the others' comparison rides along
+        method, error = next(iter(failed.items()))
+        error.add_note(f"(Trade-offs: raised by {method}; the comparison of the methods that finished is the error's 'tradeoffs')")
+        error.tradeoffs = out
+        raise error
+    return out
+
+
+def replays_engine(method: str) -> bool:
+    """Whether ``method`` runs FavMac's exact threshold engine (a FavMac variant or FPCP), the
+    memory-heavy kind of which :func:`run_methods` never runs two at once.
+
+    >>> [replays_engine(m) for m in ("FavMac (value)", "FPCP", "CRC")]
+    [True, True, False]
+    """
+    record = get_method(method)
+    return record.is_favmac or record.key == "fpcp"
+
+
+def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
+    """Run every callable of ``tasks`` on ``workers`` threads (default :data:`TRADEOFF_WORKERS`);
+    ``[(result, None) or (None, error)]`` in the order of ``tasks``.
+
+    A task marked in ``heavy`` (a FavMac replay) never runs beside another heavy one (the peak
+    memory stays one replay's), and heavy tasks start in their order. A free thread takes the
+    first heavy task it may, else the first other task, else waits for the heavy one to end.
+    Every task runs whatever the others raise, so one error loses no other result; the results
+    do not depend on the schedule (each task's inputs are its own). One worker (or one task):
+    the tasks in order in this thread.
+    """
+    workers = TRADEOFF_WORKERS if workers is None else int(workers)
+    outcomes: list = [None] * len(tasks)
+    pending = list(range(len(tasks)))
+    turn = threading.Condition()
+    heavy_running = [False]
+
+    def take():
+        with turn:
+            while pending:
+                pick = next((i for i in pending if heavy[i]), None) if not heavy_running[0] else None
+                if pick is None:
+                    pick = next((i for i in pending if not heavy[i]), None)
+                if pick is not None:
+                    pending.remove(pick)
+                    heavy_running[0] = heavy_running[0] or bool(heavy[pick])
+                    return pick
+                turn.wait()
+            return None
+
+    def work():
+        while (i := take()) is not None:
+            try:
+                outcomes[i] = (tasks[i](), None)
+            except BaseException as error:  # noqa: BLE001 — returned with the task, raised by the caller
+                outcomes[i] = (None, error)
+            finally:
+                with turn:
+                    if heavy[i]:
+                        heavy_running[0] = False
+                    turn.notify_all()
+
+    threads = max(1, min(workers, len(tasks)))
+    if threads == 1:
+        work()
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="favmac trade-offs") as pool:
+            for _ in range(threads):
+                pool.submit(work)
+    return outcomes
+
+
+class _SharedProgress:
+    """One ``progress(fraction)`` for methods running at once: the mean of each method's
+    fraction (each only grows), reported under a lock, so the callback is never called from
+    two threads at a time. With one method at a time it reports what the sequential loop did,
+    (i + fraction) / n."""
+
+    def __init__(self, progress, n_methods: int):
+        self.progress = progress
+        self.fractions = [0.0] * max(1, n_methods)
+        self.lock = threading.Lock()
+
+    def part(self, i: int):
+        def report(fraction):
+            if self.progress is None:
+                return
+            with self.lock:
+                self.fractions[i] = max(self.fractions[i], float(fraction))
+                self.progress(sum(self.fractions) / len(self.fractions))
+
+        return report
 
 
 def shared_universes(methods) -> dict[str, list[str]]:

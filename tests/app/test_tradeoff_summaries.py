@@ -7,6 +7,9 @@
   realized cost, value and exact exceedance flags recomputed from their chosen sets.
 * Every ``st.cache_data`` of the app is bounded (entries, bytes, time to live), and a
   session's replays are capped.
+* The methods computed on two threads (``TRADEOFF_WORKERS``, ``run_methods``) give the tables of
+  the one-thread run, to the last bit; progress comes from every method, one thread at a time;
+  a failing method loses no other method's result; never two FavMac replays at once.
 """
 from __future__ import annotations
 
@@ -196,3 +199,150 @@ def test_a_finished_job_lets_go_of_its_inputs():
     gc.collect()
     assert alive() is None and job.fn is None
     jobs.return_freed_memory()  # callable any time
+
+
+@pytest.mark.parametrize("control", ["expected", "violation"])
+def test_concurrent_tradeoffs_equal_the_sequential_run(control, monkeypatch):
+    """The methods on TRADEOFF_WORKERS threads give every table of the one-thread run, to the last
+    bit and in the same order (with the recalibrated row too), and the same progress at the end."""
+    probs, labels, weights = _stream(13)
+    n_patients, n_codes = probs.shape
+    codes, ids = [f"C{k}" for k in range(n_codes)], [f"p{i}" for i in range(n_patients)]
+    spec = _spec(n_patients, n_codes, weights, control, "weighted_fp")
+    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, False)
+    assert tradeoffs.TRADEOFF_WORKERS == 2
+    runs = {}
+    for workers in (2, 1):
+        monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
+        seen = []
+        runs[workers] = (tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS, progress=seen.append,
+                                                 recalibrate=80), seen)
+    (together, progress_together), (alone, progress_alone) = runs[2], runs[1]
+    assert list(together) == list(alone)
+    for key in ("points", "table"):
+        pd.testing.assert_frame_equal(together[key], alone[key], check_exact=True)
+    assert together["skipped"] == alone["skipped"] and np.array_equal(together["targets"], alone["targets"])
+    assert tradeoffs.RECALIBRATED_LABEL in set(together["points"]["method"])
+    for seen in (progress_together, progress_alone):
+        assert seen[-1] == 1.0 and all(a <= b for a, b in zip(seen, seen[1:]))  # never goes back
+
+
+def test_progress_is_reported_for_every_method_from_one_thread_at_a_time(monkeypatch):
+    """Every method's fractions reach the callback (the total is the mean of the methods'), and
+    the callback is never entered by two threads at once."""
+    import time
+
+    probs, labels, weights = _stream(14, n_patients=300)
+    spec = _spec(300, 5, weights, "expected", "weighted_fp")
+    codes, ids = [f"C{k}" for k in range(5)], [f"p{i}" for i in range(300)]
+    targets = tradeoffs.tradeoff_targets(spec.c_max(5), 5, 50, 4, False)
+    methods = ["FavMac (price)", "FavMac (value)", "ClassWise", "CRC"]
+    per_method = {}
+    real_run_method = tradeoffs.run_method
+
+    def recording(grid_spec, method, *args, progress=None, **kwargs):
+        def report(fraction):
+            per_method.setdefault(method, []).append(fraction)
+            progress(fraction)
+
+        return real_run_method(grid_spec, method, *args, progress=report, **kwargs)
+
+    monkeypatch.setattr(tradeoffs, "run_method", recording)
+    inside, overlaps, totals = [0], [], []
+
+    def progress(total):
+        inside[0] += 1
+        overlaps.append(inside[0])
+        time.sleep(0.001)  # widen the window two threads would need to overlap in
+        totals.append(total)
+        inside[0] -= 1
+
+    out = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods, progress=progress)
+    assert set(out["points"]["method"]) == set(methods) == set(per_method)
+    assert all(fractions[0] == 0.0 and fractions[-1] == 1.0 for fractions in per_method.values()), per_method
+    assert max(overlaps) == 1 and totals[-1] == 1.0
+    assert all(a <= b for a, b in zip(totals, totals[1:]))
+
+
+def test_an_error_in_one_method_keeps_the_others_results(monkeypatch):
+    """A method that fails does not stop the others: each still runs to its end; the failing
+    method's own error is raised (as a sequential run raises it), carrying the comparison of the
+    others, equal to a run without the failing method."""
+    probs, labels, weights = _stream(15, n_patients=300)
+    spec = _spec(300, 5, weights, "expected", "weighted_fp")
+    codes, ids = [f"C{k}" for k in range(5)], [f"p{i}" for i in range(300)]
+    targets = tradeoffs.tradeoff_targets(spec.c_max(5), 5, 50, 4, False)
+    methods = ["FavMac (price)", "FavMac (ratio)", "ClassWise", "InnerSet", "CRC"]
+    expected = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, [m for m in methods if m != "ClassWise"])
+    real_run_method = tradeoffs.run_method
+    finished = []
+
+    def failing(grid_spec, method, *args, **kwargs):
+        if method == "ClassWise":
+            raise ValueError("ClassWise broke")
+        result = real_run_method(grid_spec, method, *args, **kwargs)
+        finished.append(method)
+        return result
+
+    monkeypatch.setattr(tradeoffs, "run_method", failing)
+    for workers in (2, 1):
+        monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
+        finished.clear()
+        with pytest.raises(ValueError, match="ClassWise broke") as raised:
+            tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)
+        assert sorted(finished) == sorted(m for m in methods if m != "ClassWise")
+        partial = raised.value.tradeoffs
+        pd.testing.assert_frame_equal(partial["points"], expected["points"], check_exact=True)
+        pd.testing.assert_frame_equal(partial["table"], expected["table"], check_exact=True)
+        assert partial["skipped"] == {"ClassWise": "it failed (ValueError: ClassWise broke)"}
+        assert any("raised by ClassWise" in note for note in raised.value.__notes__)
+
+
+def test_run_methods_never_runs_two_heavy_tasks_at_once():
+    """The schedule: heavy tasks (FavMac replays) one at a time and in their order, light ones
+    beside them; every outcome in the order of the tasks, errors returned, not raised."""
+    import threading
+    import time
+
+    lock, running, log = threading.Lock(), [], []
+
+    def task(name, heavy, fail=False):
+        def run():
+            with lock:
+                running.append((name, heavy))
+                log.append(("start", name, sum(h for _, h in running)))
+            time.sleep(0.02)
+            with lock:
+                running.remove((name, heavy))
+            if fail:
+                raise RuntimeError(name)
+            return name
+
+        return run
+
+    specs = [("F1", True, False), ("F2", True, True), ("B1", False, False), ("F3", True, False), ("B2", False, False)]
+    outcomes = tradeoffs.run_methods([task(*s) for s in specs], [s[1] for s in specs], workers=2)
+    assert [r for r, _ in outcomes] == ["F1", None, "B1", "F3", "B2"]
+    assert isinstance(outcomes[1][1], RuntimeError) and all(e is None for i, (_, e) in enumerate(outcomes) if i != 1)
+    assert max(heavy_running for _, _, heavy_running in log) == 1
+    assert [name for _, name, _ in log if name.startswith("F")] == ["F1", "F2", "F3"]
+    assert {name for _, name, _ in log[:2]} == {"F1", "B1"}  # both threads busy from the start
+
+
+def test_a_cancelled_comparison_stops_every_method(monkeypatch):
+    """A job's progress raises once the job is cancelled: no method then starts (nor builds its
+    candidate sets), and the cancellation is what run_tradeoffs raises."""
+    probs, labels, weights = _stream(16, n_patients=200)
+    spec = _spec(200, 5, weights, "expected", "weighted_fp")
+    codes, ids = [f"C{k}" for k in range(5)], [f"p{i}" for i in range(200)]
+    started = []
+    monkeypatch.setattr(tradeoffs, "run_method", lambda *args, **kwargs: started.append(args[1]))
+    monkeypatch.setattr(tradeoffs, "candidate_sets", lambda *args: started.append("candidates"))
+
+    def cancelled(fraction):
+        raise jobs.JobCancelled("Comparing")
+
+    with pytest.raises(jobs.JobCancelled):
+        tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0], ["FavMac (price)", "FavMac (ratio)", "CRC"],
+                                progress=cancelled)
+    assert started == []

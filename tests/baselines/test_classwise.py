@@ -44,3 +44,16 @@ def test_classwise_window_matches_brute_force(seed, window):
     selected, final = bf_classwise(probs, labels, weights, targets, burn_in, window)
     assert np.array_equal(res.selected, selected)
     assert same(res.settings["code_thresholds"], final)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_classwise_targets_in_any_order(seed):
+    """The kernel visits the targets by decreasing beta; results come back in the caller's order
+    (unsorted and repeated targets, with and without a window) and equal the brute force."""
+    probs, labels, weights, targets, burn_in = instance(seed)
+    shuffled = list(np.random.RandomState(seed).permutation(targets)) + [targets[len(targets) // 2]]
+    for window in (None, 3):
+        res = classwise(probs, labels, AdditiveValue(), AdditiveCost(weights), shuffled, burn_in=burn_in, window=window)
+        selected, final = bf_classwise(probs, labels, weights, shuffled, burn_in, window)
+        assert np.array_equal(res.selected, selected)
+        assert same(res.settings["code_thresholds"], final)
