@@ -34,6 +34,7 @@ from .segments import GroupingResult, check_groupings, group_index
 from .thresholds import (
     INT64_LIMIT,
     ExactCosts,
+    calibration_count,
     rank_edge,
     violation_rank,
     calibration_points,
@@ -604,7 +605,7 @@ class _Engine:
             del leaf
         else:
             cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
-        bounds = expected_bounds(s.targets, self.costs, m)[:, m]
+        bounds = expected_bounds(s.targets, self.costs, m, first=m)[:, 0]
         found = np.searchsorted(cumulative, bounds, side="right")  # first key whose F exceeds the bound
         return np.where(bounds < 0, -np.inf, np.where(found >= len(keys), np.inf, keys[np.minimum(found, len(keys) - 1)]
                                                       if len(keys) else np.inf))
@@ -731,13 +732,18 @@ class _Engine:
         ptr, ranks, weights, sorted_keys = points
         layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
         n_patients = len(group)
-        bounds = expected_bounds(s.targets, self.costs, n_patients)
         leaf, btree = self._trees(layout, self._leaf_bound(layout, ranks, weights))
         counts = np.zeros(n_groups, dtype=np.int64)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
+        arrived = s.schedule.ptr  # labels arrived before position n: arrived[n]
         for start, stop in _chunks(0, n_patients + 1):
-            expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds,
+            # the bounds of the calibration sizes this chunk can meet only: from the smallest
+            # group's now to every label that arrives in the chunk (not a (T, N + 1) table)
+            low = min(calibration_count(int(count), window) for count in counts)
+            high = calibration_count(int(arrived[min(stop, n_patients)]), window)
+            bounds = expected_bounds(s.targets, self.costs, high, first=low)
+            expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds, low,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
         self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys

@@ -292,12 +292,13 @@ def _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i,
 
 @njit(cache=True, nogil=True)
 def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict,
-                        bounds, burn_in, window, start, stop, leaf, btree, counts, out, final):
+                        bounds, low, burn_in, window, start, stop, leaf, btree, counts, out, final):
     """Expected-cost thresholds for stream positions start..stop-1 (all targets at once).
 
-    out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m] for n's group, F the weight of
-    the group's arrived calibration points (the last ``window`` arrived), m their number and
-    bounds[t, m] = floor((c_t (m + 1) - C_max) * scale). Position N fills final[t, g] per group.
+    out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m - low] for n's group, F the weight
+    of the group's arrived calibration points (the last ``window`` arrived), m their number and
+    bounds[t, m - low] = floor((c_t (m + 1) - C_max) * scale) (the caller gives the sizes m >= low
+    the positions start..stop-1 can meet). Position N fills final[t, g] per group.
     Patient i's points are ``slots[ptr[i]:ptr[i + 1]]`` (slots of its group's layout) with
     ``weights``; ``counts[g]`` counts the group's arrived patients (kept between calls).
     """
@@ -308,12 +309,12 @@ def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
         if n == n_patients:
             for g in range(lstart.shape[0]):
                 _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
-                                    calibration_count(counts[g], window), final, g, where, below)
+                                    calibration_count(counts[g], window) - low, final, g, where, below)
             continue
         if n >= burn_in:
             g = group[n]
             _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
-                                calibration_count(counts[g], window), out, n - burn_in, where, below)
+                                calibration_count(counts[g], window) - low, out, n - burn_in, where, below)
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             _join(leaf, btree, lstart, lsize, bstart, group[i], ptr, slots, weights, counts, i, evict[e])

@@ -286,18 +286,19 @@ def expected_margin(target, c_max, n_calibration: int) -> Fraction:
     return exact(target) * (int(n_calibration) + 1) - exact(c_max)
 
 
-def expected_bounds(targets, costs: ExactCosts, n_patients: int):
-    """(T, N + 1) int64: floor(M * scale) with M = c (m + 1) - C_max for m = 0..N calibration patients.
+def expected_bounds(targets, costs: ExactCosts, n_patients: int, first: int = 0):
+    """(T, N + 1) int64: floor(M * scale) with M = c (m + 1) - C_max for m = 0..N calibration patients
+    (``first``: for m = first..N only, (T, N - first + 1)).
 
     An integer F at the costs' scale exceeds M exactly when it exceeds this bound, whatever
     decimals the target has. Bounds are clipped to +-:data:`INT64_LIMIT`: every F they are
     compared with is a sum of costs below that limit (:meth:`ExactCosts.exact_sums`), so
     clipping changes no decision.
 
-    >>> expected_bounds([1.5], ExactCosts([1, 1]), 3).tolist()
-    [[-1, 1, 2, 4]]
+    >>> expected_bounds([1.5], ExactCosts([1, 1]), 3).tolist(), expected_bounds([1.5], ExactCosts([1, 1]), 3, first=2).tolist()
+    ([[-1, 1, 2, 4]], [[2, 4]])
     """
-    sizes = np.arange(int(n_patients) + 1, dtype=np.int64)
+    sizes = np.arange(int(first), int(n_patients) + 1, dtype=np.int64)
     out = np.empty((len(targets), sizes.size), dtype=np.int64)
     for t, target in enumerate(targets):
         row = floor_linear(exact(target) * costs.scale, exact(target) * costs.scale - costs.c_max_scaled, sizes)
