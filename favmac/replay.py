@@ -38,6 +38,7 @@ from .thresholds import (
     rank_edge,
     violation_rank,
     calibration_points,
+    calibration_weights,
     common_scale,
     expected_bounds,
     scaled_int,
@@ -927,7 +928,7 @@ def _expected_points(cands, realized, costs, score):
     counts = np.zeros(n_patients, dtype=np.int64)
     largest = 0  # the largest weight, for the weights' dtype
     for start, stop in chunks:
-        _, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
         counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
         largest = max(largest, int(increments.max(initial=0)))
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

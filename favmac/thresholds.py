@@ -38,6 +38,7 @@ __all__ = [
     "INT64_LIMIT",
     "ExactCosts",
     "calibration_points",
+    "calibration_weights",
     "common_scale",
     "decimal_places",
     "exact",
@@ -404,13 +405,22 @@ def calibration_points(candidates, realized: np.ndarray, score: str = "cost"):
     """
     keys = candidates.scores(score)
     if candidates.nested:  # the score is non-decreasing along a nested sequence; C need not be (a set cost)
-        running = np.maximum.accumulate(realized, axis=1)
-    else:
-        idx = np.argsort(keys, axis=1, kind="stable")
-        keys = np.take_along_axis(keys, idx, axis=1)
-        running = np.maximum.accumulate(np.take_along_axis(realized, idx, axis=1), axis=1)
+        return keys, calibration_weights(candidates, realized, score)
+    idx = np.argsort(keys, axis=1, kind="stable")
+    keys = np.take_along_axis(keys, idx, axis=1)
+    running = np.maximum.accumulate(np.take_along_axis(realized, idx, axis=1), axis=1)
     increments = np.diff(running, axis=1, prepend=np.zeros((running.shape[0], 1), dtype=running.dtype))
     return keys, increments
+
+
+def calibration_weights(candidates, realized: np.ndarray, score: str = "cost") -> np.ndarray:
+    """The increments of :func:`calibration_points` alone: along a nested sequence (keys
+    non-decreasing) they are those of C's running max in the sequence's order, so the keys are
+    not computed; the ``full`` universe orders its sets by key first."""
+    if not candidates.nested:
+        return calibration_points(candidates, realized, score)[1]
+    running = np.maximum.accumulate(realized, axis=1)
+    return np.diff(running, axis=1, prepend=np.zeros((running.shape[0], 1), dtype=running.dtype))
 
 
 def violation_scores(candidates, realized: np.ndarray, bound: int, score: str = "cost") -> np.ndarray:
