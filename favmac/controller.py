@@ -76,7 +76,7 @@ class FavMac:
         and from then on every patient's probabilities are mapped, in ``update``, ``predict``
         and ``explain``. Before the fold is complete ``predict`` and ``explain`` raise (a fold
         patient gets no prediction); ``threshold`` is that of no calibration patient.
-    recalibration : {"platt", "isotonic"} or Recalibration
+    recalibration : {"platt", "isotonic", "platt_tested"} or Recalibration
         The map fitted on the fold (default "platt"); or maps fitted earlier (e.g.
         ``Recalibration.from_dict`` of a settings file), applied from the start with no fold.
     recalibrate_by : {"code", "segment"}

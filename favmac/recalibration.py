@@ -10,23 +10,42 @@ never join the calibration data; ``burn_in`` counts patients after the fold. The
 fixed before any calibration patient is scored, so both guarantees hold unchanged for the
 patients after the fold.
 
-Two maps (:data:`RECALIBRATIONS`):
+Three maps (:data:`RECALIBRATIONS`; the SPEC's two, and one option of ours that is never the default):
 
 * ``"platt"`` (the default): g(p) = sigmoid(a logit(p') + b), p' = p clipped to
-  [:data:`CLIP`, 1 - :data:`CLIP`], a >= 0: the **unpenalized** logistic regression (maximum
-  likelihood, no ridge term) of Platt's (1999) targets: a positive counts as
-  t+ = (N+ + 1) / (N+ + 2), a negative as t- = 1 / (N- + 2) (each fold row enters twice,
-  as y = 1 with weight t and y = 0 with weight 1 - t). Why not the plain 0/1 maximum
-  likelihood: it does not exist when the fold separates a code (a rare code whose few positives
-  all score above its negatives, common in a 1,000-patient fold), where the slope runs to
-  infinity and g becomes a 0/1 step that makes every later patient above the cut "certain".
-  Platt's targets keep the fit finite without a tuning constant and move it by O(1/N+); they
-  are also what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits. Our own
-  Newton fit (:func:`_platt`, all codes at once) equals scikit-learn's
-  ``LogisticRegression(C=inf)`` on the same rows to 1e-8 (tests) and is about 10x faster.
+  [:data:`CLIP`, 1 - :data:`CLIP`], a >= 0: the **unpenalized maximum-likelihood** logistic
+  regression of y on logit p' (no ridge term; scikit-learn's ``LogisticRegression`` would add an
+  L2 penalty C = 1.0 by default, which pulls a toward 0 and is not the SPEC's fit). At the fit the
+  score equations hold: over the fold, sum g(p) = sum y (the mapped fold prevalence is the observed
+  one) and sum (y - g(p)) logit p' = 0. One edge case the SPEC leaves open: when the fold
+  *separates* a code (every negative's p at most every positive's, e.g. a rare code whose 3
+  positives all score above its negatives, common with folds of a few hundred), the likelihood
+  has no maximum: the slope runs to infinity and g becomes a 0/1 step that makes every later
+  patient above the cut "certain". There, and only there, the fit uses Platt's (1999) targets
+  (a positive counts as t+ = (N+ + 1) / (N+ + 2), a negative as t- = 1 / (N- + 2); each row
+  enters as y = 1 with weight t and y = 0 with weight 1 - t), which keep it finite without a
+  tuning constant (what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits). A
+  fold separated the other way (positives below negatives) gets a negative slope, hence the
+  prevalence. Our own Newton fit (:func:`_platt`, all codes at once) equals an independent IRLS
+  fit and scikit-learn's ``LogisticRegression(C=inf)`` (no penalty) to 1e-8 (tests) and is about 10x
+  faster than one scikit-learn fit per code. (Before, every code used Platt's targets; on
+  1,000-patient folds the two fits differ by O(1/N+), and Platt's targets lost 0.03 points of value
+  less on calibrated data at the lowest target, docs/score_comparison.md.)
 * ``"isotonic"``: pool-adjacent-violators (scikit-learn's ``IsotonicRegression``, ties in p
   averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
   constant.
+
+* ``"platt_tested"`` (an option, not the SPEC's map, never the default): per code, the identity map
+  g(p) = p (p clipped as above) unless the fold rejects it against the code's ``"platt"`` map by the
+  likelihood-ratio test at level :data:`TEST_LEVEL` (2 (log L(platt) - log L(identity)) >= -2 ln 0.05
+  = 5.99, the chi-square quantile with 2 degrees of freedom); where it rejects, the ``"platt"`` map
+  (or its prevalence fallback). Why: on a classifier that is already calibrated, the 2 x K
+  parameters fitted on the fold only add noise (measured: about 0.35 of the 0.7 points the split
+  costs at the lowest target, docs/score_comparison.md), while any distortion large enough to cost
+  value (a temperature, a per-code shift) is rejected at 1,000 fold patients and repaired exactly as
+  by ``"platt"``. It is a pre-test estimator: a code whose small miscalibration the fold cannot
+  detect keeps its p. The maps still depend on the fold alone, so the guarantees are unchanged;
+  they are stored as Platt maps (slope 1, intercept 0 for a kept identity).
 
 Maps per segment (``recalibrate_by="segment"``, :class:`SegmentRecalibration`): with one segment
 column, one map per code *and segment*, fitted on that segment's fold patients, where the segment's
@@ -68,12 +87,14 @@ __all__ = [
     "CLIP",
     "DEFAULT_RECALIBRATE_BY",
     "DEFAULT_RECALIBRATION",
+    "LOGISTIC_MAPS",
     "MIN_FOLD",
     "MIN_SEGMENT_CLASS",
     "RECALIBRATE_BY",
     "RECALIBRATIONS",
     "Recalibration",
     "SegmentRecalibration",
+    "TEST_LEVEL",
     "as_recalibration",
     "calibration_error",
     "check_recalibrate",
@@ -86,8 +107,15 @@ __all__ = [
     "replay_after_fold",
 ]
 
-RECALIBRATIONS = {"platt": "Platt scaling (logistic on logit p)", "isotonic": "Isotonic (pool-adjacent-violators)"}
+RECALIBRATIONS = {"platt": "Platt scaling (logistic on logit p)", "isotonic": "Isotonic (pool-adjacent-violators)",
+                  "platt_tested": "Platt where the fold rejects the classifier's own p (likelihood-ratio test per code), "
+                                  "else p itself"}
 DEFAULT_RECALIBRATION = "platt"
+#: The maps that are sigmoid(a logit p + b) per code (slope and intercept stored).
+LOGISTIC_MAPS = ("platt", "platt_tested")
+#: "platt_tested": the level of each code's likelihood-ratio test of the identity map (g(p) = p) against the
+#: code's fitted map; the identity is kept unless the test rejects it at this level.
+TEST_LEVEL = 0.05
 #: Fewest fold patients accepted: below this a per-code map is mostly noise.
 MIN_FOLD = 50
 #: Probabilities are clipped to [CLIP, 1 - CLIP] before the logit: the resolution of a float32
@@ -106,7 +134,7 @@ MAX_KNOTS = 1_000_000
 
 
 def check_recalibration(method) -> str:
-    """``method`` if it names a map ("platt" or "isotonic"), else a ValueError naming the setting.
+    """``method`` if it names a map ("platt", "isotonic" or "platt_tested"), else a ValueError naming the setting.
 
     >>> check_recalibration("isotonic")
     'isotonic'
@@ -165,7 +193,7 @@ class Recalibration:
 
     Attributes
     ----------
-    method : {"platt", "isotonic"}
+    method : {"platt", "isotonic", "platt_tested"}
     n_fold : int
         Fold patients the maps were fitted on.
     codes : list of str or None
@@ -223,13 +251,15 @@ class Recalibration:
         single = np.asarray(probs).ndim == 1
         probs = check_probs(probs, self.n_codes, batch=True)
         out = np.empty_like(probs)
-        if self.method == "platt":
+        if self.method in LOGISTIC_MAPS:
             clipped = np.clip(probs, CLIP, 1.0 - CLIP)
             logits = np.log(clipped) - np.log1p(-clipped)
             slope = np.where(self.fallback, 0.0, self.slope)
             intercept = np.where(self.fallback, 0.0, self.intercept)
             z = logits * slope + intercept
             out[:] = 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic function, without overflow warnings
+            identity = (slope == 1.0) & (intercept == 0.0)  # sigmoid(logit p') = p' exactly, not up to round-off
+            out[:, identity] = clipped[:, identity]
         else:
             for k, (x, y) in enumerate(self.knots):
                 if not self.fallback[k]:
@@ -247,7 +277,7 @@ class Recalibration:
         for k, name in enumerate(names):
             entry = {"code": name, "prevalence": float(self.prevalence[k]), "fallback": bool(self.fallback[k])}
             if not self.fallback[k]:
-                if self.method == "platt":
+                if self.method in LOGISTIC_MAPS:
                     entry.update(slope=float(self.slope[k]), intercept=float(self.intercept[k]))
                 else:
                     entry.update(x=[float(v) for v in self.knots[k][0]], y=[float(v) for v in self.knots[k][1]])
@@ -296,7 +326,7 @@ class Recalibration:
             if not isinstance(flag, bool):
                 raise ValueError(f"{at}.fallback: expected true or false; got {flag!r}")
             fallback.append(flag)
-            if method == "platt":
+            if method in LOGISTIC_MAPS:
                 a = 0.0 if flag else _finite(entry.get("slope"), f"{at}.slope")
                 if a < 0:
                     raise ValueError(f"{at}.slope: must be >= 0 (the map is non-decreasing); got {a!r}")
@@ -304,8 +334,9 @@ class Recalibration:
                 intercept.append(math.nan if flag else _finite(entry.get("intercept"), f"{at}.intercept"))
             else:
                 knots.append((np.zeros(0), np.zeros(0)) if flag else _knots(entry.get("x"), entry.get("y"), at))
-        return cls(method, n_fold, prevalence, fallback, slope=slope if method == "platt" else None,
-                   intercept=intercept if method == "platt" else None, knots=knots if method == "isotonic" else None,
+        logistic = method in LOGISTIC_MAPS
+        return cls(method, n_fold, prevalence, fallback, slope=slope if logistic else None,
+                   intercept=intercept if logistic else None, knots=knots if method == "isotonic" else None,
                    codes=stored if stored is not None else codes)
 
     def __eq__(self, other):
@@ -479,7 +510,7 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     probs : ndarray (R, K)
         The fold's probabilities (the first R patients of the stream).
     labels : ndarray (R, K) of 0/1
-    method : {"platt", "isotonic"}
+    method : {"platt", "isotonic", "platt_tested"}
     codes : sequence of str, optional
         Code names, kept in the maps (and in :meth:`Recalibration.to_dict`).
     by : {"code", "segment"}
@@ -495,8 +526,8 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
 
     Notes
     -----
-    Platt: the unpenalized logistic fit of Platt's targets, every code at once (module
-    docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
+    Platt: the unpenalized maximum-likelihood logistic fit of y on logit p, every code at once
+    (Platt's targets for a code the fold separates; module docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
     per code, its knots kept. O(K R log R).
 
     >>> maps = fit_recalibration([[0.2], [0.4], [0.6], [0.8]] * 20, [[0], [0], [1], [1]] * 20)
@@ -518,13 +549,16 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     intercept = np.full(n_codes, math.nan)
     knots = [(np.zeros(0), np.zeros(0))] * n_codes
     fitted = np.flatnonzero(~fallback)
-    if method == "platt" and len(fitted):
+    if method in LOGISTIC_MAPS and len(fitted):
         a, b = _platt(probs[:, fitted], labels[:, fitted])
         slope[fitted], intercept[fitted] = np.maximum(a, 0.0), b
         fallback[fitted[a < 0]] = True  # a decreasing fit: the code's p carries no usable order
+    if method == "platt_tested":
+        keep = _identity_kept(probs, labels, slope, intercept, fallback, prevalence)
+        slope[keep], intercept[keep], fallback[keep] = 1.0, 0.0, False
     for k in fitted if method == "isotonic" else ():
         knots[k] = _isotonic(probs[:, k], labels[:, k])
-    if method == "platt":
+    if method in LOGISTIC_MAPS:
         return Recalibration(method, n_fold, prevalence, fallback, slope=slope, intercept=intercept, codes=codes)
     return Recalibration(method, n_fold, prevalence, fallback, knots=knots, codes=codes)
 
@@ -548,20 +582,24 @@ def _fit_per_segment(probs, labels, method, codes, groups) -> SegmentRecalibrati
 
 
 def _platt(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) per column: the unpenalized logistic fit of Platt's targets on logit(clipped p).
+    """(a, b) per column: the unpenalized maximum-likelihood logistic fit of y on logit(clipped p).
 
-    Newton's method on all codes at once (2 x 2 Hessian per code), each step halved until the
-    code's loss does not rise, until the steps are below 1e-12 relative: the loss is strictly
-    convex with a finite minimum (targets strictly inside (0, 1), at least two distinct p), so
-    this is the exact fit to float precision. It matches scikit-learn's
-    ``LogisticRegression(C=inf)`` on the same weighted rows (tests/test_recalibration.py) and
-    is about 10x faster (35 codes x 1,000 patients: about 0.2 s against 1.8 s).
+    Where the fold separates a column (every negative's logit p at most every positive's, or the
+    reverse: no finite maximum), the same fit of Platt's targets instead (module docstring).
+    Newton's method on all codes at once (2 x 2 Hessian per code, logit p centred per code), each
+    step halved until the code's loss does not rise, until the steps are below 1e-12 relative: the
+    loss is strictly convex with a finite minimum (a fitted column has both classes, two distinct
+    p, and no separation, or targets strictly inside (0, 1)), so this is the exact fit to float
+    precision. It matches an independent IRLS fit and scikit-learn's
+    ``LogisticRegression(C=inf)`` to 1e-8 (tests/test_recalibration.py) and is about 10x
+    faster than scikit-learn (35 codes x 1,000 patients: about 0.2 s against 1.8 s).
     """
     clipped = np.clip(probs, CLIP, 1.0 - CLIP)
     x = np.log(clipped) - np.log1p(-clipped)
-    n_pos = labels.sum(axis=0)
-    n_neg = labels.shape[0] - n_pos
-    target = np.where(labels, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    labels = np.asarray(labels, dtype=bool)
+    target = _targets(x, labels)
+    centre = x.mean(axis=0)
+    x = x - centre  # the same fit (b absorbs the shift), better conditioned when logit p sits far from 0
 
     def loss(a, b):
         z = x * a + b
@@ -591,7 +629,45 @@ def _platt(probs, labels) -> tuple[np.ndarray, np.ndarray]:
         if np.all(np.abs(scale * step_a) <= 1e-12 * (1 + np.abs(a))) and \
                 np.all(np.abs(scale * step_b) <= 1e-12 * (1 + np.abs(b))):
             break
-    return a, b
+    return a, b - a * centre
+
+
+def _log_likelihood(g, labels) -> np.ndarray:
+    """Bernoulli log-likelihood per column of labels under probabilities g (0 log 0 = 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(labels, np.log(g), np.log1p(-g)).sum(axis=0)
+
+
+def _identity_kept(probs, labels, slope, intercept, fallback, prevalence) -> np.ndarray:
+    """"platt_tested": per code, True where the fold does not reject the identity map g(p) = p (p clipped as
+    for the logit) against the code's fitted map (Platt, or the prevalence for a fallback code) by the
+    likelihood-ratio test at :data:`TEST_LEVEL`: 2 (log L(fitted) - log L(identity)) < -2 ln(level), the
+    chi-square quantile with 2 degrees of freedom (the two parameters a, b of the identity's family)."""
+    clipped = np.clip(probs, CLIP, 1.0 - CLIP)
+    logits = np.log(clipped) - np.log1p(-clipped)
+    fitted = 0.5 * (1.0 + np.tanh(0.5 * (logits * np.where(fallback, 0.0, slope) + np.where(fallback, 0.0, intercept))))
+    fitted = np.where(fallback, prevalence, fitted)
+    ratio = 2.0 * (_log_likelihood(fitted, labels) - _log_likelihood(clipped, labels))
+    return ratio < -2.0 * math.log(TEST_LEVEL)
+
+
+def _separated(x, labels) -> np.ndarray:
+    """Per column: True where logit p separates the fold's classes (the maximum-likelihood fit has no
+    finite maximum): max over negatives <= min over positives, or max over positives <= min over negatives.
+    Columns need both classes."""
+    big = np.inf
+    pos_min, pos_max = np.where(labels, x, big).min(axis=0), np.where(labels, x, -big).max(axis=0)
+    neg_min, neg_max = np.where(labels, big, x).min(axis=0), np.where(labels, -big, x).max(axis=0)
+    return (neg_max <= pos_min) | (pos_max <= neg_min)
+
+
+def _targets(x, labels) -> np.ndarray:
+    """The fit's targets per row and column: y itself (0/1, the SPEC's maximum-likelihood fit), or for a
+    separated column (:func:`_separated`) Platt's targets t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2)."""
+    n_pos = labels.sum(axis=0)
+    n_neg = labels.shape[0] - n_pos
+    platt = np.where(labels, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    return np.where(_separated(x, labels), platt, labels.astype(float))
 
 
 def _isotonic(p, y) -> tuple[np.ndarray, np.ndarray]:

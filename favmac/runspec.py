@@ -211,7 +211,7 @@ class RunSpec:
         ``burn_in`` counts patients after it, so R + burn_in <= N - 1, and a ``window`` must
         hold at least R patients. The fitted maps are data, not settings: the settings file
         carries them beside the fields as ``recalibration_maps``.
-    recalibration : {"platt", "isotonic"}
+    recalibration : {"platt", "isotonic", "platt_tested"}
         The map fitted on the fold.
     recalibrate_by : {"code", "segment"}
         "segment": one map per code and ``segment`` group (one segment column), the pooled map

@@ -38,23 +38,158 @@ def _logit(p):
 
 
 # ---------------------------------------------------------------------- the maps themselves
-def test_platt_equals_scikit_learn_unpenalized_fit_of_platts_targets():
+def _irls(x, y, iterations=100):
+    """Independent reference: iteratively reweighted least squares for the maximum-likelihood logistic fit
+    of y on [1, x] (no penalty), each step a weighted least-squares solve of the working response."""
+    design = np.c_[np.ones(len(x)), x]
+    beta = np.zeros(2)
+    for _ in range(iterations):
+        mu = 1 / (1 + np.exp(-design @ beta))
+        w = mu * (1 - mu)
+        z = design @ beta + (y - mu) / w
+        root = np.sqrt(w)
+        beta = np.linalg.lstsq(design * root[:, None], z * root, rcond=None)[0]
+    return beta[1], beta[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_platt_is_the_unpenalized_maximum_likelihood_fit(seed):
+    # random folds: sizes 60..2,000, prevalences from rare to common, calibrated to badly tempered
+    rng = np.random.RandomState(seed)
+    n, k = rng.choice([60, 150, 500, 2000]), 5
+    logit_q = rng.uniform(-4, 0.5, k) + rng.randn(n, k) * rng.uniform(0.5, 2.5, k)
+    y = rng.rand(n, k) < 1 / (1 + np.exp(-logit_q))
+    p = 1 / (1 + np.exp(-logit_q * rng.uniform(0.2, 3, k) - rng.randn(k)))
+    maps = fit_recalibration(p, y, "platt")
+    for code in np.flatnonzero(~maps.fallback):
+        x = _logit(p[:, code])
+        assert x[y[:, code]].min() < x[~y[:, code]].max()  # not separated: the maximum exists
+        slope, intercept = _irls(x, y[:, code].astype(float))
+        assert maps.slope[code] == pytest.approx(slope, rel=1e-8, abs=1e-8)
+        assert maps.intercept[code] == pytest.approx(intercept, rel=1e-8, abs=1e-8)
+
+
+def test_platt_equals_scikit_learn_without_penalty_not_its_default():
     from sklearn.linear_model import LogisticRegression
 
     p, y, _, _ = _stream(0, n=800, k=4)
     maps = fit_recalibration(p, y, "platt")
     for k in range(4):
-        x = _logit(p[:, k])
-        n_pos = y[:, k].sum()
-        target = np.where(y[:, k], (n_pos + 1) / (n_pos + 2), 1 / (len(x) - n_pos + 2))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(
-                np.r_[x, x][:, None], np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[target, 1 - target])
+        x = _logit(p[:, k])[:, None]
+        ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(x, y[:, k])
         assert maps.slope[k] == pytest.approx(ref.coef_[0, 0], rel=1e-7)
         assert maps.intercept[k] == pytest.approx(ref.intercept_[0], abs=1e-7)
+        default = LogisticRegression().fit(x, y[:, k])  # L2 penalty C = 1.0: not the SPEC's fit
+        assert abs(default.coef_[0, 0] - maps.slope[k]) > 1e-4
     # under-confident by temperature 4: the fitted slope undoes it
     assert np.all(np.abs(maps.slope - 4) < 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_platt_score_equations_hold_on_the_fold(seed):
+    # the maximum-likelihood fit's two score equations: the mapped fold prevalence is the observed one,
+    # and the residuals are orthogonal to logit p
+    p, y, _, _ = _stream(seed, n=1000, k=6, temperature=0.5)
+    maps = fit_recalibration(p, y, "platt")
+    fitted = maps.apply(p)
+    assert fitted.mean(axis=0) == pytest.approx(y.mean(axis=0), abs=1e-10)
+    assert ((y - fitted) * _logit(p)).mean(axis=0) == pytest.approx(np.zeros(6), abs=1e-9)
+
+
+def test_platt_separated_fold_uses_platts_targets_and_stays_finite():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.RandomState(1)
+    p = np.r_[rng.rand(500) * 0.5, 0.5 + rng.rand(5) * 0.5][:, None]
+    y = np.r_[np.zeros(500), np.ones(5)][:, None]
+    maps = fit_recalibration(p, y, "platt")
+    assert np.isfinite(maps.slope[0]) and not maps.fallback[0]
+    out = maps.apply([[0.99], [0.1]])[:, 0]
+    assert 0.5 < out[0] < 1 and 0 < out[1] < 0.05
+    # exactly the unpenalized fit of Platt's targets (each row as y = 1 with weight t, y = 0 with 1 - t)
+    x = _logit(p[:, 0])
+    target = np.where(y[:, 0] > 0, 6 / 7, 1 / 502)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(
+            np.r_[x, x][:, None], np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[target, 1 - target])
+    assert maps.slope[0] == pytest.approx(ref.coef_[0, 0], rel=1e-7)
+    assert maps.intercept[0] == pytest.approx(ref.intercept_[0], abs=1e-7)
+    # a quasi-separated fold (one tie at the cut) is separated too; one overlapping pair is not
+    tied = p.copy()
+    tied[0, 0] = tied[500:, 0].min()
+    assert np.isfinite(fit_recalibration(tied, y, "platt").slope[0])
+    crossed = p.copy()
+    crossed[0, 0] = 0.999
+    slope, intercept = _irls(_logit(crossed[:, 0]), y[:, 0])
+    assert fit_recalibration(crossed, y, "platt").slope[0] == pytest.approx(slope, rel=1e-8)
+
+
+def test_platt_separated_backwards_maps_to_the_prevalence():
+    p = np.r_[np.full(20, 0.9), np.full(80, 0.2)][:, None]
+    y = np.r_[np.zeros(20), np.ones(80)][:, None]
+    maps = fit_recalibration(p, y, "platt")
+    assert maps.fallback_codes == ["0"]
+    assert maps.apply([[0.5]])[0, 0] == pytest.approx(0.8)
+
+
+def _tested_reference(p, y, level=0.05):
+    """platt_tested by hand: per code, the likelihood-ratio statistic of the identity map against the
+    independent IRLS Platt fit (or the prevalence where there is no fit), and the kept map (slope, intercept)."""
+    out = []
+    for k in range(p.shape[1]):
+        x, labels = _logit(p[:, k]), y[:, k].astype(float)
+        identity = 1 / (1 + np.exp(-x))
+        if 0 < labels.sum() < len(labels):
+            slope, intercept = _irls(x, labels)
+            fitted = 1 / (1 + np.exp(-(slope * x + intercept)))
+        else:
+            slope = intercept = None
+            fitted = np.full(len(x), labels.mean())
+        with np.errstate(divide="ignore"):
+            loglik = lambda g: np.where(labels > 0, np.log(g), np.log1p(-g)).sum()  # noqa: E731
+            ratio = 2 * (loglik(fitted) - loglik(identity))
+        out.append((ratio, (1.0, 0.0) if ratio < -2 * math.log(level) else (slope, intercept)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_platt_tested_keeps_p_unless_the_likelihood_ratio_test_rejects_it(seed):
+    rng = np.random.RandomState(seed)
+    n, k = 400, 6
+    logit_q = rng.uniform(-3, 0, k) + 1.5 * rng.randn(n, k)
+    y = rng.rand(n, k) < 1 / (1 + np.exp(-logit_q))
+    # codes 0-2 calibrated, 3 slightly shifted, 4 tempered, 5 strongly shifted
+    distort = np.array([[1, 0], [1, 0], [1, 0], [1, 0.25], [0.4, 0], [1, 1.5]])
+    p = 1 / (1 + np.exp(-(logit_q * distort[:, 0] + distort[:, 1])))
+    maps = fit_recalibration(p, y, "platt_tested")
+    platt = fit_recalibration(p, y, "platt")
+    for code, (ratio, (slope, intercept)) in enumerate(_tested_reference(p, y)):
+        assert abs(ratio - 5.991) > 1e-6  # clear of the cut, so the decision is not a float accident
+        assert maps.slope[code] == pytest.approx(slope, rel=1e-8)
+        assert maps.intercept[code] == pytest.approx(intercept, rel=1e-8, abs=1e-8)
+        if slope != 1.0 or intercept != 0.0:
+            assert (maps.slope[code], maps.intercept[code]) == (platt.slope[code], platt.intercept[code])
+    assert maps.slope[4] == platt.slope[4] and maps.slope[5] == platt.slope[5]  # large distortions: rejected
+    kept = maps.apply(p)[:, (maps.slope == 1) & (maps.intercept == 0)]
+    assert np.array_equal(kept, p[:, (maps.slope == 1) & (maps.intercept == 0)])  # a kept code keeps its p exactly
+
+
+def test_platt_tested_on_a_fallback_code_tests_the_prevalence():
+    rng = np.random.RandomState(3)
+    p = np.c_[np.full(300, 0.002), rng.rand(300) * 0.6 + 0.2, rng.rand(300)]
+    y = np.c_[np.zeros(300, bool), np.zeros(300, bool), rng.rand(300) < p[:, 2]]
+    maps = fit_recalibration(p, y, "platt_tested", codes=["rare", "absent", "C"])
+    # "rare": no positive, expected 0.6 of one: p kept; "absent": p ~ 0.5, none in 300: the prevalence 0
+    assert maps.fallback_codes == ["absent"]
+    out = maps.apply(p[:3])
+    assert out[:, 0] == pytest.approx(p[:3, 0]) and np.all(out[:, 1] == 0)
+    assert Recalibration.from_dict(json.loads(json.dumps(maps.to_dict()))) == maps
+
+
+def test_platt_tested_repairs_a_tempered_classifier_like_platt():
+    p, y, _, _ = _stream(2, n=1000, k=6)  # temperature 4: every code rejected
+    assert fit_recalibration(p, y, "platt_tested").to_dict()["maps"] == fit_recalibration(p, y, "platt").to_dict()["maps"]
 
 
 def test_platt_hand_case_symmetric_fold_gives_the_identity_direction():
@@ -66,16 +201,6 @@ def test_platt_hand_case_symmetric_fold_gives_the_identity_direction():
     assert maps.intercept[0] == pytest.approx(0, abs=1e-9)
     assert maps.slope[0] > 0
     assert maps.apply([[0.5]])[0, 0] == pytest.approx(0.5)
-
-
-def test_platt_separated_fold_stays_finite():
-    rng = np.random.RandomState(1)
-    p = np.r_[rng.rand(500) * 0.5, 0.5 + rng.rand(5) * 0.5][:, None]
-    y = np.r_[np.zeros(500), np.ones(5)][:, None]
-    maps = fit_recalibration(p, y, "platt")
-    assert np.isfinite(maps.slope[0]) and not maps.fallback[0]
-    out = maps.apply([[0.99], [0.1]])[:, 0]
-    assert 0.5 < out[0] < 1 and 0 < out[1] < 0.05
 
 
 def _pav(p, y):
@@ -133,7 +258,7 @@ def test_fallback_codes_map_to_the_fold_prevalence():
     assert np.all(fit_recalibration(p, y, "platt").apply(rng.rand(5, 4))[:, 3] == pytest.approx(y[:, 3].mean()))
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 def test_serialization_round_trip_through_json(method):
     p, y, _, _ = _stream(3, n=400)
     y[:, 0] = False
@@ -201,7 +326,7 @@ def test_predict_before_the_fold_is_complete_raises():
 
 
 # ---------------------------------------------------------------------- the split
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 def test_maps_are_fitted_on_the_fold_only(method):
     p, y, v, c = _stream(8, n=500)
     first = replay(p, y, v, c, [1.0], recalibrate=150, recalibration=method, burn_in=20, score="price")
@@ -228,7 +353,7 @@ def test_the_fold_never_joins_calibration():
     assert res.settings["recalibrate"] == 120 and res.settings["recalibration"] == "platt"
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 @pytest.mark.parametrize("delta", [None, 0.2])
 @pytest.mark.parametrize("score", ["cost", "price"])
 def test_replay_equals_the_favmac_loop(method, delta, score):
@@ -257,7 +382,7 @@ def test_replay_equals_the_loop_with_segments_and_adaptive_target():
     assert res.group_sizes == {"a": 100, "b": 200}  # rows 100..399 only: the fold is no segment's calibration
 
 
-@pytest.mark.parametrize("method", ["platt", "isotonic"])
+@pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])
 def test_guarantees_hold_over_many_orderings(method):
     """Exchangeable stream, recalibration on: mean cost <= c and violation rate <= delta over 150 orderings."""
     p, y, v, c = _stream(12, n=2000, k=8)
@@ -352,6 +477,26 @@ def test_cli_replay_and_predict_with_recalibration(tmp_path):
                  "--out", str(tmp_path / "r.csv")]) == 2
     assert main(["calibrate", "--data", str(tmp_path / "cal.csv"), "--targets", "0.5", "--recalibrate", "30",
                  "--scheduler", "synchronous"]) == 2
+
+
+def test_cli_predict_with_platt_tested_stores_maps_that_reload(tmp_path):
+    from favmac.cli import main
+
+    p, y, _, _ = _stream(19, n=400, k=3)
+    p[:, 0] = 1 / (1 + np.exp(-_logit(p[:, 0]) * 4))  # code C0 calibrated again
+    wide = pd.DataFrame({"patient_id": [f"P{i}" for i in range(400)]})
+    for k in range(3):
+        wide[f"prob_C{k}"], wide[f"label_C{k}"] = p[:, k], y[:, k].astype(int)
+    wide.to_csv(tmp_path / "cal.csv", index=False)
+    pd.DataFrame({"patient_id": ["N1"], "C0": [0.6], "C1": [0.5], "C2": [0.3]}).to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--calibration", str(tmp_path / "cal.csv"), "--new", str(tmp_path / "new.csv"),
+                 "--target", "0.5", "--recalibrate", "200", "--recalibration", "platt_tested",
+                 "--out", str(tmp_path / "sets.csv")]) == 0
+    record = json.loads((tmp_path / "sets.csv.provenance.json").read_text())
+    stored = Recalibration.from_dict(record["settings"]["recalibration_maps"])
+    assert stored == fit_recalibration(p[:200], y[:200], "platt_tested", codes=["C0", "C1", "C2"])
+    assert stored.method == "platt_tested" and (stored.slope[0], stored.intercept[0]) == (1.0, 0.0)  # C0 kept
+    assert stored.slope[1] != 1.0 and stored.slope[2] != 1.0  # C1, C2 (temperature 4) rejected
 
 
 # ---------------------------------------------------------------------- figures for the Data page

@@ -330,7 +330,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         calibrated with g_k(p_k), and the fold's rows never calibrate. Equals
         ``FavMac(..., recalibrate=R)`` fed the rows in that order. The details then carry
         ``recalibration_maps`` (the maps' dict, for :func:`~favmac.distributed.predict`).
-    recalibration : {"platt", "isotonic"}
+    recalibration : {"platt", "isotonic", "platt_tested"}
         The map fitted on the fold.
     return_details : bool
         Also return a dict with ``n_patients``, ``codes``, ``passes``, the exact ``c_max``, the

@@ -19,11 +19,14 @@ __all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fie
            "calibration_display", "looks_miscalibrated", "before_after_bins", "show_calibration_check", "tradeoff_option",
            "tradeoff_caption", "fold_note", "fold_maps"]
 
-METHOD_LABELS = {"platt": "Smooth curve (Platt scaling, the default)", "isotonic": "Step curve (isotonic)"}
+METHOD_LABELS = {"platt": "Smooth curve (Platt scaling, the default)", "isotonic": "Step curve (isotonic)",
+                 "platt_tested": "Smooth curve only where the fold shows a code is off (tested Platt)"}
 METHOD_HELP = ("How each code's probabilities are corrected, learned from the fold's patients only. "
                "Smooth curve: one S-shaped correction per code (two numbers); it keeps the order of the patients and is "
                "steady even with few positives. Step curve: any rising staircase; it can fix odder shapes but needs "
-               "more positives per code and costs a little on a classifier that was already calibrated.")
+               "more positives per code and costs a little on a classifier that was already calibrated. Smooth curve only where "
+               "the fold shows a code is off: a code keeps its own probabilities unless the fold's patients reject them "
+               "(a statistical test per code); it costs less on a classifier that was already calibrated.")
 # a code whose predicted and confirmed rates differ by this many percentage points (ECE) or more
 MISCALIBRATED_POINTS = 2.0
 assert set(METHOD_LABELS) == set(RECALIBRATIONS)
