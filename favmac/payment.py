@@ -120,15 +120,7 @@ class CmsHccValue:
             names = [self._cell_name(segment, "segment")]
             cell_index = None
         else:
-            raw = np.asarray(cells, dtype=object).reshape(-1)
-            names, cell_index = [], np.empty(len(raw), dtype=np.int64)
-            lookup: dict = {}
-            for r, name in enumerate(raw):
-                key = self._cell_name(name, f"cells[{r}]")
-                if key not in lookup:
-                    lookup[key] = len(names)
-                    names.append(key)
-                cell_index[r] = lookup[key]
+            names, cell_index = self._cell_indices(cells)
         self.cell_names = names
         self._cell_index = cell_index
         self._tables = restrict(tables, numbers_, [CELL_NAMES[n] for n in names])
@@ -143,6 +135,22 @@ class CmsHccValue:
             raise ValueError(f"{where}: {name!r} is not a CMS-HCC coefficient cell; choose one of "
                              f"{', '.join(CELL_NAMES)} (new enrollees have no HCC coefficients)")
         return key
+
+    def _cell_indices(self, cells) -> tuple[list, np.ndarray]:
+        """(cell names in order of first appearance, each row's index into them) of ``cells`` (N,).
+
+        Each distinct spelling is checked once (100,000 members name a handful of cells); the first
+        row with an unknown cell is the one the error names."""
+        raw = np.asarray(cells, dtype=object).reshape(-1)
+        _, first, inverse = np.unique(raw.astype(str), return_index=True, return_inverse=True)
+        names: list = []
+        position = np.empty(len(first), dtype=np.int64)
+        for j in np.argsort(first, kind="stable"):  # in order of first appearance, as a loop over the rows meets them
+            key = self._cell_name(raw[first[j]], f"cells[{first[j]}]")
+            if key not in names:
+                names.append(key)
+            position[j] = names.index(key)
+        return names, position[inverse.reshape(-1)]
 
     def _check_known(self, known) -> np.ndarray:
         arr = np.asarray(known)
@@ -198,8 +206,7 @@ class CmsHccValue:
         (True, 1)
         """
         raw = np.asarray(cells, dtype=object).reshape(-1)
-        distinct, inverse = np.unique(raw.astype(str), return_inverse=True)
-        keys = [self._cell_name(name, "cells") for name in distinct]
+        keys, index = self._cell_indices(raw)
         lookup = {name: i for i, name in enumerate(self.cell_names)}
         if any(key not in lookup for key in keys):
             return type(self)(self.codes, model=self.model, year=self.year, cells=raw, known=known,
@@ -207,7 +214,7 @@ class CmsHccValue:
                               base_rate=self.base_rate)
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
-        out._cell_index = np.array([lookup[key] for key in keys], dtype=np.int64)[inverse.reshape(-1)]
+        out._cell_index = np.array([lookup[key] for key in keys], dtype=np.int64)[index]
         out._known = None if known is None else self._check_known(known)
         if out._known is not None and out._known.ndim == 2 and len(out._known) != len(raw):
             raise ValueError(f"cells has {len(raw)} patients but known has {len(out._known)}")

@@ -73,7 +73,7 @@ def raf_sets(t, sets, cells) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
             fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
     """Family f's summary for the uncertain local mask and the fixed (known) local mask.
@@ -125,7 +125,7 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
     return ecoef
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _patterns(fam_ptr):
     """Scratch for :func:`_family`: (weights, local indices), 2^size of the largest family each."""
     largest = 0
@@ -186,7 +186,7 @@ def _expected(uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _masks(selected, known, code_fam, code_bit, n_fam, uncertain, fixed):
     for f in range(n_fam):
         uncertain[f] = 0
@@ -225,7 +225,7 @@ def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _convolve_into(a, dist, reach, out):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach."""
     for n in range(_CAP + 1):
@@ -236,7 +236,7 @@ def _convolve_into(a, dist, reach, out):
             out[min(i + j, _CAP)] += ai * dist[j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fold_back(after, dist, reach, out):
     """out[n] = sum_b dist[b] after[min(n + b, 10)]: E[after(n + M)] for a family count M ~ dist."""
     for n in range(_CAP + 1):
@@ -246,7 +246,7 @@ def _fold_back(after, dist, reach, out):
         out[n] = w
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _weights_from(before, after, reach, out):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach."""
     for m in range(reach + 1):
@@ -256,7 +256,34 @@ def _weights_from(before, after, reach, out):
         out[m] = w
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix, back, w_table):
+    """W_f[m] = E[c(N without f + m)] of every open family whose count is not surely 0 (row f of
+    ``w_table``; ``w_row[f]`` = f), and of everything else (row ``n_fam``, W_total): one forward pass
+    (count distributions, from the closed families' ``closed``) and one backward pass (expected
+    count coefficients) over those families."""
+    n_open = 0
+    for f in range(n_fam):
+        w_row[f] = n_fam
+        if is_open[f] and not trivial[f]:
+            opened[n_open] = f
+            w_row[f] = f
+            n_open += 1
+    for n in range(_CAP + 1):
+        prefix[0, n] = closed[n]
+        back[n_open, n] = coef[n]
+    for j in range(n_open):
+        f = opened[j]
+        _convolve_into(prefix[j], dist[f], reach[f], prefix[j + 1])
+    _weights_from(prefix[n_open], coef, largest, w_table[n_fam])
+    for j in range(n_open - 1, -1, -1):
+        f = opened[j]
+        _weights_from(prefix[j], back[j + 1], reach[f], w_table[f])
+        if j > 0:
+            _fold_back(back[j + 1], dist[f], reach[f], back[j])
+
+
+@njit(cache=True, inline="always")
 def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
     """For each interaction touching family f: the other families' products of m1, m2, m12."""
     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
@@ -277,7 +304,7 @@ def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o1
         o12[f, s] = a12
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx, inter_atoms,
                 inter_coef):
     """Candidate k's gain from its family f's expected coefficients and the interactions touching f
@@ -310,8 +337,10 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     "open" families (codes still to add that are not on the record): a family that can no
     longer change is folded once into ``closed``, and W of every open family comes from one
     forward pass (count distributions) and one backward pass (expected count coefficients)
-    over the open families whose count is not surely 0; every other family uses W_total
-    (row ``n_fam`` of ``w_table``).
+    over the open families whose count is not surely 0 (:func:`_count_weights`); every other
+    family uses W_total (row ``n_fam`` of ``w_table``). W is kept when the added code changed no
+    family's count distribution or openness (a known code, p = 0). The helpers are inlined
+    (``inline="always"``): the same operations in the same order as separate calls, bit for bit.
     """
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
@@ -388,27 +417,15 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 code_reach[k] = -1
         current = 0.0
         out_vhat[i, 0] = 0.0
+        counts_changed = True
         for step in range(n_codes):
-            # W of the open families: forward (count distributions) and backward (expected count coefficients)
-            n_open = 0
-            for f in range(n_fam):
-                w_row[f] = n_fam
-                if is_open[f] and not trivial[f]:
-                    opened[n_open] = f
-                    w_row[f] = f
-                    n_open += 1
-            for n in range(_CAP + 1):
-                prefix[0, n] = closed[n]
-                back[n_open, n] = coef[n]
-            for j in range(n_open):
-                f = opened[j]
-                _convolve_into(prefix[j], dist[f], reach[f], prefix[j + 1])
-            _weights_from(prefix[n_open], coef, largest, w_table[n_fam])
-            for j in range(n_open - 1, -1, -1):
-                f = opened[j]
-                _weights_from(prefix[j], back[j + 1], reach[f], w_table[f])
-                if j > 0:
-                    _fold_back(back[j + 1], dist[f], reach[f], back[j])
+            # W of the open families: forward (count distributions) and backward (expected count coefficients);
+            # kept from the previous step when no family's count distribution, openness or "surely 0" changed
+            # (a known code or a code with p = 0 was added: the same arrays to the bit)
+            if counts_changed:
+                counts_changed = False
+                _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix, back,
+                               w_table)
             best = -1
             best_key = -math.inf
             first = 0
@@ -447,6 +464,9 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             if not known_i[best]:
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
+                for n in range(_CAP + 1):
+                    if dist[f, n] != c_dist[best, n]:
+                        counts_changed = True
                 ecoef[f] = c_ecoef[best]
                 for n in range(_CAP + 1):
                     dist[f, n] = c_dist[best, n]
@@ -474,6 +494,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 if not still_open:
                     is_open[f] = False
                     if not trivial[f]:
+                        counts_changed = True  # f leaves the open families for the closed ones
                         _convolve_into(closed, dist[f], reach[f], tmp)
                         for n in range(_CAP + 1):
                             closed[n] = tmp[n]

@@ -154,25 +154,37 @@ def _binomial(first_violations, delta) -> float:
     return float(stats.binom.sf(hits - 1, len(first_violations), delta))
 
 
+def _figure(x: float) -> str:
+    """A cost figure for a sentence: three significant digits, whole numbers from 1,000 on (a mean of
+    4,472 dollars is not "4.47e+03").
+
+    >>> _figure(4472.4), _figure(0.9252), _figure(1.05)
+    ('4,472', '0.925', '1.05')
+    """
+    return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else f"{x:.3g}"
+
+
 def _p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n_patients, alpha, who="your patients",
-                     target=None, reason=None) -> str:
-    """The pass/fail statement in plain words.
+                     target=None, reason=None, unit=None) -> str:
+    """The pass/fail statement in plain words (``unit``: the cost's unit, e.g. "false flags", said after
+    each cost figure).
 
     >>> print(verdict_sentence("expected", 0.97, 1.0, 0.62, True, n_orderings=200, n_patients=3000, alpha=0.05))
     PASS: over 200 random orderings of your patients (3,000 patients), the chosen code sets cost 0.97 per patient on average, within the promised 1 (one-sided t-test, p = 0.620). The cost guarantee held on this data.
     """
+    each = f" {unit}" if unit else ""
     if control == "expected":
-        measured = f"the chosen code sets cost {mean:.3g} per patient on average"
-        promise = f"the promised {promised:g}"
+        measured = f"the chosen code sets cost {_figure(mean)}{each} per patient on average"
+        promise = f"the promised {promised:g}{each}"
         holds = "The cost guarantee held on this data."
         broke = ("The cost guarantee did not hold on this data: the patients being coded do not look like the "
                  "calibration patients (drift or a non-random order), so do not rely on the target here.")
     else:
-        measured = f"{100 * mean:.1f}% of patients got a set costing more than {target:g}"
+        measured = f"{100 * mean:.1f}% of patients got a set costing more than {target:g}{each}"
         promise = f"the promised at most {100 * promised:g}%"
         holds = "The violation guarantee held on this data."
         broke = ("The violation guarantee did not hold on this data: the patients being coded do not look like the "
@@ -192,7 +204,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                    recalibrate=None, recalibration: str = DEFAULT_RECALIBRATION,
                    recalibrate_by: str = DEFAULT_RECALIBRATE_BY, n_orderings: int = MIN_ORDERINGS,
                    seed: int = 0, alpha: float = 0.05, progress=None, segment_control: bool = True,
-                   score: str | None = None) -> ValidityReport:
+                   score: str | None = None, cost_unit: str | None = None) -> ValidityReport:
     """Replay the session over ``n_orderings`` random orderings and test the promise.
 
     Each ordering is ``replay`` of the permuted patients, with everything that belongs to a
@@ -231,6 +243,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         threshold over the groupings); False calibrates on everyone and only reports per group.
     score : str or None
         The conformal score, passed to :func:`favmac.replay` (None: its default for the control).
+    cost_unit : str or None
+        The cost's unit (e.g. "false flags"), said after each cost figure in the verdict sentences.
     n_orderings : int
         R >= 200 random orderings.
     seed : int
@@ -353,9 +367,9 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     passed = p_value >= alpha
     control = "expected" if delta is None else "violation"
     verdict = verdict_sentence(control, float(statistic.mean()), promised, p_value, passed, n_orderings=n_orderings,
-                               n_patients=n_patients, alpha=alpha, target=float(target))
+                               n_patients=n_patients, alpha=alpha, target=float(target), unit=cost_unit)
     order_p = float((1 + np.sum(statistic >= observed - 1e-12)) / (n_orderings + 1))
-    verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None)
+    verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None, unit=cost_unit)
     tables, statistics, failing = {}, {}, []
     several = len(indexed) > 1
     for i, (name, names, index) in enumerate(indexed):
@@ -379,7 +393,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                 "promised": promised, "p_value": seg_p, "binomial_p_value": seg_binom, "passed": seg_pass,
                 "verdict": "" if seg_pass is None else verdict_sentence(
                     control, float(values.mean()), promised, seg_p, seg_pass, n_orderings=len(values),
-                    n_patients=int(sizes[g]), alpha=alpha, who=who, target=float(target),
+                    n_patients=int(sizes[g]), alpha=alpha, who=who, target=float(target), unit=cost_unit,
                     reason=None if segment_control else POOLED_REASON),
             })
             if seg_pass is False:
@@ -406,16 +420,16 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                           groupings=tables or None, grouping_statistics=statistics or None)
 
 
-def order_sentence(control, observed, statistic, order_p, alpha, adaptive) -> str:
-    """What the patients' own arrival order shows, in plain words.
+def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=None) -> str:
+    """What the patients' own arrival order shows, in plain words (``unit``: the cost's unit).
 
     >>> order_sentence("expected", 1.3, np.array([1.0, 1.01]), 1 / 3, 0.05, False)[:40]
     'In the order your patients arrived, the '
     """
     what = "the mean cost was" if control == "expected" else "the violation rate was"
-    shown = f"{observed:.3g}" if control == "expected" else f"{100 * observed:.1f}%"
+    shown = (_figure(observed) + (f" {unit} per patient" if unit else "")) if control == "expected" else f"{100 * observed:.1f}%"
     low, high = np.quantile(statistic, [0.025, 0.975])
-    span = f"{low:.3g} and {high:.3g}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
+    span = f"{_figure(low)} and {_figure(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
     text = f"In the order your patients arrived, {what} {shown} (random orderings: 95% between {span}; "
     if order_p < alpha:
         advice = ("the adaptive target is on and keeps the long-run mean within its bound."

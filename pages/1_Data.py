@@ -129,7 +129,9 @@ widgets.chart(figures.prevalence_figure(data_views.prevalence_table(probs, label
               key="prevalence_chart", where=c1)
 if ds.n_codes > figures.MAX_CODES_SHOWN:
     c1.caption(f"The {figures.MAX_CODES_SHOWN} most prevalent of {ds.n_codes:,} codes; every code is in the preview tables above.")
-segment = ss.settings.get("segment")
+columns = groupings.segment_columns(ss.settings)  # several groupings: one line per group of the column chosen here
+segment = (c2.selectbox("Reliability lines per", columns, key="reliability_grouping") if len(columns) > 1
+           else columns[0] if columns else None)
 try:
     by_segment = data_views.reliability_by_segment(probs, labels, ds.segments(segment)) if segment else None
 except fio.DataError:  # the settings name a column this data lacks: the pooled plot

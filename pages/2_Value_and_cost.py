@@ -2,11 +2,12 @@
 import streamlit as st
 
 from favmac.functions import FormulaError, FormulaValue
-from favmac.ui import actions, arrivals_view, groupings, guarantees, jobs, payment_cost, payment_widgets, playback, recalibration_view, settings_form as form, widgets
+from favmac.runspec import SettingsError
+from favmac.ui import actions, arrivals_view, groupings, guarantees, jobs, payment_cost, payment_view, payment_widgets, playback, recalibration_view, settings_form as form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.session import Session
-from favmac.ui.units import cost_unit, target_text, universe_math
+from favmac.ui.units import cost_unit, plain_number, target_text, universe_math
 from favmac.ui.text import md
 
 ss = page_setup("Value & cost")
@@ -55,13 +56,32 @@ def keep_target_percent():
     percentage of C_max in the new cost's units (form.rescaled_target)."""
     store = st.session_state
     scales = {"fp": (cmax_fp, True), "weighted_fp": (cmax_w, form.is_integer_valued(weights))}
-    if current["value_kind"] == "cms_payment":  # the saved value: its cells and known codes fix this C_max
-        scales[payment_cost.UNSUPPORTED] = (payment_cost.c_max_of(spec, ds), False)
+    if current["value_kind"] == "cms_payment":  # the saved value: its cells and known codes fix this C_max, in the typed rate's units
+        rate = store.get(Session.target_base_rate.key, spec.base_rate)
+        scales[payment_cost.UNSUPPORTED] = (payment_cost.c_max_of(spec, ds) * (rate or 1.0) / (spec.base_rate or 1.0), False)
     shown_kind, kind = store.get(Session.target_cost_kind.key, current["cost_kind"]), store.get("cost_kind")
     if "target" in store and shown_kind in scales and kind in scales and kind != shown_kind:
         (old_cmax, _), (new_cmax, integer_cost) = scales[shown_kind], scales[kind]
         store["target"] = form.rescaled_target(float(store["target"]), old_cmax, new_cmax, integer_cost)
     store[Session.target_cost_kind.key] = kind
+
+
+def typed_base_rate():
+    """The base rate typed in the form (None: RAF units); the saved one while the text is not a number."""
+    try:
+        return payment_view.parse_base_rate(st.session_state.get("pay_base_rate", ""))
+    except SettingsError:
+        return st.session_state.get(Session.target_base_rate.key, spec.base_rate)
+
+
+def keep_target_in_rate_units():
+    """On a change of the base-rate input, before the page reruns: under the unsupported-payment
+    cost the target is in RAF or dollars of it, so it keeps its percentage of C_max (x base rate)."""
+    store = st.session_state
+    old, new = store.get(Session.target_base_rate.key, spec.base_rate), typed_base_rate()
+    if store.get("cost_kind") == payment_cost.UNSUPPORTED and "target" in store and new != old:
+        store["target"] = form.rescaled_target(float(store["target"]), old or 1.0, new or 1.0, False)
+    store[Session.target_base_rate.key] = new
 
 
 def follow_default_score():
@@ -84,7 +104,8 @@ with st.container(border=True):
                               help="TP count: number of true codes found. Risk-weighted TP: sum of the risk weights of the true codes found. "
                                    "Custom: any formula over the true hits. CMS-HCC payment: the member's risk score with "
                                    "hierarchies, interactions and demographic cells (CMS-HCC codes only).")
-        payment = payment_widgets.payment_inputs(current, ds.codes, value_kind)
+        payment = payment_widgets.payment_inputs(current, ds.codes, value_kind, on_base_rate=keep_target_in_rate_units)
+        st.session_state[Session.target_base_rate.key] = typed_base_rate()  # the target below is in this rate's units
         formula = st.text_area("Custom value formula (used when 'Custom formula' is chosen)", key="formula", height=80,
                                value=current["formula"] if current["value_kind"] == "formula" else "",
                                placeholder=f"for example {form.PAPER_FORMULA}", disabled=value_kind != "formula")
@@ -121,7 +142,7 @@ saved = ss.settings
 cmax = ss.c_max()
 st.info(f"The promise: **{target_text(saved)}**.", icon=":material/handshake:")
 st.caption(f"Target c = {saved['target']:g} {cost_unit(saved)} = {form.target_percent(saved['target'], cmax):.1f} % of the most a chart can cost "
-           f"(C_max = {cmax:.4g}), the paper's 0–100 scale.")
+           f"(C_max = {plain_number(cmax)}), the paper's 0–100 scale.")
 if saved["value_kind"] == "formula":
     try:
         st.caption(md(form.formula_preview(saved["formula"], weights, ds.prob_array()[0], ds.label_array()[0], ds.codes)))

@@ -8,7 +8,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
-from favmac.ui.units import (cost_per_100_label, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+from favmac.ui.units import (cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
                              value_tile)
 
 ss = page_setup("Online session")
@@ -67,13 +67,14 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns([0.95, 1.3, 1.2, 1.3, 1.1])  # wide enough for each label and its help icon
+    tiles = st.columns([1.0, 1.35, 1.25, 1.35, 1.15])  # in proportion to each label and its help icon
     tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
     if m["segment"] is not None:
         label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
     tiles[1].metric(label, shown_threshold, help=why)
-    tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else per_100_charts(m["mean_cost"]),
+    tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else
+                    ("$" if in_dollars(settings) and settings["cost_kind"] == "cms_unsupported" else "") + per_100_charts(m["mean_cost"]),
                     help=f"Running mean cost per chart × 100; the target is {target_text(settings)}.")
     value_label, value_shown, value_help = value_tile(m["mean_value"], settings)
     tiles[3].metric(value_label, "—" if position == 0 else value_shown, help=value_help)
@@ -88,8 +89,9 @@ def live_view():
         return
     shown = series.iloc[playback.downsample_index(position)]
     grouping = groupings.choose_grouping(result, st.columns([1, 2])[0])  # several groupings: the threshold and per-group charts split by this one
-    charts = st.columns(3)
-    threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_unit(settings), ss.spec().score, value_unit(settings))
+    # per segment the threshold chart has a line per segment: full width, its legend beside it; else three charts a row
+    charts = [st.container(), *st.columns(2)] if result.groups is not None else st.columns(3)
+    threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_short(settings), ss.spec().score, value_unit(settings))
     widgets.chart(arrivals_view.mark_fold(groupings.threshold_title(threshold_fig, result, grouping), settings), key="threshold_chart", where=charts[0])
     widgets.chart(arrivals_view.mark_fold(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), settings), key="cost_chart", where=charts[1])
     widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings)), settings), key="value_chart", where=charts[2])
@@ -108,10 +110,11 @@ def live_view():
     recent = groupings.with_binding(recent, result, position)  # several groupings: each patient's groups, which one binds
     widgets.table(recent, hide_index=True, key="recent_table",
                   column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
-                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="%.3f"),
+                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="dollar" if in_dollars(settings) else "%.3f"),
                                  "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
                                  "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
-                                                                            format=column_format(recent["threshold"], at_most=4))})
+                                                                            format="dollar" if in_dollars(settings) and score == "price"
+                                                                            else column_format(recent["threshold"], at_most=4))})
 
 
 live_view()

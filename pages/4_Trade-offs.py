@@ -4,6 +4,7 @@ import streamlit as st
 from favmac.methods import method_labels
 from favmac.ui import actions, figures, jobs, recalibration_view, settings_form as form, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.units import plain_number
 
 ss = page_setup("Trade-offs")
 st.title("Trade-offs")
@@ -58,7 +59,7 @@ left, right = st.columns(2, gap="large")
 widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart", where=left)
 widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart", where=right)
 st.caption(
-    f"{len(targets)} targets from {targets[0]:.4g} to {targets[-1]:.4g} {cost_unit} per chart ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {cmax:.4g}"
+    f"{len(targets)} targets from {plain_number(targets[0])} to {plain_number(targets[-1])} {cost_unit} per chart ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {plain_number(cmax)}"
     + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
     + f"; plus your target c = {settings['target']:g})"
     + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
@@ -74,7 +75,8 @@ st.caption(f"Value captured and {cost_unit} per 100 charts; value captured (%) =
            "This is one ordering of your patients: the promise holds on average over orderings, so a small positive "
            "'over the target' here is noise, not a broken promise. The **Validity** page replays many orderings and shows the spread.")
 widgets.table(out["table"], hide_index=True, key="comparison_table",
-             column_config={c: st.column_config.NumberColumn(format="%.2f") for c in out["table"].columns if c != "Method"})
+             column_config={c: st.column_config.NumberColumn(format="dollar" if c.endswith("($)") or c.startswith("Unsupported $") else "%.2f")
+                            for c in out["table"].columns if c != "Method"})
 with st.expander("Every method × target"):
     widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
                                                          "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})

@@ -8,7 +8,7 @@ from favmac.ui import figures, groupings, jobs, patients, payment_view, payment_
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
-from favmac.ui.units import cost_unit, threshold_text, threshold_tile, value_unit
+from favmac.ui.units import cost_amount, cost_short, cost_unit, threshold_text, threshold_tile, value_amount, value_unit
 
 ss = page_setup("Patients")
 st.title("Patients")
@@ -55,17 +55,18 @@ else:
                                           score=spec.score)[0]
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
-tiles = st.columns(5)
+tiles = st.columns([0.7, 1, 1.1, 1.1, 1.5])  # the last label, "Confirmed value / false flags", needs the room
 tiles[0].metric("Codes chosen", summary["n_selected"])
 label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
 tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {md(where)}.")
-tiles[2].metric("Expected value of the set", f"{summary['vhat']:.3f}",
+tiles[2].metric("Expected value of the set", value_amount(summary["vhat"], settings),
                 help=f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities.")
-tiles[3].metric(f"Expected {cost_unit(settings)}", f"{summary['chat']:.3f}",
+tiles[3].metric(f"Expected {cost_short(settings)}", cost_amount(summary["chat"], settings),
                 help="Ĉ, the cost proxy. The chosen set is the largest prefix of the greedy order whose score "
                      "(Ĉ, or the price score) is < T.")
 if summary["value"] is not None:
-    tiles[4].metric(f"Confirmed value / {cost_unit(settings)}", f"{summary['value']:.3g} / {summary['cost']:.3g}",
+    tiles[4].metric(f"Confirmed value / {cost_short(settings)}",
+                    f"{value_amount(summary['value'], settings)} / {cost_amount(summary['cost'], settings, 0 if float(summary['cost']).is_integer() else 3)}",
                     help=f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}.")
 st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
 if spec.value_kind == "cms_payment":
@@ -95,8 +96,8 @@ else:
     n_in = int(explain["selected"].sum())
     key_name = "price score (running max of Ĉ step / V̂ step)" if spec.score == "price" else "cumulative cost proxy Ĉ"
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
-               f"the longest prefix whose {key_name} stays below T = {format_threshold(threshold)}, that is: "
-               f"{threshold_text(threshold, settings, spec.score)}.")
+               f"{threshold_text(threshold, settings, spec.score)} (in the math: the longest prefix whose {key_name} "
+               f"stays below T = {format_threshold(threshold)}).")
     widgets.table(explain, hide_index=True, key="greedy_table",
                  column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
                                 "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",

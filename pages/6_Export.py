@@ -83,7 +83,7 @@ with sets_area:
         else:
             st.caption(f"{files['n_new']:,} patients from {md(ss.new_patients_name)}. {groupings.new_patients_rule(settings)}")
             widgets.table(per_segment, hide_index=True, key="segment_thresholds",
-                          column_order=["segment", "threshold", "calibration patients", "new patients", "rule"],
+                          column_order=["segment", "rule", "calibration patients", "new patients", "threshold"],  # the rule first, T (math) last
                           column_config={"segment": st.column_config.TextColumn(width="small"),
                                          "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
                                          "calibration patients": st.column_config.NumberColumn(width="small"),

@@ -64,6 +64,8 @@ if report.binomial_p_value is not None:
 else:
     tiles[3].metric("Arrival-order p-value", f"{report.order_p_value:.3f}",
                     help="Share of random orderings at least as costly as the order the patients arrived in.")
+st.caption(f"Mean over orderings and the promise: {cost_unit(settings)} per chart (patient)." if expected else
+           "Mean over orderings and the promise: share of charts (patients) costing more than the target c.")
 tables = validity.grouping_frames(report)
 if tables:
     st.subheader("Per segment" if len(tables) == 1 else "Per segment, for each grouping")

@@ -22,9 +22,9 @@ In a fresh child process, after a warm-up on 500 patients (numba's cache load or
   weights and is skipped for the payment value, which adds the row "FavMac (price, additive)").
 
 Each is timed twice, the run with the least CPU time kept: CPU seconds (the process's, every
-thread; the runs are single-threaded numba and numpy) are what the ratio is taken on, because
-this machine's 2 cores are shared and wall time there measures the other processes too; wall
-seconds are printed beside them. Printed: payment / additive ratios (the goal is at most 2x),
+thread: the payment greedy runs row blocks on threads) are read first, because this machine's
+2 cores are shared and wall time there measures the other processes too; wall seconds are
+printed beside them, and the load average (``os.getloadavg``) before and after the timed runs. Printed: payment / additive ratios (the goal is at most 2x),
 and per step (``--profile``, a separate cProfile'd run of each): candidate sets,
 realized costs, thresholds, selection, and the value of the chosen sets.
 """
@@ -147,6 +147,7 @@ def child(args) -> None:
         "Trade-offs": lambda spec: jobs.compare_tradeoffs(dataset, spec, targets, methods),
     }
     times = {}
+    print(f"load average (1, 5, 15 min) before the timed runs: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, run in runs.items():
         for label, spec in (("additive", additive), ("payment", payment)):
             best = (np.inf, np.inf)
@@ -159,6 +160,7 @@ def child(args) -> None:
         (pay_cpu, pay_wall), (add_cpu, add_wall) = times[name, "payment"], times[name, "additive"]
         print(f"{name}: additive {add_cpu:.2f} s CPU ({add_wall:.2f} s wall), payment {pay_cpu:.2f} s CPU ({pay_wall:.2f} s wall) "
               f"-> payment / additive = {pay_cpu / add_cpu:.2f}x in CPU time ({pay_wall / add_wall:.2f}x wall; goal <= 2x)")
+    print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.profile:
         for name, run in runs.items():
             for label, spec in (("additive", additive), ("payment", payment)):

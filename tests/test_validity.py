@@ -75,3 +75,16 @@ def test_bad_arguments_are_named():
         validity_check(probs, labels, AdditiveValue(), AdditiveCost(), 1.0, alpha=2)
     text = verdict_sentence("expected", 1.3, 1.0, 0.0001, False, n_orderings=200, n_patients=10, alpha=0.05)
     assert text.startswith("FAIL:") and "p < 0.001" in text
+
+
+def test_verdict_figures_carry_the_unit_and_no_exponent_form():
+    """Issue 21's walkthrough: 'the chosen code sets cost 4.47e+03 dollars ... per patient'."""
+    import numpy as np
+
+    from favmac.validity import order_sentence
+
+    text = verdict_sentence("expected", 4472.4, 5060.0, 1.0, True, n_orderings=200, n_patients=4000, alpha=0.05,
+                            unit="dollars of unsupported payment")
+    assert "cost 4,472 dollars of unsupported payment per patient" in text and "the promised 5060 dollars" in text
+    order = order_sentence("expected", 4350.0, np.array([4200.0, 4700.0]), 0.8, 0.05, False, unit="dollars")
+    assert "4,350 dollars per patient" in order and "e+" not in order

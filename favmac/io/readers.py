@@ -240,6 +240,23 @@ def is_member_column(name: str) -> bool:
     return name in _MEMBER_TEXT or name.startswith("known_")
 
 
+def _cell_text(frame, segments) -> list | None:
+    """The ``cms_cell`` column as text (None where empty), before :func:`take_members` checks and
+    removes it, or None without the column or when it was read as a segment column already."""
+    if CELL_COLUMN not in frame.columns or (segments and CELL_COLUMN in segments):
+        return None
+    return frame[CELL_COLUMN].astype(object).where(frame[CELL_COLUMN].notna(), None).tolist()
+
+
+def _with_cells(attributes, cells, ids):
+    """``attributes`` plus the ``cms_cell`` text (a candidate segment column: per-cell guarantees;
+    it stays each member's cell for the payment value), or ``attributes`` unchanged."""
+    if cells is None:
+        return attributes
+    column = pd.Series(cells, index=pd.Index(ids), dtype=object, name=CELL_COLUMN)
+    return column.to_frame() if attributes is None else attributes.assign(**{CELL_COLUMN: column.to_numpy()})
+
+
 def take_members(frame, rows, file):
     """Remove the member-context columns (``cms_cell``, ``known_codes``, ``known_<code>``); return
     ``(frame, raw)`` where ``raw`` is None or what :func:`member_context` checks against the codes."""
@@ -640,6 +657,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
+    cells = _cell_text(frame, groups)
     frame, members = take_members(frame, rows, file)
     if _looks_wide(frame.columns):
         raise DataError(
@@ -649,6 +667,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
         )
     probs = _layout_frame(frame, rows, file, "probability")
     probs.attrs["members"] = member_context(members, probs.columns)
+    probs.attrs["cell_text"] = cells
     return probs, groups, arrivals
 
 
@@ -685,6 +704,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
+    cells = _cell_text(frame, groupings)
     frame, members = take_members(frame, rows, file)
     prob_codes, label_codes, other = _wide_columns(frame.columns)
     attributes = None
@@ -694,6 +714,8 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
             for c in other})
         attributes.index = ids
         frame = frame.drop(columns=other)
+    if keep_columns:
+        attributes = _with_cells(attributes, cells, ids)
     layout = column_layout(frame.columns, file)  # the segment and arrival columns are out already
     if layout.segment is not None:  # a "segment" column beside the segment columns asked for
         raise DataError(f"the column {layout.segment!r} is neither patient_id nor prob_<code> / label_<code>.",
@@ -757,7 +779,9 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         Without it a column named ``segment``, if present, is read as the segments. A list
         of columns gives several groupings (:attr:`Dataset.groupings`).
     keep_columns : bool
-        Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`.
+        Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`. Both
+        layouts: keep a ``cms_cell`` column's text there too (a candidate segment column; it is
+        still each member's cell, :attr:`Dataset.members`).
     label_available_column : str, optional
         The column saying when each patient's labels arrived (positions or dates; module
         docstring), in the wide or probabilities file: :attr:`Dataset.label_available_at`.
@@ -799,7 +823,9 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
             fix="Both files must list exactly the same patients (in any order).",
         )
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
+    cells = probs.attrs.pop("cell_text", None)
     return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else _stem(source_name(probs_source, None)),
+                   attributes=_with_cells(None, cells, probs.index) if keep_columns else None,
                    groups=None if groupings is None else next(iter(groupings.values())),
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,

@@ -175,13 +175,32 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
-        axis = "Value needed per expected false flag"
+        per = ("expected false flag" if cost_unit == "false flags" else plain_html(cost_unit) if cost_unit.startswith("unsupported")
+               else f"unit of {plain_html(cost_unit)}")  # the Online session passes units.cost_short
+        axis = f"Value needed per {per}<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"
         title = "Threshold: false flags allowed"
-    return _layout(fig, title, "Stream position (patients)", axis, height=320)
+    if "segment" not in series.columns:
+        return _layout(fig, title, "Stream position (patients)", axis, height=320)
+    return _segment_lines_readable(fig, y_all, title, axis, n_lines=len(fig.data), has_gap=bool(n_gap))
 
+
+def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int, has_gap: bool) -> go.Figure:
+    """One threshold line per segment, readable: the page draws it full width with the legend in a
+    column beside the plot (every segment named, none over the lines), and a log axis when the
+    segments' thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
+    finite = np.asarray(y, dtype=float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    if len(finite) and finite.max() > 20 * finite.min():
+        fig.update_yaxes(type="log", rangemode="normal", dtick=1)  # one full label a decade (1-2-5 labels read "5" for 0.5)
+        axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
+    gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
+    for trace in gap:                              # the legend keeps to the segments
+        trace.showlegend = False
+    x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
+    return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (n_lines - len(gap))), legend="right")
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
     """Running mean cost vs the target (expected control) or running violation rate vs delta."""
@@ -194,7 +213,7 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
         # head-room above the target line, so the legend never sits on it
         top = max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
         fig.update_yaxes(range=[0, 1.25 * top if top > 0 else 1])
-        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient ({cost_unit})", height=320)
+        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>({plain_html(cost_unit)})", height=320)  # two lines: fits a third of the page
     fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
@@ -206,7 +225,7 @@ def value_figure(series: pd.DataFrame, value_unit: str) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=series["position"], y=series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]}, hovertemplate="patient #%{x}<br>mean value %{y:.4g}<extra></extra>")
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient ({value_unit})", height=320)
+    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>({plain_html(value_unit)})", height=320)
 
 
 # --------------------------------------------------------------------------- trade-offs

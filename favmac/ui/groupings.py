@@ -28,9 +28,9 @@ from favmac.ui import widgets
 from favmac.ui.arrivals_view import mark_fold
 from favmac.ui.guarantees import new_patient_threshold as one_grouping_threshold
 from favmac.ui.guarantees import stream_patient_where as one_grouping_where
-from favmac.ui.guarantees import segment_cost_figure, segment_display, segment_thresholds, show_segment_table
+from favmac.ui.guarantees import segment_caption, segment_cost_figure, segment_display, segment_thresholds, show_segment_table
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import threshold_tile
+from favmac.ui.units import threshold_label, threshold_rule, threshold_tile
 
 __all__ = ["binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
            "grouping_thresholds", "new_patient_threshold", "new_patient_thresholds", "new_patients_for", "new_patients_rule", "segment_columns", "show_delay_chart",
@@ -57,11 +57,9 @@ def grouping_display(result, settings: dict) -> dict[str, pd.DataFrame]:
     (:func:`favmac.ui.guarantees.segment_display`), the threshold as a rule in the user's units,
     and ``binds``: the share of the group's predicted patients whose threshold came from this
     grouping (the library's ``binds``, :func:`favmac.segments.grouping_tables`)."""
-    score = result.settings.get("score") or settings.get("score")
     shown = {}
     for i, (name, table) in enumerate(grouping_tables(result).items()):
-        frame = segment_display(result, settings, grouping=i)
-        frame.insert(4, "threshold (rule)", [threshold_tile(t, settings, score)[1] for t in table["threshold"]])
+        frame = segment_display(result, settings, grouping=i)  # the threshold as a rule in the user's units, and T
         frame["binds"] = fixed(100 * table["binds"], 0, " % of its patients")
         shown[name] = frame
     return shown
@@ -77,7 +75,7 @@ def show_grouping_tables(result, settings: dict) -> None:
         return
     st.subheader("Per segment, for each grouping")
     st.caption("Each patient uses the smallest of its groups' thresholds. **binds**: how often that group's threshold was "
-               "the one used; near 100 % the grouping is the one holding those patients back.")
+               "the one used; near 100 % the grouping is the one holding those patients back. " + md(segment_caption(result, settings)))
     for name, table in grouping_display(result, settings).items():
         st.markdown(f"**{md(name)}**")
         st.table(md_frame(table.drop(columns=["warning"]).set_index("segment")))  # group labels are user text
@@ -105,11 +103,16 @@ def show_grouping_thresholds(result, settings: dict, score: str) -> None:
     if tables is None:
         return
     st.subheader("Thresholds per grouping")
+    label = threshold_label(settings, score)
     st.caption("Each group's threshold calibrated on all its labelled patients; a patient gets the smallest threshold "
-               "of its groups (one per grouping).")
+               f"of its groups (one per grouping). {md(label)}: {md(threshold_rule(settings, score))} "
+               "T (math): the same threshold as the export's threshold column.")
     for name, table in tables.items():
         st.markdown(f"**{md(name)}**")
-        st.table(md_frame(table.assign(threshold=[f"{t:.4g}" for t in table["threshold"]]).set_index("segment")))
+        shown = pd.DataFrame({"segment": table["segment"], label: table["rule"],
+                              "calibration patients": table["calibration patients"],
+                              "T (math)": [f"{t:.4g}" for t in table["threshold"]]})  # the rule in the user's units first
+        st.table(md_frame(shown.set_index("segment")))
 
 
 def delay_series(result) -> pd.DataFrame | None:
@@ -337,11 +340,15 @@ def binding_groupings(result, steps) -> list[str]:
 
 def with_binding(recent: pd.DataFrame, result, position: int) -> pd.DataFrame:
     """The Online session's recent-patients table with a ``groups (binding)`` column under several
-    groupings (the rows are the steps ``position - 1`` down, as ``playback.recent_patients`` lists them)."""
-    if len(getattr(result, "groupings", None) or ()) < 2 or recent.empty:
+    groupings, a ``segment`` column with one (whose threshold each row used), the rows being the
+    steps ``position - 1`` down, as ``playback.recent_patients`` lists them."""
+    if result.groups is None or recent.empty:
         return recent
     steps = np.arange(position - 1, position - 1 - len(recent), -1)
     out = recent.copy()
+    if len(getattr(result, "groupings", None) or ()) < 2:
+        out.insert(1, "segment", np.asarray(result.groups, dtype=object)[steps].astype(str))  # its threshold is the segment's
+        return out
     out.insert(1, "groups (binding)", binding_groupings(result, steps))  # beside the id: wide tables scroll
     return out
 

@@ -15,10 +15,10 @@ from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.formats import fixed
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import cost_unit, per_100_charts, threshold_tile
+from favmac.ui.units import cost_unit, per_100_charts, threshold_label, threshold_rule, threshold_tile
 
-__all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_cost_figure",
-           "segment_display", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
+__all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_caption", "segment_cost_figure",
+           "segment_display", "segment_units", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
            "stream_patient_where"]
 
 DEFAULT_RATE = 0.05
@@ -35,7 +35,8 @@ def settings_fields(current: dict, dataset) -> dict:
     on = st.checkbox("Control cost per segment (plan, region, provider)", value=current.get("segment") is not None,
                      key="use_segments", disabled=not columns,
                      help="Each patient is calibrated only on earlier patients of its own segment, so every segment "
-                          "keeps its own guarantee." if columns else
+                          "keeps its own guarantee (a cms_cell column gives one guarantee per CMS-HCC cell, and stays each "
+                          "member's cell for the payment value)." if columns else
                           "The calibration file has no segment column: add a column named 'segment' (or, in a wide "
                           "file, any text column) to use this.")
     saved = [current["segment"]] if isinstance(current.get("segment"), str) else list(current.get("segment") or ())
@@ -66,11 +67,12 @@ def segment_display(result, settings: dict, grouping=None) -> pd.DataFrame:
     ``predicted`` those after the burn-in, over whom the mean cost and violation rate are taken.
     ``grouping``: which grouping (``favmac.segments.segment_table``), default the first."""
     table = segment_table(result, grouping=grouping)
+    units, score = segment_units(result, settings)
     shown = pd.DataFrame({
         "segment": table["segment"].astype(str),
         "patients": table["patients"],
         "predicted": table["predicted"],
-        "threshold": [f"{t:.4g}" for t in table["threshold"]],
+        threshold_label(units, score): [threshold_tile(t, units, score)[1] for t in table["threshold"]],
         "mean cost": fixed(table["mean_cost"], 3),
         "target c": [f"{t:g}" for t in table["target"]],
         "violation rate": fixed(100 * table["violation_rate"], 1, " %"),
@@ -83,8 +85,36 @@ def segment_display(result, settings: dict, grouping=None) -> pd.DataFrame:
     line = "bound" if adaptive else "target"
     shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
                        for w, ok in zip(table["warning"], table["within_target"])]
+    shown["T (math)"] = [f"{t:.4g}" for t in table["threshold"]]
     shown["warning"] = table["warning"]
     return shown
+
+
+def segment_units(result, settings: dict) -> tuple[dict, str]:
+    """(settings with the unit keys filled, score) for the per-segment tables' wording."""
+    score = result.settings.get("score") or settings.get("score") or "price"
+    return {"cost_kind": "fp", "value_kind": "tp", **settings}, score
+
+
+def segment_caption(result, settings: dict) -> str:
+    """What the per-segment table's columns are, in the user's units (no column is left unitless).
+
+    >>> class R: settings = {"score": "price"}
+    >>> print(segment_caption(R, {"control": "expected", "cost_kind": "fp", "value_kind": "tp"})[:92])
+    Value per false flag: each segment's own threshold as a rule. A code is flagged when it brin
+    """
+    units, score = segment_units(result, settings)
+    rule = threshold_rule(units, score)
+    rate = ("violation rate: share of its predicted charts over the target c" if settings.get("control") != "violation"
+            else "violation rate: share of its predicted charts over c, promised at most δ")
+    return (f"{threshold_label(units, score)}: each segment's own threshold as a rule. {rule} "
+            f"T (math): the same threshold on the {score} score. Mean cost and target c: {cost_unit(units)} per chart, "
+            f"over the segment's predicted patients; {rate}. "
+            + ("Bound (adaptive): the most the segment's mean cost can reach with the adaptive target, for any "
+               "stream, in the same unit; status compares the mean cost with it. " if settings.get("adaptive_rate") is not None else "")
+            + "Patients: the segment's patients in the data (burn-in "
+            "included); predicted: those after the burn-in. Status is this one ordering of the patients: a segment "
+            "slightly over its target here can be noise; the Validity page tests the promise over many orderings.")
 
 
 def show_segment_table(result, settings: dict) -> None:
@@ -93,6 +123,7 @@ def show_segment_table(result, settings: dict) -> None:
         return
     st.subheader("Per segment")
     table = segment_display(result, settings)
+    st.caption(md(segment_caption(result, settings)))
     st.table(md_frame(table.set_index("segment")))  # a few rows: a plain table, readable and printable
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
@@ -120,12 +151,14 @@ def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.D
 def show_adaptive_tiles(result, position: int, columns) -> None:
     """c_n beside the threshold, and the running mean cost against the deterministic bound."""
     series = adaptive_series(result)
+    label = "Adaptive target (per 100 charts)"  # per 100 charts as the bound and the mean cost beside it
     if position <= 0:
-        columns[0].metric("Adaptive target c_n (per chart)", f"{float(result.targets[0]):g}")
+        columns[0].metric(label, per_100_charts(float(result.targets[0])), help="c_n × 100 before the first patient: the target c.")
         return
     row = series.iloc[position - 1]
-    columns[0].metric("Adaptive target c_n (per chart)", f"{row['adaptive_target']:.4g}",
-                      help="The target used for this patient; it moves by γ (c − cost of the last set).")
+    columns[0].metric(label, per_100_charts(row["adaptive_target"]),
+                      help=f"c_n × 100 (c_n = {row['adaptive_target']:.4g} per chart): the target used for this patient; "
+                           "it moves by γ (c − cost of the last set).")
     columns[1].metric("Bound (per 100 charts)", per_100_charts(row["bound"]),
                       help="c + (c + γ C_max)/(γ S), per 100 charts: the running mean cost (tile above) never exceeds it, for any stream.")
 

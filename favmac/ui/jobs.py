@@ -34,6 +34,7 @@ from favmac import export
 from favmac.io import to_safe_csv
 from favmac.ui import groupings, playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 from favmac.ui.session import Session
+from favmac.ui.units import cost_unit
 from favmac.validity import validity_check
 
 __all__ = ["AUTO_EXPORT_PATIENTS", "FOREGROUND_SECONDS", "RESULTS_KEPT", "Job", "JobCancelled", "background", "build_exports",
@@ -195,7 +196,7 @@ def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):
                           window=spec.window, groups=groups, segment_control=spec.segment is not None,
                           adaptive_rate=spec.adaptive_rate, label_delay=spec.label_delay, label_available_at=arrivals,
                           n_orderings=int(n_orderings), seed=int(seed), score=spec.score, progress=progress,
-                          **recalibration)
+                          cost_unit=cost_unit({"cost_kind": spec.cost_kind, "base_rate": spec.base_rate}), **recalibration)
 
 
 def build_exports(dataset, spec, result, new_patients, descriptions, progress=None) -> dict:

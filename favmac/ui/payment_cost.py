@@ -6,7 +6,7 @@ the payment the false flags alone would add, RAF(D, B ∪ (S \\ y)) - RAF(D, B),
 from __future__ import annotations
 
 from favmac.runspec import COST_KINDS
-from favmac.ui.units import cost_unit
+from favmac.ui.units import cost_unit, plain_number
 
 __all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "additive_cost_skips"]
 
@@ -53,7 +53,7 @@ def c_max_caption(spec, dataset) -> str:
     c_max = c_max_of(spec, dataset)
     unit = cost_unit({"cost_kind": UNSUPPORTED, "base_rate": spec.base_rate})
     return (f"Unsupported payment: the target is in {unit} per chart. The most one chart can cost "
-            f"(C_max) is {c_max:,.4g}: a bound on any member's unsupported payment in the data's cells (every code "
+            f"(C_max) is {plain_number(c_max)}: a bound on any member's unsupported payment in the data's cells (every code "
             "flagged, none present), which the calibration adds once as its margin of safety.")
 
 

@@ -21,9 +21,10 @@ def value_options(value_kinds, codes) -> list[str]:
     return [k for k in value_kinds if k != "cms_payment" or payable]
 
 
-def payment_inputs(current: dict, codes, value_kind: str) -> dict:
+def payment_inputs(current: dict, codes, value_kind: str, on_base_rate=None) -> dict:
     """The payment value's inputs (shown when the data's codes are CMS-HCC codes); returns their
-    values, ``base_rate`` as typed (text; :func:`accept` checks it)."""
+    values, ``base_rate`` as typed (text; :func:`accept` checks it). ``on_base_rate``: called when
+    the base rate input changes (Value & cost keeps the target's units)."""
     if payment_model_of(codes) is None:
         return {}
     get = lambda k: current.get(k, PAYMENT_DEFAULTS[k])  # noqa: E731
@@ -43,7 +44,7 @@ def payment_inputs(current: dict, codes, value_kind: str) -> dict:
                                     value=float(get("coding_intensity")), step=0.001, format="%.3f", key="pay_coding_intensity", disabled=not on)
         rate = get("base_rate")
         base_rate = st.text_input("Annual base rate ($ per member per year; empty = RAF units)", value="" if rate is None else f"{rate:g}",
-                                  key="pay_base_rate", disabled=not on, placeholder="for example 11000",
+                                  key="pay_base_rate", disabled=not on, placeholder="for example 11000", on_change=on_base_rate,
                                   help="With a base rate every value on every page is in dollars: payment = RAF x (1 − coding intensity) "
                                        "/ normalization x base rate.")
     if not on:

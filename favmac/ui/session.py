@@ -80,6 +80,9 @@ class Session:
     target_cost_kind = _Key("_target_cost_kind", "str — the cost kind whose units Value & cost's target input holds; when the "
                                                  "Cost radio changes, the target keeps its percentage of C_max "
                                                  "(settings_form.rescaled_target).")
+    target_base_rate = _Key("_target_base_rate", "float or None — the base rate whose units Value & cost's target input holds "
+                                                 "under the unsupported-payment cost (None: RAF); when the base-rate input "
+                                                 "changes, the target keeps its percentage of C_max (dollars = RAF x base rate).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
     rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar, charts and tables to a rerun that its timer is about to start "

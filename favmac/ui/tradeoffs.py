@@ -202,9 +202,9 @@ def comparison_columns(units: dict) -> dict:
     ``cost_kind`` and ``value_kind``."""
     if units.get("value_kind") == "cms_payment":  # the payment per patient and per 1,000 members (units.payment_rates)
         unit = "$" if units.get("base_rate") is not None else "RAF"
-        return {"method": "Method", "mean_value": f"Payment captured per patient ({unit})",
-                "per_1000": f"Payment captured per 1,000 members ({unit})",
-                **{k: v for k, v in comparison_columns({**units, "value_kind": "tp"}).items() if k not in ("method", "mean_value")}}
+        rest = {k: v for k, v in comparison_columns({**units, "value_kind": "tp"}).items() if k not in ("method", "mean_value")}
+        return {"method": "Method", "mean_value": f"Payment captured per patient ({unit})", "mean_cost": rest.pop("mean_cost"),
+                "per_1000": f"Payment captured per 1,000 members ({unit})", **rest}  # the cost in view beside the payment
     return {
         "method": "Method",
         "mean_value": value_per_100_label(units),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -67,6 +67,95 @@ def value_unit(settings: dict) -> str:
     return {"tp": "confirmed codes", "weighted_tp": "risk-weighted value", "formula": "formula value"}[settings["value_kind"]]
 
 
+def _number(x: float) -> str:
+    """Three significant digits, never in exponent form from 1e-4 up (``1,030``, not ``1.03e+03``)."""
+    if math.isnan(x):
+        return "—"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def plain_number(x: float) -> str:
+    """Four significant digits for a caption, never in exponent form from 1e-4 up.
+
+    >>> plain_number(84580.0), plain_number(169169.3), plain_number(0.46), plain_number(15.379)
+    ('84,580', '169,169', '0.46', '15.38')
+    """
+    x = float(x)
+    if math.isfinite(x) and abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
+
+
+def cost_short(settings: dict) -> str:
+    """The cost's unit in a few words, for a tile label (:func:`cost_unit` in full).
+
+    >>> cost_short({"cost_kind": "fp"}), cost_short({"cost_kind": "cms_unsupported", "base_rate": 11000.0})
+    ('false flags', 'unsupported $')
+    """
+    if settings.get("cost_kind") == "cms_unsupported":
+        return "unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
+    return cost_unit(settings)
+
+
+def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
+    """An amount of cost for a tile: dollars of unsupported payment as whole dollars, otherwise
+    ``decimals`` decimals (never in exponent form).
+
+    >>> cost_amount(8799.94, {"cost_kind": "cms_unsupported", "base_rate": 11000.0}), cost_amount(1.2714, {"cost_kind": "fp"})
+    ('$8,800', '1.271')
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "—"
+    if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
+        return f"${x:,.0f}"
+    return f"{x:,.{decimals}f}"
+
+
+def in_dollars(settings: dict) -> bool:
+    """True when values are dollars (the CMS-HCC payment with a base rate): tables use a dollar format."""
+    return settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None
+
+
+def value_amount(x: float, settings: dict) -> str:
+    """An amount of value in the user's units as a tile shows it: dollars with a base rate (whole
+    dollars from $10 up), otherwise three significant digits, never in exponent form.
+
+    >>> value_amount(1030.249, {"value_kind": "cms_payment", "base_rate": 11000.0}), value_amount(1030.249, {"value_kind": "tp"})
+    ('$1,030', '1,030')
+    >>> value_amount(0.0512, {"value_kind": "cms_payment", "base_rate": None}), value_amount(4.5, {"value_kind": "cms_payment", "base_rate": 1.0})
+    ('0.0512', '$4.50')
+    """
+    x = float(x)
+    if in_dollars(settings) and not math.isnan(x):
+        return f"${x:,.0f}" if abs(x) >= 10 else f"${x:,.2f}"
+    return _number(x)
+
+
+def value_phrase(x: float, settings: dict) -> str:
+    """An amount of value with its unit, for a sentence.
+
+    >>> value_phrase(1030.2, {"value_kind": "cms_payment", "base_rate": 11000.0}), value_phrase(0.05, {"value_kind": "tp"})
+    ('$1,030 of payment', '0.05 confirmed codes')
+    """
+    if in_dollars(settings):
+        return f"{value_amount(x, settings)} of payment"
+    return f"{value_amount(x, settings)} {value_unit(settings)}"
+
+
+def cost_step(settings: dict) -> str:
+    """One unit of expected cost, for "value per ..." phrases.
+
+    >>> cost_step({"cost_kind": "fp"}), cost_step({"cost_kind": "cms_unsupported", "base_rate": 11000.0})
+    ('expected false flag', 'expected dollar of unsupported payment')
+    """
+    if settings.get("cost_kind") == "cms_unsupported":
+        return "expected " + ("dollar" if settings.get("base_rate") is not None else "RAF") + " of unsupported payment"
+    return "expected false flag" if settings.get("cost_kind") == "fp" else "unit of expected false-flag risk weight"
+
+
 def payment_rates(per_patient: float, settings: dict) -> str:
     """A mean payment per patient, in dollars per patient and per 1,000 members (RAF without a base rate).
 
@@ -98,8 +187,8 @@ def per_100_charts(per_chart: float) -> str:
 
 def cost_per_100_label(settings: dict) -> str:
     """Column or tile label for the mean cost per 100 charts."""
-    if settings["cost_kind"] == "cms_unsupported":
-        return f"{cost_unit(settings).capitalize()} per 100 charts"
+    if settings["cost_kind"] == "cms_unsupported":  # short enough for a tile; the unit in brackets, as the payment's
+        return f"{cost_short(settings).capitalize()} per 100 charts"
     return ("False flags per 100 charts" if settings["cost_kind"] == "fp"
             else "Risk weight of false flags per 100 charts")
 
@@ -146,8 +235,7 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
     expected false flags stay below T.
     """
     t = float(threshold)
-    unit, value = cost_unit(settings), value_unit(settings)
-    per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
+    unit, per = cost_unit(settings), cost_step(settings)
     if math.isnan(t):
         return "no threshold yet"
     if t == -math.inf:
@@ -157,7 +245,7 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
             return "flag every code that brings any value"
         if t <= 0:
             return "flag only codes that cannot be false flags"
-        return f"flag a code when it brings at least {1 / t:.3g} {value} per {per}"
+        return f"flag a code when it brings at least {value_phrase(1 / t, settings)} per {per}"
     if t == math.inf:
         return "flag every code (no limit on expected false flags)"
     return f"flag codes while the expected {unit} for the chart stay below {t:.3g}"
@@ -166,6 +254,8 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
 def threshold_label(settings: dict, score: str) -> str:
     """The name of a threshold in the user's units (a tile's or a column's label)."""
     if score == "price":
+        if settings.get("cost_kind") == "cms_unsupported":
+            return "Value per unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
         return "Value per false flag"
     return "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
 
@@ -177,8 +267,7 @@ def threshold_rule(settings: dict, score: str) -> str:
     'A code is flagged when it brings at least this many confirmed codes per expected false flag (1/T).'
     """
     if score == "price":
-        per = "expected false flag" if settings["cost_kind"] == "fp" else "unit of expected false-flag risk weight"
-        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {per} (1/T)."
+        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {cost_step(settings)} (1/T)."
     return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
 
 
@@ -193,7 +282,7 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
         return threshold_label(settings, score), "nothing flagged", f"{rule[0].upper()}{rule[1:]}. {math_note}."
     label = threshold_label(settings, score)
     if score == "price":
-        shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else f"{1 / t:.3g}"))
+        shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else value_amount(1 / t, settings)))
     else:
         shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
     return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."

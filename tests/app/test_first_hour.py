@@ -179,8 +179,9 @@ def test_tradeoffs_include_the_target_and_say_one_ordering_is_noise():
     captions = " ".join(c.value for c in at.caption)
     assert "≤ 0 keeps" not in captions and "is noise, not a broken promise" in captions and "Validity" in captions
     table = at.dataframe[0].value
-    assert list(table.columns[1:5]) == ["Payment captured per patient (RAF)", "Payment captured per 1,000 members (RAF)",
-                                        "Value captured (% of the true codes' value)", "False flags per 100 charts"]  # the payment value (issue 18)
+    assert list(table.columns[1:5]) == ["Payment captured per patient (RAF)", "False flags per 100 charts",  # the payment value (issue 18),
+                                        "Payment captured per 1,000 members (RAF)",  # its cost in view beside it (issue 21)
+                                        "Value captured (% of the true codes' value)"]
 
 
 def test_every_page_speaks_in_the_auditors_units():

@@ -54,7 +54,11 @@ def test_adaptive_rate_on_the_online_session():
     at.button(key="to_end").click().run()
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "Adaptive target c_n (per chart)" in labels and "Bound (per 100 charts)" in labels
+    assert "Adaptive target (per 100 charts)" in labels and "Bound (per 100 charts)" in labels  # one unit for the tiles (issue 21)
+    adaptive = float(next(m.value for m in at.metric if m.label == "Adaptive target (per 100 charts)").replace(",", ""))
+    from favmac.ui import jobs
+    from favmac.ui.session import Session
+    assert adaptive == pytest.approx(100 * float(jobs.online(Session(at.session_state)).adaptive_targets[0][-1]), rel=0.01)
     limit = float(next(m.value for m in at.metric if m.label == "Bound (per 100 charts)").replace(",", ""))
     mean = float(next(m.value for m in at.metric if m.label == "False flags per 100 charts").replace(",", ""))
     assert mean <= limit

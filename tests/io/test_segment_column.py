@@ -99,3 +99,24 @@ def test_a_cms_cell_segment_column_is_also_each_members_cell(fmt):
     assert new.attrs["members"]["cells"].tolist() == upper and new.attrs["members"]["known"][0].tolist() == [False, True]
     with pytest.raises(DataError, match=r"row 3, column cms_cell: this patient has no segment label"):
         load_calibration(_table(probs.replace(b"2,ins", b"2,"), fmt), _table(labels, fmt), segment_column="cms_cell")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_keep_columns_offers_cms_cell_as_a_segment_column(fmt):
+    """keep_columns (the app's reading): a cms_cell column is a candidate segment column, read with
+    the segment rule (stripped text, as segment_column="cms_cell" reads it), and still each member's
+    cell; in the wide and the probabilities + labels layouts."""
+    wide = (b"patient_id,cms_cell,known_codes,prob_HCC37,label_HCC37,prob_HCC38,label_HCC38,plan\n"
+            b"1,CFA,HCC38,0.5,1,0.2,0,east\n2,ins ,,0.3,0,0.9,1,west\n3,CNA,,0.1,0,0.4,0,east\n")
+    data = load_calibration(_table(wide, fmt), name=f"w.{fmt}", keep_columns=True)
+    assert data.segment_columns() == ["plan", "cms_cell"]
+    assert data.segments("cms_cell").tolist() == ["CFA", "ins", "CNA"]
+    assert data.members["cells"].tolist() == ["CFA", "INS", "CNA"] and data.codes == ["HCC37", "HCC38"]
+    asked = load_calibration(_table(wide, fmt), name=f"w.{fmt}", segment_column="cms_cell", keep_columns=True)
+    assert asked.segment_columns() == ["cms_cell", "plan"] and asked.segments("cms_cell").tolist() == data.segments("cms_cell").tolist()
+    probs = b"patient_id,cms_cell,HCC37,HCC38\n1,CFA,0.5,0.2\n2,ins,0.3,0.9\n3,CNA,0.1,0.4\n"
+    labels = b"patient_id,HCC38,HCC37\n3,0,0\n1,0,1\n2,1,0\n"
+    pair = load_calibration(_table(probs, fmt), _table(labels, fmt), keep_columns=True)
+    assert pair.segment_columns() == ["cms_cell"] and pair.segments("cms_cell").tolist() == ["CFA", "ins", "CNA"]
+    assert pair.members["cells"].tolist() == ["CFA", "INS", "CNA"]
+    assert load_calibration(_table(probs, fmt), _table(labels, fmt)).segment_columns() == []
