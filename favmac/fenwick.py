@@ -24,7 +24,7 @@ from numba import njit
 __all__ = ["add", "prefix_total", "count_le", "count_below", "kth", "top_bit"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def add(tree, position, weight):
     """Add ``weight`` at 0-based ``position`` (negative to delete). O(log size)."""
     i = position + 1
@@ -34,7 +34,7 @@ def add(tree, position, weight):
         i += i & -i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def prefix_total(tree, stop):
     """Total weight at positions ``< stop``. O(log size)."""
     total = 0
@@ -45,7 +45,7 @@ def prefix_total(tree, stop):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def count_le(tree, bound):
     """Largest ``c`` such that the total weight at positions ``< c`` is <= ``bound``.
 
@@ -67,7 +67,7 @@ def count_le(tree, bound):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def count_below(tree, bound):
     """Largest ``c`` such that the total weight at positions ``< c`` is < ``bound`` (strict).
 
@@ -90,7 +90,7 @@ def count_below(tree, bound):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kth(tree, k, top):
     """0-based position of the k-th smallest unit (``1 <= k <=`` total). O(log size).
 

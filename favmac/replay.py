@@ -33,9 +33,12 @@ from .result import ReplayResult
 from .segments import GroupingResult, check_groupings, group_index
 from .thresholds import (
     INT64_LIMIT,
+    ExactCosts,
+    calibration_count,
     rank_edge,
     violation_rank,
     calibration_points,
+    calibration_weights,
     common_scale,
     expected_bounds,
     scaled_int,
@@ -332,12 +335,18 @@ class _Session:
                    patient_ids, report)
 
     # ------------------------------------------------------------------ the steps
-    def rows(self):
-        """The per-patient step: (candidate sets (the caller's, or built), their exact realized costs, ExactCosts or SetCosts)."""
+    def rows(self, lean: bool = True):
+        """The per-patient step: (candidate sets (the caller's, or built), their exact realized costs, ExactCosts or SetCosts).
+
+        ``lean``: under expected-cost control with per-code cost weights the realized costs
+        are :class:`_RealizedRows` (each chunk's computed when read: no (N, M) table is kept);
+        otherwise, and with ``lean=False``, one (N, M) table."""
         cands = self.candidates
         if cands is None:
             cands = _candidates(self.probs, self.value, self.cost, self.options.universe, self.report)
         costs = exact_costs(self.cost, self.probs.shape[1], self.options.c_max)
+        if lean and _RealizedRows.fits(costs) and self.options.delta is None and self.rate is None:
+            return cands, _RealizedRows(cands, self.labels, costs, self.cost), costs
         return cands, _realized(cands, self.labels, costs, self.cost), costs
 
     def work_settings(self) -> tuple:
@@ -388,7 +397,7 @@ class _Session:
         value and exact "cost > target" flag."""
         burn_in, n_patients = self.options.burn_in, self.probs.shape[0]
         n_targets, steps = thresholds.shape
-        n_candidates = cands.chat.shape[1]
+        n_candidates = cands.n_candidates
         chosen_index = np.zeros((n_targets, steps), dtype=np.int8 if n_candidates <= 128 else np.int16 if n_candidates <= 2**15 else np.int64)
         realized_cost = np.zeros((n_targets, steps))
         realized_value = np.zeros((n_targets, steps))
@@ -498,7 +507,7 @@ class PatientWork:
 
     settings: tuple  # (universe, score, c_max, delta, targets) it was built for
     cands: Candidates
-    realized: np.ndarray  # (N, M) exact realized cost of every candidate
+    realized: np.ndarray  # (N, M) exact realized cost of every candidate (a table, never _RealizedRows)
     costs: object  # ExactCosts or SetCosts (favmac.costs.exact_costs)
     points: tuple | None  # expected control: (ptr, ranks, weights, sorted_keys); None if int64 overflows
     scores: list | None  # violation control: (N,) violation scores per target
@@ -509,7 +518,7 @@ class PatientWork:
         """The work of every patient of the stream (arguments as :func:`replay`)."""
         options = ReplayOptions(delta=delta, universe=universe, score=score, c_max=c_max)
         session = _Session.prepare(probs, labels, value, cost, targets, options, None, None, None, None, None)
-        cands, realized, costs = session.rows()
+        cands, realized, costs = session.rows(lean=False)  # kept for every ordering: one table
         cands.scores(session.score)  # these per-patient tables are computed once here; subsets carry them
         if cands.nested:
             cands.best_prefix(), cands.code_ranks()
@@ -592,10 +601,12 @@ class _Engine:
 
         ptr, ranks, weights, keys = points
         if self._leaf_full and not window:  # an expected pass left every point's weight in its key's slots
-            cumulative, self._leaf, self._leaf_full = np.cumsum(self._leaf, out=self._leaf), None, False
+            leaf, self._leaf, self._leaf_full = self._leaf, None, False
+            cumulative = np.cumsum(leaf, out=leaf) if leaf.dtype == np.int64 else np.cumsum(leaf, dtype=np.int64)
+            del leaf
         else:
             cumulative = np.cumsum(weight_totals(ptr, ranks, weights, np.sort(patients), len(keys)))
-        bounds = expected_bounds(s.targets, self.costs, m)[:, m]
+        bounds = expected_bounds(s.targets, self.costs, m, first=m)[:, 0]
         found = np.searchsorted(cumulative, bounds, side="right")  # first key whose F exceeds the bound
         return np.where(bounds < 0, -np.inf, np.where(found >= len(keys), np.inf, keys[np.minimum(found, len(keys) - 1)]
                                                       if len(keys) else np.inf))
@@ -675,16 +686,33 @@ class _Engine:
         return (local, grouped_keys, key_start[:-1].copy(), sizes, np.concatenate([[0], np.cumsum(blocks)]),
                 _NO_OWNER)
 
-    def _trees(self, layout):
+    def _trees(self, layout, largest: int):
         """Empty (leaf, btree) arrays of a layout; the leaves reuse the last pass's (``_done``)
-        when they fit: a fresh array of that size costs its page faults again."""
+        when they fit: a fresh array of that size costs its page faults again. ``largest``
+        bounds what one leaf can hold (:meth:`_leaf_bound`): the leaves take the smallest
+        integer dtype for it; the block trees (sums of many leaves) stay int64."""
         _, keys, lstart, lsize, bstart, owner = layout
+        dtype = smallest_int(largest)
         leaf, self._leaf, self._leaf_full = self._leaf, None, False
-        if leaf is not None and len(leaf) == len(keys):
+        if leaf is not None and len(leaf) == len(keys) and leaf.dtype == dtype:
             leaf.fill(0)
         else:
-            leaf = np.zeros(len(keys), dtype=np.int64)
+            leaf = None  # the old leaves go before the new ones are allocated
+            leaf = np.zeros(len(keys), dtype=dtype)
         return leaf, np.zeros(int(bstart[-1]), dtype=np.int64)
+
+    @staticmethod
+    def _leaf_bound(layout, ranks, weights) -> int:
+        """The most one leaf of ``layout`` can hold: the largest weight times the most points
+        that share a slot (with the given ``ranks`` as slots, every point of a key is in its
+        key's first slot: the longest run of equal keys; the other layouts give each point a
+        slot of its own). Every leaf is a sum of some of its slot's points' weights, all >= 0."""
+        from .replay_kernels import longest_run
+
+        if len(weights) == 0:
+            return 0
+        sharing = longest_run(layout[1]) if layout[0] is ranks else 1
+        return int(weights.max()) * int(sharing)
 
     def _done(self, leaf, full=False):
         """Keep a pass's leaves for the next pass; ``full``: they hold every calibration point's
@@ -705,13 +733,18 @@ class _Engine:
         ptr, ranks, weights, sorted_keys = points
         layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
         n_patients = len(group)
-        bounds = expected_bounds(s.targets, self.costs, n_patients)
-        leaf, btree = self._trees(layout)
+        leaf, btree = self._trees(layout, self._leaf_bound(layout, ranks, weights))
         counts = np.zeros(n_groups, dtype=np.int64)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
+        arrived = s.schedule.ptr  # labels arrived before position n: arrived[n]
         for start, stop in _chunks(0, n_patients + 1):
-            expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds,
+            # the bounds of the calibration sizes this chunk can meet only: from the smallest
+            # group's now to every label that arrives in the chunk (not a (T, N + 1) table)
+            low = min(calibration_count(int(count), window) for count in counts)
+            high = calibration_count(int(arrived[min(stop, n_patients)]), window)
+            bounds = expected_bounds(s.targets, self.costs, high, first=low)
+            expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds, low,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
         self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
@@ -729,7 +762,7 @@ class _Engine:
         for t in range(len(s.targets)):
             sorted_scores, score_slots = self.ranked_scores(t)
             layout = self._layout(ptr, score_slots, sorted_scores, group, n_groups, ("scores", t))
-            leaf, btree = self._trees(layout)
+            leaf, btree = self._trees(layout, 1)  # a patient's score has a slot of its own: counts 0 or 1
             counts = np.zeros(n_groups, dtype=np.int64)
             for start, stop in _chunks(0, n_patients + 1):
                 violation_thresholds(*layout, *self._schedule_args(group), evict, ranks_k, burn_in, window, start, stop,
@@ -758,7 +791,7 @@ class _Engine:
             return None
         ptr, ranks, weights, sorted_keys = points
         layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
-        leaf, btree = self._trees(layout)
+        leaf, btree = self._trees(layout, self._leaf_bound(layout, ranks, weights))
         steps = n_patients - burn_in
         out = np.empty((len(s.targets), steps))
         targets_out = np.empty((len(s.targets), steps), dtype=np.int64)
@@ -854,11 +887,37 @@ def _realized(cands, labels, costs, cost=None):
     return out
 
 
+class _RealizedRows:
+    """The exact realized costs (N, M) of every candidate, computed chunk by chunk when read:
+    ``rows[start:stop]`` is ``costs.realized`` of those patients (the values and dtype
+    :func:`_realized` stores), so the whole table never exists. Only slices of rows can be read."""
+
+    def __init__(self, cands, labels, costs, cost):
+        self.cands, self.labels, self.costs, self.cost = cands, labels, costs, cost
+        self.dtype = np.dtype(costs.realized_dtype or np.int64)
+        self.shape = (cands.n_patients, cands.n_candidates)
+
+    @staticmethod
+    def fits(costs) -> bool:
+        """Per-code integer weights (ExactCosts) whose realized costs are int32 or int64."""
+        return isinstance(costs, ExactCosts) and costs.weights.dtype != object
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows):
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("_RealizedRows: read contiguous rows (realized[start:stop])")
+        part = self.costs.realized(self.cands.subset(rows), self.labels[rows], bind_rows(self.cost, rows))
+        return part.astype(self.dtype, copy=False)
+
+
 def _expected_points(cands, realized, costs, score):
     """(ptr, ranks, weights, sorted_keys) of every patient's calibration points; None when int64 would overflow.
 
-    Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (positions in ``sorted_keys``) with
-    ``weights``. Equal keys are not compacted: every point takes the first slot of its key
+    Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (positions in ``sorted_keys``, int32
+    below 2^31 points) with ``weights`` (the smallest integer dtype that holds the largest,
+    :func:`smallest_int`). Equal keys are not compacted: every point takes the first slot of its key
     (searchsorted, side "left") and the other slots keep weight 0, which never moves "the
     smallest key whose cdf exceeds the bound".
     """
@@ -867,9 +926,11 @@ def _expected_points(cands, realized, costs, score):
         return None
     chunks = _chunks(0, n_patients)
     counts = np.zeros(n_patients, dtype=np.int64)
+    largest = 0  # the largest weight, for the weights' dtype
     for start, stop in chunks:
-        _, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
         counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
+        largest = max(largest, int(increments.max(initial=0)))
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     del counts
     # The sorted keys first, before the per-point arrays exist, so that no two point-sized
@@ -880,7 +941,7 @@ def _expected_points(cands, realized, costs, score):
         sorted_keys[ptr[start] : ptr[stop]] = keys[increments > 0]
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
-    weights = np.empty(ptr[-1], dtype=realized.dtype)
+    weights = np.empty(ptr[-1], dtype=smallest_int(largest))  # every weight fits it: the same integers
     for start, stop in _chunks(0, n_patients):  # the keys' chunk-sized temporaries stay small
         keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
         positive = increments > 0
@@ -891,6 +952,18 @@ def _expected_points(cands, realized, costs, score):
         ranks[ptr[start] + order] = np.searchsorted(sorted_keys, part[order])
         del keys, increments, positive, part, order
     return ptr, ranks, weights, sorted_keys
+
+
+def smallest_int(largest: int):
+    """The smallest signed integer dtype holding 0..``largest`` (and its negation).
+
+    >>> smallest_int(127), smallest_int(128), smallest_int(2**31 - 1), smallest_int(2**31)
+    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int32'>, <class 'numpy.int64'>)
+    """
+    for dtype in (np.int8, np.int16, np.int32):
+        if largest <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _preference(cands) -> np.ndarray:

@@ -36,13 +36,13 @@ from numba import njit
 from . import thresholds
 from .fenwick import add
 
-__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "rank_order",
+__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "longest_run", "rank_order",
            "violation_thresholds", "rank_edge", "slot_owner", "unique_slots", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
-rank_edge = njit(cache=True)(thresholds.rank_edge)
+rank_edge = njit(cache=True, nogil=True)(thresholds.rank_edge)
 #: :func:`favmac.thresholds.calibration_count`, compiled for the kernels.
-calibration_count = njit(cache=True)(thresholds.calibration_count)
+calibration_count = njit(cache=True, nogil=True)(thresholds.calibration_count)
 
 _SHIFT = 6
 #: Slots per leaf block of the blocked trees (and blocks per superblock).
@@ -56,7 +56,7 @@ def block_count(n_slots: int) -> int:
     return blocks + ((blocks + BLOCK - 1) >> _SHIFT) + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rank_order(ptr, point_rank, n_ranks, first_slots):
     """The points ordered by rank (stable: ties in point order), by a counting sort. O(P + n_ranks).
 
@@ -90,7 +90,7 @@ def rank_order(ptr, point_rank, n_ranks, first_slots):
     return by_rank, patient, rank
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def group_slots(ptr, group, by_rank, patient, rank, keys, n_groups):
     """Each point's rank inside its group's sorted keys, and those keys laid end to end: points
     ordered by (group, global rank, index), walking the points in rank order once
@@ -117,7 +117,19 @@ def group_slots(ptr, group, by_rank, patient, rank, keys, n_groups):
     return local, grouped_keys, key_start
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def longest_run(keys):
+    """The most equal values in a row of sorted ``keys`` (0 for none)."""
+    best = 0
+    run = 0
+    for j in range(keys.shape[0]):
+        run = run + 1 if j > 0 and keys[j] == keys[j - 1] else 1
+        if run > best:
+            best = run
+    return best
+
+
+@njit(cache=True, nogil=True)
 def weight_totals(ptr, ranks, weights, patients, n_keys):
     """(n_keys,) int64: the total weight at each key rank of the points of ``patients``. O(points)."""
     out = np.zeros(n_keys, dtype=np.int64)
@@ -127,7 +139,7 @@ def weight_totals(ptr, ranks, weights, patients, n_keys):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def unique_slots(ranks, keys):
     """One slot per point: a point whose rank (the first slot of its key in the sorted ``keys``)
     it shares with earlier points moves to the next free slot of that key, in point order.
@@ -151,7 +163,7 @@ def unique_slots(ranks, keys):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def slot_owner(ptr, slots, group, owner):
     """``owner[slots[q]] = group[i]`` for every point q of every patient i (``ptr`` as the points')."""
     for i in range(ptr.shape[0] - 1):
@@ -160,7 +172,7 @@ def slot_owner(ptr, slots, group, owner):
             owner[slots[q]] = g
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _add(leaf, btree, lstart, lsize, bstart, g, slot, weight):
     """Add ``weight`` at ``slot`` of group g: its leaf, its block's total and its superblock's tree."""
     leaf[lstart[g] + slot] += weight
@@ -169,7 +181,7 @@ def _add(leaf, btree, lstart, lsize, bstart, g, slot, weight):
     add(btree[bstart[g] + ((lsize[g] + BLOCK - 1) >> _SHIFT) : bstart[g + 1]], block >> _SHIFT, weight)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _locate(btree, lsize, bstart, g, bound):
     """(first slot of the block where group g's running total first exceeds ``bound`` (>= 0),
     the total before that block); the slot is >= ``lsize[g]`` when the total never does."""
@@ -198,7 +210,7 @@ def _locate(btree, lsize, bstart, g, bound):
     return block << _SHIFT, acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan(leaf, lstart, lsize, owner, g, bound, j, acc):
     """From slot j of :func:`_locate` (``acc`` the total before it): the first slot of group g
     where the running total exceeds ``bound``; ``lsize[g]`` when there is none."""
@@ -220,7 +232,7 @@ def _scan(leaf, lstart, lsize, owner, g, bound, j, acc):
     return lsize[g]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
     """Group g's first slot where the running total of its weights exceeds ``bound`` (>= 0);
     ``lsize[g]`` when it never does. (:func:`favmac.fenwick.count_le` of the group's own tree.)"""
@@ -228,7 +240,7 @@ def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
     return _scan(leaf, lstart, lsize, owner, g, bound, j, acc)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds, m, out, column, where, below):
     """``out[t, column]`` = :func:`_smallest_key_over` of ``bounds[t, m]`` for every target t: the
     blocks of all targets first, then the leaf scans (whose cache misses then overlap).
@@ -246,7 +258,7 @@ def _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, boun
         out[t, column] = np.inf if pos >= lsize[g] else keys[lstart[g] + pos]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bound):
     """Smallest key b of group g with F(b) > bound; -inf for a negative bound, +inf if F never exceeds it."""
     if bound < 0:
@@ -255,7 +267,7 @@ def _smallest_key_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bound
     return np.inf if pos >= lsize[g] else keys[lstart[g] + pos]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, sign):
     """:func:`_add` of patient i's points, the leaves and block totals first (independent
     memory accesses, so their cache misses overlap), then the superblock trees."""
@@ -269,7 +281,7 @@ def _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, sign):
         add(tree, slots[q] >> (2 * _SHIFT), sign * weights[q])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i, evicted):
     """Patient i's labels arrive: its points join group g's tree, ``evicted`` (>= 0) leaves the window."""
     _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, i, 1)
@@ -278,14 +290,15 @@ def _join(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, counts, i,
         _move(leaf, btree, lstart, lsize, bstart, g, ptr, slots, weights, evicted, -1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict,
-                        bounds, burn_in, window, start, stop, leaf, btree, counts, out, final):
+                        bounds, low, burn_in, window, start, stop, leaf, btree, counts, out, final):
     """Expected-cost thresholds for stream positions start..stop-1 (all targets at once).
 
-    out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m] for n's group, F the weight of
-    the group's arrived calibration points (the last ``window`` arrived), m their number and
-    bounds[t, m] = floor((c_t (m + 1) - C_max) * scale). Position N fills final[t, g] per group.
+    out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m - low] for n's group, F the weight
+    of the group's arrived calibration points (the last ``window`` arrived), m their number and
+    bounds[t, m - low] = floor((c_t (m + 1) - C_max) * scale) (the caller gives the sizes m >= low
+    the positions start..stop-1 can meet). Position N fills final[t, g] per group.
     Patient i's points are ``slots[ptr[i]:ptr[i + 1]]`` (slots of its group's layout) with
     ``weights``; ``counts[g]`` counts the group's arrived patients (kept between calls).
     """
@@ -296,18 +309,18 @@ def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
         if n == n_patients:
             for g in range(lstart.shape[0]):
                 _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
-                                    calibration_count(counts[g], window), final, g, where, below)
+                                    calibration_count(counts[g], window) - low, final, g, where, below)
             continue
         if n >= burn_in:
             g = group[n]
             _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds,
-                                calibration_count(counts[g], window), out, n - burn_in, where, below)
+                                calibration_count(counts[g], window) - low, out, n - burn_in, where, below)
         for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
             i = order[e]
             _join(leaf, btree, lstart, lsize, bstart, group[i], ptr, slots, weights, counts, i, evict[e])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kth_largest(leaf, btree, keys, lstart, lsize, bstart, owner, g, k, m):
     edge = rank_edge(k, m)
     if not math.isnan(edge):
@@ -316,7 +329,7 @@ def _kth_largest(leaf, btree, keys, lstart, lsize, bstart, owner, g, k, m):
     return keys[lstart[g] + _first_over(leaf, btree, lstart, lsize, bstart, owner, g, m - k)]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def violation_thresholds(slots, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict, ranks_k, burn_in,
                          window, start, stop, leaf, btree, counts, out, final):
     """Violation-control thresholds (one target): the k-th largest score T_i among n's group's
@@ -342,7 +355,7 @@ def violation_thresholds(slots, keys, lstart, lsize, bstart, owner, group, order
                 _add(leaf, btree, lstart, lsize, bstart, g, slots[evict[e]], -1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def adaptive_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner, group, order, arrival_ptr, evict,
                         cand_keys, preference, realized, start_targets, target_base, rate_scaled, cost_to_base, ratio,
                         c_max_big, burn_in, window, limit, leaf, btree, out, targets_out, final, final_targets):

@@ -38,6 +38,7 @@ __all__ = [
     "INT64_LIMIT",
     "ExactCosts",
     "calibration_points",
+    "calibration_weights",
     "common_scale",
     "decimal_places",
     "exact",
@@ -286,18 +287,19 @@ def expected_margin(target, c_max, n_calibration: int) -> Fraction:
     return exact(target) * (int(n_calibration) + 1) - exact(c_max)
 
 
-def expected_bounds(targets, costs: ExactCosts, n_patients: int):
-    """(T, N + 1) int64: floor(M * scale) with M = c (m + 1) - C_max for m = 0..N calibration patients.
+def expected_bounds(targets, costs: ExactCosts, n_patients: int, first: int = 0):
+    """(T, N + 1) int64: floor(M * scale) with M = c (m + 1) - C_max for m = 0..N calibration patients
+    (``first``: for m = first..N only, (T, N - first + 1)).
 
     An integer F at the costs' scale exceeds M exactly when it exceeds this bound, whatever
     decimals the target has. Bounds are clipped to +-:data:`INT64_LIMIT`: every F they are
     compared with is a sum of costs below that limit (:meth:`ExactCosts.exact_sums`), so
     clipping changes no decision.
 
-    >>> expected_bounds([1.5], ExactCosts([1, 1]), 3).tolist()
-    [[-1, 1, 2, 4]]
+    >>> expected_bounds([1.5], ExactCosts([1, 1]), 3).tolist(), expected_bounds([1.5], ExactCosts([1, 1]), 3, first=2).tolist()
+    ([[-1, 1, 2, 4]], [[2, 4]])
     """
-    sizes = np.arange(int(n_patients) + 1, dtype=np.int64)
+    sizes = np.arange(int(first), int(n_patients) + 1, dtype=np.int64)
     out = np.empty((len(targets), sizes.size), dtype=np.int64)
     for t, target in enumerate(targets):
         row = floor_linear(exact(target) * costs.scale, exact(target) * costs.scale - costs.c_max_scaled, sizes)
@@ -403,13 +405,22 @@ def calibration_points(candidates, realized: np.ndarray, score: str = "cost"):
     """
     keys = candidates.scores(score)
     if candidates.nested:  # the score is non-decreasing along a nested sequence; C need not be (a set cost)
-        running = np.maximum.accumulate(realized, axis=1)
-    else:
-        idx = np.argsort(keys, axis=1, kind="stable")
-        keys = np.take_along_axis(keys, idx, axis=1)
-        running = np.maximum.accumulate(np.take_along_axis(realized, idx, axis=1), axis=1)
+        return keys, calibration_weights(candidates, realized, score)
+    idx = np.argsort(keys, axis=1, kind="stable")
+    keys = np.take_along_axis(keys, idx, axis=1)
+    running = np.maximum.accumulate(np.take_along_axis(realized, idx, axis=1), axis=1)
     increments = np.diff(running, axis=1, prepend=np.zeros((running.shape[0], 1), dtype=running.dtype))
     return keys, increments
+
+
+def calibration_weights(candidates, realized: np.ndarray, score: str = "cost") -> np.ndarray:
+    """The increments of :func:`calibration_points` alone: along a nested sequence (keys
+    non-decreasing) they are those of C's running max in the sequence's order, so the keys are
+    not computed; the ``full`` universe orders its sets by key first."""
+    if not candidates.nested:
+        return calibration_points(candidates, realized, score)[1]
+    running = np.maximum.accumulate(realized, axis=1)
+    return np.diff(running, axis=1, prepend=np.zeros((running.shape[0], 1), dtype=running.dtype))
 
 
 def violation_scores(candidates, realized: np.ndarray, bound: int, score: str = "cost") -> np.ndarray:

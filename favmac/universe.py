@@ -40,6 +40,7 @@ __all__ = [
     "ChosenSets",
     "candidate_sets",
     "all_subsets",
+    "order_dtype",
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
@@ -49,8 +50,19 @@ SCORES = ("cost", "price")
 #: every workload measured (docs/score_comparison.md). See default_score for the whole rule.
 DEFAULT_SCORE = "price"
 _GAIN_TOLERANCE = 1e-12
-_ROWS = 65_536  # patients per chunk when building additive candidates
+_ROWS = 16_384  # patients per chunk when building additive candidates (its temporaries are several (rows, K) arrays)
 MAX_FULL_CODES = 14
+
+
+def order_dtype(n_codes: int):
+    """The smallest integer dtype that holds code indices 0..K-1: int8 up to 128 codes, then int16, int64.
+
+    Orders (N, K) are the largest integer arrays of a replay; their dtype changes no result.
+
+    >>> order_dtype(128), order_dtype(129), order_dtype(2**15 + 1)
+    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int64'>)
+    """
+    return np.int8 if n_codes <= 2**7 else np.int16 if n_codes <= 2**15 else np.int64
 
 
 def check_universe(universe: str, n_codes: int) -> None:
@@ -308,10 +320,12 @@ def all_subsets(n_codes: int) -> np.ndarray:
 class Candidates:
     """The candidate sets of a batch of patients and their proxies.
 
-    For nested universes ``order`` is (N, K) and candidate j of patient i is the first j
-    codes of ``order[i]`` (M = K + 1 candidates). For ``full``, ``subsets`` (M, K) is shared
-    by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M); ``vhat`` may be given as a
-    zero-argument function and is then computed on first use. ``monotone`` says Vhat never
+    For nested universes ``order`` is (N, K) (:func:`order_dtype`) and candidate j of patient i
+    is the first j codes of ``order[i]`` (M = K + 1 candidates). For ``full``, ``subsets``
+    (M, K) is shared by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M); both may be
+    given as a zero-argument function and are then computed on first use; a Chat function
+    with a true ``takes_rows`` attribute also takes a row selection, so that :meth:`subset`
+    computes only its own rows' Chat (a replay's chunks: no (N, M) table is kept). ``monotone`` says Vhat never
     decreases along a nested sequence (additive value), so S_hat is simply the last prefix
     under the threshold and Vhat is not needed to choose. ``steps_source`` (nested universes;
     an array pair or a zero-argument function) gives the (N, K) Chat and Vhat increments of
@@ -320,13 +334,19 @@ class Candidates:
     """
 
     universe: str
-    chat: np.ndarray
+    chat_source: object
     vhat_source: object
     order: np.ndarray | None = None
     subsets: np.ndarray | None = None
     monotone: bool = False
     steps_source: object = None
     _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def chat(self) -> np.ndarray:
+        if callable(self.chat_source):
+            self.chat_source = self.chat_source()
+        return self.chat_source
 
     @property
     def vhat(self) -> np.ndarray:
@@ -361,13 +381,18 @@ class Candidates:
         """The candidates of the patients ``rows`` (a slice or index array)."""
         source = self.vhat_source
         vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
+        chat_source = self.chat_source
+        if callable(chat_source):
+            chat = (lambda: chat_source(rows)) if getattr(chat_source, "takes_rows", False) else (lambda: self.chat[rows])
+        else:
+            chat = chat_source[rows]
         order = None if self.order is None else self.order[rows]
         source = self.steps_source
         if callable(source) and getattr(source, "takes_rows", False):
             steps = lambda: source(rows)  # noqa: E731 — these patients' steps only, never the whole stream's
         else:
             steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
-        out = Candidates(self.universe, self.chat[rows], vhat, order=order, subsets=self.subsets,
+        out = Candidates(self.universe, chat, vhat, order=order, subsets=self.subsets,
                          monotone=self.monotone, steps_source=steps)
         out._cache.update({name: cached[rows] for name, cached in self._cache.items()})  # all per patient
         return out
@@ -395,7 +420,12 @@ class Candidates:
 
     @property
     def n_patients(self) -> int:
-        return self.chat.shape[0]
+        return self.order.shape[0] if self.order is not None else self.chat.shape[0]
+
+    @property
+    def n_candidates(self) -> int:
+        """M: K + 1 prefixes (nested universes) or the 2^K subsets (``full``)."""
+        return self.order.shape[1] + 1 if self.order is not None else self.subsets.shape[0]
 
     def masks(self, index: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Boolean sets (len(index), K) for candidate ``index[r]`` of patient ``rows[r]``."""
@@ -433,7 +463,7 @@ class Candidates:
         """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (the last maximum;
         values within 1e-12 relative of the maximum count as equal to it)."""
         if "best" not in self._cache and self.monotone:
-            self._cache["best"] = np.broadcast_to(np.arange(self.chat.shape[1]), self.chat.shape)
+            self._cache["best"] = np.broadcast_to(np.arange(self.n_candidates), (self.n_patients, self.n_candidates))
         if "best" not in self._cache:
             running = np.maximum.accumulate(self.vhat, axis=1)
             steps = np.arange(self.vhat.shape[1])[None, :]
@@ -531,19 +561,22 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
         return Candidates(universe, chat, vhat, subsets=subsets)
     if universe == "ratio" and not value.is_additive:
         order, vhat = general_sequences(probs, value, cost)
-        order = order.astype(np.int16 if n_codes < 2**15 else np.int64)
+        order = order.astype(order_dtype(n_codes))
         return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order,
                           steps_source=lambda: (_along(cost_terms, order), _value_increments(vhat)))
     del cost_terms  # large streams: recomputed only if the price score asks for the steps
     # In chunks of patients: sorting keys and summing them along the order take several
     # (N, K) temporaries, which at 10^6 x 35 would be gigabytes.
     cost_weights = cost.weights_for(n_codes)
-    order = np.empty((n_patients, n_codes), dtype=np.int16 if n_codes < 2**15 else np.int64)
-    chat = np.empty((n_patients, n_codes + 1))
+    order = np.empty((n_patients, n_codes), dtype=order_dtype(n_codes))
     for start in range(0, n_patients, _ROWS):
         rows = slice(start, start + _ROWS)
         order[rows] = greedy_order(probs[rows], value, cost, universe)
-        chat[rows] = _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
+
+    def chat(rows=slice(None)):  # the same sums, row by row, as a table built once
+        return _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
+
+    chat.takes_rows = True  # a subset computes its own rows' Chat: no (N, K + 1) table is kept
     if value.is_additive:
         value_weights = value.weights_for(n_codes)
 
@@ -555,7 +588,7 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
                           monotone=True, steps_source=steps)
     _, vhat = general_sequences(probs, value, cost, order)
     steps = lambda: (_along((1.0 - probs) * cost_weights, order), _value_increments(vhat))  # noqa: E731
-    return Candidates(universe, chat, vhat, order=order, steps_source=steps)
+    return Candidates(universe, chat(), vhat, order=order, steps_source=steps)
 
 
 def _prefix_sums(terms: np.ndarray, order: np.ndarray) -> np.ndarray:
