@@ -5,6 +5,7 @@ the applicable methods through ``favmac.methods.run_method`` and shapes the summ
 """
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -96,7 +97,29 @@ RECALIBRATED_LABEL = "FavMac (price) + recalibration"
 #: Threads computing one Trade-offs run's methods at the same time: this machine's two cores
 #: (the compiled kernels release the GIL). At most one of them runs a FavMac replay
 #: (:func:`replays_engine`) at any moment, so the peak memory is one replay's plus a baseline's.
+#: Used only while a core is free (:func:`tradeoff_workers`).
 TRADEOFF_WORKERS = 2
+
+
+def machine_has_a_free_core() -> bool:
+    """Whether the 1-minute load average leaves a core idle (below cores - 0.5); True where the
+    load average cannot be read."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return True
+    return load < (os.cpu_count() or 1) - 0.5
+
+
+def tradeoff_workers() -> int:
+    """Threads for a Trade-offs run started now: :data:`TRADEOFF_WORKERS` while a core is free,
+    else one. On an idle 2-core machine the second thread cut a 300,000 x 35 comparison's wall
+    time by 27 % and added a baseline's peak memory beside the FavMac replay (docs/large_cohorts.md);
+    on a busy server (other sessions computing) it buys no time, so only the memory would grow.
+    The tables are the same either way."""
+    if TRADEOFF_WORKERS <= 1:
+        return 1
+    return TRADEOFF_WORKERS if machine_has_a_free_core() else 1
 
 
 def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None,
@@ -116,7 +139,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
     patients after the fold and burn-in.
 
-    The methods run on :data:`TRADEOFF_WORKERS` threads (:func:`run_methods`: never two FavMac
+    The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: never two FavMac
     replays at once); the tables are those of running them one after another, to the last bit,
     in the order of ``methods``. ``progress(fraction)`` gets the mean of the methods' fractions,
     from one thread at a time. When a method fails, the others still run to their end; then the
@@ -206,7 +229,7 @@ def replays_engine(method: str) -> bool:
 
 
 def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
-    """Run every callable of ``tasks`` on ``workers`` threads (default :data:`TRADEOFF_WORKERS`);
+    """Run every callable of ``tasks`` on ``workers`` threads (default :func:`tradeoff_workers`);
     ``[(result, None) or (None, error)]`` in the order of ``tasks``.
 
     A task marked in ``heavy`` (a FavMac replay) never runs beside another heavy one (the peak
@@ -216,7 +239,7 @@ def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
     do not depend on the schedule (each task's inputs are its own). One worker (or one task):
     the tasks in order in this thread.
     """
-    workers = TRADEOFF_WORKERS if workers is None else int(workers)
+    workers = tradeoff_workers() if workers is None else int(workers)
     outcomes: list = [None] * len(tasks)
     pending = list(range(len(tasks)))
     turn = threading.Condition()

@@ -211,6 +211,7 @@ def test_concurrent_tradeoffs_equal_the_sequential_run(control, monkeypatch):
     spec = _spec(n_patients, n_codes, weights, control, "weighted_fp")
     targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, False)
     assert tradeoffs.TRADEOFF_WORKERS == 2
+    monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)  # two threads whatever the load
     runs = {}
     for workers in (2, 1):
         monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
@@ -285,6 +286,7 @@ def test_an_error_in_one_method_keeps_the_others_results(monkeypatch):
         return result
 
     monkeypatch.setattr(tradeoffs, "run_method", failing)
+    monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)
     for workers in (2, 1):
         monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
         finished.clear()
@@ -346,3 +348,41 @@ def test_a_cancelled_comparison_stops_every_method(monkeypatch):
         tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0], ["FavMac (price)", "FavMac (ratio)", "CRC"],
                                 progress=cancelled)
     assert started == []
+
+
+@pytest.mark.parametrize("free, expected", [(True, 2), (False, 1)])
+def test_the_second_thread_is_used_only_while_a_core_is_free(free, expected, monkeypatch):
+    """A busy server (no idle core) runs the methods one after another in the calling thread:
+    the second thread would add a baseline's peak memory and buy no time."""
+    import threading
+
+    monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: free)
+    assert tradeoffs.tradeoff_workers() == expected
+    threads, gate = set(), threading.Barrier(2, timeout=5) if expected == 2 else None
+
+    def task():
+        threads.add(threading.current_thread().name)
+        if gate is not None:
+            gate.wait()  # both light tasks are running at once
+        return len(threads)
+
+    outcomes = tradeoffs.run_methods([task, task], [False, False])
+    assert [error for _, error in outcomes] == [None, None]
+    if expected == 1:
+        assert threads == {threading.current_thread().name}
+    else:
+        assert len(threads) == 2 and threading.current_thread().name not in threads
+
+
+def test_the_free_core_rule_reads_the_load_average(monkeypatch):
+    monkeypatch.setattr(tradeoffs.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(tradeoffs.os, "getloadavg", lambda: (0.3, 0.0, 0.0))
+    assert tradeoffs.machine_has_a_free_core()
+    monkeypatch.setattr(tradeoffs.os, "getloadavg", lambda: (1.6, 0.0, 0.0))
+    assert not tradeoffs.machine_has_a_free_core()
+
+    def unreadable():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(tradeoffs.os, "getloadavg", unreadable)
+    assert tradeoffs.machine_has_a_free_core()
