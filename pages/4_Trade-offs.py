@@ -2,8 +2,9 @@
 import streamlit as st
 
 from favmac.methods import method_labels
-from favmac.ui import actions, figures, jobs, recalibration_view, settings_form as form, tradeoffs, widgets
+from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.text import md
 from favmac.ui.units import plain_number
 
 ss = page_setup("Trade-offs")
@@ -69,6 +70,8 @@ st.caption(
 
 if recalibrate is not None:
     st.caption(recalibration_view.tradeoff_caption(recalibrate, settings))
+if (versus := payment_view.payment_vs_additive(points, cost_unit)) is not None:
+    st.caption(md(versus))
 st.subheader("Summary (averaged over the targets)")
 st.caption(f"Value captured and {cost_unit} per 100 charts; value captured (%) = share of the value of exactly the true codes. "
            "Over the target = realized minus promised, per 100 charts; charts over the target = share of patients whose cost exceeded it. "

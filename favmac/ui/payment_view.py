@@ -166,6 +166,34 @@ def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_
     return {ADDITIVE_LABEL: summary}
 
 
+def payment_vs_additive(points: pd.DataFrame, cost_unit: str, aware: str = "FavMac (price)") -> str | None:
+    """One sentence comparing payment-aware FavMac with :data:`ADDITIVE_LABEL` target by target
+    (``points``: the Trade-offs plotting table, ``mean_value`` in payment); None when either is
+    missing. Where the additive choice captures more, says why (docs/payment.md): the payment
+    value's expectation treats the codes as independent, which overstates the payment of members
+    with no likely code, most at high targets; recalibration narrows it."""
+    if points is None or points.empty or not {"method", "target", "mean_value"} <= set(points.columns):
+        return None
+    mine = points[points["method"] == aware].set_index("target")["mean_value"]
+    other = points[points["method"] == ADDITIVE_LABEL].set_index("target")["mean_value"]
+    targets = [t for t in mine.index if t in other.index]
+    if not targets:
+        return None
+    behind = [t for t in targets if mine[t] < other[t]]
+    if not behind:
+        return (f"{aware} captures at least as much payment as {ADDITIVE_LABEL} at every one of the "
+                f"{len(targets)} targets.")
+    where = ", ".join(f"{t:g}" for t in sorted(behind)[:6]) + (", ..." if len(behind) > 6 else "")
+    lead = (f"{aware} captures less payment than {ADDITIVE_LABEL} at every one of the {len(targets)} targets"
+            if len(behind) == len(targets) else
+            f"{aware} captures more payment than {ADDITIVE_LABEL} at {len(targets) - len(behind)} of "
+            f"{len(targets)} targets and less at c = {where} {cost_unit} per chart")
+    return (f"{lead}. A known limit: the payment "
+            "value's expected payment treats each code's probability as independent of the others', which "
+            "overstates what members with no likely code would pay; it costs most at high targets. "
+            "Recalibrating the classifier narrows it (docs/payment.md).")
+
+
 def patient_functions(spec, codes, members, row):
     """(value, cost) of ``spec`` for one patient: built with the member context (``members``:
     :attr:`favmac.io.Dataset.members`, or a new-patients frame's ``attrs["members"]``) and

@@ -97,6 +97,19 @@ def test_tradeoffs_compares_payment_aware_and_additive_favmac():
     per_1000 = table.set_index("Method")["Payment captured per 1,000 members ($)"]
     assert np.allclose(per_1000, 1000 * per_patient) and (per_patient > 0).all()
     assert any("FavMac (value) not shown" in c.value for c in at.caption)  # several cells: no per-code weights
+    # one sentence says, target by target, where the payment-aware choice captures more than the additive one
+    points = at.session_state["tradeoffs"]["points"]
+    aware = points[points["method"] == "FavMac (price)"].set_index("target")["mean_value"]
+    additive = points[points["method"] == ADDITIVE_LABEL].set_index("target")["mean_value"]
+    ahead = int((aware >= additive.reindex(aware.index)).sum())
+    versus = [c.value for c in at.caption if "captures" in c.value and "additive" in c.value]
+    assert len(versus) == 1, [c.value for c in at.caption]
+    if ahead == len(aware):
+        assert "at least as much payment" in versus[0]
+    elif ahead == 0:
+        assert f"less payment than {ADDITIVE_LABEL} at every one of the {len(aware)} targets" in versus[0]
+    else:
+        assert f"at {ahead} of {len(aware)} targets" in versus[0]
 
 
 def test_data_shows_the_cells_and_known_codes():

@@ -143,3 +143,25 @@ def test_units_speak_dollars_with_a_base_rate():
     table = pd.DataFrame({"method": ["m"], "mean_value": [250.0], "mean_cost": [90.0], "excess_cost": [0.0], "violation_freq": [0.1]})
     shown = tradeoffs.comparison_display(table, 500.0, 0.1, dollars)
     assert shown["Payment captured per patient ($)"][0] == 2.5 and shown["Payment captured per 1,000 members ($)"][0] == 2500.0
+
+
+def test_payment_vs_additive_names_the_targets_where_the_additive_choice_captures_more():
+    import pandas as pd
+
+    from favmac.ui import payment_view
+
+    label = payment_view.ADDITIVE_LABEL
+    points = pd.DataFrame({"method": ["FavMac (price)"] * 3 + [label] * 3 + ["CRC"],
+                           "target": [0.5, 1.0, 2.0, 0.5, 1.0, 2.0, 0.5],
+                           "mean_value": [3.0, 2.5, 4.0, 2.0, 2.5, 4.5, 9.0]})
+    text = payment_view.payment_vs_additive(points, "false flags")
+    assert text.startswith(f"FavMac (price) captures more payment than {label} at 2 of 3 targets")
+    assert "less at c = 2 false flags per chart" in text and "independent" in text
+    ahead = points.assign(mean_value=[3.0, 2.5, 4.5, 2.0, 2.5, 4.5, 9.0])
+    assert payment_view.payment_vs_additive(ahead, "false flags") == (
+        f"FavMac (price) captures at least as much payment as {label} at every one of the 3 targets.")
+    behind = points.assign(mean_value=[1.0, 2.0, 3.0, 2.0, 2.5, 4.5, 9.0])
+    assert payment_view.payment_vs_additive(behind, "false flags").startswith(
+        f"FavMac (price) captures less payment than {label} at every one of the 3 targets. A known limit")
+    assert payment_view.payment_vs_additive(points[points["method"] != label], "false flags") is None
+    assert payment_view.payment_vs_additive(pd.DataFrame(), "false flags") is None
