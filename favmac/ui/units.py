@@ -68,24 +68,21 @@ def value_unit(settings: dict) -> str:
 
 
 def _number(x: float) -> str:
-    """Three significant digits, never in exponent form from 1e-4 up (``1,030``, not ``1.03e+03``)."""
-    if math.isnan(x):
-        return "—"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.3g}"
+    """Three significant digits for a tile, "—" for NaN (``1,030``, not ``1.03e+03``)."""
+    return "—" if math.isnan(x) else plain_number(x, digits=3)
 
 
-def plain_number(x: float) -> str:
-    """Four significant digits for a caption, never in exponent form from 1e-4 up.
+def plain_number(x: float, digits: int = 4) -> str:
+    """``digits`` significant digits for a caption, never in exponent form from 1e-4 up
+    (whole numbers with thousands separators from 1,000).
 
-    >>> plain_number(84580.0), plain_number(169169.3), plain_number(0.46), plain_number(15.379)
-    ('84,580', '169,169', '0.46', '15.38')
+    >>> plain_number(84580.0), plain_number(169169.3), plain_number(0.46), plain_number(15.379), plain_number(1030.2, 3)
+    ('84,580', '169,169', '0.46', '15.38', '1,030')
     """
     x = float(x)
     if math.isfinite(x) and abs(x) >= 1000:
         return f"{x:,.0f}"
-    return f"{x:.4g}"
+    return f"{x:.{digits}g}"
 
 
 def cost_short(settings: dict) -> str:
