@@ -321,9 +321,98 @@ def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, 
     return gain
 
 
+@njit(cache=True)
+def _monotone_counts(fam_ptr, sub_ptr, sub_count):
+    """Per family: is its (capped) survivor count non-decreasing in the set of present codes?
+
+    Chains (HCC 37/38, CKD 326-329, ...) are; a parent that removes two children which do not
+    remove each other is not (docs/payment.md "Monotonicity")."""
+    n_fam = len(fam_ptr) - 1
+    out = np.ones(n_fam, dtype=np.bool_)
+    for f in range(n_fam):
+        size = fam_ptr[f + 1] - fam_ptr[f]
+        for local in range(1 << size):
+            here = min(sub_count[sub_ptr[f] + local], _CAP)
+            for b in range(size):
+                if not (local >> b) & 1 and min(sub_count[sub_ptr[f] + (local | (1 << b))], _CAP) < here:
+                    out[f] = False
+    return out
+
+
+@njit(cache=True, inline="always")
+def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_ptr, fam_codes, sub_ptr, sub_count,
+                  sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, weights, locals_, up_dist, s1, s2, s12, acc, tmp,
+                  up, lo):
+    """Bounds on the count variables' part of every candidate's gain, valid at every step of one patient.
+
+    W_f[m] - W_f[0] = E[D_m(N')] with D_m(a) = c(min(a + m, 10)) - c(a) and N' the (capped)
+    survivor count of the families other than f, in any state of the greedy. ``lo[m]`` = min_a
+    D_m(a). ``up[m]`` = E[D_m^(a)(N_up)], D_m^ the running maximum of D_m (non-decreasing, so
+    its expectation grows with N) and N_up a count that dominates every N' stochastically: the
+    sum over families of each family's count with all of its codes added (a family whose count is
+    non-decreasing in the present codes; couple the labels) or of its largest possible count (the
+    others). Returns max_n |c(n)|."""
+    n_fam = len(fam_ptr) - 1
+    for n in range(_CAP + 1):
+        acc[n] = 0.0
+    acc[0] = 1.0
+    for f in range(n_fam):
+        if monotone[f]:
+            mask = 0
+            for j in range(fam_ptr[f], fam_ptr[f + 1]):
+                c = fam_codes[j]
+                if not known_i[c] and p[c] > 0.0:
+                    mask |= 1 << (j - fam_ptr[f])
+            _family(f, mask, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                    inter_atoms, fi_ptr, fi_idx, up_dist, s1, s2, s12, weights, locals_)
+        else:
+            for n in range(_CAP + 1):
+                up_dist[n] = 0.0
+            up_dist[reach[f]] = 1.0
+        _convolve_into(acc, up_dist, reach[f], tmp)
+        for n in range(_CAP + 1):
+            acc[n] = tmp[n]
+    for m in range(1, largest + 1):
+        running = -math.inf
+        lowest = math.inf
+        total = 0.0
+        for a in range(_CAP + 1):
+            d = coef[min(a + m, _CAP)] - coef[a]
+            running = max(running, d)
+            lowest = min(lowest, d)
+            total += acc[a] * running
+        up[m] = total
+        lo[m] = lowest
+    largest_coef = 0.0
+    for n in range(_CAP + 1):
+        largest_coef = max(largest_coef, abs(coef[n]))
+    return largest_coef
+
+
+@njit(cache=True, inline="always")
+def _gain_bound(fixed_gain, step, reach, up, lo, largest_coef):
+    """An upper bound on fixed_gain + sum_m step[m] W[m] (the gain as the greedy computes it, in
+    floating point) for any W the patient's steps can produce: sum_m step[m] W[m] =
+    (sum_m step[m]) W[0] + sum_{m >= 1} step[m] (W[m] - W[0]), each W[m] - W[0] in [lo[m], up[m]]
+    (:func:`_count_bounds`), |W[0]| <= max |c|; plus 1e-11 of the terms' magnitude for round-off
+    (which is about 1e-15 of it)."""
+    total = 0.0
+    magnitude = abs(fixed_gain)
+    for m in range(reach + 1):
+        total += step[m]
+        magnitude += abs(step[m]) * largest_coef
+    bound = fixed_gain + abs(total) * largest_coef
+    for m in range(1, reach + 1):
+        if step[m] > 0.0:
+            bound += step[m] * up[m]
+        else:
+            bound += step[m] * lo[m]
+    return bound + 1e-11 * magnitude
+
+
 @njit(cache=True, nogil=True)  # nogil: payment_sequences runs row blocks on threads
-def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
-               sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
+def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr,
+               fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
                if_slot, count_coef, out_order, out_vhat):
     """One pass over the patients; each patient's greedy sequence is built incrementally.
 
@@ -339,8 +428,21 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     forward pass (count distributions) and one backward pass (expected count coefficients)
     over the open families whose count is not surely 0 (:func:`_count_weights`); every other
     family uses W_total (row ``n_fam`` of ``w_table``). W is kept when the added code changed no
-    family's count distribution or openness (a known code, p = 0). The helpers are inlined
-    (``inline="always"``): the same operations in the same order as separate calls, bit for bit.
+    family's count distribution or openness (a known code, p = 0), and computed only at a step
+    that evaluates a gain. The helpers are inlined (``inline="always"``).
+
+    Which gains a step evaluates (the same gains, to the bit, as evaluating all of them):
+
+    * "idle" candidates (on the record, or p = 0) gain exactly 0 at every step (adding them
+      changes no family summary: their outcomes have probability 0 or 1), so their gain and key
+      are set once;
+    * with ``lazy``, each cached candidate also has an upper bound on its gain valid at every
+      step until it goes stale (:func:`_gain_bound`, from the patient's count bounds
+      :func:`_count_bounds`). A step evaluates the candidate with the largest bound ratio first,
+      then every other candidate whose bound could reach the best ratio found so far less the
+      tie allowance; a candidate skipped that way has a ratio below the maximum and cannot tie
+      with it (``lowest_tied``'s rule, applied to the evaluated and idle candidates only). The
+      argmax, its tie break and the gains added to Vhat are therefore those of the full scan.
     """
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
@@ -353,6 +455,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
         for row in range(sub_ptr[f], sub_ptr[f + 1]):
             reach[f] = max(reach[f], min(sub_count[row], _CAP))
         largest = max(largest, reach[f])
+    monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
     weights, locals_ = _patterns(fam_ptr)
     uncertain = np.zeros(n_fam, dtype=np.int64)
     fixed = np.zeros(n_fam, dtype=np.int64)
@@ -378,6 +481,8 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     fixed_gain = np.zeros(n_codes)
     step_dist = np.zeros((n_codes, _CAP + 1))
     code_reach = np.zeros(n_codes, dtype=np.int64)
+    bound = np.zeros(n_codes)  # an upper bound on the candidate's gain while it is not stale
+    bound_key = np.zeros(n_codes)
     w_row = np.zeros(n_fam, dtype=np.int64)
     w_table = np.zeros((n_fam + 1, _CAP + 1))
     closed = np.zeros(_CAP + 1)
@@ -385,9 +490,22 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     opened = np.empty(n_fam, dtype=np.int64)
     prefix = np.zeros((n_fam + 1, _CAP + 1))
     back = np.zeros((n_fam + 1, _CAP + 1))
+    up = np.zeros(largest + 1)
+    lo = np.zeros(largest + 1)
+    up_dist = np.zeros(_CAP + 1)
+    acc = np.zeros(_CAP + 1)
+    s1 = np.ones(width)
+    s2 = np.ones(width)
+    s12 = np.ones(width)
     chosen = np.zeros(n_codes, dtype=np.bool_)
+    idle = np.zeros(n_codes, dtype=np.bool_)
+    active = np.empty(n_codes, dtype=np.int64)  # the candidates still to add that are not idle, by index
+    idle_left = np.empty(n_codes, dtype=np.int64)  # the idle ones, by index
+    evaluated = np.zeros(n_codes, dtype=np.int64)  # the stamp of the step that last evaluated it
+    stamp = 0
     gains = np.empty(n_codes)
     keys = np.empty(n_codes)
+    largest_coef = 0.0
     for i in range(n_patients):
         p = probs[i]
         cell = cells[i]
@@ -409,35 +527,48 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             if not is_open[f] and not trivial[f]:
                 _convolve_into(closed, dist[f], reach[f], tmp)
                 closed[:] = tmp
+        n_active = 0
+        n_idle = 0
         for k in range(n_codes):
             valid[k] = False
-            stale[k] = not known_i[k]
-            if known_i[k]:  # a code on the record adds nothing
-                fixed_gain[k] = 0.0
-                code_reach[k] = -1
+            idle[k] = known_i[k] or p[k] == 0.0
+            stale[k] = not idle[k]
+            if idle[k]:  # gain exactly 0 at every step; the key as ``offer`` makes it
+                gains[k] = 0.0
+                keys[k] = -math.inf if cost_steps[i, k] == 0.0 else 0.0 / cost_steps[i, k]
+                idle_left[n_idle] = k
+                n_idle += 1
+            else:
+                active[n_active] = k
+                n_active += 1
+        if greedy and lazy and n_active > 0:
+            largest_coef = _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_ptr, fam_codes,
+                                         sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, weights,
+                                         locals_, up_dist, s1, s2, s12, acc, tmp, up, lo)
         current = 0.0
         out_vhat[i, 0] = 0.0
         counts_changed = True
         for step in range(n_codes):
-            # W of the open families: forward (count distributions) and backward (expected count coefficients);
-            # kept from the previous step when no family's count distribution, openness or "surely 0" changed
-            # (a known code or a code with p = 0 was added: the same arrays to the bit)
-            if counts_changed:
-                counts_changed = False
-                _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix, back,
-                               w_table)
-            best = -1
-            best_key = -math.inf
-            first = 0
-            last = n_codes
-            if not greedy:
-                first = fixed_order[i, step]
-                last = first + 1
-            for k in range(first, last):
-                if chosen[k]:
-                    continue
-                f = code_fam[k]
-                if stale[k]:
+            stamp += 1
+            allowance = tolerance * max(1.0, abs(current))
+            if greedy:
+                candidates = n_active
+            else:
+                candidates = 0 if idle[fixed_order[i, step]] else 1
+            if candidates > 0:
+                # W of the open families: forward (count distributions) and backward (expected count
+                # coefficients); kept from the previous step when no family's count distribution, openness or
+                # "surely 0" changed (a known code or a code with p = 0 was added: the same arrays to the bit)
+                if counts_changed:
+                    counts_changed = False
+                    _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix,
+                                   back, w_table)
+                # refresh the stale candidates' cached terms (and bounds)
+                for a in range(candidates):
+                    k = active[a] if greedy else fixed_order[i, step]
+                    if not stale[k]:
+                        continue
+                    f = code_fam[k]
                     if not valid[k]:
                         c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
                                              fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
@@ -452,35 +583,108 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                     for m in range(reach[f] + 1):
                         step_dist[k, m] = c_dist[k, m] - dist[f, m]
                     stale[k] = False
-                gain = fixed_gain[k]
-                row = w_row[f]
-                for m in range(code_reach[k] + 1):
-                    gain += step_dist[k, m] * w_table[row, m]
-                best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, best, best_key)
-            if greedy:
-                best = lowest_tied(best, best_key, chosen, keys, gains, cost_steps[i], tolerance * max(1.0, abs(current)))
+                    if greedy and lazy:
+                        bound[k] = _gain_bound(fixed_gain[k], step_dist[k], reach[f], up, lo, largest_coef)
+                        den = cost_steps[i, k]
+                        bound_key[k] = bound[k] / den if den > 0.0 else math.inf
+            best = -1
+            best_key = -math.inf
+            if not greedy:
+                k = fixed_order[i, step]
+                best = k
+                if not idle[k]:
+                    gain = fixed_gain[k]
+                    row = w_row[code_fam[k]]
+                    for m in range(code_reach[k] + 1):
+                        gain += step_dist[k, m] * w_table[row, m]
+                    best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, -1, best_key)
+            else:
+                first = -1  # lazy: the candidate with the largest bound on its ratio is evaluated first
+                if lazy:
+                    first_key = -math.inf
+                    for a in range(n_active):
+                        k = active[a]
+                        if first < 0 or bound_key[k] > first_key:
+                            first = k
+                            first_key = bound_key[k]
+                for a in range(-1, n_active):
+                    if a < 0:
+                        if first < 0:
+                            continue
+                        k = first
+                    else:
+                        k = active[a]
+                        if k == first:
+                            continue
+                        den = cost_steps[i, k]
+                        if lazy and best >= 0 and den > 0.0:
+                            if best_key == math.inf:
+                                continue  # a finite ratio neither beats nor ties +inf
+                            if best_key > -math.inf:
+                                reach_key = best_key * den
+                                if max(bound[k], 0.0) < reach_key - allowance - 1e-12 * abs(reach_key):
+                                    continue  # cannot beat or tie the best (0: a gain within the allowance)
+                    gain = fixed_gain[k]
+                    row = w_row[code_fam[k]]
+                    for m in range(code_reach[k] + 1):
+                        gain += step_dist[k, m] * w_table[row, m]
+                    best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, best, best_key)
+                    evaluated[k] = stamp
+                for a in range(n_idle):  # idle candidates: constant keys, the first of the largest
+                    k = idle_left[a]
+                    if best < 0 or keys[k] > best_key:
+                        best = k
+                        best_key = keys[k]
+                # the lowest unchosen code whose key ties best_key (formula_kernels.lowest_tied's rule); a
+                # candidate that was not evaluated cannot tie
+                for k in range(best):
+                    if chosen[k] or not (idle[k] or evaluated[k] == stamp):
+                        continue
+                    if math.isinf(best_key):
+                        tied = keys[k] == best_key
+                    else:
+                        den = cost_steps[i, k]
+                        tied = keys[k] == best_key or (den > 0.0 and gains[k] >= best_key * den - allowance)
+                    if tied:
+                        best = k
+                        break
             chosen[best] = True
             out_order[i, step] = best
+            if idle[best]:
+                for a in range(n_idle):
+                    if idle_left[a] == best:
+                        for b in range(a, n_idle - 1):
+                            idle_left[b] = idle_left[b + 1]
+                        n_idle -= 1
+                        break
+            else:
+                for a in range(n_active):
+                    if active[a] == best:
+                        for b in range(a, n_active - 1):
+                            active[b] = active[b + 1]
+                        n_active -= 1
+                        break
             if not known_i[best]:
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
-                for n in range(_CAP + 1):
-                    if dist[f, n] != c_dist[best, n]:
-                        counts_changed = True
-                ecoef[f] = c_ecoef[best]
-                for n in range(_CAP + 1):
-                    dist[f, n] = c_dist[best, n]
-                for s in range(fi_ptr[f + 1] - fi_ptr[f]):
-                    m1[f, s] = c_m1[best, s]
-                    m2[f, s] = c_m2[best, s]
-                    m12[f, s] = c_m12[best, s]
-                trivial[f] = dist[f, 0] == 1.0
+                if not idle[best]:  # p = 0: the family's summary is unchanged, to the bit
+                    for n in range(_CAP + 1):
+                        if dist[f, n] != c_dist[best, n]:
+                            counts_changed = True
+                    ecoef[f] = c_ecoef[best]
+                    for n in range(_CAP + 1):
+                        dist[f, n] = c_dist[best, n]
+                    for s in range(fi_ptr[f + 1] - fi_ptr[f]):
+                        m1[f, s] = c_m1[best, s]
+                        m2[f, s] = c_m2[best, s]
+                        m12[f, s] = c_m12[best, s]
+                    trivial[f] = dist[f, 0] == 1.0
                 still_open = False
                 for j in range(fam_ptr[f], fam_ptr[f + 1]):
                     c = fam_codes[j]
                     if not (chosen[c] or known_i[c]):
                         valid[c] = False
-                        stale[c] = True
+                        stale[c] = not idle[c]
                         still_open = True
                 for s in range(fi_ptr[f], fi_ptr[f + 1]):  # the families sharing an interaction with f
                     inter = fi_idx[s]
@@ -490,7 +694,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                             context_ok[g] = False
                             for j in range(fam_ptr[g], fam_ptr[g + 1]):
                                 c = fam_codes[j]
-                                stale[c] = not known_i[c]
+                                stale[c] = not idle[c]
                 if not still_open:
                     is_open[f] = False
                     if not trivial[f]:
@@ -502,10 +706,11 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             out_vhat[i, step + 1] = current
 
 
-def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None):
+def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None, lazy=True):
     """Greedy ratio orders (or the prefixes of ``order``) and raw-unit Vhat of every prefix.
 
-    Returns (order int64 (N, K), vhat float (N, K + 1)); vhat[:, 0] = 0.
+    Returns (order int64 (N, K), vhat float (N, K + 1)); vhat[:, 0] = 0. ``lazy=False`` evaluates
+    every candidate's gain at every step (the same arrays, slower; the tests compare the two).
     """
     probs = np.ascontiguousarray(probs, dtype=np.float64)
     n_patients, n_codes = probs.shape
@@ -519,7 +724,7 @@ def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None)
 
     def run(rows: slice) -> None:  # each patient's sequence depends on its own row only
         _sequences(probs[rows], known[rows], cells[rows], cost_steps[rows], fixed_order if greedy else fixed_order[rows], greedy,
-                   float(tolerance), t.code_fam, t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms,
+                   bool(lazy), float(tolerance), t.code_fam, t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms,
                    t.sub_coef, t.inter_atoms, t.inter_coef, t.fi_ptr, t.fi_idx, t.if_ptr, t.if_idx, t.if_slot, t.count_coef,
                    out_order[rows], out_vhat[rows])
 
