@@ -74,8 +74,8 @@ def raf_sets(t, sets, cells) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
-            fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
+def _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+               fi_ptr, fi_idx, dist, at, m1, m2, m12, m_at, weights, locals_):
     """Family f's summary for the uncertain local mask and the fixed (known) local mask.
 
     Writes ``dist`` (11,) and, for the interactions touching f (their slot in fi_idx order),
@@ -83,7 +83,9 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
     ``locals_`` are scratch (>= 2^size): the 2^u outcomes of the u uncertain codes, pattern bit
     j being the j-th uncertain code by local bit, with their probabilities built by doubling
     (each probability is the product of its factors in local-bit order, as a loop over the
-    codes would take it) and their local subset index."""
+    codes would take it) and their local subset index. ``dist`` is written from ``at`` and
+    m1/m2/m12 from ``m_at`` (rows of 2-D arrays through flat views: a row view per call would
+    cost two reference-count updates)."""
     start = fam_ptr[f]
     size = fam_ptr[f + 1] - start
     weights[0] = 1.0
@@ -98,18 +100,18 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
                 weights[s] = weights[s] * (1.0 - q)
             n_patterns *= 2
     for n in range(_CAP + 1):
-        dist[n] = 0.0
+        dist[at + n] = 0.0
     n_touch = fi_ptr[f + 1] - fi_ptr[f]
     for s in range(n_touch):
-        m1[s] = 0.0
-        m2[s] = 0.0
-        m12[s] = 0.0
+        m1[m_at + s] = 0.0
+        m2[m_at + s] = 0.0
+        m12[m_at + s] = 0.0
     ecoef = 0.0
     for pattern in range(n_patterns):
         prob = weights[pattern]
         row = sub_ptr[f] + locals_[pattern]
         ecoef += prob * sub_coef[cell, row]
-        dist[min(sub_count[row], _CAP)] += prob
+        dist[at + min(sub_count[row], _CAP)] += prob
         hits = sub_atoms[row]
         for s in range(n_touch):
             i = fi_idx[fi_ptr[f] + s]
@@ -117,12 +119,20 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
             a2 = inter_atoms[i, 1]
             miss2 = a2 >= 0 and ((hits >> a2) & 1) == 0
             if miss1:
-                m1[s] += prob
+                m1[m_at + s] += prob
             if miss2:
-                m2[s] += prob
+                m2[m_at + s] += prob
             if miss1 and miss2:
-                m12[s] += prob
+                m12[m_at + s] += prob
     return ecoef
+
+
+@njit(cache=True, inline="always")
+def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+            fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
+    """:func:`_family_at` writing ``dist`` (11,) and m1/m2/m12 from their start."""
+    return _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                      inter_atoms, fi_ptr, fi_idx, dist, 0, m1, m2, m12, 0, weights, locals_)
 
 
 @njit(cache=True, inline="always")
@@ -226,61 +236,144 @@ def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _convolve_into(a, dist, reach, out):
-    """out = a (*) dist (capped at 10), dist supported on 0 .. reach."""
-    for n in range(_CAP + 1):
-        out[n] = 0.0
-    for i in range(_CAP + 1):
-        ai = a[i]
-        for j in range(reach + 1):
-            out[min(i + j, _CAP)] += ai * dist[j]
+def _convolve_at(a, a_at, dist, d_at, reach, out, out_at):
+    """out = a (*) dist (capped at 10), dist supported on 0 .. reach; each array read or written
+    from its offset (rows of 2-D arrays through flat views).
+
+    Each output's products are added in the order of a loop over a's entries, then dist's (the
+    sums of accumulating into ``out``, to the bit), one output at a time so that the sum stays in
+    a register; written out for a family of at most one survivor (a Bernoulli count, most
+    families)."""
+    if reach == 1:
+        d0 = dist[d_at]
+        d1 = dist[d_at + 1]
+        out[out_at] = 0.0 + a[a_at] * d0
+        for n in range(1, _CAP):
+            out[out_at + n] = (0.0 + a[a_at + n - 1] * d1) + a[a_at + n] * d0
+        out[out_at + _CAP] = ((0.0 + a[a_at + _CAP - 1] * d1) + a[a_at + _CAP] * d0) + a[a_at + _CAP] * d1
+        return
+    for n in range(_CAP):
+        w = 0.0
+        for i in range(max(0, n - reach), n + 1):
+            w += a[a_at + i] * dist[d_at + n - i]
+        out[out_at + n] = w
+    w = 0.0
+    for i in range(max(0, _CAP - reach), _CAP + 1):
+        for j in range(_CAP - i, reach + 1):
+            w += a[a_at + i] * dist[d_at + j]
+    out[out_at + _CAP] = w
 
 
 @njit(cache=True, inline="always")
-def _fold_back(after, dist, reach, out):
-    """out[n] = sum_b dist[b] after[min(n + b, 10)]: E[after(n + M)] for a family count M ~ dist."""
+def _convolve_into(a, dist, reach, out):
+    """out = a (*) dist (capped at 10), dist supported on 0 .. reach (:func:`_convolve_at`)."""
+    _convolve_at(a, 0, dist, 0, reach, out, 0)
+
+
+@njit(cache=True, inline="always")
+def _fold_back_at(after, after_at, dist, d_at, reach, out, out_at):
+    """out[n] = sum_b dist[b] after[min(n + b, 10)]: E[after(n + M)] for a family count M ~ dist
+    (summed over b in order; written out for a Bernoulli count; offsets as in :func:`_convolve_at`)."""
+    if reach == 1:
+        d0 = dist[d_at]
+        d1 = dist[d_at + 1]
+        for n in range(_CAP):
+            out[out_at + n] = (0.0 + d0 * after[after_at + n]) + d1 * after[after_at + n + 1]
+        out[out_at + _CAP] = (0.0 + d0 * after[after_at + _CAP]) + d1 * after[after_at + _CAP]
+        return
     for n in range(_CAP + 1):
         w = 0.0
         for b in range(reach + 1):
-            w += dist[b] * after[min(n + b, _CAP)]
-        out[n] = w
+            w += dist[d_at + b] * after[after_at + min(n + b, _CAP)]
+        out[out_at + n] = w
+
+
+@njit(cache=True, inline="always")
+def _weights_at(before, b_at, after, a_at, reach, out, out_at):
+    """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (offsets as in :func:`_convolve_at`)."""
+    for m in range(reach + 1):
+        w = 0.0
+        for a in range(_CAP + 1):
+            w += before[b_at + a] * after[a_at + min(a + m, _CAP)]
+        out[out_at + m] = w
 
 
 @njit(cache=True, inline="always")
 def _weights_from(before, after, reach, out):
-    """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach."""
-    for m in range(reach + 1):
-        w = 0.0
-        for a in range(_CAP + 1):
-            w += before[a] * after[min(a + m, _CAP)]
-        out[m] = w
+    """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (:func:`_weights_at`)."""
+    _weights_at(before, 0, after, 0, reach, out, 0)
 
 
 @njit(cache=True, inline="always")
-def _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix, back, w_table):
-    """W_f[m] = E[c(N without f + m)] of every open family whose count is not surely 0 (row f of
-    ``w_table``; ``w_row[f]`` = f), and of everything else (row ``n_fam``, W_total): one forward pass
-    (count distributions, from the closed families' ``closed``) and one backward pass (expected
-    count coefficients) over those families."""
+def _open_families(n_fam, is_open, trivial, opened, position, w_row, closed, coef, prefix, back, fill, row_ok):
+    """Start the count weights W_f[m] = E[c(N without f + m)] over the open families whose count is
+    not surely 0 (``opened``, index order; ``position`` of each, -1 for the others).
+
+    Row f of ``w_table`` (``w_row[f]`` = f) holds W_f for those, row ``n_fam`` W_total (every
+    other family's). W_f = prefix[j] against back[j + 1], j = f's position: ``prefix[j]`` is
+    the count distribution of ``closed`` and opened[0 .. j - 1] (a forward pass of convolutions),
+    ``back[j]`` the expected count coefficients after opened[j ..] (a backward pass). They are
+    computed on demand (:func:`_weight_row`): ``prefix[j]`` is valid for j <= ``fill[0]``,
+    ``back[j]`` for j >= ``fill[1]``; ``fill[2]`` = the number of open families; ``row_ok``
+    marks the rows that are up to date."""
     n_open = 0
     for f in range(n_fam):
         w_row[f] = n_fam
+        position[f] = -1
+        row_ok[f] = False
         if is_open[f] and not trivial[f]:
             opened[n_open] = f
+            position[f] = n_open
             w_row[f] = f
             n_open += 1
+    row_ok[n_fam] = False
     for n in range(_CAP + 1):
         prefix[0, n] = closed[n]
         back[n_open, n] = coef[n]
-    for j in range(n_open):
-        f = opened[j]
-        _convolve_into(prefix[j], dist[f], reach[f], prefix[j + 1])
-    _weights_from(prefix[n_open], coef, largest, w_table[n_fam])
-    for j in range(n_open - 1, -1, -1):
-        f = opened[j]
-        _weights_from(prefix[j], back[j + 1], reach[f], w_table[f])
-        if j > 0:
-            _fold_back(back[j + 1], dist[f], reach[f], back[j])
+    fill[0] = 0
+    fill[1] = n_open
+    fill[2] = n_open
+
+
+@njit(cache=True, inline="always")
+def _weight_row(f, n_fam, opened, position, dist, reach, largest, coef, prefix, back, fill, row_ok, w_table):
+    """The row of ``w_table`` family f's candidates use, computed first if it is not up to date
+    (with the forward and backward steps it needs, :func:`_open_families`). ``dist``, ``prefix``,
+    ``back`` and ``w_table`` are flat views of the (rows, 11) arrays."""
+    j = position[f]
+    row = f if j >= 0 else n_fam
+    if row_ok[row]:
+        return row
+    width = _CAP + 1
+    end = j if j >= 0 else fill[2]
+    while fill[0] < end:
+        a = fill[0]
+        g = opened[a]
+        _convolve_at(prefix, a * width, dist, g * width, reach[g], prefix, (a + 1) * width)
+        fill[0] = a + 1
+    if j < 0:  # W_total
+        _weights_at(prefix, end * width, coef, 0, largest, w_table, n_fam * width)
+    else:
+        while fill[1] > j + 1:
+            b = fill[1] - 1
+            g = opened[b]
+            _fold_back_at(back, (b + 1) * width, dist, g * width, reach[g], back, b * width)
+            fill[1] = b
+        _weights_at(prefix, j * width, back, (j + 1) * width, reach[f], w_table, f * width)
+    row_ok[row] = True
+    return row
+
+
+@njit(cache=True, inline="always")
+def _family_changed(f, n_fam, position, fill, row_ok):
+    """Family f's count distribution changed (f stays open and not surely 0): the prefixes after it,
+    the back passes before it and every row but its own are out of date."""
+    j = position[f]
+    fill[0] = min(fill[0], j)
+    fill[1] = max(fill[1], j + 1)
+    for g in range(n_fam + 1):
+        if g != f:
+            row_ok[g] = False
 
 
 @njit(cache=True, inline="always")
@@ -339,19 +432,57 @@ def _monotone_counts(fam_ptr, sub_ptr, sub_count):
     return out
 
 
+@njit(cache=True)
+def _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef, fi_ptr, fi_idx, count_coef):
+    """Per cell, the most one code can add to the RAF through each part of it, whatever else is present.
+
+    Returns ``coef_gain`` (C, K): the largest rise of its family's coefficient sum when the code
+    joins any subset of its family; ``inter_gain`` (C, F): sum of |coefficient| of the
+    interactions touching the family (adding a code switches each on or off at most once);
+    ``magnitude`` (C,): a size of the RAF's terms (for round-off allowances)."""
+    n_cells = sub_coef.shape[0]
+    n_fam = len(fam_ptr) - 1
+    coef_gain = np.full((n_cells, n_codes), -math.inf)
+    inter_gain = np.zeros((n_cells, n_fam))
+    magnitude = np.ones(n_cells)
+    for cell in range(n_cells):
+        for f in range(n_fam):
+            start = fam_ptr[f]
+            size = fam_ptr[f + 1] - start
+            largest = 0.0
+            for local in range(1 << size):
+                here = sub_coef[cell, sub_ptr[f] + local]
+                largest = max(largest, abs(here))
+                for b in range(size):
+                    if not (local >> b) & 1:
+                        k = fam_codes[start + b]
+                        rise = sub_coef[cell, sub_ptr[f] + (local | (1 << b))] - here
+                        coef_gain[cell, k] = max(coef_gain[cell, k], rise)
+            magnitude[cell] += largest
+            for s in range(fi_ptr[f], fi_ptr[f + 1]):
+                inter_gain[cell, f] += abs(inter_coef[cell, fi_idx[s]])
+        for i in range(inter_coef.shape[1]):
+            magnitude[cell] += abs(inter_coef[cell, i])
+        for n in range(_CAP + 1):
+            magnitude[cell] += abs(count_coef[cell, n])
+    return coef_gain, inter_gain, magnitude
+
+
 @njit(cache=True, inline="always")
 def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_ptr, fam_codes, sub_ptr, sub_count,
                   sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, weights, locals_, up_dist, s1, s2, s12, acc, tmp,
-                  up, lo):
-    """Bounds on the count variables' part of every candidate's gain, valid at every step of one patient.
+                  up, lo, rise_up, rise_any):
+    """Bounds on the count variables' part of the gains, valid at every step of one patient.
 
     W_f[m] - W_f[0] = E[D_m(N')] with D_m(a) = c(min(a + m, 10)) - c(a) and N' the (capped)
     survivor count of the families other than f, in any state of the greedy. ``lo[m]`` = min_a
-    D_m(a). ``up[m]`` = E[D_m^(a)(N_up)], D_m^ the running maximum of D_m (non-decreasing, so
-    its expectation grows with N) and N_up a count that dominates every N' stochastically: the
-    sum over families of each family's count with all of its codes added (a family whose count is
-    non-decreasing in the present codes; couple the labels) or of its largest possible count (the
-    others). Returns max_n |c(n)|."""
+    D_m(a). ``up[m]`` = E[D_m^(N_up)], D_m^ the running maximum of D_m (non-decreasing, so its
+    expectation grows with N) and N_up a count that dominates every N' stochastically: the sum
+    over families of each family's count with all of its codes added (a family whose count is
+    non-decreasing in the present codes: couple the labels) or of its largest possible count (the
+    others). For the a-priori bounds (a code adding d = 0 .. r survivors to a monotone family,
+    any change of at most r to another): ``rise_up[r]`` = E[max(0, D_1^, ..., D_r^)(N_up)] and
+    ``rise_any[r]`` = max(0, max over a and |d| <= r of c(a + d) - c(a)). Returns max_n |c(n)|."""
     n_fam = len(fam_ptr) - 1
     for n in range(_CAP + 1):
         acc[n] = 0.0
@@ -372,17 +503,27 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
         _convolve_into(acc, up_dist, reach[f], tmp)
         for n in range(_CAP + 1):
             acc[n] = tmp[n]
+    for n in range(_CAP + 1):
+        tmp[n] = 0.0  # max(0, D_1^, ..., D_m^) so far
+    rise_any[0] = 0.0
     for m in range(1, largest + 1):
         running = -math.inf
         lowest = math.inf
         total = 0.0
+        rising = 0.0
+        worst = rise_any[m - 1]
         for a in range(_CAP + 1):
             d = coef[min(a + m, _CAP)] - coef[a]
             running = max(running, d)
             lowest = min(lowest, d)
             total += acc[a] * running
+            tmp[a] = max(tmp[a], running)
+            rising += acc[a] * tmp[a]
+            worst = max(worst, d, coef[max(a - m, 0)] - coef[a])
         up[m] = total
         lo[m] = lowest
+        rise_up[m] = rising
+        rise_any[m] = worst
     largest_coef = 0.0
     for n in range(_CAP + 1):
         largest_coef = max(largest_coef, abs(coef[n]))
@@ -390,23 +531,23 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
 
 
 @njit(cache=True, inline="always")
-def _gain_bound(fixed_gain, step, reach, up, lo, largest_coef):
-    """An upper bound on fixed_gain + sum_m step[m] W[m] (the gain as the greedy computes it, in
-    floating point) for any W the patient's steps can produce: sum_m step[m] W[m] =
+def _gain_bound(fixed_gain, step_dist, k, reach, up, lo, largest_coef):
+    """An upper bound on fixed_gain + sum_m step[m] W[m], step = row k of ``step_dist`` (the gain as the
+    greedy computes it, in floating point) for any W the patient's steps can produce: sum_m step[m] W[m] =
     (sum_m step[m]) W[0] + sum_{m >= 1} step[m] (W[m] - W[0]), each W[m] - W[0] in [lo[m], up[m]]
     (:func:`_count_bounds`), |W[0]| <= max |c|; plus 1e-11 of the terms' magnitude for round-off
     (which is about 1e-15 of it)."""
     total = 0.0
     magnitude = abs(fixed_gain)
     for m in range(reach + 1):
-        total += step[m]
-        magnitude += abs(step[m]) * largest_coef
+        total += step_dist[k, m]
+        magnitude += abs(step_dist[k, m]) * largest_coef
     bound = fixed_gain + abs(total) * largest_coef
     for m in range(1, reach + 1):
-        if step[m] > 0.0:
-            bound += step[m] * up[m]
+        if step_dist[k, m] > 0.0:
+            bound += step_dist[k, m] * up[m]
         else:
-            bound += step[m] * lo[m]
+            bound += step_dist[k, m] * lo[m]
     return bound + 1e-11 * magnitude
 
 
@@ -422,27 +563,31 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     and W_f[m] = E[c(N without f + m)] (the count variables). ``fixed_gain`` and ``step`` change
     only when f changes (f's candidates are then re-enumerated) or a family sharing an
     interaction with f changes (f's interaction context is recomputed): they are cached, and
-    ``stale`` marks the candidates to refresh. W changes at every step, but only through the
-    "open" families (codes still to add that are not on the record): a family that can no
-    longer change is folded once into ``closed``, and W of every open family comes from one
-    forward pass (count distributions) and one backward pass (expected count coefficients)
-    over the open families whose count is not surely 0 (:func:`_count_weights`); every other
-    family uses W_total (row ``n_fam`` of ``w_table``). W is kept when the added code changed no
-    family's count distribution or openness (a known code, p = 0), and computed only at a step
-    that evaluates a gain. The helpers are inlined (``inline="always"``).
+    ``stale`` marks the candidates to refresh. W changes with the "open"
+    families (codes still to add that are not on the record): a family that can no longer change
+    is folded once into ``closed``; the open families whose count is not surely 0 are ordered,
+    and W_f = (closed and the open families before f) against (the expected count coefficients
+    after the open families after f): a forward and a backward pass, computed row by row as the
+    evaluated candidates need them and kept while the families they span do not change
+    (:func:`_open_families`, :func:`_weight_row`, :func:`_family_changed`); every other family
+    uses W_total (row ``n_fam`` of ``w_table``). The helpers are inlined (``inline="always"``).
 
     Which gains a step evaluates (the same gains, to the bit, as evaluating all of them):
 
     * "idle" candidates (on the record, or p = 0) gain exactly 0 at every step (adding them
       changes no family summary: their outcomes have probability 0 or 1), so their gain and key
       are set once;
-    * with ``lazy``, each cached candidate also has an upper bound on its gain valid at every
-      step until it goes stale (:func:`_gain_bound`, from the patient's count bounds
-      :func:`_count_bounds`). A step evaluates the candidate with the largest bound ratio first,
-      then every other candidate whose bound could reach the best ratio found so far less the
-      tie allowance; a candidate skipped that way has a ratio below the maximum and cannot tie
-      with it (``lowest_tied``'s rule, applied to the evaluated and idle candidates only). The
-      argmax, its tie break and the gains added to Vhat are therefore those of the full scan.
+    * with ``lazy`` every other candidate has an upper bound on its gain: while it is stale, the
+      a-priori bound p_k (the most k can add to its family's coefficients + |coefficients| of the
+      interactions touching it + the most it can add through the count variables) from
+      :func:`_marginal_tables` and :func:`_count_bounds`; once refreshed, the tighter
+      :func:`_gain_bound`. A step evaluates the candidate with the largest bound ratio first, then,
+      in index order, every other candidate whose bound could reach the best ratio found so far
+      less the tie allowance (refreshing a stale one first, and skipping it if its refreshed bound
+      cannot). A candidate skipped that way has a ratio below the maximum and cannot tie with it
+      (``lowest_tied``'s rule, applied to the evaluated and idle candidates only), so the argmax,
+      its tie break and the gains added to Vhat are those of the full scan. Without ``lazy``
+      every stale candidate is refreshed and every gain evaluated at every step.
     """
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
@@ -456,6 +601,8 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
             reach[f] = max(reach[f], min(sub_count[row], _CAP))
         largest = max(largest, reach[f])
     monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
+    coef_gain, inter_gain, magnitude = _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
+                                                        fi_ptr, fi_idx, count_coef)
     weights, locals_ = _patterns(fam_ptr)
     uncertain = np.zeros(n_fam, dtype=np.int64)
     fixed = np.zeros(n_fam, dtype=np.int64)
@@ -481,10 +628,14 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     fixed_gain = np.zeros(n_codes)
     step_dist = np.zeros((n_codes, _CAP + 1))
     code_reach = np.zeros(n_codes, dtype=np.int64)
-    bound = np.zeros(n_codes)  # an upper bound on the candidate's gain while it is not stale
+    prior = np.zeros(n_codes)  # lazy: the a-priori bound on the candidate's gain (any step)
+    bound = np.zeros(n_codes)  # lazy: a bound on its gain (prior while stale, then _gain_bound)
     bound_key = np.zeros(n_codes)
     w_row = np.zeros(n_fam, dtype=np.int64)
     w_table = np.zeros((n_fam + 1, _CAP + 1))
+    position = np.zeros(n_fam, dtype=np.int64)
+    row_ok = np.zeros(n_fam + 1, dtype=np.bool_)
+    fill = np.zeros(3, dtype=np.int64)
     closed = np.zeros(_CAP + 1)
     tmp = np.zeros(_CAP + 1)
     opened = np.empty(n_fam, dtype=np.int64)
@@ -492,6 +643,8 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     back = np.zeros((n_fam + 1, _CAP + 1))
     up = np.zeros(largest + 1)
     lo = np.zeros(largest + 1)
+    rise_up = np.zeros(largest + 1)
+    rise_any = np.zeros(largest + 1)
     up_dist = np.zeros(_CAP + 1)
     acc = np.zeros(_CAP + 1)
     s1 = np.ones(width)
@@ -506,6 +659,19 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     gains = np.empty(n_codes)
     keys = np.empty(n_codes)
     largest_coef = 0.0
+    # flat views of the (rows, 11) and (rows, width) arrays: the helpers take a row by its offset
+    row_len = _CAP + 1
+    dist_flat = dist.reshape(-1)
+    m1_flat = m1.reshape(-1)
+    m2_flat = m2.reshape(-1)
+    m12_flat = m12.reshape(-1)
+    c_dist_flat = c_dist.reshape(-1)
+    c_m1_flat = c_m1.reshape(-1)
+    c_m2_flat = c_m2.reshape(-1)
+    c_m12_flat = c_m12.reshape(-1)
+    prefix_flat = prefix.reshape(-1)
+    back_flat = back.reshape(-1)
+    w_flat = w_table.reshape(-1)
     for i in range(n_patients):
         p = probs[i]
         cell = cells[i]
@@ -516,8 +682,9 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
         closed[:] = 0.0
         closed[0] = 1.0
         for f in range(n_fam):
-            ecoef[f] = _family(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
-                               inter_atoms, fi_ptr, fi_idx, dist[f], m1[f], m2[f], m12[f], weights, locals_)
+            ecoef[f] = _family_at(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                                  inter_atoms, fi_ptr, fi_idx, dist_flat, f * row_len, m1_flat, m2_flat, m12_flat,
+                                  f * width, weights, locals_)
             trivial[f] = dist[f, 0] == 1.0
             context_ok[f] = False
             is_open[f] = False
@@ -525,7 +692,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                 if not known_i[fam_codes[j]]:
                     is_open[f] = True
             if not is_open[f] and not trivial[f]:
-                _convolve_into(closed, dist[f], reach[f], tmp)
+                _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
                 closed[:] = tmp
         n_active = 0
         n_idle = 0
@@ -544,35 +711,64 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
         if greedy and lazy and n_active > 0:
             largest_coef = _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_ptr, fam_codes,
                                          sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, weights,
-                                         locals_, up_dist, s1, s2, s12, acc, tmp, up, lo)
+                                         locals_, up_dist, s1, s2, s12, acc, tmp, up, lo, rise_up, rise_any)
+            slack = 1e-10 * magnitude[cell]
+            for a in range(n_active):
+                k = active[a]
+                f = code_fam[k]
+                rise = rise_up[reach[f]] if monotone[f] else rise_any[reach[f]]
+                prior[k] = p[k] * (coef_gain[cell, k] + inter_gain[cell, f] + rise) + slack
+                bound[k] = prior[k]
+                den = cost_steps[i, k]
+                bound_key[k] = bound[k] / den if den > 0.0 else math.inf
         current = 0.0
         out_vhat[i, 0] = 0.0
-        counts_changed = True
+        restart = True  # the open families (or the closed ones' distribution) changed: W from scratch
         for step in range(n_codes):
             stamp += 1
             allowance = tolerance * max(1.0, abs(current))
-            if greedy:
-                candidates = n_active
-            else:
-                candidates = 0 if idle[fixed_order[i, step]] else 1
-            if candidates > 0:
-                # W of the open families: forward (count distributions) and backward (expected count
-                # coefficients); kept from the previous step when no family's count distribution, openness or
-                # "surely 0" changed (a known code or a code with p = 0 was added: the same arrays to the bit)
-                if counts_changed:
-                    counts_changed = False
-                    _count_weights(n_fam, is_open, trivial, opened, w_row, closed, coef, dist, reach, largest, prefix,
-                                   back, w_table)
-                # refresh the stale candidates' cached terms (and bounds)
-                for a in range(candidates):
-                    k = active[a] if greedy else fixed_order[i, step]
-                    if not stale[k]:
+            best = -1
+            best_key = -math.inf
+            first = -1  # lazy: the candidate with the largest bound on its ratio is evaluated first
+            if greedy and lazy:
+                first_key = -math.inf
+                for a in range(n_active):
+                    k = active[a]
+                    if first < 0 or bound_key[k] > first_key:
+                        first = k
+                        first_key = bound_key[k]
+            # the candidates this step considers: greedy, ``first`` then the others by index; a given order, its code
+            for a in range(-1, n_active if greedy else 0):
+                if not greedy:
+                    k = fixed_order[i, step]
+                    if idle[k]:
+                        best = k
                         continue
+                elif a < 0:
+                    if first < 0:
+                        continue
+                    k = first
+                else:
+                    k = active[a]
+                    if k == first:
+                        continue
+                den = cost_steps[i, k]
+                prune = greedy and lazy and best >= 0 and den > 0.0 and best_key > -math.inf
+                limit = 0.0
+                if prune:
+                    if best_key == math.inf:
+                        continue  # a finite ratio neither beats nor ties +inf
+                    reach_key = best_key * den
+                    limit = reach_key - allowance - 1e-12 * abs(reach_key)
+                    if max(bound[k], 0.0) < limit:
+                        continue  # cannot beat or tie the best (0: a gain within the allowance)
+                if stale[k]:  # refresh its cached terms
                     f = code_fam[k]
                     if not valid[k]:
-                        c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
-                                             fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
-                                             fi_idx, c_dist[k], c_m1[k], c_m2[k], c_m12[k], weights, locals_)
+                        c_ecoef[k] = _family_at(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
+                                                fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
+                                                fi_idx, c_dist_flat, k * row_len, c_m1_flat, c_m2_flat, c_m12_flat,
+                                                k * width, weights, locals_)
                         valid[k] = True
                     if not context_ok[f]:
                         _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
@@ -584,52 +780,23 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                         step_dist[k, m] = c_dist[k, m] - dist[f, m]
                     stale[k] = False
                     if greedy and lazy:
-                        bound[k] = _gain_bound(fixed_gain[k], step_dist[k], reach[f], up, lo, largest_coef)
-                        den = cost_steps[i, k]
+                        bound[k] = min(prior[k], _gain_bound(fixed_gain[k], step_dist, k, code_reach[k], up, lo,
+                                                             largest_coef))
                         bound_key[k] = bound[k] / den if den > 0.0 else math.inf
-            best = -1
-            best_key = -math.inf
-            if not greedy:
-                k = fixed_order[i, step]
-                best = k
-                if not idle[k]:
-                    gain = fixed_gain[k]
-                    row = w_row[code_fam[k]]
-                    for m in range(code_reach[k] + 1):
-                        gain += step_dist[k, m] * w_table[row, m]
-                    best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, -1, best_key)
-            else:
-                first = -1  # lazy: the candidate with the largest bound on its ratio is evaluated first
-                if lazy:
-                    first_key = -math.inf
-                    for a in range(n_active):
-                        k = active[a]
-                        if first < 0 or bound_key[k] > first_key:
-                            first = k
-                            first_key = bound_key[k]
-                for a in range(-1, n_active):
-                    if a < 0:
-                        if first < 0:
+                        if prune and max(bound[k], 0.0) < limit:
                             continue
-                        k = first
-                    else:
-                        k = active[a]
-                        if k == first:
-                            continue
-                        den = cost_steps[i, k]
-                        if lazy and best >= 0 and den > 0.0:
-                            if best_key == math.inf:
-                                continue  # a finite ratio neither beats nor ties +inf
-                            if best_key > -math.inf:
-                                reach_key = best_key * den
-                                if max(bound[k], 0.0) < reach_key - allowance - 1e-12 * abs(reach_key):
-                                    continue  # cannot beat or tie the best (0: a gain within the allowance)
-                    gain = fixed_gain[k]
-                    row = w_row[code_fam[k]]
-                    for m in range(code_reach[k] + 1):
-                        gain += step_dist[k, m] * w_table[row, m]
-                    best, best_key = offer(k, gain, cost_steps[i, k], tolerance, current, gains, keys, best, best_key)
-                    evaluated[k] = stamp
+                if restart:
+                    restart = False
+                    _open_families(n_fam, is_open, trivial, opened, position, w_row, closed, coef, prefix, back, fill,
+                                   row_ok)
+                gain = fixed_gain[k]
+                row = _weight_row(code_fam[k], n_fam, opened, position, dist_flat, reach, largest, coef, prefix_flat,
+                                  back_flat, fill, row_ok, w_flat)
+                for m in range(code_reach[k] + 1):
+                    gain += step_dist[k, m] * w_table[row, m]
+                best, best_key = offer(k, gain, den, tolerance, current, gains, keys, best, best_key)
+                evaluated[k] = stamp
+            if greedy:
                 for a in range(n_idle):  # idle candidates: constant keys, the first of the largest
                     k = idle_left[a]
                     if best < 0 or keys[k] > best_key:
@@ -668,9 +835,11 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
                 if not idle[best]:  # p = 0: the family's summary is unchanged, to the bit
+                    changed = False
                     for n in range(_CAP + 1):
                         if dist[f, n] != c_dist[best, n]:
-                            counts_changed = True
+                            changed = True
+                    was_trivial = trivial[f]
                     ecoef[f] = c_ecoef[best]
                     for n in range(_CAP + 1):
                         dist[f, n] = c_dist[best, n]
@@ -679,13 +848,21 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                         m2[f, s] = c_m2[best, s]
                         m12[f, s] = c_m12[best, s]
                     trivial[f] = dist[f, 0] == 1.0
+                    if changed and not restart:
+                        if trivial[f] != was_trivial:
+                            restart = True
+                        elif not trivial[f]:
+                            _family_changed(f, n_fam, position, fill, row_ok)
                 still_open = False
                 for j in range(fam_ptr[f], fam_ptr[f + 1]):
                     c = fam_codes[j]
                     if not (chosen[c] or known_i[c]):
                         valid[c] = False
-                        stale[c] = not idle[c]
                         still_open = True
+                        if not idle[c]:
+                            stale[c] = True
+                            bound[c] = prior[c]
+                            bound_key[c] = bound[c] / cost_steps[i, c] if cost_steps[i, c] > 0.0 else math.inf
                 for s in range(fi_ptr[f], fi_ptr[f + 1]):  # the families sharing an interaction with f
                     inter = fi_idx[s]
                     for e in range(if_ptr[inter], if_ptr[inter + 1]):
@@ -694,12 +871,15 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                             context_ok[g] = False
                             for j in range(fam_ptr[g], fam_ptr[g + 1]):
                                 c = fam_codes[j]
-                                stale[c] = not idle[c]
+                                if not (chosen[c] or idle[c]):
+                                    stale[c] = True
+                                    bound[c] = prior[c]
+                                    bound_key[c] = bound[c] / cost_steps[i, c] if cost_steps[i, c] > 0.0 else math.inf
                 if not still_open:
                     is_open[f] = False
                     if not trivial[f]:
-                        counts_changed = True  # f leaves the open families for the closed ones
-                        _convolve_into(closed, dist[f], reach[f], tmp)
+                        restart = True  # f leaves the open families for the closed ones
+                        _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
                         for n in range(_CAP + 1):
                             closed[n] = tmp[n]
             current += gains[best]
