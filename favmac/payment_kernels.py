@@ -26,11 +26,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from .formula_kernels import lowest_tied, offer
+from .formula_kernels import offer
 
 __all__ = ["raf_sets", "proxy_sets", "payment_sequences", "prefix_payments", "set_payments"]
 
 _CAP = 10
+
+#: ``formula_kernels.offer`` inlined (the greedy runs without reference counting; see :func:`_sequences`)
+_offer = njit(inline="always")(offer.py_func)
 
 
 @njit(cache=True)
@@ -551,10 +554,98 @@ def _gain_bound(fixed_gain, step_dist, k, reach, up, lo, largest_coef):
     return bound + 1e-11 * magnitude
 
 
+@njit(cache=True)
+def _workspace(n_fam, n_codes, width, largest):
+    """The greedy's scratch arrays, in the order :func:`_greedy` unpacks them."""
+    return (
+        np.zeros(n_fam, dtype=np.int64),  # uncertain
+        np.zeros(n_fam, dtype=np.int64),  # fixed
+        np.zeros(n_fam, dtype=np.bool_),  # trivial: the family's count is 0 for sure
+        np.zeros(n_fam, dtype=np.bool_),  # is_open
+        np.zeros(n_fam),  # ecoef
+        np.zeros((n_fam, _CAP + 1)),  # dist
+        np.ones((n_fam, width)),  # m1
+        np.ones((n_fam, width)),  # m2
+        np.ones((n_fam, width)),  # m12
+        np.ones((n_fam, width)),  # o1: per family and touching interaction: the other families' products
+        np.ones((n_fam, width)),  # o2
+        np.ones((n_fam, width)),  # o12
+        np.zeros(n_fam, dtype=np.bool_),  # context_ok
+        np.zeros(n_codes),  # c_ecoef: each candidate's family summary after adding it (valid until its family changes)
+        np.zeros((n_codes, _CAP + 1)),  # c_dist
+        np.ones((n_codes, width)),  # c_m1
+        np.ones((n_codes, width)),  # c_m2
+        np.ones((n_codes, width)),  # c_m12
+        np.zeros(n_codes, dtype=np.bool_),  # valid
+        np.zeros(n_codes, dtype=np.bool_),  # stale
+        np.zeros(n_codes),  # fixed_gain
+        np.zeros((n_codes, _CAP + 1)),  # step_dist
+        np.zeros(n_codes, dtype=np.int64),  # code_reach
+        np.zeros(n_codes),  # prior: lazy, the a-priori bound on the candidate's gain (any step)
+        np.zeros(n_codes),  # bound: lazy, a bound on its gain (prior while stale, then _gain_bound)
+        np.zeros(n_codes),  # bound_key
+        np.zeros(n_fam, dtype=np.int64),  # w_row
+        np.zeros((n_fam + 1, _CAP + 1)),  # w_table
+        np.zeros(n_fam, dtype=np.int64),  # position
+        np.zeros(n_fam + 1, dtype=np.bool_),  # row_ok
+        np.zeros(3, dtype=np.int64),  # fill
+        np.zeros(_CAP + 1),  # closed
+        np.zeros(_CAP + 1),  # tmp
+        np.empty(n_fam, dtype=np.int64),  # opened
+        np.zeros((n_fam + 1, _CAP + 1)),  # prefix
+        np.zeros((n_fam + 1, _CAP + 1)),  # back
+        np.zeros(largest + 1),  # up
+        np.zeros(largest + 1),  # lo
+        np.zeros(largest + 1),  # rise_up
+        np.zeros(largest + 1),  # rise_any
+        np.zeros(_CAP + 1),  # up_dist
+        np.zeros(_CAP + 1),  # acc
+        np.ones(width),  # s1
+        np.ones(width),  # s2
+        np.ones(width),  # s12
+        np.zeros(n_codes, dtype=np.bool_),  # chosen
+        np.zeros(n_codes, dtype=np.bool_),  # idle
+        np.empty(n_codes, dtype=np.int64),  # active: the candidates still to add that are not idle, by index
+        np.empty(n_codes, dtype=np.int64),  # idle_left: the idle ones, by index
+        np.zeros(n_codes, dtype=np.int64),  # evaluated: the stamp of the step that last evaluated it
+        np.empty(n_codes),  # gains
+        np.empty(n_codes),  # keys
+    )
+
+
 @njit(cache=True, nogil=True)  # nogil: payment_sequences runs row blocks on threads
 def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr,
                fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
                if_slot, count_coef, out_order, out_vhat):
+    """:func:`_greedy` with its tables and scratch arrays (allocated here: the greedy itself runs without
+    numba's reference counting, which cost a quarter of its time in the inlined helpers' array arguments)."""
+    n_patients, n_codes = probs.shape
+    n_fam = len(fam_ptr) - 1
+    width = 1
+    for f in range(n_fam):
+        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
+    reach = np.zeros(n_fam, dtype=np.int64)  # the most survivors a family can have (capped)
+    largest = 0
+    for f in range(n_fam):
+        for row in range(sub_ptr[f], sub_ptr[f + 1]):
+            reach[f] = max(reach[f], min(sub_count[row], _CAP))
+        largest = max(largest, reach[f])
+    monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
+    coef_gain, inter_gain, magnitude = _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
+                                                        fi_ptr, fi_idx, count_coef)
+    weights, locals_ = _patterns(fam_ptr)
+    work = _workspace(n_fam, n_codes, width, largest)
+    _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
+            sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot,
+            count_coef, out_order, out_vhat, reach, largest, width, monotone, coef_gain, inter_gain, magnitude, weights,
+            locals_, work)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
+            sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot,
+            count_coef, out_order, out_vhat, reach, largest, width, monotone, coef_gain, inter_gain, magnitude, weights,
+            locals_, work):
     """One pass over the patients; each patient's greedy sequence is built incrementally.
 
     Candidate k of family f gains Vhat(S + k) - Vhat(S) = ``fixed_gain[k]`` (its family's
@@ -591,73 +682,11 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     """
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
-    width = 1
-    for f in range(n_fam):
-        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
-    reach = np.zeros(n_fam, dtype=np.int64)  # the most survivors a family can have (capped)
-    largest = 0
-    for f in range(n_fam):
-        for row in range(sub_ptr[f], sub_ptr[f + 1]):
-            reach[f] = max(reach[f], min(sub_count[row], _CAP))
-        largest = max(largest, reach[f])
-    monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
-    coef_gain, inter_gain, magnitude = _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
-                                                        fi_ptr, fi_idx, count_coef)
-    weights, locals_ = _patterns(fam_ptr)
-    uncertain = np.zeros(n_fam, dtype=np.int64)
-    fixed = np.zeros(n_fam, dtype=np.int64)
-    trivial = np.zeros(n_fam, dtype=np.bool_)  # the family's count is 0 for sure
-    is_open = np.zeros(n_fam, dtype=np.bool_)
-    ecoef = np.zeros(n_fam)
-    dist = np.zeros((n_fam, _CAP + 1))
-    m1 = np.ones((n_fam, width))
-    m2 = np.ones((n_fam, width))
-    m12 = np.ones((n_fam, width))
-    o1 = np.ones((n_fam, width))  # per family and touching interaction: the other families' products
-    o2 = np.ones((n_fam, width))
-    o12 = np.ones((n_fam, width))
-    context_ok = np.zeros(n_fam, dtype=np.bool_)
-    # each candidate's family summary after adding it (valid until its family changes)
-    c_ecoef = np.zeros(n_codes)
-    c_dist = np.zeros((n_codes, _CAP + 1))
-    c_m1 = np.ones((n_codes, width))
-    c_m2 = np.ones((n_codes, width))
-    c_m12 = np.ones((n_codes, width))
-    valid = np.zeros(n_codes, dtype=np.bool_)
-    stale = np.zeros(n_codes, dtype=np.bool_)
-    fixed_gain = np.zeros(n_codes)
-    step_dist = np.zeros((n_codes, _CAP + 1))
-    code_reach = np.zeros(n_codes, dtype=np.int64)
-    prior = np.zeros(n_codes)  # lazy: the a-priori bound on the candidate's gain (any step)
-    bound = np.zeros(n_codes)  # lazy: a bound on its gain (prior while stale, then _gain_bound)
-    bound_key = np.zeros(n_codes)
-    w_row = np.zeros(n_fam, dtype=np.int64)
-    w_table = np.zeros((n_fam + 1, _CAP + 1))
-    position = np.zeros(n_fam, dtype=np.int64)
-    row_ok = np.zeros(n_fam + 1, dtype=np.bool_)
-    fill = np.zeros(3, dtype=np.int64)
-    closed = np.zeros(_CAP + 1)
-    tmp = np.zeros(_CAP + 1)
-    opened = np.empty(n_fam, dtype=np.int64)
-    prefix = np.zeros((n_fam + 1, _CAP + 1))
-    back = np.zeros((n_fam + 1, _CAP + 1))
-    up = np.zeros(largest + 1)
-    lo = np.zeros(largest + 1)
-    rise_up = np.zeros(largest + 1)
-    rise_any = np.zeros(largest + 1)
-    up_dist = np.zeros(_CAP + 1)
-    acc = np.zeros(_CAP + 1)
-    s1 = np.ones(width)
-    s2 = np.ones(width)
-    s12 = np.ones(width)
-    chosen = np.zeros(n_codes, dtype=np.bool_)
-    idle = np.zeros(n_codes, dtype=np.bool_)
-    active = np.empty(n_codes, dtype=np.int64)  # the candidates still to add that are not idle, by index
-    idle_left = np.empty(n_codes, dtype=np.int64)  # the idle ones, by index
-    evaluated = np.zeros(n_codes, dtype=np.int64)  # the stamp of the step that last evaluated it
+    (uncertain, fixed, trivial, is_open, ecoef, dist, m1, m2, m12, o1, o2, o12, context_ok, c_ecoef, c_dist, c_m1,
+     c_m2, c_m12, valid, stale, fixed_gain, step_dist, code_reach, prior, bound, bound_key, w_row, w_table, position,
+     row_ok, fill, closed, tmp, opened, prefix, back, up, lo, rise_up, rise_any, up_dist, acc, s1, s2, s12, chosen,
+     idle, active, idle_left, evaluated, gains, keys) = work
     stamp = 0
-    gains = np.empty(n_codes)
-    keys = np.empty(n_codes)
     largest_coef = 0.0
     # flat views of the (rows, 11) and (rows, width) arrays: the helpers take a row by its offset
     row_len = _CAP + 1
@@ -677,9 +706,11 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
         cell = cells[i]
         coef = count_coef[cell]
         known_i = known[i]
-        chosen[:] = False
+        for k in range(n_codes):
+            chosen[k] = False
         _masks(chosen, known_i, code_fam, code_bit, n_fam, uncertain, fixed)
-        closed[:] = 0.0
+        for n in range(_CAP + 1):
+            closed[n] = 0.0
         closed[0] = 1.0
         for f in range(n_fam):
             ecoef[f] = _family_at(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
@@ -693,7 +724,8 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                     is_open[f] = True
             if not is_open[f] and not trivial[f]:
                 _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
-                closed[:] = tmp
+                for n in range(_CAP + 1):
+                    closed[n] = tmp[n]
         n_active = 0
         n_idle = 0
         for k in range(n_codes):
@@ -794,7 +826,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
                                   back_flat, fill, row_ok, w_flat)
                 for m in range(code_reach[k] + 1):
                     gain += step_dist[k, m] * w_table[row, m]
-                best, best_key = offer(k, gain, den, tolerance, current, gains, keys, best, best_key)
+                best, best_key = _offer(k, gain, den, tolerance, current, gains, keys, best, best_key)
                 evaluated[k] = stamp
             if greedy:
                 for a in range(n_idle):  # idle candidates: constant keys, the first of the largest
