@@ -8,7 +8,7 @@ from __future__ import annotations
 from favmac.runspec import COST_KINDS
 from favmac.ui.units import cost_unit, plain_number
 
-__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "additive_cost_skips"]
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "typed_spec", "additive_cost_skips"]
 
 UNSUPPORTED = "cms_unsupported"
 HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
@@ -44,6 +44,21 @@ def target_label(cost_kind: str, settings: dict) -> str:
 def c_max_of(spec, dataset) -> float:
     """C_max of the unsupported payment for ``dataset`` (its codes and cells) under ``spec``'s payment value."""
     return float(spec.replace(cost_kind=UNSUPPORTED).c_max(dataset.n_codes, dataset.codes, dataset.members))
+
+
+def typed_spec(spec, payment: dict, base_rate):
+    """``spec`` (the saved run) with the payment value as the form shows it now, before Apply:
+    ``payment`` the payment inputs (``payment_widgets.payment_inputs``; its base rate, typed text,
+    is replaced by ``base_rate``, the parsed number or None for RAF). What the unsupported-payment
+    caption describes, so it follows every input as it changes rather than the last saved run.
+
+    >>> from favmac.runspec import RunSpec
+    >>> s = typed_spec(RunSpec(), {"cms_model": "V28", "cms_year": 2026, "base_rate": "11,000"}, 11000.0)
+    >>> (s.value_kind, s.cost_kind, s.cms_year, s.base_rate)
+    ('cms_payment', 'cms_unsupported', 2026, 11000.0)
+    """
+    fields = {k: v for k, v in payment.items() if k != "base_rate"}
+    return spec.replace(value_kind="cms_payment", cost_kind=UNSUPPORTED, base_rate=base_rate, **fields)
 
 
 def c_max_caption(spec, dataset) -> str:

@@ -13,7 +13,11 @@
 * ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
   1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
   ``page.js_errors``. When the test fails, a full-page screenshot of the page as it was goes to
-  ``artifacts/screenshots/failed-<test>.png`` (gitignored).
+  ``<screenshot_dir>/failed-<test>.png`` (its path is printed with the failure's teardown output).
+* ``screenshot_dir`` (session): where the tests put their screenshots: a pytest tmp dir, so a test
+  run never writes into the checkout; ``$FAVMAC_SCREENSHOT_DIR`` when set (``scripts/screenshots.py``
+  sets it to ``artifacts/screenshots``, gitignored, and copies the README's pictures to
+  ``docs/screenshots/`` itself).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ CHROMIUM = Path(os.environ.get("FAVMAC_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
 VIEWPORT = {"width": 1400, "height": 1000}
 SERVER_START_TIMEOUT = 60.0  # seconds
-FAILURE_SHOTS = REPO_ROOT / "artifacts" / "screenshots"
+SCREENSHOT_DIR_ENV = "FAVMAC_SCREENSHOT_DIR"
 LISTENING = re.compile(r"URL: http://127\.0\.0\.1:(\d+)")
 
 
@@ -148,6 +152,19 @@ def serve_app(log_dir: Path, *extra_args: str):
 
 
 @pytest.fixture(scope="session")
+def screenshot_dir(tmp_path_factory) -> Path:
+    """Directory for the tests' screenshots: ``$FAVMAC_SCREENSHOT_DIR`` (created) when set, else a
+    pytest tmp dir. Never the repository's tracked files (docs/screenshots is scripts/screenshots.py's)."""
+    chosen = os.environ.get(SCREENSHOT_DIR_ENV, "").strip()
+    if not chosen:
+        return tmp_path_factory.mktemp("screenshots")
+    path = Path(chosen)
+    path = path if path.is_absolute() else REPO_ROOT / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
 def app_url(tmp_path_factory) -> str:
     """Base URL (no trailing slash) of a ``streamlit run app.py`` server for this test session."""
     with serve_app(tmp_path_factory.mktemp("streamlit")) as base:
@@ -187,7 +204,7 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
-def page(browser, app_url, request):
+def page(browser, app_url, screenshot_dir, request):
     """A page in a fresh context (its own Streamlit session). ``browser`` comes first so a
     missing chromium skips the test before the server is started."""
     context = browser.new_context(accept_downloads=True, viewport=VIEWPORT)
@@ -199,7 +216,8 @@ def page(browser, app_url, request):
         yield page
         report = getattr(request.node, "report_call", None)
         if report is not None and report.failed:
-            FAILURE_SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(FAILURE_SHOTS / f"failed-{request.node.name}.png"), full_page=True)
+            shot = screenshot_dir / f"failed-{request.node.name}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot of the failed page: {shot}")
     finally:
         context.close()
