@@ -6,6 +6,7 @@ the payment the false flags alone would add, RAF(D, B ∪ (S \\ y)) - RAF(D, B),
 from __future__ import annotations
 
 from favmac.runspec import COST_KINDS
+from favmac.ui.text import md
 from favmac.ui.units import cost_unit, plain_number
 
 __all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "typed_spec", "additive_cost_skips"]
@@ -62,10 +63,14 @@ def typed_spec(spec, payment: dict, base_rate):
 
 
 def c_max_caption(spec, dataset) -> str:
-    """The caption under the cost radio when the unsupported payment is chosen (``spec``: the saved
-    run with the payment value; ``dataset``: its data, whose codes and cells fix C_max)."""
+    """The caption under the cost radio when the unsupported payment is chosen (``spec``: the run
+    with the payment value, :func:`typed_spec`; ``dataset``: its data, whose codes and cells fix
+    C_max). Markdown: the reason inputs that cannot price the data are refused is escaped."""
     spec = spec.replace(cost_kind=UNSUPPORTED)
-    c_max = c_max_of(spec, dataset)
+    try:
+        c_max = c_max_of(spec, dataset)
+    except ValueError as err:  # typed inputs that cannot price the data (a model without its codes): say so, no traceback
+        return f"Unsupported payment: no C_max with these payment inputs. {md(err)}"
     unit = cost_unit({"cost_kind": UNSUPPORTED, "base_rate": spec.base_rate})
     return (f"Unsupported payment: the target is in {unit} per chart. The most one chart can cost "
             f"(C_max) is {plain_number(c_max)}: a bound on any member's unsupported payment in the data's cells (every code "
