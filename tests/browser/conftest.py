@@ -9,7 +9,8 @@
 * ``browser`` (session): Debian's chromium (``/usr/bin/chromium``) through Playwright's sync
   API. Never ``playwright install``: when the executable (or python playwright) is missing the
   tests are skipped, and fail instead when ``CI=true`` (``.ci/run`` installs chromium with apt-get).
-* All of them run in one pytest-xdist worker, one test at a time (``pytest_collection_modifyitems``).
+* They run in two pytest-xdist groups (``BROWSER_GROUPS``), each in one worker with its own server and
+  chromium, one test at a time (``pytest_collection_modifyitems``).
 * ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
   1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
   ``page.js_errors``. When the test fails, a full-page screenshot of the page as it was goes to
@@ -185,14 +186,32 @@ def browser(chromium_path):
             browser.close()
 
 
+#: The browser tests' two pytest-xdist groups, by file, balanced by their measured durations (each
+#: about half: 294 s and 276 s in a run with ``-n 2``); a file not listed joins the first group.
+#: tests/conftest.py's ``BROWSER_GROUP_COUNT`` (one extra xdist worker per group) counts them.
+BROWSER_GROUPS = {
+    "browser-1": ("test_end_to_end.py", "test_deep_link.py", "test_first_visit.py"),
+    "browser-2": ("test_browser_first_hour.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
+                  "test_polish_tiles.py"),
+}
+
+
+def browser_group(filename: str) -> str:
+    """The xdist group of a browser test file (:data:`BROWSER_GROUPS`; the first one for a new file)."""
+    return next((group for group, files in BROWSER_GROUPS.items() if filename in files), next(iter(BROWSER_GROUPS)))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Every browser test in one pytest-xdist group (pytest.ini: ``--dist loadgroup``): they share one
-    worker's server and chromium and run one at a time, as in a single-process run, while the other
-    workers take the rest of the suite."""
+    """The browser tests in two pytest-xdist groups (pytest.ini: ``--dist loadgroup``): each group
+    runs in one worker, one test at a time, with that worker's own streamlit server and chromium
+    (session fixtures are per worker), so two workers share the browser tests' time instead of one
+    worker holding all of it (the longest path of the suite: about 7 min of mostly waiting on the
+    browser); tests/conftest.py gives each group a worker of its own. In one process (``-n 0``)
+    the groups mean nothing: one server, one test at a time."""
     here = Path(__file__).parent
     for item in items:
         if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group(browser_group(item.path.name)))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -193,6 +193,16 @@ def clipped_metric_values(page) -> list[str]:
     )
 
 
+def clipped_metric_labels(page) -> list[str]:
+    """Metric labels cut off with "…": any part of the label narrower than its text (no tolerance:
+    a label 1 px too wide already ends in an ellipsis)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMetricLabel"]')]
+                 .filter(v => [v, ...v.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth))
+                 .map(v => v.innerText.replace(/\\s+/g, ' ').trim())"""
+    )
+
+
 def full_page_screenshot(page, path: Path) -> None:
     """Screenshot of the whole page: Streamlit scrolls inside stMain, so grow the viewport to fit."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -282,6 +292,8 @@ def test_every_page_loads_on_sample_data(page, app_url, screenshot_dir, name):
     assert shot.stat().st_size > 10_000
     clipped = clipped_metric_values(page)
     assert not clipped, f"{name}: metric values cut off with '…' at a {page.viewport_size['width']} px wide window: {clipped} (see {shot})"
+    clipped = clipped_metric_labels(page)
+    assert not clipped, f"{name}: metric labels cut off with '…' at a {page.viewport_size['width']} px wide window: {clipped} (see {shot})"
 
 
 def test_upload_good_then_bad_files_keeps_loaded_data(page, app_url, tmp_path):
