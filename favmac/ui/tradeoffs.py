@@ -95,10 +95,20 @@ RECALIBRATED_METHOD = "FavMac (price)"
 RECALIBRATED_LABEL = "FavMac (price) + recalibration"
 
 #: Threads computing one Trade-offs run's methods at the same time: this machine's two cores
-#: (the compiled kernels release the GIL). At most one of them runs a FavMac replay
-#: (:func:`replays_engine`) at any moment, so the peak memory is one replay's plus a baseline's.
-#: Used only while a core is free (:func:`tradeoff_workers`).
+#: (the compiled kernels release the GIL). Used only while a core is free (:func:`tradeoff_workers`).
 TRADEOFF_WORKERS = 2
+
+#: FavMac replays (:func:`replays_engine`) that may run at the same time on those threads. Two:
+#: the FavMac variants are about three quarters of the work, so with one at a time the second
+#: thread ran out of baselines early and the comparison took as long as the chain of variants;
+#: two at once hold two replays' memory, about what one replay and CRC held before the
+#: baselines stopped building their (T, S, K) sets (docs/large_cohorts.md, "Fourth round").
+HEAVY_AT_ONCE = 2
+
+#: The baselines' relative CPU time (300,000 x 35, 10 targets: CRC 4.0 s, ClassWise 2.6 s,
+#: InnerSet 1.0 s, RCPS about ClassWise's): a free thread takes the longest first, so the two
+#: threads end together. Methods not listed count as 0 and keep their order.
+LIGHT_COST = {"CRC": 4.0, "ClassWise": 2.6, "RCPS": 2.6, "InnerSet": 1.0}
 
 
 def machine_has_a_free_core() -> bool:
@@ -139,8 +149,9 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
     patients after the fold and burn-in.
 
-    The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: never two FavMac
-    replays at once); the tables are those of running them one after another, to the last bit,
+    The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: at most
+    :data:`HEAVY_AT_ONCE` FavMac replays at once; the price and ratio variants share their
+    candidate sets, built by the first to start); the tables are those of running them one after another, to the last bit,
     in the order of ``methods``. ``progress(fraction)`` gets the mean of the methods' fractions,
     from one thread at a time. When a method fails, the others still run to their end; then the
     first failing method's error (in the order of ``methods``) is raised, as a sequential run
@@ -168,7 +179,9 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
     compiled = value.is_additive or getattr(value, "sequences", None) is not None
     sharing = shared_universes([m for m in runnable if m not in extra]) if compiled else {}
-    shared = {}  # universe -> its candidates, while a method still to run needs them (one replay at a time: no lock)
+    shared = {}  # universe -> its candidates, while a method still to run needs them
+    users_left = {universe: len(users) for universe, users in sharing.items()}
+    sharing_lock = threading.Lock()  # two replays may run at once (HEAVY_AT_ONCE): one builds, the other waits
     report = _SharedProgress(progress, len(runnable))
 
     def summary_of(i, method):
@@ -179,19 +192,28 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
                                      members=members).assign(method=method)
         else:
             universe = get_method(method).universe
+            candidates = None
             try:
-                if universe in sharing and universe not in shared:
-                    shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
+                if universe in sharing:
+                    with sharing_lock:
+                        if universe not in shared:
+                            shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
+                        candidates = shared[universe]
                 summary = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
-                                         candidates=shared.get(universe))
+                                         candidates=candidates)
             finally:
-                if universe in sharing and sharing[universe][-1] == method:
-                    shared.pop(universe, None)  # its last user is done (peak memory)
+                del candidates
+                if universe in sharing:
+                    with sharing_lock:
+                        users_left[universe] -= 1
+                        if not users_left[universe]:
+                            shared.pop(universe, None)  # its last user is done (peak memory)
         part(1.0)
         return summary
 
     tasks = [lambda i=i, method=method: summary_of(i, method) for i, method in enumerate(runnable)]
-    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable])
+    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable],
+                           cost=[LIGHT_COST.get(method, 0.0) for method in runnable])
     summaries = {method: summary for method, (summary, error) in zip(runnable, outcomes) if error is None}
     failed = {method: error for method, (_, error) in zip(runnable, outcomes) if error is not None}
     if spec.value_kind == "cms_payment" and runnable and spec.cost_kind != payment_cost.UNSUPPORTED and not failed:
@@ -219,7 +241,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
 
 def replays_engine(method: str) -> bool:
     """Whether ``method`` runs FavMac's exact threshold engine (a FavMac variant or FPCP), the
-    memory-heavy kind of which :func:`run_methods` never runs two at once.
+    memory-heavy kind of which :func:`run_methods` runs at most :data:`HEAVY_AT_ONCE` at once.
 
     >>> [replays_engine(m) for m in ("FavMac (value)", "FPCP", "CRC")]
     [True, True, False]
@@ -228,32 +250,34 @@ def replays_engine(method: str) -> bool:
     return record.is_favmac or record.key == "fpcp"
 
 
-def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
+def run_methods(tasks, heavy, workers: int | None = None, heavy_at_once: int | None = None, cost=None) -> list[tuple]:
     """Run every callable of ``tasks`` on ``workers`` threads (default :func:`tradeoff_workers`);
     ``[(result, None) or (None, error)]`` in the order of ``tasks``.
 
-    A task marked in ``heavy`` (a FavMac replay) never runs beside another heavy one (the peak
-    memory stays one replay's), and heavy tasks start in their order. A free thread takes the
-    first heavy task it may, else the first other task, else waits for the heavy one to end.
-    Every task runs whatever the others raise, so one error loses no other result; the results
-    do not depend on the schedule (each task's inputs are its own). One worker (or one task):
-    the tasks in order in this thread.
+    At most ``heavy_at_once`` (default :data:`HEAVY_AT_ONCE`) tasks marked in ``heavy`` (FavMac
+    replays) run at the same time, and heavy tasks start in their order. A free thread takes the
+    first heavy task it may, else the other task with the largest ``cost`` (the first of equal
+    ones; default: in order), else waits for a heavy one to end. Every task runs whatever the
+    others raise, so one error loses no other result; the results do not depend on the schedule
+    (each task's inputs are its own). One worker (or one task): the tasks in order in this thread.
     """
     workers = tradeoff_workers() if workers is None else int(workers)
+    limit = max(1, HEAVY_AT_ONCE if heavy_at_once is None else int(heavy_at_once))
+    cost = [0.0] * len(tasks) if cost is None else list(cost)
     outcomes: list = [None] * len(tasks)
     pending = list(range(len(tasks)))
     turn = threading.Condition()
-    heavy_running = [False]
+    heavy_running = [0]
 
     def take():
         with turn:
             while pending:
-                pick = next((i for i in pending if heavy[i]), None) if not heavy_running[0] else None
+                pick = next((i for i in pending if heavy[i]), None) if heavy_running[0] < limit else None
                 if pick is None:
-                    pick = next((i for i in pending if not heavy[i]), None)
+                    pick = max((i for i in pending if not heavy[i]), key=lambda i: cost[i], default=None)
                 if pick is not None:
                     pending.remove(pick)
-                    heavy_running[0] = heavy_running[0] or bool(heavy[pick])
+                    heavy_running[0] += bool(heavy[pick])
                     return pick
                 turn.wait()
             return None
@@ -266,8 +290,7 @@ def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
                 outcomes[i] = (None, error)
             finally:
                 with turn:
-                    if heavy[i]:
-                        heavy_running[0] = False
+                    heavy_running[0] -= bool(heavy[i])
                     turn.notify_all()
 
     threads = max(1, min(workers, len(tasks)))
