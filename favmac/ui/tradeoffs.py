@@ -151,7 +151,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
 
     The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: at most
     :data:`HEAVY_AT_ONCE` FavMac replays at once; the price and ratio variants share their
-    candidate sets, built by the first to start); the tables are those of running them one after another, to the last bit,
+    candidate sets when they run one after another); the tables are those of running them one after another, to the last bit,
     in the order of ``methods``. ``progress(fraction)`` gets the mean of the methods' fractions,
     from one thread at a time. When a method fails, the others still run to their end; then the
     first failing method's error (in the order of ``methods``) is raised, as a sequential run
@@ -178,10 +178,12 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     vscale = value_scale(value, n_codes)
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
     compiled = value.is_additive or getattr(value, "sequences", None) is not None
-    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled else {}
-    shared = {}  # universe -> its candidates, while a method still to run needs them
-    users_left = {universe: len(users) for universe, users in sharing.items()}
-    sharing_lock = threading.Lock()  # two replays may run at once (HEAVY_AT_ONCE): one builds, the other waits
+    workers = tradeoff_workers()
+    # Candidate sets are shared only between replays that run one after another: a Candidates
+    # object fills caches as a replay reads it, so two replays at once each build their own.
+    overlap = workers > 1 and HEAVY_AT_ONCE > 1
+    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled and not overlap else {}
+    shared = {}  # universe -> its candidates, while a method still to run needs them (one replay at a time: no lock)
     report = _SharedProgress(progress, len(runnable))
 
     def summary_of(i, method):
@@ -192,27 +194,19 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
                                      members=members).assign(method=method)
         else:
             universe = get_method(method).universe
-            candidates = None
             try:
-                if universe in sharing:
-                    with sharing_lock:
-                        if universe not in shared:
-                            shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
-                        candidates = shared[universe]
+                if universe in sharing and universe not in shared:
+                    shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
                 summary = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
-                                         candidates=candidates)
+                                         candidates=shared.get(universe))
             finally:
-                del candidates
-                if universe in sharing:
-                    with sharing_lock:
-                        users_left[universe] -= 1
-                        if not users_left[universe]:
-                            shared.pop(universe, None)  # its last user is done (peak memory)
+                if universe in sharing and sharing[universe][-1] == method:
+                    shared.pop(universe, None)  # its last user is done (peak memory)
         part(1.0)
         return summary
 
     tasks = [lambda i=i, method=method: summary_of(i, method) for i, method in enumerate(runnable)]
-    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable],
+    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable], workers=workers,
                            cost=[LIGHT_COST.get(method, 0.0) for method in runnable])
     summaries = {method: summary for method, (summary, error) in zip(runnable, outcomes) if error is None}
     failed = {method: error for method, (_, error) in zip(runnable, outcomes) if error is not None}
