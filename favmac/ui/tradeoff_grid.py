@@ -64,6 +64,10 @@ FORM_HELP = ("Empty: decided from the data, from a tight budget to the one at wh
 _FIELDS = ("low", "high", "unit", "n_targets", "methods", "low_pct", "high_pct", "percent")
 
 
+def _share(x: float) -> str:
+    return f"{100 * x:g} %"
+
+
 def default_grid() -> dict:
     """The trade-off grid a new session starts with: 10 targets decided from the data (low and
     high None), with 5-50 % of C_max as the fallback; the default methods."""
@@ -251,7 +255,7 @@ def informative_range(probs, labels, value, cost, c_max: float, burn_in: int, de
     saturation = _budget_at(SATURATED_SHARE, gain, spend, patient, n, delta)
     out["saturation"] = saturation
     if not saturation > 0:
-        return {**out, "reason": f"the burn-in patients' most likely codes bring {SATURATED_SHARE:.0%} of their value without a false flag"}
+        return {**out, "reason": f"the burn-in patients' most likely codes bring {_share(SATURATED_SHARE)} of their value without a false flag"}
     high, high_from = (saturation, "data") if saturation <= HIGH_CAP * c_max else (HIGH_CAP * c_max, "cap")
     candidates = [(_budget_at(TIGHT_SHARE, gain, spend, patient, n, delta), "data"), (high / MAX_SPAN, "span")]
     if delta is None:
@@ -384,10 +388,6 @@ def grid_plan(grid: dict, spec, dataset, c_max: float, integer_cost: bool, inclu
     if include is not None:
         targets.append(float(include))
     return GridPlan(np.unique(targets), "data", float(lo), float(hi), lo_from, hi_from, **{**plan, "notes": tuple(notes)})
-
-
-def _share(x: float) -> str:
-    return f"{100 * x:g} %"
 
 
 _LOW_WHY = {
