@@ -275,15 +275,16 @@ def log_targets(low: float, high: float, n_targets: int, integer_cost: bool, c_m
     """``n_targets`` targets from ``low`` to ``high`` evenly spaced on a log scale, each rounded to
     the fewest significant digits (2 to 6) that keep them apart. Integer costs: a whole-number
     target below C_max moves up 0.1 (the paper's c = k + 0.1); with ``per_chart`` (violation
-    control, where a chart's integer cost is below c exactly when it is at most floor(c)) every
-    target becomes floor(c) + 0.1, so the grid may hold fewer targets.
+    control, where a chart's integer cost is below c exactly when it is at most floor(c)) the
+    targets are k + 0.1: every k from floor(low) to floor(high) when they are at most
+    ``n_targets``, else the floors of the log-spaced ones (fewer targets).
 
     >>> log_targets(0.1, 10, 3, False, 35)
     [0.1, 1.0, 10.0]
     >>> log_targets(0.1, 10, 3, True, 35)
     [0.1, 1.1, 10.1]
     >>> log_targets(0.2, 3, 4, True, 35, per_chart=True)
-    [0.1, 1.1, 3.1]
+    [0.1, 1.1, 2.1, 3.1]
     """
     raw = np.geomspace(low, high, int(n_targets))
     for digits in range(2, 7):
@@ -291,7 +292,8 @@ def log_targets(low: float, high: float, n_targets: int, integer_cost: bool, c_m
         if len(set(targets)) == len(targets):
             break
     if integer_cost and per_chart:
-        targets = [float(math.floor(t)) for t in targets]
+        whole = range(math.floor(low), math.floor(high) + 1)
+        targets = [float(k) for k in whole] if len(whole) <= n_targets else [float(math.floor(t)) for t in targets]
     if integer_cost:
         targets = [round(t + 0.1, 12) if float(t).is_integer() and t < c_max else t for t in targets]
     return sorted(set(targets))

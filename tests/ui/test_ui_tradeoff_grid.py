@@ -129,7 +129,8 @@ def test_log_targets_round_space_and_keep_integer_costs_off_whole_numbers():
     assert tg.log_targets(1, 1.2, 5, False, 35) == [1.0, 1.05, 1.1, 1.15, 1.2]  # 2 digits would merge them
     assert tg.log_targets(1, 35, 3, True, 35) == [1.1, 5.9, 35.0]  # C_max itself is not moved
     # violation control, integer costs: c and floor(c) + 0.1 allow the same sets
-    assert tg.log_targets(0.05, 5, 10, True, 35, per_chart=True) == [0.1, 1.1, 2.1, 3.1, 5.1]
+    assert tg.log_targets(0.05, 5, 10, True, 35, per_chart=True) == [0.1, 1.1, 2.1, 3.1, 4.1, 5.1]
+    assert tg.log_targets(0.05, 30, 5, True, 35, per_chart=True) == [0.1, 1.1, 6.1, 30.1]  # too many whole numbers: the floors
 
 
 def test_grid_settings_validate_with_the_field_and_the_fix():
