@@ -56,6 +56,7 @@ out = jobs.tradeoffs(ss, targets, chosen, start=run, recalibrate=recalibrate)
 if out is None:
     st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
             f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")
+    st.caption(tradeoff_grid.grid_caption(plan, form.cost_unit(settings)))
     st.stop()
 for method, reason in out["skipped"].items():
     st.caption(f"{method} not shown: {reason}.")
