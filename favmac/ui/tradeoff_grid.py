@@ -467,7 +467,8 @@ def form_values(grid: dict, plan: GridPlan) -> dict:
     hint = {"low": plan.low, "high": plan.high} if plan.how == "fallback" else {"low": plan.auto_low, "high": plan.auto_high}
     low, high = (None if x is None else min(_round_significant(x, 6), plan.c_max * per) for x in (low, high))  # the input's maximum
     return {"low": low, "high": high,
-            **{f"{k}_hint": "from the data" if hint[k] is None else f"from the data: {plain_number(hint[k] * per)}" for k in hint}}
+            **{f"{k}_hint": "from the data" if hint[k] is None else f"from the data: {plain_number(_round_significant(hint[k] * per, 2))}"
+               for k in hint}}
 
 
 def _same(a, b) -> bool:

@@ -187,6 +187,8 @@ def test_the_bundled_sample_gets_the_budgets_where_the_choice_matters():
     assert all(t != math.floor(t) for t in plan.targets)  # integer cost: no whole-number target
     caption = tg.grid_caption(plan, "false flags")
     assert caption.startswith("11 targets from 7 to 390 false flags per 100 charts, evenly spaced on a log scale")
+    hints = tg.form_values(settings["grid"], plan)  # the empty inputs say what the data chose
+    assert (hints["low"], hints["low_hint"], hints["high_hint"]) == (None, "from the data: 7", "from the data: 390")
     # the risk-weighted cost and the unsupported payment get their own ranges, in their own units
     weighted = tg.grid_plan(settings["grid"], spec.replace(cost_kind="weighted_fp"), ds, spec.replace(cost_kind="weighted_fp").c_max(35),
                             False, include=settings["target"])
