@@ -22,7 +22,10 @@ percent    decide (no burn-in, no true value in it, ...)
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +37,7 @@ from favmac.ui.units import CHARTS, plain_number
 
 __all__ = ["DEFAULT_METHODS", "TIGHT_SHARE", "SATURATED_SHARE", "HIGH_CAP", "MAX_SPAN", "SLACK_FACTOR", "MAX_GRID_PATIENTS",
            "FORM_HELP", "GridPlan", "default_grid", "validate_grid", "restore_grid", "tradeoff_targets", "cost_key", "budget_curve",
-           "informative_range", "log_targets", "grid_plan", "grid_caption", "form_values", "grid_from_form"]
+           "informative_range", "data_range", "log_targets", "grid_plan", "grid_caption", "form_values", "grid_from_form"]
 
 #: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
 #: cost-score universes, then the baselines.
@@ -332,6 +335,40 @@ class GridPlan:
     auto_high: float | None = None
 
 
+_RANGES: OrderedDict = OrderedDict()  # data_range's answers, the most recent last
+_RANGES_LOCK = threading.Lock()
+#: How many :func:`data_range` answers are kept (a few bytes each; sessions share them).
+MAX_CACHED_RANGES = 64
+
+
+def data_range(spec, dataset, c_max: float) -> dict:
+    """:func:`informative_range` of ``dataset``'s burn-in patients under ``spec`` (its value, cost,
+    control and burn-in), remembered by the content of those rows and the spec, so a page rerun
+    (every widget change) does not measure it again."""
+    rows = slice(0, min(int(spec.burn_in), MAX_GRID_PATIENTS))
+    probs = dataset.probs.iloc[rows].to_numpy(dtype=float)
+    labels = None if dataset.labels is None else dataset.labels.iloc[rows].to_numpy(dtype=np.int8)
+    members = getattr(dataset, "members", None)
+    if members:
+        members = {k: (None if v is None else np.asarray(v)[rows]) for k, v in members.items()}
+    digest = hashlib.blake2b(probs.tobytes(), digest_size=16)
+    digest.update(b"-" if labels is None else labels.tobytes())
+    for name, part in sorted((members or {}).items()):
+        digest.update(name.encode() + b"=" + (b"-" if part is None else "\x00".join(map(str, part.ravel())).encode()))
+    key = (spec.replace(targets=(1.0,)), float(c_max), probs.shape, digest.hexdigest())
+    with _RANGES_LOCK:
+        if key in _RANGES:
+            _RANGES.move_to_end(key)
+            return dict(_RANGES[key])
+    value, cost = spec.build(list(dataset.codes), members)
+    out = informative_range(probs, labels, value, cost, c_max, spec.burn_in, spec.control_delta)
+    with _RANGES_LOCK:
+        _RANGES[key] = dict(out)
+        while len(_RANGES) > MAX_CACHED_RANGES:
+            _RANGES.popitem(last=False)
+    return out
+
+
 def grid_plan(grid: dict, spec, dataset, c_max: float, integer_cost: bool, include: float | None = None) -> GridPlan:
     """The Trade-offs targets for ``grid`` (validated settings), ``spec`` (the session's run) and
     ``dataset``: the one rule the page, its caption and its form use.
@@ -361,11 +398,7 @@ def grid_plan(grid: dict, spec, dataset, c_max: float, integer_cost: bool, inclu
         low = None
     auto = {"low": None, "high": None, "low_from": None, "high_from": None, "patients": 0, "reason": None}
     if low is None or high is None:
-        rows = slice(0, min(int(spec.burn_in), MAX_GRID_PATIENTS))
-        labels = None if dataset.labels is None else dataset.labels.iloc[rows].to_numpy(dtype=np.int8)
-        value, cost = spec.build(list(dataset.codes), getattr(dataset, "members", None))
-        auto = informative_range(dataset.probs.iloc[rows].to_numpy(dtype=float), labels, value, cost, c_max, spec.burn_in,
-                                 spec.control_delta)
+        auto = data_range(spec, dataset, c_max)
     plan = {"patients": auto["patients"], "reason": auto["reason"], "notes": tuple(notes), "ignored": bool(ignored),
             "auto_low": auto["low"], "auto_high": auto["high"], **common}
     if auto["reason"] is not None and low is None and high is None:

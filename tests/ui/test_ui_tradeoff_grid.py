@@ -236,3 +236,20 @@ def test_a_dataset_the_data_cannot_decide_falls_back_to_percent_of_c_max():
     # your highest only, the data undecided: the lowest is 5 % of C_max
     mine = tg.grid_plan(tg.validate_grid({"high": 2.0, "unit": "fp", "n_targets": 2}), spec, ds, 3.0, False)
     assert mine.targets.tolist() == [0.15, 2.0] and mine.low_from == "percent"
+
+
+def test_data_range_remembers_by_content_and_matches_the_measurement():
+    ds, weights, settings = hcc()
+    spec = settings_form.to_spec(settings, weights)
+    value, cost = spec.build(ds.codes, ds.members)
+    rows = slice(0, spec.burn_in)
+    direct = tg.informative_range(ds.prob_array()[rows], ds.label_array()[rows], value, cost, 35.0, spec.burn_in)
+    assert tg.data_range(spec, ds, 35.0) == direct == tg.data_range(spec.replace(targets=(2.0,)), ds, 35.0)
+    # other burn-in rows (the same shapes): measured again, not the remembered answer
+    probs = ds.probs.copy()
+    probs.iloc[:, 0] = 1.0 - probs.iloc[:, 0]
+    other = Dataset(probs, ds.labels, members=ds.members)
+    value2, cost2 = spec.build(other.codes, other.members)
+    assert tg.data_range(spec, other, 35.0) == tg.informative_range(probs.to_numpy()[rows], ds.label_array()[rows], value2, cost2,
+                                                                    35.0, spec.burn_in)
+    assert len(tg._RANGES) <= tg.MAX_CACHED_RANGES
