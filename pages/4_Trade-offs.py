@@ -56,7 +56,7 @@ out = jobs.tradeoffs(ss, targets, chosen, start=run, recalibrate=recalibrate)
 if out is None:
     st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
             f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")
-    st.caption(tradeoff_grid.grid_caption(plan, form.cost_unit(settings)))
+    st.caption(md(tradeoff_grid.grid_caption(plan, form.cost_unit(settings))))
     st.stop()
 for method, reason in out["skipped"].items():
     st.caption(f"{method} not shown: {reason}.")
@@ -70,7 +70,7 @@ left, right = st.columns(2, gap="large")
 widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart", where=left)
 widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart", where=right)
 st.caption(
-    tradeoff_grid.grid_caption(plan, cost_unit)
+    md(tradeoff_grid.grid_caption(plan, cost_unit))
     + f" Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
     + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "")
     + (", every earlier patient's labels known" if settings.get("label_delay") is not None else "") + ")."

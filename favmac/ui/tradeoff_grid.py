@@ -32,7 +32,7 @@ import numpy as np
 
 from favmac.functions import bind_rows
 from favmac.methods import method_labels
-from favmac.runspec import SettingsError, as_integer, as_number, target_from_percent
+from favmac.runspec import COST_KINDS, SettingsError, as_integer, as_number, target_from_percent
 from favmac.ui.units import CHARTS, plain_number
 
 __all__ = ["DEFAULT_METHODS", "TIGHT_SHARE", "SATURATED_SHARE", "HIGH_CAP", "MAX_SPAN", "SLACK_FACTOR", "MAX_GRID_PATIENTS",
@@ -105,9 +105,10 @@ def validate_grid(grid: dict) -> dict:
     if low is not None and high is not None and not low < high:
         raise SettingsError("grid.low", f"(the lowest trade-off target, {low:g} per chart) must be below the highest ({high:g}); "
                                         "leave either empty to decide it from the data")
-    unit = g["unit"]
-    if unit is not None and not isinstance(unit, str):
-        raise SettingsError("grid.unit", f"must be the name of a cost (e.g. \"fp\") or null; got {unit!r}")
+    unit, units = g["unit"], [cost_key(k) for k in COST_KINDS] + [cost_key("cms_unsupported", 1.0)]
+    if unit is not None and unit not in units:
+        raise SettingsError("grid.unit", f"(the cost the lowest and highest target are in) must be one of {', '.join(units)} or null; "
+                                         f"got {str(unit)[:40]!r}")
     if low is None and high is None:
         unit = None
     low_pct, high_pct = as_number(g["low_pct"], "grid.low_pct"), as_number(g["high_pct"], "grid.high_pct")

@@ -138,7 +138,7 @@ def test_grid_settings_validate_with_the_field_and_the_fix():
     for bad, words in (({"low": 0}, "grid.low (a trade-off target, cost per chart) must be above 0"),
                        ({"high": -1}, "grid.high"), ({"low": "abc"}, "grid.low must be a number"),
                        ({"high": float("inf")}, "grid.high must be finite"), ({"low": 2, "high": 1}, "must be below the highest"),
-                       ({"unit": 3, "low": 1}, "grid.unit"), ({"percent": "yes"}, "grid.percent"),
+                       ({"unit": 3, "low": 1}, "grid.unit"), ({"unit": "![x](http://h/)", "low": 1}, "grid.unit .the cost the lowest and highest target are in. must be one of fp, weighted_fp"), ({"percent": "yes"}, "grid.percent"),
                        ({"low_pct": 60, "high_pct": 50}, "lowest < highest"), ({"n_targets": 1}, "between 2 and 50"),
                        ({"methods": ["Nope"]}, "unknown method")):
         with pytest.raises(SettingsError, match=words.replace("(", r"\(").replace(")", r"\)")):
