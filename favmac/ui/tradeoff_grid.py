@@ -255,7 +255,7 @@ def informative_range(probs, labels, value, cost, c_max: float, burn_in: int, de
         return {**out, "reason": "there are no burn-in patients with labels to measure the budgets on"}
     gain, spend, patient = budget_curve(p, y, bind_rows(value, slice(0, n)), bind_rows(cost, slice(0, n)))
     if not gain.sum() > 0:
-        return {**out, "reason": f"the {n:,} burn-in patients have no true code of any value"}
+        return {**out, "reason": f"the {_patients(n)} {'has' if n == 1 else 'have'} no true code of any value"}
     saturation = _budget_at(SATURATED_SHARE, gain, spend, patient, n, delta)
     out["saturation"] = saturation
     if not saturation > 0:
@@ -266,9 +266,13 @@ def informative_range(probs, labels, value, cost, c_max: float, burn_in: int, de
         candidates.append((SLACK_FACTOR * c_max / (int(burn_in) + 1), "slack"))
     low, low_from = max(candidates, key=lambda c: c[0])
     if not low < high:
-        return {**out, "reason": (f"with {int(burn_in):,} burn-in patients a target below {plain_number(low)} flags nothing at first, "
-                                  f"and the value saturates at {plain_number(saturation)}")}
+        return {**out, "reason": (f"with {_patients(int(burn_in))} a target below {plain_number(low)} per chart flags nothing at first, "
+                                  f"and the value curve flattens at {plain_number(saturation)} per chart")}
     return {**out, "low": low, "high": high, "low_from": low_from, "high_from": high_from}
+
+
+def _patients(n: int) -> str:
+    return f"{n:,} burn-in patient" + ("" if n == 1 else "s")
 
 
 def _round_significant(x: float, digits: int) -> float:
@@ -472,7 +476,7 @@ def grid_caption(plan: GridPlan, cost_unit: str) -> str:
         high = "data alone" if plan.high_from == "data" and plan.low_from != "data" else plan.high_from
         text = f"{span}, evenly spaced on a log scale, from {_LOW_WHY[plan.low_from].format(**fmt)} to {_HIGH_WHY[high].format(**fmt)}"
         if "data" in (plan.low_from, plan.high_from) or "cap" == plan.high_from:
-            text += (f" (the value curve: the {plan.patients:,} burn-in patients' codes flagged best value per false-flag risk first, "
+            text += (f" (the value curve: the {_patients(plan.patients)}{chr(39) if plan.patients != 1 else chr(39) + 's'} codes flagged best value per false-flag risk first, "
                      "as the price score does)")
     if plan.integer_cost:
         text += "; whole numbers moved 0.1 up as the paper does for integer costs"
