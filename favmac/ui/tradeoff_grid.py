@@ -476,7 +476,8 @@ def grid_caption(plan: GridPlan, cost_unit: str) -> str:
         high = "data alone" if plan.high_from == "data" and plan.low_from != "data" else plan.high_from
         text = f"{span}, evenly spaced on a log scale, from {_LOW_WHY[plan.low_from].format(**fmt)} to {_HIGH_WHY[high].format(**fmt)}"
         if "data" in (plan.low_from, plan.high_from) or "cap" == plan.high_from:
-            text += (f" (the value curve: the {_patients(plan.patients)}{chr(39) if plan.patients != 1 else chr(39) + 's'} codes flagged best value per false-flag risk first, "
+            whose = _patients(plan.patients) + ("'s" if plan.patients == 1 else "'")
+            text += (f" (the value curve: the {whose} codes flagged best value per false-flag risk first, "
                      "as the price score does)")
     if plan.integer_cost:
         text += "; whole numbers moved 0.1 up as the paper does for integer costs"
