@@ -14,59 +14,11 @@ import pandas as pd
 
 from favmac.functions import bind_rows
 from favmac.methods import applicability, get_method, method_labels, run_method
-from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
+from favmac.runspec import RunSpec
 from favmac.ui import payment_cost, payment_view
+from favmac.ui.tradeoff_grid import DEFAULT_METHODS, default_grid, tradeoff_targets, validate_grid  # noqa: F401 (the grid's home; scripts read these here)
 from favmac.universe import candidate_sets
 from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
-
-#: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
-#: cost-score universes, then the baselines.
-DEFAULT_METHODS = ("FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC",
-                   "RCPS")
-
-
-def default_grid() -> dict:
-    """The trade-off grid a new session starts with: 10 targets from 5 % to 50 % of C_max."""
-    return {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10, "methods": list(DEFAULT_METHODS)}
-
-
-def validate_grid(grid: dict) -> dict:
-    """The grid with defaults filled in, checked; SettingsError names the field and the range."""
-    g = default_grid()
-    g.update({k: v for k, v in dict(grid).items() if k in g})
-    low, high = as_number(g["low_pct"], "grid.low_pct"), as_number(g["high_pct"], "grid.high_pct")
-    if not 0 < low < high <= 100:
-        raise SettingsError("grid", f"targets must satisfy 0 < lowest < highest <= 100 % of C_max; got {low:g} and {high:g}")
-    n = as_integer(g["n_targets"], "grid.n_targets")
-    if not 2 <= n <= 50:
-        raise SettingsError("grid.n_targets", f"(number of trade-off targets) must be between 2 and 50; got {n}")
-    if not isinstance(g["methods"], (list, tuple)):
-        raise SettingsError("grid.methods", "must be a list of method names")
-    known = method_labels(n_codes=1)  # every label; whether one suits the data is decided when it runs
-    unknown = [m for m in g["methods"] if m not in known]
-    if unknown:
-        raise SettingsError("grid.methods", f"has unknown method(s) {', '.join(map(str, unknown[:5]))}; choose from {', '.join(known)}")
-    return {"low_pct": low, "high_pct": high, "n_targets": n, "methods": list(g["methods"])}
-
-
-def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: int, integer_cost: bool,
-                     include: float | None = None) -> np.ndarray:
-    """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units, plus
-    ``include`` (the configured target, so the comparison shows the run the other pages show).
-
-    Each grid target is :func:`favmac.runspec.target_from_percent` to 6 decimals: for integer
-    costs one that lands on an integer below C_max is moved up by 0.1, as the paper does, to stay
-    clear of exact ties (``include`` is kept as it is).
-
-    >>> tradeoff_targets(10, 10, 50, 5, False, include=2.5).tolist()
-    [1.0, 2.0, 2.5, 3.0, 4.0, 5.0]
-    """
-    percents = np.linspace(low_pct, high_pct, int(n_targets)).tolist()
-    targets = [target_from_percent(p, cmax, decimals=6, integer_cost=integer_cost) for p in percents]
-    if include is not None:
-        targets.append(float(include))
-    return np.unique(targets)
-
 
 def method_applicability(control: str, methods=None, n_codes: int | None = None) -> dict[str, str | None]:
     """For each method label: None if it applies to ``control`` (and K = ``n_codes``), else the reason."""
