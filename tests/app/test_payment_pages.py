@@ -101,15 +101,17 @@ def test_tradeoffs_compares_payment_aware_and_additive_favmac():
     points = at.session_state["tradeoffs"]["points"]
     aware = points[points["method"] == "FavMac (price)"].set_index("target")["mean_value"]
     additive = points[points["method"] == ADDITIVE_LABEL].set_index("target")["mean_value"]
-    ahead = int((aware >= additive.reindex(aware.index)).sum())
+    ahead = int((aware > additive.reindex(aware.index)).sum())
     versus = [c.value for c in at.caption if "captures" in c.value and "additive" in c.value]
     assert len(versus) == 1, [c.value for c in at.caption]
     if ahead == len(aware):
-        assert "at least as much payment" in versus[0]
+        assert f"more payment than {ADDITIVE_LABEL} at every one of the {len(aware)} targets" in versus[0]
     elif ahead == 0:
-        assert f"less payment than {ADDITIVE_LABEL} at every one of the {len(aware)} targets" in versus[0]
+        assert f"captures the same" in versus[0] or f"less payment than {ADDITIVE_LABEL} at every one of" in versus[0]
     else:
-        assert f"at {ahead} of {len(aware)} targets" in versus[0]
+        assert f"more payment than {ADDITIVE_LABEL} at {ahead} of {len(aware)} targets" in versus[0]
+    # the default grid is decided from the data: on the bundled sample the payment value's gain shows at the tight budgets
+    assert 0 < ahead < len(aware) and aware.index.min() < 0.1 and aware.index.max() < 5
 
 
 def test_data_shows_the_cells_and_known_codes():
