@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from favmac.runspec import RunSpec
-from favmac.ui import actions, payment_cost
-from favmac.ui.session import Session
+from favmac.ui import payment_cost
 from favmac.ui.units import COUNT_COLUMNS, cost_per_100_label, counts_styled, plain_number
+from ui_fixtures import sample_session
 
 
 def drawn(styler) -> pd.DataFrame:
@@ -49,10 +49,7 @@ def test_raf_keeps_its_capitals_in_the_cost_label():
 
 @pytest.fixture(scope="module")
 def hcc():
-    ss = Session({})
-    actions.init_state(ss)
-    actions.load_sample(ss, "hcc")
-    return ss
+    return sample_session("hcc")
 
 
 def test_the_caption_describes_the_typed_payment_inputs(hcc):

@@ -11,14 +11,12 @@ from favmac.runspec import SettingsError
 from favmac.ui import actions, payment_view as pv, settings_form as form, tradeoffs, units
 from favmac.ui.samples import NamedBytes, sample_dir
 from favmac.ui.session import Session
+from ui_fixtures import sample_session
 
 
 @pytest.fixture(scope="module")
 def hcc():
-    ss = Session({})
-    actions.init_state(ss)
-    actions.load_sample(ss, "hcc")
-    return ss
+    return sample_session("hcc")
 
 
 def test_payment_model_and_defaults():
