@@ -32,6 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -163,6 +164,13 @@ def screenshot_dir(tmp_path_factory) -> Path:
     path = path if path.is_absolute() else REPO_ROOT / path
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def serving():
+    """``serve_app`` and ``VIEWPORT`` for a test module: ``from conftest import ...`` finds whichever
+    conftest was imported last (tests/app's when tests/app is collected after tests/browser)."""
+    return SimpleNamespace(serve_app=serve_app, viewport=VIEWPORT)
 
 
 @pytest.fixture(scope="session")
