@@ -59,6 +59,22 @@ def test_a_bad_base_rate_is_refused_and_nothing_is_lost(typed, words):
     assert not at.error and at.session_state["settings"]["base_rate"] == 9000.0 and at.session_state["settings"]["target"] == pytest.approx(2.1)
 
 
+def test_a_model_that_does_not_pay_the_datas_codes_is_refused_on_apply():
+    """V24 does not have most of the sample's V28 HCCs: Apply refuses it, naming the codes; nothing saved,
+    and every page still works on the saved (V28) settings (it used to save and then show a traceback)."""
+    at = open_page("value_cost")
+    before = dict(at.session_state["settings"])
+    at.selectbox(key="pay_cms_model").set_value("V24")
+    at.button(key="apply_settings").click().run()
+    errors = " ".join(shown(e.value) for e in at.error)
+    assert "V24" in errors and "cannot price the loaded data" in errors and "not payment HCCs" in errors
+    assert "Traceback" not in errors and not at.exception
+    assert at.session_state["settings"] == before and at.selectbox(key="pay_cms_model").value == "V24"
+    for page in ("online", "patients"):
+        at = settle_jobs(go(at, page))
+        assert_clean(at)
+
+
 def test_patients_shows_the_marginal_payments_of_the_breakdown():
     at = settle_jobs(go(with_base_rate(), "patients"))
     assert_clean(at)
