@@ -132,6 +132,18 @@ def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
     return f"{x:,.{decimals}f}"
 
 
+def cost_figure(x: float, settings: dict) -> str:
+    """A cost for a summary tile: whole dollars (``$5,009``) for unsupported payment in dollars, otherwise
+    four significant digits (:func:`plain_number`).
+
+    >>> cost_figure(5009.2, {"cost_kind": "cms_unsupported", "base_rate": 11000.0}), cost_figure(0.48792, {"cost_kind": "fp"})
+    ('$5,009', '0.4879')
+    """
+    if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
+        return cost_amount(x, settings)
+    return "—" if math.isnan(float(x)) else plain_number(x, 4)
+
+
 def in_dollars(settings: dict) -> bool:
     """True when values are dollars (the CMS-HCC payment with a base rate): tables use a dollar format."""
     return settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None
