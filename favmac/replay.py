@@ -778,7 +778,7 @@ class _Engine:
             mark_slots(table, bits)
         prefix = slot_prefix(bits)
         found = np.empty(int(prefix[-1]))
-        for start, stop in _chunks(0, self.cands.n_patients):
+        for start, stop in _chunks(0, self.cands.n_patients, _POINTS_CHUNK):
             keys, increments = calibration_points(self.cands.subset(slice(start, stop)), self.realized[start:stop],
                                                   self.session.score)
             record_slot_keys(ranks[ptr[start] : ptr[stop]], keys[increments > 0], bits, prefix, found)
@@ -978,19 +978,28 @@ def _expected_points(cands, realized, costs, score):
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
     weights = np.empty(ptr[-1], dtype=smallest_int(largest))  # every weight fits it: the same integers
-    for start, stop in chunks:  # the keys' chunk-sized temporaries stay small
-        keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
-        positive = increments > 0
-        weights[ptr[start] : ptr[stop]] = increments[positive]
-        # bisecting sorted queries walks the keys forward (cache friendly); random ones do not
-        part = keys[positive]
+    for first, last in _chunks(0, n_patients):
+        # bisecting sorted queries walks the keys forward (cache friendly); random ones do not, and
+        # the more queries at once the closer they are: a _CHUNK of patients' keys is ranked at once,
+        # computed in smaller steps (the keys' temporaries are several (rows, K) arrays)
+        part = np.empty(ptr[last] - ptr[first])
+        for start, stop in _chunks(first, last, _POINTS_CHUNK):
+            keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+            positive = increments > 0
+            weights[ptr[start] : ptr[stop]] = increments[positive]
+            part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = keys[positive]
+            del keys, increments, positive
         order = np.argsort(part)
-        ranks[ptr[start] + order] = np.searchsorted(sorted_keys, part[order])
-        del keys, increments, positive, part, order
+        part = part[order]
+        found = np.searchsorted(sorted_keys, part)
+        del part
+        order += ptr[first]
+        ranks[order] = found
+        del order, found
     return ptr, ranks, weights, sorted_keys
 
 
-def longest_run(keys, block: int = 1 << 20) -> int:
+def longest_run(keys, block: int = 1 << 16) -> int:
     """The most equal values in a row of sorted ``keys`` (0 for none), in blocks of ``block``
     comparisons (plain numpy: no key-sized temporaries, and no compiled kernel to load while
     the sorted keys are alive).
