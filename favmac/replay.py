@@ -45,7 +45,8 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score
+from .universe import (Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score,
+                       smallest_int)
 from .validation import check_stream
 
 __all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "method_name"]
@@ -400,7 +401,7 @@ class _Session:
         burn_in, n_patients = self.options.burn_in, self.probs.shape[0]
         n_targets, steps = thresholds.shape
         n_candidates = cands.n_candidates
-        chosen_index = np.zeros((n_targets, steps), dtype=np.int8 if n_candidates <= 128 else np.int16 if n_candidates <= 2**15 else np.int64)
+        chosen_index = np.zeros((n_targets, steps), dtype=smallest_int(n_candidates - 1))
         realized_cost = np.zeros((n_targets, steps))
         realized_value = np.zeros((n_targets, steps))
         exceeds = np.zeros((n_targets, steps), dtype=bool)
@@ -1025,18 +1026,6 @@ def longest_run(keys, block: int = 1 << 16) -> int:
         carry = len(same) - 1 - int(breaks[-1])
         best = max(best, carry)
     return best + 1
-
-
-def smallest_int(largest: int):
-    """The smallest signed integer dtype holding 0..``largest`` (and its negation).
-
-    >>> smallest_int(127), smallest_int(128), smallest_int(2**31 - 1), smallest_int(2**31)
-    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int32'>, <class 'numpy.int64'>)
-    """
-    for dtype in (np.int8, np.int16, np.int32):
-        if largest <= np.iinfo(dtype).max:
-            return dtype
-    return np.int64
 
 
 def _preference(cands) -> np.ndarray:
