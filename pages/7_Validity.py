@@ -6,6 +6,7 @@ from favmac.ui import jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
 from favmac.ui.text import md, md_frame
+from favmac.ui.units import counts_styled
 
 ss = page_setup("Validity")
 st.title("Validity")
@@ -73,4 +74,4 @@ if tables:
 for name, table in tables.items():
     if len(tables) > 1:
         st.markdown(f"**{md(name)}**")  # column names are user text
-    st.table(md_frame(table.set_index("segment")))  # segment values are user text
+    st.table(counts_styled(md_frame(table.set_index("segment"))))  # segment values are user text; counts as 1,500
