@@ -45,12 +45,14 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score
+from .universe import (Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score,
+                       smallest_int)
 from .validation import check_stream
 
 __all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "method_name"]
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
+_POINTS_CHUNK = 5_000  # patients per step of the points' passes: their (rows, K) temporaries sit beside the sorted keys
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
 _SHARED_GROUPS = 32  # up to this many groups in a grouping share the stream's key slots (_Engine._layout)
 _NO_OWNER = np.zeros(0, dtype=np.int8)
@@ -363,7 +365,8 @@ class _Session:
             work.check(self)
             cands, realized, costs = work.cands, work.realized, work.costs
         report(0.25)
-        engine = _Engine(self, cands, realized, costs)
+        # without groupings or given work, the one expected pass is the calibration points' last use
+        engine = _Engine(self, cands, realized, costs, keyless=work is None and not self.groupings)
         if work is not None:  # the points or scores of these patients, already in this order
             engine._points, engine._scores = work.points, work.scores
             del work
@@ -398,7 +401,7 @@ class _Session:
         burn_in, n_patients = self.options.burn_in, self.probs.shape[0]
         n_targets, steps = thresholds.shape
         n_candidates = cands.n_candidates
-        chosen_index = np.zeros((n_targets, steps), dtype=np.int8 if n_candidates <= 128 else np.int16 if n_candidates <= 2**15 else np.int64)
+        chosen_index = np.zeros((n_targets, steps), dtype=smallest_int(n_candidates - 1))
         realized_cost = np.zeros((n_targets, steps))
         realized_value = np.zeros((n_targets, steps))
         exceeds = np.zeros((n_targets, steps), dtype=bool)
@@ -558,8 +561,11 @@ class _Engine:
     """Thresholds of one partition of the stream (``thresholds``), sharing the calibration
     points of the whole stream between partitions; the exact FavMac loop when int64 would overflow."""
 
-    def __init__(self, session: _Session, cands, realized, costs):
+    def __init__(self, session: _Session, cands, realized, costs, keyless: bool = False):
         self.session, self.cands, self.realized, self.costs = session, cands, realized, costs
+        # keyless: the one pooled expected pass is the points' last use, so it drops the sorted
+        # keys before the walk and looks up only the answers' keys afterwards (_expected)
+        self.keyless = keyless
         self._points = self._scores = self._leaf = None
         self._leaf_full = False
         self._by_rank, self._ranked, self._unique = {}, {}, {}
@@ -661,15 +667,16 @@ class _Engine:
             self._unique[key] = unique_slots(ranks, keys)
         return self._unique[key]
 
-    def _layout(self, ptr, ranks, keys, group, n_groups, key) -> tuple:
+    def _layout(self, ptr, ranks, keys, group, n_groups, key, n_keys=None) -> tuple:
         """Where a grouping's groups keep their points in the blocked trees (:mod:`favmac.replay_kernels`):
         ``(slots, keys, lstart, lsize, bstart, owner)``. One group: the given ranks and keys.
         Up to ``_SHARED_GROUPS`` groups: every group on the whole stream's slots (one per point),
         ``owner`` naming each slot's group. More groups: each its own sorted keys
-        (:func:`~favmac.replay_kernels.group_slots`)."""
+        (:func:`~favmac.replay_kernels.group_slots`). ``n_keys``: the slots, when ``keys`` is
+        empty (one group, a keyless walk)."""
         from .replay_kernels import block_count, group_slots, slot_owner
 
-        n_keys = len(keys)
+        n_keys = len(keys) if n_keys is None else n_keys
         if n_groups == 1:
             return (ranks, keys, np.zeros(1, dtype=np.int64), np.array([n_keys], dtype=np.int64),
                     np.array([0, block_count(n_keys)], dtype=np.int64), _NO_OWNER)
@@ -692,13 +699,14 @@ class _Engine:
         bounds what one leaf can hold (:meth:`_leaf_bound`): the leaves take the smallest
         integer dtype for it; the block trees (sums of many leaves) stay int64."""
         _, keys, lstart, lsize, bstart, owner = layout
+        n_slots = int(np.max(lstart + lsize)) if len(lstart) else 0  # the keys may be left out (a keyless walk)
         dtype = smallest_int(largest)
         leaf, self._leaf, self._leaf_full = self._leaf, None, False
-        if leaf is not None and len(leaf) == len(keys) and leaf.dtype == dtype:
+        if leaf is not None and len(leaf) == n_slots and leaf.dtype == dtype:
             leaf.fill(0)
         else:
             leaf = None  # the old leaves go before the new ones are allocated
-            leaf = np.zeros(len(keys), dtype=dtype)
+            leaf = np.zeros(n_slots, dtype=dtype)
         return leaf, np.zeros(int(bstart[-1]), dtype=np.int64)
 
     @staticmethod
@@ -707,8 +715,6 @@ class _Engine:
         that share a slot (with the given ``ranks`` as slots, every point of a key is in its
         key's first slot: the longest run of equal keys; the other layouts give each point a
         slot of its own). Every leaf is a sum of some of its slot's points' weights, all >= 0."""
-        from .replay_kernels import longest_run
-
         if len(weights) == 0:
             return 0
         sharing = longest_run(layout[1]) if layout[0] is ranks else 1
@@ -731,9 +737,16 @@ class _Engine:
         if points is None:
             return None
         ptr, ranks, weights, sorted_keys = points
-        layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
-        n_patients = len(group)
-        leaf, btree = self._trees(layout, self._leaf_bound(layout, ranks, weights))
+        n_patients, n_keys = len(group), len(sorted_keys)
+        keyless = self.keyless and n_groups == 1
+        if keyless:  # the walk records the answers' slots; their keys are looked up after it (_slot_keys)
+            largest = self._leaf_bound((ranks, sorted_keys), ranks, weights)
+            self._points = points = sorted_keys = None  # before the leaves (and the kernels' import) exist
+            layout = self._layout(ptr, ranks, np.empty(0), group, n_groups, "points", n_keys)
+        else:
+            layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
+            largest = self._leaf_bound(layout, ranks, weights)
+        leaf, btree = self._trees(layout, largest)
         counts = np.zeros(n_groups, dtype=np.int64)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
@@ -747,8 +760,32 @@ class _Engine:
             expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds, low,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
+        if keyless:
+            del leaf, btree, layout, weights
+            self._slot_keys(ptr, ranks, n_keys, out, final)
+            return _Thresholds(out, final)
         self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
         return _Thresholds(out, final)
+
+    def _slot_keys(self, ptr, ranks, n_keys, *answers):
+        """Replace the slots a keyless walk wrote in ``answers`` (2-D arrays) by their keys, in place:
+        one pass over the patients' points (their keys recomputed chunk by chunk) keeps the keys of
+        the marked slots only (a bit set over the slots and one float per answer slot), not the
+        sorted keys of every point. The same floats: a slot's key is the key of every point ranked there."""
+        from .replay_kernels import mark_slots, record_slot_keys, slot_keys, slot_prefix
+
+        bits = np.zeros((n_keys + 63) >> 6, dtype=np.uint64)
+        for table in answers:
+            mark_slots(table, bits)
+        prefix = slot_prefix(bits)
+        found = np.empty(int(prefix[-1]))
+        for start, stop in _chunks(0, self.cands.n_patients, _POINTS_CHUNK):
+            keys, increments = calibration_points(self.cands.subset(slice(start, stop)), self.realized[start:stop],
+                                                  self.session.score)
+            record_slot_keys(ranks[ptr[start] : ptr[stop]], keys[increments > 0], bits, prefix, found)
+            del keys, increments
+        for table in answers:
+            slot_keys(table, bits, prefix, found)
 
     def _violation(self, group, n_groups, burn_in, window, evict, report):
         from .replay_kernels import violation_thresholds
@@ -924,7 +961,7 @@ def _expected_points(cands, realized, costs, score):
     n_patients = cands.n_patients
     if realized.dtype == object or not costs.exact_sums(n_patients):
         return None
-    chunks = _chunks(0, n_patients)
+    chunks = _chunks(0, n_patients, _POINTS_CHUNK)
     counts = np.zeros(n_patients, dtype=np.int64)
     largest = 0  # the largest weight, for the weights' dtype
     for start, stop in chunks:
@@ -942,28 +979,53 @@ def _expected_points(cands, realized, costs, score):
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
     weights = np.empty(ptr[-1], dtype=smallest_int(largest))  # every weight fits it: the same integers
-    for start, stop in _chunks(0, n_patients):  # the keys' chunk-sized temporaries stay small
-        keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
-        positive = increments > 0
-        weights[ptr[start] : ptr[stop]] = increments[positive]
-        # bisecting sorted queries walks the keys forward (cache friendly); random ones do not
-        part = keys[positive]
+    for first, last in _chunks(0, n_patients):
+        # bisecting sorted queries walks the keys forward (cache friendly); random ones do not, and
+        # the more queries at once the closer they are: a _CHUNK of patients' keys is ranked at once,
+        # computed in smaller steps (the keys' temporaries are several (rows, K) arrays)
+        part = np.empty(ptr[last] - ptr[first])
+        for start, stop in _chunks(first, last, _POINTS_CHUNK):
+            keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+            positive = increments > 0
+            weights[ptr[start] : ptr[stop]] = increments[positive]
+            part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = keys[positive]
+            del keys, increments, positive
         order = np.argsort(part)
-        ranks[ptr[start] + order] = np.searchsorted(sorted_keys, part[order])
-        del keys, increments, positive, part, order
+        part = part[order]
+        found = np.searchsorted(sorted_keys, part)
+        del part
+        order += ptr[first]
+        ranks[order] = found
+        del order, found
     return ptr, ranks, weights, sorted_keys
 
 
-def smallest_int(largest: int):
-    """The smallest signed integer dtype holding 0..``largest`` (and its negation).
+def longest_run(keys, block: int = 1 << 16) -> int:
+    """The most equal values in a row of sorted ``keys`` (0 for none), in blocks of ``block``
+    comparisons (plain numpy: no key-sized temporaries, and no compiled kernel to load while
+    the sorted keys are alive).
 
-    >>> smallest_int(127), smallest_int(128), smallest_int(2**31 - 1), smallest_int(2**31)
-    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int32'>, <class 'numpy.int64'>)
+    >>> longest_run(np.array([1.0, 1.0, 2.0, 2.0, 2.0, 3.0]), block=2), longest_run(np.array([5.0])), longest_run(np.array([]))
+    (3, 1, 0)
     """
-    for dtype in (np.int8, np.int16, np.int32):
-        if largest <= np.iinfo(dtype).max:
-            return dtype
-    return np.int64
+    n = len(keys)
+    if n == 0:
+        return 0
+    best = carry = 0  # carry: the equal pairs in a row at the end of the blocks so far
+    for start in range(0, n - 1, block):
+        stop = min(start + block, n - 1)
+        same = keys[start + 1 : stop + 1] == keys[start:stop]  # pairs (j, j + 1)
+        breaks = np.flatnonzero(~same)
+        if len(breaks) == 0:
+            carry += len(same)
+            best = max(best, carry)
+            continue
+        best = max(best, carry + int(breaks[0]))
+        if len(breaks) > 1:
+            best = max(best, int(np.diff(breaks).max()) - 1)
+        carry = len(same) - 1 - int(breaks[-1])
+        best = max(best, carry)
+    return best + 1
 
 
 def _preference(cands) -> np.ndarray:

@@ -36,8 +36,9 @@ from numba import njit
 from . import thresholds
 from .fenwick import add
 
-__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots", "longest_run", "rank_order",
-           "violation_thresholds", "rank_edge", "slot_owner", "unique_slots", "weight_totals"]
+__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots",
+           "mark_slots", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
+           "slot_owner", "unique_slots", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True, nogil=True)(thresholds.rank_edge)
@@ -118,18 +119,6 @@ def group_slots(ptr, group, by_rank, patient, rank, keys, n_groups):
 
 
 @njit(cache=True, nogil=True)
-def longest_run(keys):
-    """The most equal values in a row of sorted ``keys`` (0 for none)."""
-    best = 0
-    run = 0
-    for j in range(keys.shape[0]):
-        run = run + 1 if j > 0 and keys[j] == keys[j - 1] else 1
-        if run > best:
-            best = run
-    return best
-
-
-@njit(cache=True, nogil=True)
 def weight_totals(ptr, ranks, weights, patients, n_keys):
     """(n_keys,) int64: the total weight at each key rank of the points of ``patients``. O(points)."""
     out = np.zeros(n_keys, dtype=np.int64)
@@ -137,6 +126,67 @@ def weight_totals(ptr, ranks, weights, patients, n_keys):
         for q in range(ptr[i], ptr[i + 1]):
             out[ranks[q]] += weights[q]
     return out
+
+
+@njit(cache=True, nogil=True)
+def mark_slots(slots, bits):
+    """Set bit s of the bit set ``bits`` (uint64 words) for every finite value s of ``slots``
+    (2-D float: the answers of a keyless walk, with -inf/+inf for none). O(size)."""
+    one = np.uint64(1)
+    for t in range(slots.shape[0]):
+        for j in range(slots.shape[1]):
+            value = slots[t, j]
+            if math.isfinite(value):
+                s = np.int64(value)
+                bits[s >> 6] |= one << np.uint64(s & 63)
+
+
+@njit(cache=True, nogil=True)
+def _popcount(word):
+    """Set bits of a uint64 (SWAR: no loop over the bits)."""
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def slot_prefix(bits):
+    """(words + 1,) int64: the set bits before each word of ``bits``; the last entry counts them all."""
+    out = np.zeros(bits.shape[0] + 1, dtype=np.int64)
+    for w in range(bits.shape[0]):
+        out[w + 1] = out[w] + _popcount(bits[w])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _slot_index(bits, prefix, s):
+    """The place of slot s among the set bits (s's bit set), or -1 when s's bit is not set."""
+    word = bits[s >> 6]
+    bit = np.uint64(s & 63)
+    if (word >> bit) & np.uint64(1) == np.uint64(0):
+        return -1
+    return prefix[s >> 6] + _popcount(word & ((np.uint64(1) << bit) - np.uint64(1)))
+
+
+@njit(cache=True, nogil=True)
+def record_slot_keys(ranks, keys, bits, prefix, found):
+    """``found[i] = keys[q]`` for every point q whose rank is the i-th marked slot (points sharing
+    a rank share their key). O(points)."""
+    for q in range(ranks.shape[0]):
+        i = _slot_index(bits, prefix, np.int64(ranks[q]))
+        if i >= 0:
+            found[i] = keys[q]
+
+
+@njit(cache=True, nogil=True)
+def slot_keys(slots, bits, prefix, found):
+    """Replace every finite slot of ``slots`` (2-D, in place) by its key ``found`` (:func:`record_slot_keys`)."""
+    for t in range(slots.shape[0]):
+        for j in range(slots.shape[1]):
+            value = slots[t, j]
+            if math.isfinite(value):
+                slots[t, j] = found[_slot_index(bits, prefix, np.int64(value))]
 
 
 @njit(cache=True, nogil=True)
@@ -244,7 +294,9 @@ def _first_over(leaf, btree, lstart, lsize, bstart, owner, g, bound):
 def _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, bounds, m, out, column, where, below):
     """``out[t, column]`` = :func:`_smallest_key_over` of ``bounds[t, m]`` for every target t: the
     blocks of all targets first, then the leaf scans (whose cache misses then overlap).
-    ``where``/``below``: scratch (T,) int64."""
+    ``where``/``below``: scratch (T,) int64. Empty ``keys`` (a keyless walk): the answer's slot
+    (as a float, exact below 2^53) instead of its key; :func:`mark_slots` and :func:`slot_keys`
+    turn slots into keys afterwards."""
     n_targets = bounds.shape[0]
     for t in range(n_targets):
         if bounds[t, m] >= 0:
@@ -255,7 +307,12 @@ def _smallest_keys_over(leaf, btree, keys, lstart, lsize, bstart, owner, g, boun
             out[t, column] = -np.inf
             continue
         pos = _scan(leaf, lstart, lsize, owner, g, bound, where[t], below[t])
-        out[t, column] = np.inf if pos >= lsize[g] else keys[lstart[g] + pos]
+        if pos >= lsize[g]:
+            out[t, column] = np.inf
+        elif keys.shape[0] == 0:
+            out[t, column] = float(lstart[g] + pos)
+        else:
+            out[t, column] = keys[lstart[g] + pos]
 
 
 @njit(cache=True, nogil=True)
@@ -298,7 +355,8 @@ def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
     out[t, n - burn_in] = smallest key b with F(b) > bounds[t, m - low] for n's group, F the weight
     of the group's arrived calibration points (the last ``window`` arrived), m their number and
     bounds[t, m - low] = floor((c_t (m + 1) - C_max) * scale) (the caller gives the sizes m >= low
-    the positions start..stop-1 can meet). Position N fills final[t, g] per group.
+    the positions start..stop-1 can meet). Position N fills final[t, g] per group. With empty
+    ``keys`` the answers are slots (:func:`_smallest_keys_over`): the walk then needs no keys.
     Patient i's points are ``slots[ptr[i]:ptr[i + 1]]`` (slots of its group's layout) with
     ``weights``; ``counts[g]`` counts the group's arrived patients (kept between calls).
     """

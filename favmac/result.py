@@ -64,9 +64,10 @@ class ReplayResult:
     final_adaptive_targets : ndarray, shape (T,) or dict, optional
         c_N after the last patient (the target behind ``final_thresholds``); with segments, a
         dict label -> (T,) per segment.
-    chosen : favmac.universe.ChosenSets, optional
-        The chosen sets in compact form (candidate index per target and step); with it,
-        ``selected`` may be given as None and is built from it when first read.
+    chosen : favmac.universe.ChosenSets or favmac.baselines.common.ThresholdSets, optional
+        The chosen sets in compact form (a replay: candidate index per target and step; a
+        baseline: its threshold rule); with it, ``selected`` may be given as None and is built
+        from it (``chosen.masks()``) when first read.
     groupings : list of favmac.segments.GroupingResult, optional
         One per grouping of a replay with ``groups=`` (several groupings: each patient used
         the smallest of its groupings' thresholds). ``groups``, ``group_thresholds`` and

@@ -572,7 +572,8 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
     against C_max (the codes), the universe against K, the burn-in against N
     (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
     of ``dataset.segment_columns()`` with a label for every patient, and the label-arrival column,
-    which must be the one the data's arrivals were read from. A settings file written for
+    which must be the one the data's arrivals were read from; the CMS-HCC payment value is built
+    (its model must pay the data's codes and know its cells). A settings file written for
     other data is refused here, before anything is restored.
     """
     spec = spec.validate(n_codes=dataset.n_codes, n_patients=dataset.n_patients)
@@ -595,6 +596,14 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
         raise SettingsError("label_available_column", f"names the column {arrivals!r}, but the loaded data ({dataset.name}) "
                             + (f"has its label arrivals in {read!r}" if read else "has no label-arrival column")
                             + ". Load data with that column, or choose a fixed label delay or none")
+    if spec.value_kind == "cms_payment":
+        # the model and year must pay the data's codes, and its cells must be the model's: built here, so a
+        # model without the codes (V24 on V28 HCCs) is refused on Apply or restore, not met later as a traceback
+        try:
+            spec.build(dataset.codes, getattr(dataset, "members", None))
+        except ValueError as err:
+            raise SettingsError("cms_model", f"{spec.cms_model} ({spec.cms_year} tables) cannot price the loaded data "
+                                f"({dataset.name}): {err}") from None
     return spec
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "candidate_sets",
     "all_subsets",
     "order_dtype",
+    "smallest_int",
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
@@ -54,15 +55,28 @@ _ROWS = 16_384  # patients per chunk when building additive candidates (its temp
 MAX_FULL_CODES = 14
 
 
+def smallest_int(largest: int):
+    """The smallest signed integer dtype holding 0..``largest`` (and its negation).
+
+    >>> smallest_int(127), smallest_int(128), smallest_int(2**31 - 1), smallest_int(2**31)
+    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int32'>, <class 'numpy.int64'>)
+    """
+    for dtype in (np.int8, np.int16, np.int32):
+        if largest <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
 def order_dtype(n_codes: int):
-    """The smallest integer dtype that holds code indices 0..K-1: int8 up to 128 codes, then int16, int64.
+    """The smallest integer dtype that holds code indices 0..K-1 (:func:`smallest_int` of K - 1):
+    int8 up to 128 codes, then int16, int32.
 
     Orders (N, K) are the largest integer arrays of a replay; their dtype changes no result.
 
     >>> order_dtype(128), order_dtype(129), order_dtype(2**15 + 1)
-    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int64'>)
+    (<class 'numpy.int8'>, <class 'numpy.int16'>, <class 'numpy.int32'>)
     """
-    return np.int8 if n_codes <= 2**7 else np.int16 if n_codes <= 2**15 else np.int64
+    return smallest_int(n_codes - 1)
 
 
 def check_universe(universe: str, n_codes: int) -> None:
@@ -448,16 +462,6 @@ class Candidates:
         if self.subsets is not None:
             return contributions @ self.subsets.T.astype(float)
         return _prefix_sums(contributions, self.order)
-
-    def all_masks(self, row: int) -> np.ndarray:
-        """(M, K) candidate sets of one patient."""
-        if self.subsets is not None:
-            return self.subsets
-        n_codes = self.order.shape[1]
-        masks = np.zeros((n_codes + 1, n_codes), dtype=bool)
-        for j, code in enumerate(self.order[row]):
-            masks[j + 1 :, code] = True
-        return masks
 
     def best_prefix(self) -> np.ndarray:
         """For nested universes: (N, K+1) index of argmax_{i <= j} vhat (the last maximum;

@@ -69,7 +69,9 @@ def check_labels(labels, shape, *, name: str = "labels", like: str = "probs") ->
         raise ValueError(f"{name}: expected shape {tuple(shape)} like {like}, got {np.shape(labels)}")
     if not np.all((arr == 0) | (arr == 1)):
         raise ValueError(f"{name}: every label must be 0 or 1")
-    return arr.astype(bool)
+    if arr.dtype in (np.int8, np.uint8):  # 0/1 bytes are bools already: no copy of a large cohort's labels
+        return arr.view(bool)
+    return arr.astype(bool, copy=False)
 
 
 def check_targets(targets) -> np.ndarray:

@@ -26,7 +26,7 @@ def guarantee_inputs() -> dict:
     control = st.radio("Control", list(form.CONTROLS), format_func=form.CONTROLS.get,
                        index=list(form.CONTROLS).index(current["control"]), key="control",
                        help="Expected cost: mean cost per patient <= c. Violation probability: share of patients with cost > c is <= δ.")
-    target = st.number_input(payment_cost.target_label(cost_kind, current), min_value=0.0, value=float(current["target"]), step=0.1,
+    target = st.number_input(payment_cost.target_label(cost_kind, {"base_rate": st.session_state[Session.target_base_rate.key]}), min_value=0.0, value=float(current["target"]), step=0.1,
                              format=INPUT_FORMAT, key="target",
                              help=f"For example 1.1 = at most 1.1 false flags per chart on average (110 per 100 charts). "
                                   f"The most a chart can cost, C_max, is {cmax_fp:g} false flags (FP count) or {cmax_w:.4g} (risk-weighted).")
@@ -119,8 +119,8 @@ with st.container(border=True):
                              help="FP count: number of flagged codes that are absent. Risk-weighted FP: sum of their risk weights. "
                                   + payment_cost.HELP)
         st.session_state[Session.target_cost_kind.key] = cost_kind  # the target below is in this cost's units
-        if cost_kind == payment_cost.UNSUPPORTED and current["value_kind"] == "cms_payment":
-            st.caption(payment_cost.c_max_caption(spec, ds))
+        if cost_kind == payment_cost.UNSUPPORTED and value_kind == "cms_payment":  # as typed, not as last saved
+            st.caption(payment_cost.c_max_caption(payment_cost.typed_spec(spec, payment, typed_base_rate()), ds))
         st.caption(f"The most one chart can cost (C_max, every code flagged and none present): {cmax_fp:g} false flags (FP count) "
                    f"or {cmax_w:.4g} in risk weight (risk-weighted FP). "
                    "The per-code risk weights are edited on the Data page.", help=form.EXPLAIN["C_max"])

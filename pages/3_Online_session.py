@@ -67,19 +67,19 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    tiles = st.columns([1.0, 1.35, 1.25, 1.35, 1.15])  # in proportion to each label and its help icon
-    tiles[0].metric(f"Patients seen (of {n_steps:,})", f"{m['seen']:,}")
     label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
     if m["segment"] is not None:
         label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
-    tiles[1].metric(label, shown_threshold, help=why)
-    tiles[2].metric(cost_per_100_label(settings), "—" if position == 0 else
-                    ("$" if in_dollars(settings) and settings["cost_kind"] == "cms_unsupported" else "") + per_100_charts(m["mean_cost"]),
-                    help=f"Running mean cost per chart × 100; the target is {target_text(settings)}.")
     value_label, value_shown, value_help = value_tile(m["mean_value"], settings)
-    tiles[3].metric(value_label, "—" if position == 0 else value_shown, help=value_help)
-    tiles[4].metric("Charts over the target", "—" if position == 0 else f"{m['violation_rate']:.1%}",
-                    help=f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")
+    widgets.tiles([
+        (f"Patients seen (of {n_steps:,})", f"{m['seen']:,}", None),
+        (label, shown_threshold, why),
+        (cost_per_100_label(settings), "—" if position == 0 else
+         ("$" if in_dollars(settings) and settings["cost_kind"] == "cms_unsupported" else "") + per_100_charts(m["mean_cost"]),
+         f"Running mean cost per chart × 100; the target is {target_text(settings)}."),
+        (value_label, "—" if position == 0 else value_shown, value_help),
+        ("Charts over the target", "—" if position == 0 else f"{m['violation_rate']:.1%}",
+         f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")])
     if result.adaptive_targets is not None:
         guarantees.show_adaptive_tiles(result, position, st.columns(5))
     groupings.show_delay_tiles(result, position)

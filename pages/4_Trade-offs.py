@@ -2,10 +2,11 @@
 import streamlit as st
 
 from favmac.methods import method_labels
-from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoffs, widgets
+from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoff_grid, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
-from favmac.ui.units import plain_number
+from favmac.ui.formats import INPUT_FORMAT
+from favmac.ui.units import CHARTS
 
 ss = page_setup("Trade-offs")
 st.title("Trade-offs")
@@ -16,10 +17,16 @@ settings = ss.settings
 grid = settings["grid"]
 cmax = ss.c_max()
 
+integer_cost = form.is_integer_valued(ss.spec().cost_weights(ds.n_codes))
+plan = tradeoff_grid.grid_plan(grid, ss.spec(), ds, cmax, integer_cost, include=settings["target"])
+shown = tradeoff_grid.form_values(grid, plan)
 with st.form("tradeoff_form"):
     c1, c2, c3 = st.columns([1, 1, 1])
-    low = c1.number_input("Lowest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["low_pct"]), step=1.0, key="grid_low")
-    high = c2.number_input("Highest target (% of C_max)", min_value=0.1, max_value=100.0, value=float(grid["high_pct"]), step=1.0, key="grid_high")
+    per_100 = f"{form.cost_unit(settings)} per 100 charts"
+    low = c1.number_input(f"Lowest target ({per_100})", min_value=0.0, max_value=cmax * CHARTS, value=shown["low"], step=1.0,
+                          format=INPUT_FORMAT, placeholder=shown["low_hint"], key="grid_low", help=tradeoff_grid.FORM_HELP)
+    high = c2.number_input(f"Highest target ({per_100})", min_value=0.0, max_value=cmax * CHARTS, value=shown["high"], step=1.0,
+                           format=INPUT_FORMAT, placeholder=shown["high_hint"], key="grid_high", help=tradeoff_grid.FORM_HELP)
     n_targets = c3.number_input("Number of targets", min_value=2, max_value=50, value=int(grid["n_targets"]), step=1, key="grid_n")
     choices = tradeoffs.applicable_methods(method_labels(ds.n_codes), settings["control"], ds.n_codes)  # options follow applicability
     # pills: the handful of methods read at a glance, and (unlike a multiselect's) their front-end
@@ -29,15 +36,17 @@ with st.form("tradeoff_form"):
     recalibrate = recalibration_view.tradeoff_option(settings, ds.n_patients)
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
-    run = actions.apply_settings(ss, {**settings, "grid": {"low_pct": low, "high_pct": high, "n_targets": n_targets, "methods": methods}})
+    new_grid = tradeoff_grid.grid_from_form(grid, shown, low, high, n_targets, methods, tradeoff_grid.cost_key(settings["cost_kind"], settings.get("base_rate")))
+    run = actions.apply_settings(ss, {**settings, "grid": new_grid})
     widgets.show_message("settings")
     if run:
         widgets.refresh_sidebar_summary()  # drawn before the new grid
     settings, grid = ss.settings, ss.settings["grid"]
 
 widgets.show_settings_line()
-integer_cost = form.is_integer_valued(ss.spec().cost_weights(ds.n_codes))
-targets = tradeoffs.tradeoff_targets(cmax, grid["low_pct"], grid["high_pct"], grid["n_targets"], integer_cost, include=settings["target"])
+if run:  # the grid the form just saved
+    plan = tradeoff_grid.grid_plan(grid, ss.spec(), ds, cmax, integer_cost, include=settings["target"])
+targets = plan.targets
 chosen = [m for m in grid["methods"] if m in choices]
 if not chosen:
     st.warning("Choose at least one method.")
@@ -47,6 +56,7 @@ out = jobs.tradeoffs(ss, targets, chosen, start=run, recalibrate=recalibrate)
 if out is None:
     st.info(f"Press **Run comparison** to replay {len(chosen)} methods × {len(targets)} targets on "
             f"{ds.n_patients:,} patients. It runs in the background: you can switch pages and come back to the result.")
+    st.caption(md(tradeoff_grid.grid_caption(plan, form.cost_unit(settings))))
     st.stop()
 for method, reason in out["skipped"].items():
     st.caption(f"{method} not shown: {reason}.")
@@ -60,10 +70,8 @@ left, right = st.columns(2, gap="large")
 widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart", where=left)
 widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart", where=right)
 st.caption(
-    f"{len(targets)} targets from {plain_number(targets[0])} to {plain_number(targets[-1])} {cost_unit} per chart ({grid['low_pct']:g}–{grid['high_pct']:g} % of C_max = {plain_number(cmax)}"
-    + (", moved 0.1 off whole numbers as the paper does for integer costs" if integer_cost else "")
-    + f"; plus your target c = {settings['target']:g})"
-    + f". Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
+    md(tradeoff_grid.grid_caption(plan, cost_unit))
+    + f" Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
     + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "")
     + (", every earlier patient's labels known" if settings.get("label_delay") is not None else "") + ")."
 )

@@ -55,19 +55,18 @@ else:
                                           score=spec.score)[0]
 
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
-tiles = st.columns([0.7, 1, 1.1, 1.1, 1.5])  # the last label, "Confirmed value / false flags", needs the room
-tiles[0].metric("Codes chosen", summary["n_selected"])
 label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
-tiles[1].metric(label, shown_threshold, help=f"{why} Where it comes from: {md(where)}.")
-tiles[2].metric("Expected value of the set", value_amount(summary["vhat"], settings),
-                help=f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities.")
-tiles[3].metric(f"Expected {cost_short(settings)}", cost_amount(summary["chat"], settings),
-                help="Ĉ, the cost proxy. The chosen set is the largest prefix of the greedy order whose score "
-                     "(Ĉ, or the price score) is < T.")
+tiles = [("Codes chosen", summary["n_selected"], None),
+         (label, shown_threshold, f"{why} Where it comes from: {md(where)}."),
+         ("Expected value of the set", value_amount(summary["vhat"], settings),
+          f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities."),
+         (f"Expected {cost_short(settings)}", cost_amount(summary["chat"], settings),
+          "Ĉ, the cost proxy. The chosen set is the largest prefix of the greedy order whose score (Ĉ, or the price score) is < T.")]
 if summary["value"] is not None:
-    tiles[4].metric(f"Confirmed value / {cost_short(settings)}",
-                    f"{value_amount(summary['value'], settings)} / {cost_amount(summary['cost'], settings, 0 if float(summary['cost']).is_integer() else 3)}",
-                    help=f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}.")
+    tiles.append((f"Confirmed value / {cost_short(settings)}",
+                  f"{value_amount(summary['value'], settings)} / {cost_amount(summary['cost'], settings, 0 if float(summary['cost']).is_integer() else 3)}",
+                  f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}."))
+widgets.tiles(tiles)
 st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
 if spec.value_kind == "cms_payment":
     payment_widgets.show_breakdown(value, selected_row)

@@ -86,8 +86,8 @@ with sets_area:
                           column_order=["segment", "rule", "calibration patients", "new patients", "threshold"],  # the rule first, T (math) last
                           column_config={"segment": st.column_config.TextColumn(width="small"),
                                          "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
-                                         "calibration patients": st.column_config.NumberColumn(width="small"),
-                                         "new patients": st.column_config.NumberColumn(width="small"),
+                                         "calibration patients": st.column_config.NumberColumn(format="%,d", width="small"),
+                                         "new patients": st.column_config.NumberColumn(format="%,d", width="small"),
                                          "rule": st.column_config.TextColumn(threshold_label(settings, spec.score),
                                                                              help=threshold_rule(settings, spec.score))})
             st.caption("First 20 rows:")

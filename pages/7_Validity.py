@@ -6,6 +6,7 @@ from favmac.ui import jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
 from favmac.ui.text import md, md_frame
+from favmac.ui.units import cost_figure, counts_styled
 
 ss = page_setup("Validity")
 st.title("Validity")
@@ -51,10 +52,10 @@ settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 tiles = st.columns(4)
 expected = report.control == "expected"
-tiles[0].metric("Mean over orderings", f"{report.mean:.4g}" if expected else f"{100 * report.mean:.2f} %",
+tiles[0].metric("Mean over orderings", cost_figure(report.mean, settings) if expected else f"{100 * report.mean:.2f} %",
                 help=f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
                 else "Share of charts over the target, averaged over the orderings")
-tiles[1].metric("Promised at most", f"{report.promised:g}" if expected else f"{100 * report.promised:g} %",
+tiles[1].metric("Promised at most", cost_figure(report.promised, settings) if expected else f"{100 * report.promised:g} %",
                 help=f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target")
 tiles[2].metric("p-value (t-test)", "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
                 help="One-sided: the chance of an average this high if the promise held.")
@@ -73,4 +74,4 @@ if tables:
 for name, table in tables.items():
     if len(tables) > 1:
         st.markdown(f"**{md(name)}**")  # column names are user text
-    st.table(md_frame(table.set_index("segment")))  # segment values are user text
+    st.table(counts_styled(md_frame(table.set_index("segment"))))  # segment values are user text; counts as 1,500

@@ -6,15 +6,18 @@ the memory a session leaves behind. Every figure is a ratio measured in the same
 
 The cohort is ``scripts/make_synthetic_parquet.py``'s (calibrated logistic probabilities as full
 float64 values, random 3-decimal weights), value = risk-weighted TP, cost = risk-weighted FP,
-expected-cost control, burn-in 1,000, the Trade-offs page's default grid (10 targets, 5-50 % of
-C_max) and methods (7 apply: FavMac price/ratio/value/prob, ClassWise, InnerSet, CRC).
+expected-cost control, burn-in 1,000, a fixed grid (:data:`GRID`: the Trade-offs page's default
+of the third round, 10 targets from 5 to 50 % of C_max, so figures stay comparable when the page's
+default changes) and methods (7 apply: FavMac price/ratio/value/prob, ClassWise, InnerSet, CRC).
 
 Each measurement runs in a fresh child process:
 
 * ``speed``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
   then the Trade-offs computation (``favmac.ui.tradeoffs.run_tradeoffs``) as the app runs it
-  (its methods on ``TRADEOFF_WORKERS`` threads), then the same with one thread (the methods one
-  after another); wall and CPU seconds (CPU: every thread of the process), and the machine's
+  on an idle machine (its methods on ``TRADEOFF_WORKERS`` threads, ``HEAVY_AT_ONCE`` FavMac
+  replays at a time), the same with one FavMac replay at a time (the third round's schedule;
+  checkouts before ``HEAVY_AT_ONCE`` skip it), then with one thread (the methods one after
+  another); wall and CPU seconds (CPU: every thread of the process), and the machine's
   load (``os.getloadavg``, 1 minute) before and after each step. The user waits wall time;
   on a shared machine wall times follow the load, CPU times much less.
 * ``memory``: the same three steps under ``tracemalloc`` (numpy's arrays are traced); the peak
@@ -51,6 +54,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import numpy as np  # noqa: E402
 
 BURN_IN = 1000
+#: The grid every figure uses: 10 targets from 5 to 50 % of C_max, the methods of the page.
+GRID = {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10,
+        "methods": ["FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC", "RCPS"]}
 
 
 def cohort(n_patients: int, n_codes: int, seed: int = 0):
@@ -90,7 +96,7 @@ def run_spec(n_patients, n_codes, weights):
 def grid(spec, n_codes):
     from favmac.ui import tradeoffs
 
-    g = tradeoffs.default_grid()
+    g = GRID
     targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), g["low_pct"], g["high_pct"], g["n_targets"], False)
     return targets, list(g["methods"])
 
@@ -132,9 +138,20 @@ def child_steps(args, trace: bool) -> dict:
             if free is not None:
                 tradeoffs.machine_has_a_free_core = free
 
-    for name, step in (("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)),
-                       ("tradeoffs", two_threads),
-                       ("sequential", one_thread)):
+    def one_replay_at_a_time():  # two threads, FavMac replays one at a time (the third round)
+        heavy = tradeoffs.HEAVY_AT_ONCE
+        tradeoffs.HEAVY_AT_ONCE = 1
+        try:
+            return two_threads()
+        finally:
+            tradeoffs.HEAVY_AT_ONCE = heavy
+
+    steps = [("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)),
+             ("tradeoffs", two_threads)]
+    if hasattr(tradeoffs, "HEAVY_AT_ONCE"):
+        steps.append(("one_replay", one_replay_at_a_time))
+    steps.append(("sequential", one_thread))
+    for name, step in steps:
         gc.collect()
         if trace:
             tracemalloc.reset_peak()
@@ -252,6 +269,7 @@ def report(label: str, speed: dict, memory: dict) -> None:
     print(f"{label}: data {mb(data)} (probabilities, labels, weights; the ids another {mb(memory['id_bytes'])})")
     steps = (("replay", "FavMac (price) replay, 10 targets"),
              ("tradeoffs", f"Trade-offs, 7 methods x 10 targets, {speed.get('workers', 1)} threads (the app)"),
+             ("one_replay", "Trade-offs, the same, one FavMac replay at a time"),
              ("sequential", "Trade-offs, the same on 1 thread"))
     for name, title in steps:
         if f"{name}_wall" not in speed:  # a baseline checkout measured before the sequential step existed

@@ -303,3 +303,17 @@ def test_every_setting_that_refers_to_the_data_is_checked_against_it(settings, w
         return
     with pytest.raises((SettingsError, FormulaError), match=field if field != "formula" else "w"):
         read_settings_json(doc(settings, weights), dataset=ds)
+
+
+def test_a_payment_model_that_does_not_pay_the_datas_codes_is_refused():
+    import io
+
+    from favmac.io import load_calibration
+    from favmac.runspec import check_against_data
+    text = "patient_id,prob_HCC37,label_HCC37,prob_HCC38,label_HCC38\nP1,0.5,1,0.2,0\nP2,0.25,0,0.9,1\n"
+    ds = load_calibration(io.BytesIO(text.encode()), name="v28.csv")
+    ok = RunSpec(value_kind="cms_payment", cms_model="V28", cms_year=2026, targets=(0.1,))
+    assert check_against_data(ok, ds).cms_model == "V28"
+    with pytest.raises(SettingsError, match=r"cms_model V24 \(2026 tables\) cannot price the loaded data \(v28.csv\): "
+                                            r"codes: 2 code\(s\) are not payment HCCs of CMS-HCC V24 \(2026 tables\): HCC37, HCC38"):
+        check_against_data(ok.replace(cms_model="V24"), ds)

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 from ..thresholds import exact, quantile_rank
-from .common import build_result, prepare, refuse_control
+from .common import ThresholdSets, build_result, prepare, refuse_control
 
 __all__ = ["classwise"]
 
@@ -85,8 +85,8 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     final = final.T
     place = np.empty(len(order), dtype=passed.dtype)  # target t is the place[t]-th of the order
     place[order] = np.arange(len(order))
-    passed = np.ascontiguousarray(passed.T)  # (S, K)
-    selected = place[:, None, None] >= passed[None, :, :]
+    # code k is predicted for target t at step s iff passed[s, k] <= place[t]
+    sets = ThresholdSets(np.ascontiguousarray(passed.T), place[:, None], "<=")
     del passed
     code_thresholds = np.empty_like(final)
     code_thresholds[np.asarray(order, dtype=np.int64)] = final
@@ -95,5 +95,5 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
         "rule": "predict code k iff p_k > code_thresholds[target][k]",
         "code_thresholds": code_thresholds.tolist(),
     }
-    return build_result("ClassWise", stream, np.full((n_targets, n_steps), np.nan), selected, value, cost,
+    return build_result("ClassWise", stream, np.full((n_targets, n_steps), np.nan), sets, value, cost,
                         settings, np.full(n_targets, np.nan))

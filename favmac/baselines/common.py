@@ -15,7 +15,8 @@ from ..result import ReplayResult
 from ..thresholds import INT64_LIMIT, ExactCosts
 from ..validation import check_stream
 
-__all__ = ["Stream", "prepare", "refuse_control", "calibration_sizes", "build_result", "grid_costs", "no_progress"]
+__all__ = ["Stream", "ThresholdSets", "prepare", "refuse_control", "calibration_sizes", "build_result", "grid_costs",
+           "no_progress"]
 
 CONTROL_NAMES = {"expected": "expected-cost control (delta=None)", "violation": "violation control (delta in (0, 1))"}
 
@@ -55,6 +56,57 @@ class Stream:
     @property
     def control(self) -> str:
         return "expected" if self.delta is None else "violation"
+
+
+#: The comparisons :class:`ThresholdSets` applies, numbered as :func:`favmac.baselines.kernels.rule_outcomes` reads them.
+RULES = {">=": 0, ">": 1, "<=": 2}
+
+
+@dataclass
+class ThresholdSets:
+    """A baseline's chosen sets kept as the rule that makes them, not as (T, S, K) booleans.
+
+    Code k is chosen for target t at step s iff ``scores[s, k] <rule> levels[t, s]`` (``levels``
+    may be (T, 1): one level per target). CRC: probabilities ``>=`` lambda; InnerSet:
+    probabilities ``>`` tau; ClassWise: how many targets of its order do not predict the code
+    ``<=`` the target's place in that order. The booleans are built only when asked for
+    (:meth:`masks`, ``ReplayResult.selected``): at 300,000 patients, 35 codes and 10 targets they
+    are 105 MB, and the Trade-offs page never needs them (:func:`build_result` scores the sets
+    from the rule in one compiled pass). ``scores`` is usually a view of the stream's
+    probabilities, so it costs nothing.
+
+    >>> sets = ThresholdSets(np.array([[0.2, 0.7], [0.5, 0.5]]), np.array([[0.5, 0.5]]), ">=")
+    >>> sets.masks().astype(int).tolist()
+    [[[0, 1], [1, 1]]]
+    """
+
+    scores: np.ndarray
+    levels: np.ndarray
+    rule: str
+    #: Not a nested universe's code order (``favmac.universe.ChosenSets.order``): readers that
+    #: score prefixes of an order take the sets from :meth:`masks` instead.
+    order = None
+
+    def __post_init__(self):
+        if self.rule not in RULES:
+            raise ValueError(f"rule: expected one of {', '.join(RULES)}; got {self.rule!r}")
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.levels.shape[0], *self.scores.shape)
+
+    def masks(self, target: int | None = None, rows=slice(None)) -> np.ndarray:
+        """Boolean sets: (T, S, K), or (S, K) for one ``target``; ``rows`` selects steps."""
+        if target is None:
+            return np.stack([self.masks(t, rows) for t in range(self.shape[0])]) if self.shape[0] else np.zeros(self.shape, bool)
+        levels = self.levels[target]
+        levels = (levels if levels.shape[0] == 1 else levels[rows])[:, None]
+        scores = self.scores[rows]
+        if self.rule == ">=":
+            return scores >= levels
+        if self.rule == ">":
+            return scores > levels
+        return scores <= levels
 
 
 def prepare(probs, labels, cost, targets, *, delta, burn_in, window, c_max, codes, patient_ids, progress) -> Stream:
@@ -125,36 +177,61 @@ def _realized(function, selected, labels, hit):
 
 
 def _outcomes(stream: Stream, selected, value, cost, labels):
-    """(cost, value, exceeds), each (T, S), of the chosen sets.
+    """(cost, value, exceeds), each (T, S), of the chosen sets (a (T, S, K) array or
+    :class:`ThresholdSets`; the latter only where :func:`_scored_by_rule`).
 
     With an additive cost whose exact sums fit int64 (the usual case) one compiled pass gives
-    all three (:func:`favmac.baselines.kernels.set_outcomes`); the same numbers as
+    all three (:func:`favmac.baselines.kernels.set_outcomes`, or
+    :func:`~favmac.baselines.kernels.rule_outcomes` straight from the rule); the same numbers as
     :func:`_realized` and :meth:`ExactCosts.exceeds`, which remain the path for the rest.
     """
     n_codes = selected.shape[2]
     cost_weights = _additive_weights(cost, n_codes)
     bounds = [stream.costs.bound(t) for t in stream.targets]
-    exact_ok = stream.costs.weights.dtype != object and all(abs(b) < INT64_LIMIT for b in bounds)
-    if cost_weights is None or not exact_ok:
+    if cost_weights is None or not _exact_bounds(stream, bounds):
         return (_realized(cost, selected, labels, hit=False), _realized(value, selected, labels, hit=True),
                 stream.costs.exceeds(selected, labels, stream.targets))
-    from .kernels import set_outcomes
+    from .kernels import rule_outcomes, set_outcomes
 
     value_weights = _additive_weights(value, n_codes)
-    realized_cost, realized_value, exceeds = set_outcomes(
-        selected, np.ascontiguousarray(labels, dtype=bool), cost_weights,
-        np.zeros(0) if value_weights is None else value_weights, stream.costs.weights.astype(np.int64),
-        np.array(bounds, dtype=np.int64))
+    weights = (cost_weights, np.zeros(0) if value_weights is None else value_weights, stream.costs.weights.astype(np.int64),
+               np.array(bounds, dtype=np.int64))
+    labels = np.ascontiguousarray(labels, dtype=bool)
+    if isinstance(selected, ThresholdSets):
+        realized_cost, realized_value, exceeds = rule_outcomes(selected.scores, np.asarray(selected.levels),
+                                                               RULES[selected.rule], labels, *weights)
+    else:
+        realized_cost, realized_value, exceeds = set_outcomes(selected, labels, *weights)
     if value_weights is None:
         realized_value = _realized(value, selected, labels, hit=True)
     return realized_cost, realized_value, exceeds
 
 
+def _exact_bounds(stream: Stream, bounds) -> bool:
+    """Whether the exact "cost > target" flags can be int64 sums (the compiled outcome passes)."""
+    return stream.costs.weights.dtype != object and all(abs(b) < INT64_LIMIT for b in bounds)
+
+
+def _scored_by_rule(stream: Stream, value, cost) -> bool:
+    """Whether :func:`_outcomes` scores :class:`ThresholdSets` straight from their rule: an
+    additive value and cost, exact int64 bounds. Otherwise the sets are built first."""
+    n_codes = stream.n_codes
+    if _additive_weights(cost, n_codes) is None or _additive_weights(value, n_codes) is None:
+        return False
+    return _exact_bounds(stream, [stream.costs.bound(t) for t in stream.targets])
+
+
 def build_result(method: str, stream: Stream, thresholds, selected, value, cost, settings: dict,
                  final_thresholds) -> ReplayResult:
-    """The ReplayResult of a baseline run: realized cost/value and exact violation flags."""
+    """The ReplayResult of a baseline run: realized cost/value and exact violation flags.
+
+    ``selected``: the (T, S, K) chosen sets, or :class:`ThresholdSets` (kept as the result's
+    ``chosen``; ``selected`` is then built on first read)."""
     step_labels = stream.labels[stream.burn_in:]
     settings = {"control": stream.control, "c_max": float(stream.costs.c_max), "window": stream.window, **settings}
+    sets = selected if isinstance(selected, ThresholdSets) else None
+    if sets is not None and not _scored_by_rule(stream, value, cost):
+        selected = sets.masks()  # scored the general way; the result keeps them
     realized_cost, realized_value, exceeds = _outcomes(stream, selected, value, cost, step_labels)
     result = ReplayResult(
         method=method,
@@ -162,7 +239,7 @@ def build_result(method: str, stream: Stream, thresholds, selected, value, cost,
         delta=stream.delta,
         burn_in=stream.burn_in,
         thresholds=thresholds,
-        selected=selected,
+        selected=None if isinstance(selected, ThresholdSets) else selected,
         cost=realized_cost,
         value=realized_value,
         codes=stream.codes,
@@ -170,6 +247,7 @@ def build_result(method: str, stream: Stream, thresholds, selected, value, cost,
         settings=settings,
         final_thresholds=final_thresholds,
         exceeds=exceeds,
+        chosen=sets,
     )
     stream.progress(1.0)
     return result

@@ -4,31 +4,42 @@ from __future__ import annotations
 import numpy as np
 
 from ..thresholds import expected_bounds
-from .common import build_result, grid_costs, prepare, refuse_control
+from .common import ThresholdSets, build_result, grid_costs, prepare, refuse_control
 
 __all__ = ["crc"]
 
 
 def distinct_ranks(probs):
     """``np.unique(probs, return_inverse=True)`` with the inverse as int32 (int64 above 2^31
-    values) in ``probs``' shape, built with fewer (N, K) temporaries (large streams).
+    values) in ``probs``' shape (:func:`distinct_positions`, with the values read out).
 
     >>> values, ranks = distinct_ranks(np.array([[0.5, 0.1], [0.5, 0.9]]))
     >>> values.tolist(), ranks.tolist()
     ([0.1, 0.5, 0.9], [[1, 0], [1, 2]])
     """
+    first, ranks, _ = distinct_positions(probs)
+    return np.asarray(probs, dtype=float).ravel()[first], ranks
+
+
+def distinct_positions(probs):
+    """(first, ranks, longest): ``ranks`` (``probs``' shape, int32 below 2^31 values) is each
+    probability's position among the distinct values, sorted; the r-th distinct value is
+    ``probs.flat[first[r]]`` (an index of the same integer dtype: 4 bytes per value where a copy
+    of the values took 8); ``longest`` is the most probabilities sharing one value.
+
+    >>> first, ranks, longest = distinct_positions(np.array([[0.5, 0.1], [0.5, 0.9]]))
+    >>> first.tolist(), ranks.tolist(), longest
+    ([1, 0, 3], [[1, 0], [1, 2]], 2)
+    """
+    from .kernels import distinct_runs
+
     flat = np.ascontiguousarray(probs, dtype=float).ravel()
     order = np.argsort(flat)
-    ordered = flat[order]
-    starts = np.empty(flat.size, dtype=bool)
-    starts[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-    values = ordered[starts]
-    del ordered
     dtype = np.int32 if flat.size < 2**31 else np.int64
+    first = np.empty(flat.size, dtype=dtype)
     ranks = np.empty(flat.size, dtype=dtype)
-    ranks[order] = np.cumsum(starts, dtype=dtype) - 1
-    return values, ranks.reshape(np.shape(probs))
+    n_distinct, longest = distinct_runs(flat, order, first, ranks)
+    return first[:n_distinct], ranks.reshape(np.shape(probs)), int(longest)
 
 
 def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None, codes=None,
@@ -63,10 +74,11 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     -----
     Costs are summed as integers at the weights' decimal scale (the threshold arithmetic of
     :mod:`favmac.thresholds`, the same M = c(n+1) - C_max as FavMac), so with weights like 1
-    or 0.331 an exact tie is decided exactly (it qualifies). A Fenwick tree of costs and an
+    or 0.331 an exact tie is decided exactly (it qualifies). A blocked prefix tree of costs and an
     occupancy bit set over the ranks of the stream's probabilities
     (:func:`favmac.baselines.kernels.crc_kernel`) make a prediction O(T log U) and a
-    calibration update O(K log U).
+    calibration update O(K log U). The chosen sets are kept as their rule
+    (:class:`favmac.baselines.common.ThresholdSets`) and built when ``selected`` is read.
 
     Examples
     --------
@@ -89,13 +101,20 @@ def crc(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=No
     else:
         sizes = np.arange(n_patients + 1)
         bounds = np.array([float(t) * (sizes + 1) - c_max_units for t in stream.targets])
-    values, ranks = distinct_ranks(stream.probs)
+    first, ranks, longest = distinct_positions(stream.probs)
     stream.progress(0.1)
+    from ..replay import smallest_int
     from .kernels import crc_kernel, occupancy_levels
 
+    weights = np.asarray(weights)
+    # a position's cost is at most the largest weight times the most probabilities sharing it
+    largest = int(weights.max(initial=0)) * longest if exact_sums else None
+    leaf = np.zeros(len(first), dtype=weights.dtype if largest is None else smallest_int(largest))
     labels = np.ascontiguousarray(stream.labels, dtype=bool)
-    thresholds, selected, final = crc_kernel(stream.probs, ranks, values, labels, np.asarray(weights), bounds, stream.burn_in,
-                                             stream.window_int, occupancy_levels(len(values)))
+    thresholds, final = crc_kernel(stream.probs, ranks, first, labels, weights, leaf, bounds, stream.burn_in,
+                                   stream.window_int, occupancy_levels(len(first)))
+    del first, ranks, leaf
     settings = {"rule": "predict code k iff p_k >= threshold",
                 "candidates": "0, every calibration probability, +inf (exact)"}
-    return build_result("CRC", stream, thresholds, selected, value, cost, settings, final)
+    sets = ThresholdSets(stream.probs[stream.burn_in:], thresholds, ">=")
+    return build_result("CRC", stream, thresholds, sets, value, cost, settings, final)

@@ -45,7 +45,7 @@ def resolve_grid(probs, grid_size, grid) -> np.ndarray:
 
 
 def grid_run(probs, labels, weights, grid, bounds, burn_in, window):
-    """Run the grid kernel: (thresholds (T, S), selected (T, S, K), final (T,))."""
+    """Run the grid kernel: (thresholds (T, S), final (T,)); the chosen sets are ``p >= threshold``."""
     weights = np.asarray(weights)
     negative_weight = np.where(labels, weights.dtype.type(0), weights[None, :]).astype(weights.dtype)
     from .kernels import grid_kernel

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 from ..thresholds import exact, quantile_rank
-from .common import build_result, prepare
+from .common import ThresholdSets, build_result, prepare
 
 __all__ = ["inner_set", "inner_set_scores"]
 
@@ -80,7 +80,8 @@ def inner_set(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     from .. import fenwick
     from .kernels import inner_set_kernel
 
-    thresholds, selected, final = inner_set_kernel(stream.probs, rank, scores[order], ranks_needed,
-                                                    stream.burn_in, stream.window_int, fenwick.top_bit(n_patients))
+    thresholds, final = inner_set_kernel(rank, scores[order], ranks_needed, stream.burn_in, stream.window_int,
+                                         fenwick.top_bit(n_patients))
     settings = {"rule": "predict code k iff p_k > threshold"}
-    return build_result("InnerSet", stream, thresholds, selected, value, cost, settings, final)
+    sets = ThresholdSets(stream.probs[stream.burn_in:], thresholds, ">")
+    return build_result("InnerSet", stream, thresholds, sets, value, cost, settings, final)

@@ -31,6 +31,24 @@ def masked_sums(selected, per_code):
 
 
 @njit(cache=True, nogil=True)
+def _tally(chosen, present, cost_weights, value_weights, exact_weights, with_value):
+    """(cost, value, exact cost) of one chosen set (``chosen``, ``present``: (K,) bool): the
+    additions of :func:`set_outcomes`, in code order."""
+    cost_total = 0.0
+    value_total = 0.0
+    exact_total = np.int64(0)
+    for k in range(chosen.shape[0]):
+        pick = chosen[k]
+        here = present[k]
+        cost_total += pick * (0.0 if here else cost_weights[k])
+        if with_value:
+            value_total += pick * (value_weights[k] if here else 0.0)
+        if pick and not here:
+            exact_total += exact_weights[k]
+    return cost_total, value_total, exact_total
+
+
+@njit(cache=True, nogil=True)
 def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, bounds):
     """Realized cost, value and exact "cost > target" of every chosen set, in one pass.
 
@@ -49,20 +67,41 @@ def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, b
     exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
     for t in range(n_targets):
         for s in range(n_steps):
-            cost_total = 0.0
-            value_total = 0.0
-            exact_total = np.int64(0)
+            c, v, exact = _tally(selected[t, s], labels[s], cost_weights, value_weights, exact_weights, with_value)
+            cost[t, s] = c
+            value[t, s] = v
+            exceeds[t, s] = exact > bounds[t]
+    return cost, value, exceeds
+
+
+@njit(cache=True, nogil=True)
+def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exact_weights, bounds):
+    """:func:`set_outcomes` of the sets of a rule (:class:`favmac.baselines.common.ThresholdSets`):
+    code k is chosen for target t at step s iff ``scores[s, k]`` is ``>=`` (``rule`` 0), ``>`` (1)
+    or ``<=`` (2) ``levels[t, s]`` (``levels`` (T, 1): one level per target). The same numbers,
+    without the (T, S, K) booleans."""
+    n_steps, n_codes = scores.shape
+    n_targets = levels.shape[0]
+    per_step = levels.shape[1] != 1
+    with_value = value_weights.shape[0] > 0
+    cost = np.zeros((n_targets, n_steps))
+    value = np.zeros((n_targets, n_steps))
+    exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
+    chosen = np.empty(n_codes, dtype=np.bool_)
+    for t in range(n_targets):
+        for s in range(n_steps):
+            level = levels[t, s] if per_step else levels[t, 0]
             for k in range(n_codes):
-                chosen = selected[t, s, k]
-                present = labels[s, k]
-                cost_total += chosen * (0.0 if present else cost_weights[k])
-                if with_value:
-                    value_total += chosen * (value_weights[k] if present else 0.0)
-                if chosen and not present:
-                    exact_total += exact_weights[k]
-            cost[t, s] = cost_total
-            value[t, s] = value_total
-            exceeds[t, s] = exact_total > bounds[t]
+                if rule == 0:
+                    chosen[k] = scores[s, k] >= level
+                elif rule == 1:
+                    chosen[k] = scores[s, k] > level
+                else:
+                    chosen[k] = scores[s, k] <= level
+            c, v, exact = _tally(chosen, labels[s], cost_weights, value_weights, exact_weights, with_value)
+            cost[t, s] = c
+            value[t, s] = v
+            exceeds[t, s] = exact > bounds[t]
     return cost, value, exceeds
 
 
@@ -116,13 +155,13 @@ def classwise_code(column, order, negative, needs_by_size, burn_in, window, top,
 
 
 @njit(cache=True, nogil=True)
-def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, top):
-    n_patients, n_codes = probs.shape
+def inner_set_kernel(rank, sorted_scores, ranks_needed, burn_in, window, top):
+    """InnerSet's tau for every target and step (rule: predict k iff p_k > tau), and after the stream."""
+    n_patients = rank.shape[0]
     n_targets = ranks_needed.shape[0]
     n_steps = n_patients - burn_in
     tree = np.zeros(n_patients + 1, dtype=np.int32)
     thresholds = np.empty((n_targets, n_steps))
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
     final = np.empty(n_targets)
     for n in range(n_patients + 1):
         if n >= burn_in:
@@ -135,15 +174,12 @@ def inner_set_kernel(probs, rank, sorted_scores, ranks_needed, burn_in, window, 
                 if n == n_patients:
                     final[t] = tau
                 else:
-                    s = n - burn_in
-                    thresholds[t, s] = tau
-                    for k in range(n_codes):
-                        selected[t, s, k] = probs[n, k] > tau
+                    thresholds[t, n - burn_in] = tau
         if n < n_patients:
             fenwick.add(tree, rank[n], 1)
             if window > 0 and n - window >= 0:
                 fenwick.add(tree, rank[n - window], -1)
-    return thresholds, selected, final
+    return thresholds, final
 
 
 @njit(cache=True, nogil=True)
@@ -175,7 +211,6 @@ def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
     patient = np.zeros(n_grid + 1, dtype=negative_weight.dtype)
     n_above = np.zeros(n_codes, dtype=np.int64)
     thresholds = np.empty((n_targets, n_steps))
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
     final = np.empty(n_targets)
     for n in range(n_patients + 1):
         if n < n_patients:
@@ -195,18 +230,15 @@ def grid_kernel(probs, negative_weight, bounds, burn_in, window, grid):
                 lam = grid[lo] if lo < n_grid else np.inf
                 if n == n_patients:
                     final[t] = lam
-                else:
-                    s = n - burn_in
-                    thresholds[t, s] = lam
-                    for k in range(n_codes):
-                        selected[t, s, k] = n_above[k] > lo
+                else:  # the set {k : n_above[k] > lo} = {k : p_k >= lam}
+                    thresholds[t, n - burn_in] = lam
         if n < n_patients:
             add_patient(running, patient, n_above, negative_weight[n], 1.0)
             if window > 0 and n - window >= 0:
                 old = n - window
                 add_patient(running, patient, np.searchsorted(grid, probs[old], side="right"),
                              negative_weight[old], -1.0)
-    return thresholds, selected, final
+    return thresholds, final
 
 
 @njit(cache=True, nogil=True)
@@ -344,33 +376,98 @@ def next_occupied(bits, offsets, position):
     return i
 
 
+#: Positions per block of :func:`block_add` / :func:`first_reaching` (and blocks per superblock).
+BLOCK_SHIFT = 6
+
+
 @njit(cache=True, nogil=True)
-def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, offsets):
+def block_add(leaf, blocks, supers, position, weight):
+    """Add ``weight`` at ``position`` of a blocked prefix tree: ``leaf`` (one total per position,
+    any integer or float dtype that holds it), ``blocks`` (the totals of ``2**BLOCK_SHIFT``
+    positions) and ``supers`` (a Fenwick tree, :mod:`favmac.fenwick`, over superblocks of
+    ``2**BLOCK_SHIFT`` blocks). One leaf and one block total are touched where a Fenwick tree
+    over every position touches O(log U) entries spread over the whole array: the blocks and
+    superblocks are small enough to stay in cache. O(log(U / 4096))."""
+    leaf[position] += weight
+    blocks[position >> BLOCK_SHIFT] += weight
+    fenwick.add(supers, position >> (2 * BLOCK_SHIFT), weight)
+
+
+@njit(cache=True, nogil=True)
+def first_reaching(leaf, blocks, supers, x):
+    """The first position whose running total (itself included) reaches ``x`` > 0, or
+    ``len(leaf)`` when the total stays below it (weights >= 0): the superblock tree's search,
+    then at most one block's totals and one block's leaves, each scanned in order. Equals
+    ``favmac.fenwick.count_below(tree, x)`` of one Fenwick tree over every position."""
+    whole = fenwick.count_below(supers, x)  # superblocks whose running total stays below x
+    acc = fenwick.prefix_total(supers, whole)
+    block = whole << BLOCK_SHIFT
+    last = min(block + (1 << BLOCK_SHIFT), blocks.shape[0])
+    while block < last and acc + blocks[block] < x:
+        acc += blocks[block]
+        block += 1
+    position = block << BLOCK_SHIFT
+    end = min(position + (1 << BLOCK_SHIFT), leaf.shape[0])
+    while position < end:
+        acc += leaf[position]
+        if acc >= x:
+            return position
+        position += 1
+    return leaf.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def distinct_runs(flat, order, first, ranks):
+    """Along ``order`` (``np.argsort(flat)``): ``ranks[i]`` = the position of ``flat[i]`` among
+    the distinct values, ``first[r]`` = one index holding the r-th distinct value. Returns
+    (the number of distinct values, the most indices sharing one)."""
+    n_distinct = 0
+    longest = 0
+    run = 0
+    for r in range(order.shape[0]):
+        i = order[r]
+        if r == 0 or flat[i] != flat[order[r - 1]]:
+            first[n_distinct] = i
+            n_distinct += 1
+            run = 0
+        run += 1
+        longest = max(longest, run)
+        ranks[i] = n_distinct - 1
+    return n_distinct, longest
+
+
+@njit(cache=True, nogil=True)
+def crc_kernel(probs, ranks, first, labels, weights, leaf, bounds, burn_in, window, offsets):
     """Exact CRC thresholds: lambda = the smallest of {0} ∪ {calibration probabilities} ∪ {+inf}
     whose summed calibration cost R(lambda) = sum of w_k over false positives with p_k >= lambda
-    is <= ``bounds[t, m]`` (m calibration patients).
+    is <= ``bounds[t, m]`` (m calibration patients). Returns (thresholds (T, S), final (T,));
+    the chosen sets are ``p >= lambda``.
 
-    ``values`` are the sorted distinct probabilities of the stream and ``ranks`` (N, K) each
-    probability's position in them. A Fenwick tree over those positions holds the calibration
+    ``ranks`` (N, K) is each probability's position among the stream's sorted distinct
+    probabilities, the r-th of which is ``probs.flat[first[r]]`` (:func:`distinct_runs`: an index,
+    4 bytes, instead of a float copy). A blocked prefix tree over those positions (``leaf``,
+    zeros of a dtype that holds any position's total; :func:`block_add`) holds the calibration
     cost (``weights``, int64 at the costs' scale, or float above 2^62): R(lambda at position r)
     = total - (cost at positions < r), non-increasing in r, so the cut-off position is one
-    strict search, O(log U). Which positions hold a calibration probability now is an
+    search (:func:`first_reaching`). Which positions hold a calibration probability now is an
     occupancy bit set (levels at ``offsets``, :func:`occupancy_levels`; with a window, a count
     per position says when one empties): the candidate is the first occupied position from the
-    cut-off on, O(log_64 U) in a bit set 64 times smaller than a count tree. A code's cost is
-    ``weights[k]`` where it is absent (``labels[n, k]`` False), read here rather than from an
-    (N, K) table. O(T log U) per prediction, O(K log U) per patient inserted or removed.
+    cut-off on, O(log_64 U). A code's cost is ``weights[k]`` where it is absent (``labels[n, k]``
+    False), read here rather than from an (N, K) table. O(T log U) per prediction, O(K log U)
+    per patient inserted or removed, with one cache miss per point where a Fenwick tree over
+    every position had several.
     """
     n_patients, n_codes = probs.shape
-    n_values = values.shape[0]
+    n_values = first.shape[0]
     n_targets = bounds.shape[0]
     n_steps = n_patients - burn_in
-    cost_tree = np.zeros(n_values + 1, dtype=weights.dtype)
+    n_blocks = (n_values + (1 << BLOCK_SHIFT) - 1) >> BLOCK_SHIFT
+    blocks = np.zeros(max(n_blocks, 1), dtype=weights.dtype)
+    supers = np.zeros(((n_blocks + (1 << BLOCK_SHIFT) - 1) >> BLOCK_SHIFT) + 1, dtype=weights.dtype)
     bits = np.zeros(offsets[-1], dtype=np.uint64)
     copies = np.zeros(n_values if window > 0 else 0, dtype=np.int32)  # a window removes points: how many per position
-    total = cost_tree[0]  # a zero of the weights' type
+    total = blocks[0]  # a zero of the weights' type
     thresholds = np.empty((n_targets, n_steps))
-    selected = np.zeros((n_targets, n_steps, n_codes), dtype=np.bool_)
     final = np.empty(n_targets)
     for n in range(n_patients + 1):
         if n >= burn_in:
@@ -382,23 +479,20 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, o
                 elif total <= bound:
                     lam = 0.0  # every set qualifies: every code (p >= 0)
                 else:
-                    cut = fenwick.count_below(cost_tree, total - bound) + 1  # first position with R <= bound
-                    first = next_occupied(bits, offsets, cut) if cut < n_values else -1
-                    lam = np.inf if first < 0 else values[first]
+                    cut = first_reaching(leaf, blocks, supers, total - bound) + 1  # first position with R <= bound
+                    found = next_occupied(bits, offsets, cut) if cut < n_values else -1
+                    lam = np.inf if found < 0 else probs[first[found] // n_codes, first[found] % n_codes]
                 if n == n_patients:
                     final[t] = lam
                 else:
-                    s = n - burn_in
-                    thresholds[t, s] = lam
-                    for k in range(n_codes):
-                        selected[t, s, k] = probs[n, k] >= lam
+                    thresholds[t, n - burn_in] = lam
         if n < n_patients:
             for k in range(n_codes):
                 occupy(bits, offsets, ranks[n, k])
                 if window > 0:
                     copies[ranks[n, k]] += 1
                 if not labels[n, k] and weights[k] != 0:
-                    fenwick.add(cost_tree, ranks[n, k], weights[k])
+                    block_add(leaf, blocks, supers, ranks[n, k], weights[k])
                     total += weights[k]
             if window > 0 and n - window >= 0:
                 old = n - window
@@ -407,6 +501,6 @@ def crc_kernel(probs, ranks, values, labels, weights, bounds, burn_in, window, o
                     if copies[ranks[old, k]] == 0:
                         vacate(bits, offsets, ranks[old, k])
                     if not labels[old, k] and weights[k] != 0:
-                        fenwick.add(cost_tree, ranks[old, k], -weights[k])
+                        block_add(leaf, blocks, supers, ranks[old, k], -weights[k])
                         total -= weights[k]
-    return thresholds, selected, final
+    return thresholds, final

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..thresholds import INT64_LIMIT, exact
-from .common import build_result, grid_costs, prepare, refuse_control
+from .common import ThresholdSets, build_result, grid_costs, prepare, refuse_control
 from .grid import grid_run, resolve_grid
 
 __all__ = ["rcps", "hb_p_value"]
@@ -121,8 +121,8 @@ def rcps(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=N
     else:
         bounds = bounds * c_max_units
     stream.progress(0.1)
-    thresholds, selected, final = grid_run(stream.probs, stream.labels, weights, grid, bounds, stream.burn_in,
-                                           stream.window_int)
+    thresholds, final = grid_run(stream.probs, stream.labels, weights, grid, bounds, stream.burn_in, stream.window_int)
     settings = {"delta": stream.delta, "grid_size": int(grid.size), "rule": "predict code k iff p_k >= threshold",
                 "grid": grid.tolist()}
-    return build_result("RCPS", stream, thresholds, selected, value, cost, settings, final)
+    sets = ThresholdSets(stream.probs[stream.burn_in:], thresholds, ">=")
+    return build_result("RCPS", stream, thresholds, sets, value, cost, settings, final)

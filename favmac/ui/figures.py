@@ -247,8 +247,35 @@ def _custom(frame: pd.DataFrame) -> np.ndarray:
     return frame[["target", "target_pct", "mean_value", "mean_cost", "violation_freq"]].to_numpy(dtype=float)
 
 
+def spans_decades(values) -> bool:
+    """True when every value is finite and positive and the largest is over ten times the smallest: then a
+    log axis shows the tight budgets (the data-decided Trade-offs grid is log-spaced) instead of crowding
+    them into the first sixth of a linear axis. A zero (e.g. a method that flags nothing at a tight target)
+    keeps the axis linear, as a log axis would drop that point."""
+    v = np.asarray(values, dtype=float)
+    return bool(v.size) and bool(np.isfinite(v).all()) and bool((v > 0).all()) and float(v.max()) > 10.0 * float(v.min())
+
+
+def log_ticks(values) -> tuple[list[float], list[str]]:
+    """Tick positions 1-2-5 per decade across ``values`` (finite, positive; one a decade past three decades),
+    each labelled in full ("0.05",
+    not plotly's bare "5" between decades, which reads as five)."""
+    v = np.asarray(values, dtype=float)
+    lo, hi = float(v.min()) / 1.15, float(v.max()) * 1.15
+    steps = (1, 2, 5) if hi / lo <= 1e3 else (1,)  # over three decades 1-2-5 crowds a half-width chart
+    ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1) for m in steps]
+    ticks = [float(f"{t:.12g}") for t in ticks if lo <= t <= hi]
+    return ticks, [f"{t:g}" for t in ticks]
+
+
+def _log_axis(fig: go.Figure, axis: str, values) -> None:
+    tickvals, ticktext = log_ticks(values)
+    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(type="log", tickvals=tickvals, ticktext=ticktext)
+
+
 def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go.Figure:
-    """Mean value against mean realized cost, one curve per method across the targets."""
+    """Mean value against mean realized cost, one curve per method across the targets (log cost axis when
+    the costs span more than a decade: :func:`spans_decades`)."""
     fig = go.Figure()
     style = _method_style(points["method"].unique())
     for method, frame in points.groupby("method", sort=False):
@@ -259,7 +286,11 @@ def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
             customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
         )
-    return _layout(fig, "Value vs realized cost", f"Mean realized cost per patient ({cost_unit})", f"Mean value per patient ({value_unit})", height=430, legend="right")
+    log_x = spans_decades(points["mean_cost"])
+    if log_x:
+        _log_axis(fig, "x", points["mean_cost"])
+    x_title = f"Mean realized cost per patient ({cost_unit}{', log scale' if log_x else ''})"
+    return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient ({value_unit})", height=430, legend="right")
 
 
 def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit: str, value_unit: str) -> go.Figure:
@@ -272,8 +303,13 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
     lo = float(points["target"].min()) if len(points) else 0.0
     hi = float(points["target"].max()) if len(points) else 1.0
     guarantee = {"mode": "lines", "line": {"color": OKABE_ITO["black"], "dash": "dash", "width": 1.5}, "hoverinfo": "skip"}
+    log_x = spans_decades(points["target"]) if len(points) else False
+    # expected control on a log target axis: log realized cost too, so y = x stays a straight diagonal
+    log_y = log_x and control == "expected" and spans_decades(points["mean_cost"])
     if control == "expected":
-        fig.add_scatter(x=[0, hi * 1.05], y=[0, hi * 1.05], name="Guarantee: y = x", **guarantee)
+        # on a log target axis y = x is drawn through log-spaced points (a curve when cost stays linear)
+        line = np.geomspace(lo * 0.95, hi * 1.05, 60).tolist() if log_x else [0, hi * 1.05]
+        fig.add_scatter(x=line, y=line, name="Guarantee: y = x", **guarantee)
         y_col, y_title, title = "mean_cost", f"Mean realized cost per patient ({cost_unit})", "Realized cost vs target"
     else:
         fig.add_scatter(x=[lo * 0.95, hi * 1.05], y=[delta, delta], name=f"Guarantee: rate = δ = {delta:g}", **guarantee)
@@ -292,9 +328,15 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
     fig.data[-1].legendrank = 1
     if control != "expected":
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    elif log_y:
+        _log_axis(fig, "y", np.concatenate([points["mean_cost"], [lo, hi]]))
+        y_title += ", log scale"
     else:
         fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title, f"Target c ({cost_unit})", y_title, height=430, legend="right")
+    if log_x:
+        _log_axis(fig, "x", points["target"])
+    x_title = f"Target c ({cost_unit}{', log scale' if log_x else ''})"
+    return _layout(fig, title, x_title, y_title, height=430, legend="right")
 
 
 # --------------------------------------------------------------------------- patients

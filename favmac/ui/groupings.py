@@ -30,7 +30,7 @@ from favmac.ui.guarantees import new_patient_threshold as one_grouping_threshold
 from favmac.ui.guarantees import stream_patient_where as one_grouping_where
 from favmac.ui.guarantees import segment_caption, segment_cost_figure, segment_display, segment_thresholds, show_segment_table
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import threshold_label, threshold_rule, threshold_tile
+from favmac.ui.units import counts_styled, threshold_label, threshold_rule, threshold_tile
 
 __all__ = ["binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
            "grouping_thresholds", "new_patient_threshold", "new_patient_thresholds", "new_patients_for", "new_patients_rule", "segment_columns", "show_delay_chart",
@@ -78,7 +78,7 @@ def show_grouping_tables(result, settings: dict) -> None:
                "the one used; near 100 % the grouping is the one holding those patients back. " + md(segment_caption(result, settings)))
     for name, table in grouping_display(result, settings).items():
         st.markdown(f"**{md(name)}**")
-        st.table(md_frame(table.drop(columns=["warning"]).set_index("segment")))  # group labels are user text
+        st.table(counts_styled(md_frame(table.drop(columns=["warning"]).set_index("segment"))))  # group labels are user text
         for segment, warning in zip(table["segment"], table["warning"]):
             if warning:
                 st.warning(f"{md(name)} {md(segment)}: {md(warning)}.")
@@ -112,7 +112,7 @@ def show_grouping_thresholds(result, settings: dict, score: str) -> None:
         shown = pd.DataFrame({"segment": table["segment"], label: table["rule"],
                               "calibration patients": table["calibration patients"],
                               "T (math)": [f"{t:.4g}" for t in table["threshold"]]})  # the rule in the user's units first
-        st.table(md_frame(shown.set_index("segment")))
+        st.table(counts_styled(md_frame(shown.set_index("segment"))))
 
 
 def delay_series(result) -> pd.DataFrame | None:

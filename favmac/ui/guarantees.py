@@ -15,7 +15,7 @@ from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.formats import fixed
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import cost_unit, per_100_charts, threshold_label, threshold_rule, threshold_tile
+from favmac.ui.units import cost_unit, counts_styled, per_100_charts, threshold_label, threshold_rule, threshold_tile
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_caption", "segment_cost_figure",
            "segment_display", "segment_units", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
@@ -124,7 +124,7 @@ def show_segment_table(result, settings: dict) -> None:
     st.subheader("Per segment")
     table = segment_display(result, settings)
     st.caption(md(segment_caption(result, settings)))
-    st.table(md_frame(table.set_index("segment")))  # a few rows: a plain table, readable and printable
+    st.table(counts_styled(md_frame(table.set_index("segment"))))  # a few rows: a plain table, readable and printable
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")

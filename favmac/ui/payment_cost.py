@@ -6,9 +6,10 @@ the payment the false flags alone would add, RAF(D, B ∪ (S \\ y)) - RAF(D, B),
 from __future__ import annotations
 
 from favmac.runspec import COST_KINDS
+from favmac.ui.text import md
 from favmac.ui.units import cost_unit, plain_number
 
-__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "additive_cost_skips"]
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "typed_spec", "additive_cost_skips"]
 
 UNSUPPORTED = "cms_unsupported"
 HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
@@ -46,11 +47,30 @@ def c_max_of(spec, dataset) -> float:
     return float(spec.replace(cost_kind=UNSUPPORTED).c_max(dataset.n_codes, dataset.codes, dataset.members))
 
 
+def typed_spec(spec, payment: dict, base_rate):
+    """``spec`` (the saved run) with the payment value as the form shows it now, before Apply:
+    ``payment`` the payment inputs (``payment_widgets.payment_inputs``; its base rate, typed text,
+    is replaced by ``base_rate``, the parsed number or None for RAF). What the unsupported-payment
+    caption describes, so it follows every input as it changes rather than the last saved run.
+
+    >>> from favmac.runspec import RunSpec
+    >>> s = typed_spec(RunSpec(), {"cms_model": "V28", "cms_year": 2026, "base_rate": "11,000"}, 11000.0)
+    >>> (s.value_kind, s.cost_kind, s.cms_year, s.base_rate)
+    ('cms_payment', 'cms_unsupported', 2026, 11000.0)
+    """
+    fields = {k: v for k, v in payment.items() if k != "base_rate"}
+    return spec.replace(value_kind="cms_payment", cost_kind=UNSUPPORTED, base_rate=base_rate, **fields)
+
+
 def c_max_caption(spec, dataset) -> str:
-    """The caption under the cost radio when the unsupported payment is chosen (``spec``: the saved
-    run with the payment value; ``dataset``: its data, whose codes and cells fix C_max)."""
+    """The caption under the cost radio when the unsupported payment is chosen (``spec``: the run
+    with the payment value, :func:`typed_spec`; ``dataset``: its data, whose codes and cells fix
+    C_max). Markdown: the reason inputs that cannot price the data are refused is escaped."""
     spec = spec.replace(cost_kind=UNSUPPORTED)
-    c_max = c_max_of(spec, dataset)
+    try:
+        c_max = c_max_of(spec, dataset)
+    except ValueError as err:  # typed inputs that cannot price the data (a model without its codes): say so, no traceback
+        return f"Unsupported payment: no C_max with these payment inputs. {md(err)}"
     unit = cost_unit({"cost_kind": UNSUPPORTED, "base_rate": spec.base_rate})
     return (f"Unsupported payment: the target is in {unit} per chart. The most one chart can cost "
             f"(C_max) is {plain_number(c_max)}: a bound on any member's unsupported payment in the data's cells (every code "

@@ -166,32 +166,69 @@ def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_
     return {ADDITIVE_LABEL: summary}
 
 
+def _where(targets, gains, cost_unit: str | None, every) -> str:
+    """"c = 0.07 to 0.66 false flags per chart, +0.6 % to +20 %": the targets (a run of consecutive
+    ones of ``every`` as a range, else each, at most six) and the gains' range."""
+    first = list(every).index(targets[0])
+    if len(targets) > 3 and list(every)[first:first + len(targets)] == list(targets):
+        shown = f"{targets[0]:g} to {targets[-1]:g}"
+    else:
+        shown = ", ".join(f"{t:g}" for t in targets[:6]) + (", ..." if len(targets) > 6 else "")
+    unit = f" {cost_unit} per chart" if cost_unit else ""
+    finite = [g for g in gains if math.isfinite(g)]
+    if not finite:
+        return f"c = {shown}{unit}"
+    low, high = min(finite), max(finite)
+    span = f"{low:+.1f} %" if round(low, 1) == round(high, 1) else f"{low:+.1f} % to {high:+.1f} %"
+    return f"c = {shown}{unit}, {span.replace('-', '−')}"
+
+
 def payment_vs_additive(points: pd.DataFrame, cost_unit: str, aware: str = "FavMac (price)") -> str | None:
     """One sentence comparing payment-aware FavMac with :data:`ADDITIVE_LABEL` target by target
-    (``points``: the Trade-offs plotting table, ``mean_value`` in payment); None when either is
-    missing. Where the additive choice captures more, says why (docs/payment.md): the payment
-    value's expectation treats the codes as independent, which overstates the payment of members
-    with no likely code, most at high targets; recalibration narrows it."""
+    (``points``: the Trade-offs plotting table, ``mean_value`` in payment): at how many targets it
+    captures more, the same and less payment, where (the targets) and by how much (the relative
+    difference's range); None when either is missing. Where the additive choice captures more,
+    says why (docs/payment.md): the payment value's expectation treats the codes as independent,
+    which overstates the payment of members with no likely code, most at high targets;
+    recalibration narrows it.
+
+    >>> pts = pd.DataFrame({"method": ["FavMac (price)"] * 2 + [ADDITIVE_LABEL] * 2, "target": [0.1, 2.0] * 2,
+    ...                     "mean_value": [1.1, 2.0, 1.0, 2.0]})
+    >>> payment_vs_additive(pts, "false flags")
+    'FavMac (price) captures more payment than FavMac (price, additive) at 1 of 2 targets (c = 0.1 false flags per chart, +10.0 %) and the same at 1 (c = 2).'
+    """
     if points is None or points.empty or not {"method", "target", "mean_value"} <= set(points.columns):
         return None
     mine = points[points["method"] == aware].set_index("target")["mean_value"]
     other = points[points["method"] == ADDITIVE_LABEL].set_index("target")["mean_value"]
-    targets = [t for t in mine.index if t in other.index]
+    targets = sorted(t for t in mine.index if t in other.index)
     if not targets:
         return None
+
+    def gain(t):
+        return 100.0 * (mine[t] / other[t] - 1.0) if other[t] > 0 else float("nan")
+
+    ahead = [t for t in targets if mine[t] > other[t]]
+    same = [t for t in targets if mine[t] == other[t]]
     behind = [t for t in targets if mine[t] < other[t]]
-    if not behind:
-        return (f"{aware} captures at least as much payment as {ADDITIVE_LABEL} at every one of the "
-                f"{len(targets)} targets.")
-    where = ", ".join(f"{t:g}" for t in sorted(behind)[:6]) + (", ..." if len(behind) > 6 else "")
-    lead = (f"{aware} captures less payment than {ADDITIVE_LABEL} at every one of the {len(targets)} targets"
-            if len(behind) == len(targets) else
-            f"{aware} captures more payment than {ADDITIVE_LABEL} at {len(targets) - len(behind)} of "
-            f"{len(targets)} targets and less at c = {where} {cost_unit} per chart")
-    return (f"{lead}. A known limit: the payment "
-            "value's expected payment treats each code's probability as independent of the others', which "
-            "overstates what members with no likely code would pay; it costs most at high targets. "
-            "Recalibrating the classifier narrows it (docs/payment.md).")
+    n = len(targets)
+    parts, unit = [], cost_unit
+    for verb, group in (("more", ahead), ("the same", same), ("less", behind)):
+        if not group:
+            continue
+        if parts:
+            count = f"at {len(group)}"
+        else:
+            count = f"at {len(group)} of {n} targets" if len(group) < n else f"at every one of the {n} targets"
+        where = _where(group, [gain(t) for t in group] if verb != "the same" else [], unit, targets)
+        parts.append(f"{verb} {'payment than ' + ADDITIVE_LABEL + ' ' if not parts else ''}{count} ({where})")
+        unit = None  # said once
+    sentence = f"{aware} captures " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]) + "."
+    if behind:
+        sentence += (" A known limit: the payment value's expected payment treats each code's probability as independent of the "
+                     "others', which overstates what members with no likely code would pay; it costs most at high targets. "
+                     "Recalibrating the classifier narrows it (docs/payment.md).")
+    return sentence
 
 
 def patient_functions(spec, codes, members, row):

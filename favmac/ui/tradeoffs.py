@@ -14,59 +14,11 @@ import pandas as pd
 
 from favmac.functions import bind_rows
 from favmac.methods import applicability, get_method, method_labels, run_method
-from favmac.runspec import RunSpec, SettingsError, as_integer, as_number, target_from_percent
+from favmac.runspec import RunSpec
 from favmac.ui import payment_cost, payment_view
+from favmac.ui.tradeoff_grid import DEFAULT_METHODS, default_grid, tradeoff_targets, validate_grid  # noqa: F401 (the grid's home; scripts read these here)
 from favmac.universe import candidate_sets
 from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
-
-#: Both scores of FavMac side by side: "FavMac (price)" (price score, ratio universe) and the
-#: cost-score universes, then the baselines.
-DEFAULT_METHODS = ("FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC",
-                   "RCPS")
-
-
-def default_grid() -> dict:
-    """The trade-off grid a new session starts with: 10 targets from 5 % to 50 % of C_max."""
-    return {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10, "methods": list(DEFAULT_METHODS)}
-
-
-def validate_grid(grid: dict) -> dict:
-    """The grid with defaults filled in, checked; SettingsError names the field and the range."""
-    g = default_grid()
-    g.update({k: v for k, v in dict(grid).items() if k in g})
-    low, high = as_number(g["low_pct"], "grid.low_pct"), as_number(g["high_pct"], "grid.high_pct")
-    if not 0 < low < high <= 100:
-        raise SettingsError("grid", f"targets must satisfy 0 < lowest < highest <= 100 % of C_max; got {low:g} and {high:g}")
-    n = as_integer(g["n_targets"], "grid.n_targets")
-    if not 2 <= n <= 50:
-        raise SettingsError("grid.n_targets", f"(number of trade-off targets) must be between 2 and 50; got {n}")
-    if not isinstance(g["methods"], (list, tuple)):
-        raise SettingsError("grid.methods", "must be a list of method names")
-    known = method_labels(n_codes=1)  # every label; whether one suits the data is decided when it runs
-    unknown = [m for m in g["methods"] if m not in known]
-    if unknown:
-        raise SettingsError("grid.methods", f"has unknown method(s) {', '.join(map(str, unknown[:5]))}; choose from {', '.join(known)}")
-    return {"low_pct": low, "high_pct": high, "n_targets": n, "methods": list(g["methods"])}
-
-
-def tradeoff_targets(cmax: float, low_pct: float, high_pct: float, n_targets: int, integer_cost: bool,
-                     include: float | None = None) -> np.ndarray:
-    """``n_targets`` targets from ``low_pct`` to ``high_pct`` % of C_max, in cost units, plus
-    ``include`` (the configured target, so the comparison shows the run the other pages show).
-
-    Each grid target is :func:`favmac.runspec.target_from_percent` to 6 decimals: for integer
-    costs one that lands on an integer below C_max is moved up by 0.1, as the paper does, to stay
-    clear of exact ties (``include`` is kept as it is).
-
-    >>> tradeoff_targets(10, 10, 50, 5, False, include=2.5).tolist()
-    [1.0, 2.0, 2.5, 3.0, 4.0, 5.0]
-    """
-    percents = np.linspace(low_pct, high_pct, int(n_targets)).tolist()
-    targets = [target_from_percent(p, cmax, decimals=6, integer_cost=integer_cost) for p in percents]
-    if include is not None:
-        targets.append(float(include))
-    return np.unique(targets)
-
 
 def method_applicability(control: str, methods=None, n_codes: int | None = None) -> dict[str, str | None]:
     """For each method label: None if it applies to ``control`` (and K = ``n_codes``), else the reason."""
@@ -95,10 +47,20 @@ RECALIBRATED_METHOD = "FavMac (price)"
 RECALIBRATED_LABEL = "FavMac (price) + recalibration"
 
 #: Threads computing one Trade-offs run's methods at the same time: this machine's two cores
-#: (the compiled kernels release the GIL). At most one of them runs a FavMac replay
-#: (:func:`replays_engine`) at any moment, so the peak memory is one replay's plus a baseline's.
-#: Used only while a core is free (:func:`tradeoff_workers`).
+#: (the compiled kernels release the GIL). Used only while a core is free (:func:`tradeoff_workers`).
 TRADEOFF_WORKERS = 2
+
+#: FavMac replays (:func:`replays_engine`) that may run at the same time on those threads. Two:
+#: the FavMac variants are about three quarters of the work, so with one at a time the second
+#: thread ran out of baselines early and the comparison took as long as the chain of variants;
+#: two at once hold two replays' memory, about what one replay and CRC held before the
+#: baselines stopped building their (T, S, K) sets (docs/large_cohorts.md, "Fourth round").
+HEAVY_AT_ONCE = 2
+
+#: The baselines' relative CPU time (300,000 x 35, 10 targets: CRC 4.0 s, ClassWise 2.6 s,
+#: InnerSet 1.0 s, RCPS about ClassWise's): a free thread takes the longest first, so the two
+#: threads end together. Methods not listed count as 0 and keep their order.
+LIGHT_COST = {"CRC": 4.0, "ClassWise": 2.6, "RCPS": 2.6, "InnerSet": 1.0}
 
 
 def machine_has_a_free_core() -> bool:
@@ -139,8 +101,9 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
     patients after the fold and burn-in.
 
-    The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: never two FavMac
-    replays at once); the tables are those of running them one after another, to the last bit,
+    The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: at most
+    :data:`HEAVY_AT_ONCE` FavMac replays at once; the price and ratio variants share their
+    candidate sets when they run one after another); the tables are those of running them one after another, to the last bit,
     in the order of ``methods``. ``progress(fraction)`` gets the mean of the methods' fractions,
     from one thread at a time. When a method fails, the others still run to their end; then the
     first failing method's error (in the order of ``methods``) is raised, as a sequential run
@@ -167,7 +130,11 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     vscale = value_scale(value, n_codes)
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
     compiled = value.is_additive or getattr(value, "sequences", None) is not None
-    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled else {}
+    workers = tradeoff_workers()
+    # Candidate sets are shared only between replays that run one after another: a Candidates
+    # object fills caches as a replay reads it, so two replays at once each build their own.
+    overlap = workers > 1 and HEAVY_AT_ONCE > 1
+    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled and not overlap else {}
     shared = {}  # universe -> its candidates, while a method still to run needs them (one replay at a time: no lock)
     report = _SharedProgress(progress, len(runnable))
 
@@ -191,7 +158,8 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         return summary
 
     tasks = [lambda i=i, method=method: summary_of(i, method) for i, method in enumerate(runnable)]
-    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable])
+    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable], workers=workers,
+                           cost=[LIGHT_COST.get(method, 0.0) for method in runnable])
     summaries = {method: summary for method, (summary, error) in zip(runnable, outcomes) if error is None}
     failed = {method: error for method, (_, error) in zip(runnable, outcomes) if error is not None}
     if spec.value_kind == "cms_payment" and runnable and spec.cost_kind != payment_cost.UNSUPPORTED and not failed:
@@ -219,7 +187,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
 
 def replays_engine(method: str) -> bool:
     """Whether ``method`` runs FavMac's exact threshold engine (a FavMac variant or FPCP), the
-    memory-heavy kind of which :func:`run_methods` never runs two at once.
+    memory-heavy kind of which :func:`run_methods` runs at most :data:`HEAVY_AT_ONCE` at once.
 
     >>> [replays_engine(m) for m in ("FavMac (value)", "FPCP", "CRC")]
     [True, True, False]
@@ -228,32 +196,34 @@ def replays_engine(method: str) -> bool:
     return record.is_favmac or record.key == "fpcp"
 
 
-def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
+def run_methods(tasks, heavy, workers: int | None = None, heavy_at_once: int | None = None, cost=None) -> list[tuple]:
     """Run every callable of ``tasks`` on ``workers`` threads (default :func:`tradeoff_workers`);
     ``[(result, None) or (None, error)]`` in the order of ``tasks``.
 
-    A task marked in ``heavy`` (a FavMac replay) never runs beside another heavy one (the peak
-    memory stays one replay's), and heavy tasks start in their order. A free thread takes the
-    first heavy task it may, else the first other task, else waits for the heavy one to end.
-    Every task runs whatever the others raise, so one error loses no other result; the results
-    do not depend on the schedule (each task's inputs are its own). One worker (or one task):
-    the tasks in order in this thread.
+    At most ``heavy_at_once`` (default :data:`HEAVY_AT_ONCE`) tasks marked in ``heavy`` (FavMac
+    replays) run at the same time, and heavy tasks start in their order. A free thread takes the
+    first heavy task it may, else the other task with the largest ``cost`` (the first of equal
+    ones; default: in order), else waits for a heavy one to end. Every task runs whatever the
+    others raise, so one error loses no other result; the results do not depend on the schedule
+    (each task's inputs are its own). One worker (or one task): the tasks in order in this thread.
     """
     workers = tradeoff_workers() if workers is None else int(workers)
+    limit = max(1, HEAVY_AT_ONCE if heavy_at_once is None else int(heavy_at_once))
+    cost = [0.0] * len(tasks) if cost is None else list(cost)
     outcomes: list = [None] * len(tasks)
     pending = list(range(len(tasks)))
     turn = threading.Condition()
-    heavy_running = [False]
+    heavy_running = [0]
 
     def take():
         with turn:
             while pending:
-                pick = next((i for i in pending if heavy[i]), None) if not heavy_running[0] else None
+                pick = next((i for i in pending if heavy[i]), None) if heavy_running[0] < limit else None
                 if pick is None:
-                    pick = next((i for i in pending if not heavy[i]), None)
+                    pick = max((i for i in pending if not heavy[i]), key=lambda i: cost[i], default=None)
                 if pick is not None:
                     pending.remove(pick)
-                    heavy_running[0] = heavy_running[0] or bool(heavy[pick])
+                    heavy_running[0] += bool(heavy[pick])
                     return pick
                 turn.wait()
             return None
@@ -266,8 +236,7 @@ def run_methods(tasks, heavy, workers: int | None = None) -> list[tuple]:
                 outcomes[i] = (None, error)
             finally:
                 with turn:
-                    if heavy[i]:
-                        heavy_running[0] = False
+                    heavy_running[0] -= bool(heavy[i])
                     turn.notify_all()
 
     threads = max(1, min(workers, len(tasks)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -85,6 +85,27 @@ def plain_number(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+#: The per-segment tables' patient counts (numbers, drawn with thousands separators by :func:`counts_styled`).
+COUNT_COLUMNS = ("patients", "predicted", "calibration patients", "new patients")
+
+
+def counts_styled(frame, columns=COUNT_COLUMNS):
+    """``frame`` for ``st.table`` with the counts in ``columns`` (patients) written as
+    :func:`plain_number` writes them: ``1,500``, not ``1500``. A pandas Styler: the cells stay
+    numbers (what AppTest and a download read), only what is drawn changes. ``columns`` must name
+    every number column the table has, or the Styler's default (six decimals) shows for the others.
+
+    >>> import pandas as pd
+    >>> print(counts_styled(pd.DataFrame({"segment": ["East"], "patients": [1500], "predicted": [812.5]}),
+    ...                     ["patients", "predicted", "absent"]).to_string())
+     segment patients predicted
+    0 East 1,500 812.5
+    <BLANKLINE>
+    """
+    shown = [c for c in columns if c in frame.columns]
+    return frame.style.format(lambda n: "—" if n != n else plain_number(n), subset=shown)
+
+
 def cost_short(settings: dict) -> str:
     """The cost's unit in a few words, for a tile label (:func:`cost_unit` in full).
 
@@ -109,6 +130,18 @@ def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
     if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
         return f"${x:,.0f}"
     return f"{x:,.{decimals}f}"
+
+
+def cost_figure(x: float, settings: dict) -> str:
+    """A cost for a summary tile: whole dollars (``$5,009``) for unsupported payment in dollars, otherwise
+    four significant digits (:func:`plain_number`).
+
+    >>> cost_figure(5009.2, {"cost_kind": "cms_unsupported", "base_rate": 11000.0}), cost_figure(0.48792, {"cost_kind": "fp"})
+    ('$5,009', '0.4879')
+    """
+    if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
+        return cost_amount(x, settings)
+    return "—" if math.isnan(float(x)) else plain_number(x, 4)
 
 
 def in_dollars(settings: dict) -> bool:
@@ -183,9 +216,14 @@ def per_100_charts(per_chart: float) -> str:
 
 
 def cost_per_100_label(settings: dict) -> str:
-    """Column or tile label for the mean cost per 100 charts."""
-    if settings["cost_kind"] == "cms_unsupported":  # short enough for a tile; the unit in brackets, as the payment's
-        return f"{cost_short(settings).capitalize()} per 100 charts"
+    """Column or tile label for the mean cost per 100 charts.
+
+    >>> cost_per_100_label({"cost_kind": "cms_unsupported", "base_rate": None}), cost_per_100_label({"cost_kind": "fp"})
+    ('Unsupported RAF per 100 charts', 'False flags per 100 charts')
+    """
+    if settings["cost_kind"] == "cms_unsupported":  # short enough for a tile; "RAF" keeps its capitals
+        short = cost_short(settings)
+        return f"{short[0].upper()}{short[1:]} per 100 charts"
     return ("False flags per 100 charts" if settings["cost_kind"] == "fp"
             else "Risk weight of false flags per 100 charts")
 

@@ -9,7 +9,8 @@
   session's replays are capped.
 * The methods computed on two threads (``TRADEOFF_WORKERS``, ``run_methods``) give the tables of
   the one-thread run, to the last bit; progress comes from every method, one thread at a time;
-  a failing method loses no other method's result; never two FavMac replays at once.
+  a failing method loses no other method's result; one FavMac replay at a time when asked
+  (two at once: tests/app/test_tradeoff_schedule.py).
 """
 from __future__ import annotations
 
@@ -300,9 +301,10 @@ def test_an_error_in_one_method_keeps_the_others_results(monkeypatch):
         assert any("raised by ClassWise" in note for note in raised.value.__notes__)
 
 
-def test_run_methods_never_runs_two_heavy_tasks_at_once():
-    """The schedule: heavy tasks (FavMac replays) one at a time and in their order, light ones
-    beside them; every outcome in the order of the tasks, errors returned, not raised."""
+def test_run_methods_runs_heavy_tasks_one_at_a_time_when_asked():
+    """The schedule with ``heavy_at_once=1``: heavy tasks (FavMac replays) one at a time and in
+    their order, light ones beside them; every outcome in the order of the tasks, errors
+    returned, not raised."""
     import threading
     import time
 
@@ -323,7 +325,7 @@ def test_run_methods_never_runs_two_heavy_tasks_at_once():
         return run
 
     specs = [("F1", True, False), ("F2", True, True), ("B1", False, False), ("F3", True, False), ("B2", False, False)]
-    outcomes = tradeoffs.run_methods([task(*s) for s in specs], [s[1] for s in specs], workers=2)
+    outcomes = tradeoffs.run_methods([task(*s) for s in specs], [s[1] for s in specs], workers=2, heavy_at_once=1)
     assert [r for r, _ in outcomes] == ["F1", None, "B1", "F3", "B2"]
     assert isinstance(outcomes[1][1], RuntimeError) and all(e is None for i, (_, e) in enumerate(outcomes) if i != 1)
     assert max(heavy_running for _, _, heavy_running in log) == 1

@@ -36,16 +36,19 @@ def test_default_comparison_runs_on_demand_and_matches_metrics():
 
 def test_grid_form_changes_targets_and_methods():
     at = open_additive("tradeoffs")
-    at.number_input(key="grid_low").set_value(10.0)
+    assert at.number_input(key="grid_low").value is None  # empty: decided from the data
+    at.number_input(key="grid_low").set_value(10.0)  # false flags per 100 charts
     at.number_input(key="grid_high").set_value(30.0)
     at.number_input(key="grid_n").set_value(3)
     at.pills(key="grid_methods").set_value(["FavMac (ratio)", "InnerSet"])
     at.button(key="run_tradeoffs").click().run()
     assert_clean(at)
     out = at.session_state["tradeoffs"]
-    np.testing.assert_allclose(out["targets"], [1.05, 3.5, 7.1, 10.5])  # 7.0 is moved off the integer; 1.05 is the configured target
+    np.testing.assert_allclose(out["targets"], [0.1, 0.17, 0.3, 1.05])  # log-spaced per chart; 1.05 is the configured target
     assert set(out["points"]["method"]) == {"FavMac (ratio)", "InnerSet"}
-    assert at.session_state["settings"]["grid"]["n_targets"] == 3
+    grid = at.session_state["settings"]["grid"]
+    assert (grid["n_targets"], grid["low"], grid["high"], grid["unit"]) == (3, 0.1, 0.3, "fp")
+    assert at.number_input(key="grid_low").value == 10.0 and at.number_input(key="grid_high").value == 30.0
 
 
 def test_violation_control_offers_rcps_not_crc():

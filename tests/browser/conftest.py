@@ -9,11 +9,16 @@
 * ``browser`` (session): Debian's chromium (``/usr/bin/chromium``) through Playwright's sync
   API. Never ``playwright install``: when the executable (or python playwright) is missing the
   tests are skipped, and fail instead when ``CI=true`` (``.ci/run`` installs chromium with apt-get).
-* All of them run in one pytest-xdist worker, one test at a time (``pytest_collection_modifyitems``).
+* They run in two pytest-xdist groups (``BROWSER_GROUPS``), each in one worker with its own server and
+  chromium, one test at a time (``pytest_collection_modifyitems``).
 * ``page`` (per test): a fresh browser context (own cookies, so its own Streamlit session),
   1400 x 1000 viewport, downloads accepted. Uncaught JavaScript errors are collected in
   ``page.js_errors``. When the test fails, a full-page screenshot of the page as it was goes to
-  ``artifacts/screenshots/failed-<test>.png`` (gitignored).
+  ``<screenshot_dir>/failed-<test>.png`` (its path is printed with the failure's teardown output).
+* ``screenshot_dir`` (session): where the tests put their screenshots: a pytest tmp dir, so a test
+  run never writes into the checkout; ``$FAVMAC_SCREENSHOT_DIR`` when set (``scripts/screenshots.py``
+  sets it to ``artifacts/screenshots``, gitignored, and copies the README's pictures to
+  ``docs/screenshots/`` itself).
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -35,7 +41,7 @@ CHROMIUM = Path(os.environ.get("FAVMAC_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
 VIEWPORT = {"width": 1400, "height": 1000}
 SERVER_START_TIMEOUT = 60.0  # seconds
-FAILURE_SHOTS = REPO_ROOT / "artifacts" / "screenshots"
+SCREENSHOT_DIR_ENV = "FAVMAC_SCREENSHOT_DIR"
 LISTENING = re.compile(r"URL: http://127\.0\.0\.1:(\d+)")
 
 
@@ -148,6 +154,26 @@ def serve_app(log_dir: Path, *extra_args: str):
 
 
 @pytest.fixture(scope="session")
+def screenshot_dir(tmp_path_factory) -> Path:
+    """Directory for the tests' screenshots: ``$FAVMAC_SCREENSHOT_DIR`` (created) when set, else a
+    pytest tmp dir. Never the repository's tracked files (docs/screenshots is scripts/screenshots.py's)."""
+    chosen = os.environ.get(SCREENSHOT_DIR_ENV, "").strip()
+    if not chosen:
+        return tmp_path_factory.mktemp("screenshots")
+    path = Path(chosen)
+    path = path if path.is_absolute() else REPO_ROOT / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def serving():
+    """``serve_app`` and ``VIEWPORT`` for a test module: ``from conftest import ...`` finds whichever
+    conftest was imported last (tests/app's when tests/app is collected after tests/browser)."""
+    return SimpleNamespace(serve_app=serve_app, viewport=VIEWPORT)
+
+
+@pytest.fixture(scope="session")
 def app_url(tmp_path_factory) -> str:
     """Base URL (no trailing slash) of a ``streamlit run app.py`` server for this test session."""
     with serve_app(tmp_path_factory.mktemp("streamlit")) as base:
@@ -168,14 +194,32 @@ def browser(chromium_path):
             browser.close()
 
 
+#: The browser tests' two pytest-xdist groups, by file, balanced by their measured durations (each
+#: about half: 294 s and 276 s in a run with ``-n 2``); a file not listed joins the first group.
+#: tests/conftest.py's ``BROWSER_GROUP_COUNT`` (one extra xdist worker per group) counts them.
+BROWSER_GROUPS = {
+    "browser-1": ("test_end_to_end.py", "test_deep_link.py", "test_first_visit.py"),
+    "browser-2": ("test_browser_first_hour.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
+                  "test_polish_tiles.py"),
+}
+
+
+def browser_group(filename: str) -> str:
+    """The xdist group of a browser test file (:data:`BROWSER_GROUPS`; the first one for a new file)."""
+    return next((group for group, files in BROWSER_GROUPS.items() if filename in files), next(iter(BROWSER_GROUPS)))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Every browser test in one pytest-xdist group (pytest.ini: ``--dist loadgroup``): they share one
-    worker's server and chromium and run one at a time, as in a single-process run, while the other
-    workers take the rest of the suite."""
+    """The browser tests in two pytest-xdist groups (pytest.ini: ``--dist loadgroup``): each group
+    runs in one worker, one test at a time, with that worker's own streamlit server and chromium
+    (session fixtures are per worker), so two workers share the browser tests' time instead of one
+    worker holding all of it (the longest path of the suite: about 7 min of mostly waiting on the
+    browser); tests/conftest.py gives each group a worker of its own. In one process (``-n 0``)
+    the groups mean nothing: one server, one test at a time."""
     here = Path(__file__).parent
     for item in items:
         if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group(browser_group(item.path.name)))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -187,7 +231,7 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
-def page(browser, app_url, request):
+def page(browser, app_url, screenshot_dir, request):
     """A page in a fresh context (its own Streamlit session). ``browser`` comes first so a
     missing chromium skips the test before the server is started."""
     context = browser.new_context(accept_downloads=True, viewport=VIEWPORT)
@@ -199,7 +243,8 @@ def page(browser, app_url, request):
         yield page
         report = getattr(request.node, "report_call", None)
         if report is not None and report.failed:
-            FAILURE_SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(FAILURE_SHOTS / f"failed-{request.node.name}.png"), full_page=True)
+            shot = screenshot_dir / f"failed-{request.node.name}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot of the failed page: {shot}")
     finally:
         context.close()

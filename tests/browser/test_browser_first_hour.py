@@ -3,13 +3,13 @@
 With the "Drift & segments demo" and per-segment control on: the options of the settings form
 turn on and off as the user clicks (no Apply needed), the charts' legends name the segments
 (plotly draws them in the browser), every page shows numbers in per-100-chart units, and each
-page's full screenshot goes to artifacts/screenshots/segments-<page>.png (gitignored).
+page's full screenshot goes to <screenshot_dir>/segments-<page>.png (conftest.py: a pytest tmp dir).
 """
 from __future__ import annotations
 
 import pytest
 
-from test_end_to_end import (ARTIFACTS, PAGES, assert_healthy, click_button, full_page_screenshot, goto_via_sidebar, keyed,
+from test_end_to_end import (PAGES, assert_healthy, click_button, full_page_screenshot, goto_via_sidebar, keyed,
                              main_text, metric_value, open_page, plotly_trace_counts, wait_idle)
 
 pytestmark = pytest.mark.timeout(600)
@@ -51,7 +51,7 @@ def test_options_turn_on_as_they_are_clicked(page, app_url):
     assert_healthy(page, "value & cost after clicking the options")
 
 
-def test_every_page_with_segments_on(page, app_url):
+def test_every_page_with_segments_on(page, app_url, screenshot_dir):
     load_drift_with_segments(page, app_url)
     shots = {}
     for name in PAGES:
@@ -86,7 +86,7 @@ def test_every_page_with_segments_on(page, app_url):
         if name == "export":
             text = main_text(page)
             assert "calibrated on all" not in text and "its own segment's threshold" in text
-        shot = ARTIFACTS / f"segments-{name}.png"
+        shot = screenshot_dir / f"segments-{name}.png"
         full_page_screenshot(page, shot)
         shots[name] = shot
     assert all(s.stat().st_size > 10_000 for s in shots.values())

@@ -8,14 +8,13 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, serve_app
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def _open(browser, url: str, title: str):
+def _open(browser, url: str, title: str, viewport: dict):
     """A fresh context at ``url``; returns (page, context, [requested URLs]) once ``title`` shows."""
-    context = browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(viewport=viewport)
     context.set_default_timeout(60_000)
     page = context.new_page()
     requested: list[str] = []
@@ -33,18 +32,18 @@ def _check_connected_at_root(requested: list[str], origin_path: str, page_path: 
 
 
 @pytest.mark.parametrize("path, title", [("Data", "Data"), ("Online_session", "Online session"), ("Validity", "Validity")])
-def test_deep_link_connects_at_the_root(browser, app_url, path, title):
-    page, context, requested = _open(browser, f"{app_url}/{path}", title)
+def test_deep_link_connects_at_the_root(browser, app_url, serving, path, title):
+    page, context, requested = _open(browser, f"{app_url}/{path}", title, serving.viewport)
     try:
         _check_connected_at_root(requested, re.sub(r"^https?://[^/]+", "", app_url), path)
     finally:
         context.close()
 
 
-def test_deep_link_under_a_base_url_path(browser, tmp_path):
-    with serve_app(tmp_path, "--server.baseUrlPath", "studio") as base:
+def test_deep_link_under_a_base_url_path(browser, tmp_path, serving):
+    with serving.serve_app(tmp_path, "--server.baseUrlPath", "studio") as base:
         assert base.endswith("/studio")
-        page, context, requested = _open(browser, f"{base}/Data", "Data")
+        page, context, requested = _open(browser, f"{base}/Data", "Data", serving.viewport)
         try:
             assert not any("/studio/Data/_stcore/" in url for url in requested)
             assert any(url.endswith("/studio/_stcore/stream") for url in requested), requested

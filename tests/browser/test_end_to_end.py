@@ -4,17 +4,16 @@ Every test opens its own browser context, i.e. its own Streamlit session, starti
 bundled HCC sample. Deep links (``page.goto``) start a new session; to keep the session's
 data across pages the tests click the sidebar links instead.
 
-Screenshots of every page go to ``artifacts/screenshots/<page>.png`` (gitignored); the Home
-and Online session ones are also copied to ``docs/screenshots/`` for the README.
-Run: ``python -m pytest tests/browser -q`` (needs /usr/bin/chromium; ``scripts/screenshots.py``
-re-takes only the screenshots).
+Screenshots of every page go to ``<screenshot_dir>/<page>.png`` (conftest.py: a pytest tmp dir,
+never the checkout); ``scripts/screenshots.py`` re-takes them into artifacts/screenshots and copies
+the README's (Home, Online session) to ``docs/screenshots/``.
+Run: ``python -m pytest tests/browser -q`` (needs /usr/bin/chromium).
 """
 from __future__ import annotations
 
 import json
 import math
 import re
-import shutil
 from io import StringIO
 from pathlib import Path
 
@@ -25,8 +24,6 @@ import pytest
 pytestmark = pytest.mark.timeout(300)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO_ROOT / "artifacts" / "screenshots"
-DOCS_SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
 SAMPLE_CALIBRATION = REPO_ROOT / "sample_data" / "hcc_calibration.csv"
 SAMPLE_NEW_PATIENTS = REPO_ROOT / "sample_data" / "hcc_new_patients.csv"
 
@@ -41,7 +38,6 @@ PAGES = {
     "export": ("Export", "Export", "Export"),
     "validity": ("Validity", "Validity", "Validity"),
 }
-README_SCREENSHOTS = ("home", "online_session")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -197,6 +193,16 @@ def clipped_metric_values(page) -> list[str]:
     )
 
 
+def clipped_metric_labels(page) -> list[str]:
+    """Metric labels cut off with "…": any part of the label narrower than its text (no tolerance:
+    a label 1 px too wide already ends in an ellipsis)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMetricLabel"]')]
+                 .filter(v => [v, ...v.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth))
+                 .map(v => v.innerText.replace(/\\s+/g, ' ').trim())"""
+    )
+
+
 def full_page_screenshot(page, path: Path) -> None:
     """Screenshot of the whole page: Streamlit scrolls inside stMain, so grow the viewport to fit."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -263,7 +269,7 @@ def test_sidebar_links_match_page_urls(page, app_url):
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_every_page_loads_on_sample_data(page, app_url, name):
+def test_every_page_loads_on_sample_data(page, app_url, screenshot_dir, name):
     open_page(page, app_url, name)
     assert_healthy(page, name)
     assert "4,000 patients × 35 codes" in sidebar_text(page), "the bundled HCC sample should be loaded in a new session"
@@ -281,14 +287,13 @@ def test_every_page_loads_on_sample_data(page, app_url, name):
         counts = plotly_trace_counts(page)
     assert len(counts) == expected_charts, f"{name}: expected {expected_charts} plotly charts, found {len(counts)}"
     assert all(c > 0 for c in counts), f"{name}: an empty plotly chart (traces per chart: {counts})"
-    shot = ARTIFACTS / f"{name}.png"
+    shot = screenshot_dir / f"{name}.png"
     full_page_screenshot(page, shot)
     assert shot.stat().st_size > 10_000
-    if name in README_SCREENSHOTS:
-        DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shot, DOCS_SCREENSHOTS / shot.name)
     clipped = clipped_metric_values(page)
     assert not clipped, f"{name}: metric values cut off with '…' at a {page.viewport_size['width']} px wide window: {clipped} (see {shot})"
+    clipped = clipped_metric_labels(page)
+    assert not clipped, f"{name}: metric labels cut off with '…' at a {page.viewport_size['width']} px wide window: {clipped} (see {shot})"
 
 
 def test_upload_good_then_bad_files_keeps_loaded_data(page, app_url, tmp_path):

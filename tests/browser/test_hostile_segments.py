@@ -8,7 +8,7 @@ as Markdown fetches the image at once, with the app's URL as referer) and
 per-segment control on, every page is visited (the Online session played to the end, the
 Trade-offs comparison and the Validity check run); then the server must have had no request
 and no page may hold a link to it. Each page's full screenshot goes to
-artifacts/screenshots/hostile-segments-<page>.png (gitignored).
+<screenshot_dir>/hostile-segments-<page>.png (conftest.py: a pytest tmp dir).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_end_to_end import (ARTIFACTS, PAGES, assert_healthy, choose_option, click_button, full_page_screenshot, goto_via_sidebar, keyed,
+from test_end_to_end import (PAGES, assert_healthy, choose_option, click_button, full_page_screenshot, goto_via_sidebar, keyed,
                              open_page, upload, wait_idle)
 
 pytestmark = pytest.mark.timeout(600)
@@ -84,7 +84,7 @@ def images_from(page, port: int) -> int:
         "((i.getAttribute('src') || i.getAttribute('href') || '')).includes('127.0.0.1:' + port)).length", port)
 
 
-def test_markup_in_segment_values_fetches_nothing_and_links_nowhere(page, app_url, tmp_path, counting_server):
+def test_markup_in_segment_values_fetches_nothing_and_links_nowhere(page, app_url, tmp_path, screenshot_dir, counting_server):
     port, requests = counting_server
     path = tmp_path / "plans.csv"
     renamed = hostile_cohort(path, port)
@@ -119,7 +119,7 @@ def test_markup_in_segment_values_fetches_nothing_and_links_nowhere(page, app_ur
         assert not links, f"{name}: live links to the segment value's URL: {links}"
         assert images_from(page, port) == 0, f"{name}: an image from the segment value's URL"
         assert requests == [], f"{name}: the browser fetched {requests}"
-        full_page_screenshot(page, ARTIFACTS / f"hostile-segments-{name}.png")  # gitignored: to look at
+        full_page_screenshot(page, screenshot_dir / f"hostile-segments-{name}.png")  # to look at
     # the values were on screen, as text: the pages did show the segments
     shown = [name for name, text in seen.items() if renamed["North"] in text or renamed["East"] in text]
     assert shown, "no page showed the segment values as text"

@@ -59,3 +59,42 @@ def test_patient_figure_uses_pattern_and_colour():
     patterns = [t.marker.pattern.shape for t in fig.data]
     assert len(set(patterns)) == 3  # not colour alone
     assert "risk weight" in fig.data[0].hovertemplate
+
+
+def _points(targets, costs):
+    frame = pd.DataFrame({"method": "x", "target": targets, "mean_value": np.linspace(1.0, 2.0, len(targets)),
+                          "mean_cost": costs, "excess_cost": np.asarray(costs) - np.asarray(targets),
+                          "violation_freq": 0.1})
+    return tradeoffs.tradeoff_points({"FavMac (price)": frame}, cmax=100.0, vscale=10.0)
+
+
+def test_tradeoff_axes_go_log_when_the_grid_spans_decades():
+    wide = _points([0.07, 0.3, 1.0, 3.9], [0.06, 0.28, 0.95, 3.7])
+    fig = figures.tradeoff_figure(wide, "FP", "TP")
+    assert fig.layout.xaxis.type == "log" and "log scale" in fig.layout.xaxis.title.text
+    guarantee = figures.guarantee_figure(wide, "expected", 0.1, "FP", "TP")
+    assert guarantee.layout.xaxis.type == "log" and guarantee.layout.yaxis.type == "log"
+    line = guarantee.data[-1]
+    assert list(line.x) == list(line.y) and min(line.x) > 0  # y = x starts inside the log range
+    violation = figures.guarantee_figure(wide, "violation", 0.1, "FP", "TP")
+    assert violation.layout.xaxis.type == "log" and violation.layout.yaxis.type != "log"
+
+
+def test_tradeoff_axes_stay_linear_for_a_narrow_grid_or_a_zero_cost():
+    narrow = _points([1.0, 2.0, 5.0], [0.9, 1.9, 4.8])
+    assert figures.tradeoff_figure(narrow, "FP", "TP").layout.xaxis.type != "log"
+    zero = _points([0.07, 0.3, 3.9], [0.0, 0.28, 3.7])  # a method that flags nothing at the tightest target
+    assert figures.tradeoff_figure(zero, "FP", "TP").layout.xaxis.type != "log"
+    guarantee = figures.guarantee_figure(zero, "expected", 0.1, "FP", "TP")
+    assert guarantee.layout.xaxis.type == "log" and guarantee.layout.yaxis.type != "log"
+    assert list(guarantee.data[-1].x) == list(guarantee.data[-1].y) and min(guarantee.data[-1].x) > 0
+    assert not figures.spans_decades([]) and not figures.spans_decades([1.0, float("inf")])
+
+
+def test_log_ticks_are_labelled_in_full():
+    vals, text = figures.log_ticks([0.07, 3.9])
+    assert vals == [0.1, 0.2, 0.5, 1.0, 2.0] and text == ["0.1", "0.2", "0.5", "1", "2"]
+    vals, text = figures.log_ticks([0.0012, 0.04])
+    assert text[0] == "0.002" and text[-1] == "0.02"
+    vals, text = figures.log_ticks([0.0017, 3.9])
+    assert text == ["0.01", "0.1", "1"]

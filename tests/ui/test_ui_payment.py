@@ -11,14 +11,12 @@ from favmac.runspec import SettingsError
 from favmac.ui import actions, payment_view as pv, settings_form as form, tradeoffs, units
 from favmac.ui.samples import NamedBytes, sample_dir
 from favmac.ui.session import Session
+from ui_fixtures import sample_session
 
 
 @pytest.fixture(scope="module")
 def hcc():
-    ss = Session({})
-    actions.init_state(ss)
-    actions.load_sample(ss, "hcc")
-    return ss
+    return sample_session("hcc")
 
 
 def test_payment_model_and_defaults():
@@ -155,13 +153,17 @@ def test_payment_vs_additive_names_the_targets_where_the_additive_choice_capture
                            "target": [0.5, 1.0, 2.0, 0.5, 1.0, 2.0, 0.5],
                            "mean_value": [3.0, 2.5, 4.0, 2.0, 2.5, 4.5, 9.0]})
     text = payment_view.payment_vs_additive(points, "false flags")
-    assert text.startswith(f"FavMac (price) captures more payment than {label} at 2 of 3 targets")
-    assert "less at c = 2 false flags per chart" in text and "independent" in text
-    ahead = points.assign(mean_value=[3.0, 2.5, 4.5, 2.0, 2.5, 4.5, 9.0])
+    # a tie is "the same", not "more"; each group names its targets and the relative difference
+    assert text.startswith(f"FavMac (price) captures more payment than {label} at 1 of 3 targets (c = 0.5 false flags per chart, +50.0 %), "
+                           "the same at 1 (c = 1) and less at 1 (c = 2, −11.1 %).")
+    assert "independent" in text
+    ahead = points.assign(mean_value=[3.0, 3.0, 4.5, 2.0, 2.5, 4.5, 9.0])
     assert payment_view.payment_vs_additive(ahead, "false flags") == (
-        f"FavMac (price) captures at least as much payment as {label} at every one of the 3 targets.")
+        f"FavMac (price) captures more payment than {label} at 2 of 3 targets (c = 0.5, 1 false flags per chart, +20.0 % to +50.0 %) "
+        "and the same at 1 (c = 2).")
     behind = points.assign(mean_value=[1.0, 2.0, 3.0, 2.0, 2.5, 4.5, 9.0])
     assert payment_view.payment_vs_additive(behind, "false flags").startswith(
-        f"FavMac (price) captures less payment than {label} at every one of the 3 targets. A known limit")
+        f"FavMac (price) captures less payment than {label} at every one of the 3 targets (c = 0.5, 1, 2 false flags per chart, "
+        "−50.0 % to −20.0 %). A known limit")
     assert payment_view.payment_vs_additive(points[points["method"] != label], "false flags") is None
     assert payment_view.payment_vs_additive(pd.DataFrame(), "false flags") is None
