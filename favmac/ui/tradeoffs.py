@@ -131,11 +131,15 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
     compiled = value.is_additive or getattr(value, "sequences", None) is not None
     workers = tradeoff_workers()
-    # Candidate sets are shared only between replays that run one after another: a Candidates
-    # object fills caches as a replay reads it, so two replays at once each build their own.
+    # A Candidates object fills caches as a replay reads it, so cheap candidate sets (additive values) are
+    # shared only between replays that run one after another, and two replays at once each build their own.
+    # The payment value's greedy is the expensive part (twice its work when each builds its own): its sets
+    # are built once, under a lock, with every lazy part settled (:func:`_settled`), and then only read.
     overlap = workers > 1 and HEAVY_AT_ONCE > 1
-    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled and not overlap else {}
-    shared = {}  # universe -> its candidates, while a method still to run needs them (one replay at a time: no lock)
+    expensive = compiled and not value.is_additive
+    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled and (expensive or not overlap) else {}
+    shared = {}  # universe -> its candidates, while a method still to start needs them
+    building = threading.Lock()
     report = _SharedProgress(progress, len(runnable))
 
     def summary_of(i, method):
@@ -147,10 +151,15 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         else:
             universe = get_method(method).universe
             try:
-                if universe in sharing and universe not in shared:
-                    shared[universe] = candidate_sets(probs, *grid_spec.build(codes, members), universe)
+                mine = None
+                if universe in sharing:
+                    with building:
+                        if universe not in shared:
+                            built = candidate_sets(probs, *grid_spec.build(codes, members), universe)
+                            shared[universe] = _settled(built) if overlap else built
+                        mine = shared[universe]
                 summary = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
-                                         candidates=shared.get(universe))
+                                         candidates=mine)
             finally:
                 if universe in sharing and sharing[universe][-1] == method:
                     shared.pop(universe, None)  # its last user is done (peak memory)
@@ -158,13 +167,24 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         return summary
 
     tasks = [lambda i=i, method=method: summary_of(i, method) for i, method in enumerate(runnable)]
-    outcomes = run_methods(tasks, [method in extra or replays_engine(method) for method in runnable], workers=workers,
-                           cost=[LIGHT_COST.get(method, 0.0) for method in runnable])
+    heavy = [method in extra or replays_engine(method) for method in runnable]
+    cost = [LIGHT_COST.get(method, 0.0) for method in runnable]
+    # payment-aware FavMac vs the additive one, on the payment scale: one more FavMac replay, run beside the
+    # others (it used to start after all of them); its table joins last, as before, and only if none failed
+    compare = spec.value_kind == "cms_payment" and bool(runnable) and spec.cost_kind != payment_cost.UNSUPPORTED
+    if compare:
+        tasks.append(lambda: payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
+        heavy.append(True)
+        cost.append(0.0)
+    outcomes = run_methods(tasks, heavy, workers=workers, cost=cost)
+    additive = outcomes.pop() if compare else None
     summaries = {method: summary for method, (summary, error) in zip(runnable, outcomes) if error is None}
     failed = {method: error for method, (_, error) in zip(runnable, outcomes) if error is not None}
-    if spec.value_kind == "cms_payment" and runnable and spec.cost_kind != payment_cost.UNSUPPORTED and not failed:
-        # payment-aware FavMac vs the additive one, on the payment scale
-        summaries.update(payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
+    if additive is not None and not failed:
+        comparison, error = additive
+        if error is not None:
+            raise error
+        summaries.update(comparison)
     runs = list(summaries.values())
     table = compare_methods(runs, value_scale=CHARTS, cost_scale=CHARTS) if runs else None
     predicted = np.asarray(labels)[grid_spec.burn_in:].astype(bool)
@@ -183,6 +203,17 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         error.tradeoffs = out
         raise error
     return out
+
+
+def _settled(candidates):
+    """``candidates`` with every part a replay would compute on first read already computed (Chat, Vhat and
+    the steps, unless computed per row selection), so threads that share them only read."""
+    if not getattr(candidates.chat_source, "takes_rows", False):
+        candidates.chat
+    candidates.vhat
+    if candidates.steps_source is not None and not getattr(candidates.steps_source, "takes_rows", False):
+        candidates.steps
+    return candidates
 
 
 def replays_engine(method: str) -> bool:
