@@ -84,6 +84,10 @@ def warm_up(delay: float = 1.0) -> None:
     labels = rng.random_sample((20, 3)) < probs
     for control in ("expected", "violation"):
         run_method(RunSpec(targets=(1.1,), burn_in=5, control=control), "FavMac (ratio)", probs, labels)
+    # the CMS-HCC payment value (the bundled sample's default): its greedy kernel is the largest to compile
+    # (about a minute on a fresh install, then read from numba's cache on disk in about a second)
+    payment = RunSpec(value_kind="cms_payment", targets=(0.5,), burn_in=5)
+    run_method(payment, "FavMac (price)", probs, labels, codes=["HCC37", "HCC38", "HCC226"])
 
 
 def _start_warm_up() -> None:
