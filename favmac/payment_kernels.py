@@ -641,6 +641,17 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
             locals_, work)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _drop(items, n, item):
+    """Remove ``item`` from ``items[:n]`` keeping the others' order; the new length (``n`` if absent)."""
+    for a in range(n):
+        if items[a] == item:
+            for b in range(a, n - 1):
+                items[b] = items[b + 1]
+            return n - 1
+    return n
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
             sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot,
@@ -850,19 +861,9 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
             chosen[best] = True
             out_order[i, step] = best
             if idle[best]:
-                for a in range(n_idle):
-                    if idle_left[a] == best:
-                        for b in range(a, n_idle - 1):
-                            idle_left[b] = idle_left[b + 1]
-                        n_idle -= 1
-                        break
+                n_idle = _drop(idle_left, n_idle, best)
             else:
-                for a in range(n_active):
-                    if active[a] == best:
-                        for b in range(a, n_active - 1):
-                            active[b] = active[b + 1]
-                        n_active -= 1
-                        break
+                n_active = _drop(active, n_active, best)
             if not known_i[best]:
                 f = code_fam[best]
                 uncertain[f] |= 1 << code_bit[best]
