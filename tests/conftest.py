@@ -36,3 +36,16 @@ def pytest_xdist_auto_num_workers(config):
     from xdist.plugin import pytest_xdist_auto_num_workers as cores
 
     return cores(config) + (BROWSER_GROUP_COUNT if runs_browser_tests(config) else 0)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Compile (or load from numba's cache on disk) the replay kernels once, in the controlling process,
+    before pytest-xdist starts its workers: on a fresh clone every worker would otherwise compile the same
+    kernels at once (the CMS-HCC payment greedy alone takes about a minute), and an app test's first page
+    run would wait for that behind the others (app_helpers.TIMEOUT)."""
+    if hasattr(session.config, "workerinput") or session.config.getoption("collectonly", False):
+        return  # an xdist worker: the controller compiled them
+    from favmac.ui.bootstrap import warm_up
+
+    warm_up(0)

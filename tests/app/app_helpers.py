@@ -32,7 +32,7 @@ PAGES = {
     "export": "pages/6_Export.py",
     "validity": "pages/7_Validity.py",
 }
-TIMEOUT = 120  # the first replay compiles numba kernels
+TIMEOUT = 300  # a first replay may compile numba kernels (tests/conftest.py compiles the main ones first)
 
 
 def open_page(name: str, *, first_run_only: bool = False) -> AppTest:
