@@ -72,7 +72,9 @@ def open_page(page, app_url: str, name: str) -> None:
     path, title, _ = PAGES[name]
     page.goto(f"{app_url}/{path}")
     page.wait_for_selector(APP)
-    wait_idle(page, settle_ms=500)
+    # a page's first run in a fresh server may start the first replay, which loads (or, on a fresh clone
+    # under a loaded CI, compiles) the numba kernels: the CMS-HCC payment greedy alone compiles for about a minute
+    wait_idle(page, timeout=300_000, settle_ms=500)
     heading = page.locator('[data-testid="stMain"] h1').first
     heading.wait_for()
     assert heading.inner_text().strip() == title, f"{name}: expected the page title {title!r}, got {heading.inner_text()!r}"
