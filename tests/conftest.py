@@ -46,6 +46,8 @@ def pytest_sessionstart(session):
     run would wait for that behind the others (app_helpers.TIMEOUT)."""
     if hasattr(session.config, "workerinput") or session.config.getoption("collectonly", False):
         return  # an xdist worker: the controller compiled them
+    if not getattr(session.config.option, "numprocesses", None):
+        return  # one process (-n 0): it compiles what its tests need, once, when they need it
     from favmac.ui.bootstrap import warm_up
 
     warm_up(0)
