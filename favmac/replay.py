@@ -53,6 +53,8 @@ __all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "
 
 _CHUNK = 20_000  # patients per kernel call, for progress reports
 _POINTS_CHUNK = 5_000  # patients per step of the points' passes: their (rows, K) temporaries sit beside the sorted keys
+_SELECT_CHUNK = 5_000  # patients per step of choosing the sets: their (rows, K) tables sit beside the result tables
+_RANK_BATCH = 1 << 16  # sorted queries bisected at once while ranking the points (their temporaries sit beside the keys)
 _FORMULA_CHUNK = 100  # patients per candidate batch when a formula value makes them slow
 _SHARED_GROUPS = 32  # up to this many groups in a grouping share the stream's key slots (_Engine._layout)
 _NO_OWNER = np.zeros(0, dtype=np.int8)
@@ -406,7 +408,7 @@ class _Session:
         realized_value = np.zeros((n_targets, steps))
         exceeds = np.zeros((n_targets, steps), dtype=bool)
         bounds = [costs.bound(target) for target in self.targets]
-        for start, stop in _chunks(burn_in, n_patients):
+        for start, stop in _chunks(burn_in, n_patients, _SELECT_CHUNK):
             part = cands.subset(slice(start, stop))
             steps_here = slice(start - burn_in, stop - burn_in)
             rows = np.arange(stop - start)
@@ -730,18 +732,30 @@ class _Engine:
         return group, schedule.order, schedule.ptr
 
     def _expected(self, group, n_groups, burn_in, window, evict, report):
+        s = self.session
+        keyless = self.keyless and n_groups == 1 and self._points is None
+        if keyless:  # the walk records the answers' slots; their keys are looked up after it (_slot_keys)
+            # the points ranked without their weights, which are filled once the sorted keys are gone
+            ranked = _expected_points(self.cands, self.realized, self.costs, s.score, weights=False)
+            if ranked is None:
+                return None
+            ptr, ranks, heaviest, sorted_keys = ranked
+            n_keys = len(sorted_keys)
+            # _leaf_bound of these ranks (every point in its key's first slot): the heaviest weight
+            # times the longest run of equal keys
+            largest = heaviest * longest_run(sorted_keys)
+            del ranked, sorted_keys  # before the weights, the leaves (and the kernels' import) exist
+            weights = _point_weights(self.cands, self.realized, s.score, ptr, heaviest)
+        else:
+            points = self.points()
+            if points is None:
+                return None
+            ptr, ranks, weights, sorted_keys = points
+            n_keys = len(sorted_keys)
         from .replay_kernels import expected_thresholds
 
-        s = self.session
-        points = self.points()
-        if points is None:
-            return None
-        ptr, ranks, weights, sorted_keys = points
-        n_patients, n_keys = len(group), len(sorted_keys)
-        keyless = self.keyless and n_groups == 1
-        if keyless:  # the walk records the answers' slots; their keys are looked up after it (_slot_keys)
-            largest = self._leaf_bound((ranks, sorted_keys), ranks, weights)
-            self._points = points = sorted_keys = None  # before the leaves (and the kernels' import) exist
+        n_patients = len(group)
+        if keyless:
             layout = self._layout(ptr, ranks, np.empty(0), group, n_groups, "points", n_keys)
         else:
             layout = self._layout(ptr, ranks, sorted_keys, group, n_groups, "points")
@@ -949,7 +963,7 @@ class _RealizedRows:
         return part.astype(self.dtype, copy=False)
 
 
-def _expected_points(cands, realized, costs, score):
+def _expected_points(cands, realized, costs, score, weights: bool = True):
     """(ptr, ranks, weights, sorted_keys) of every patient's calibration points; None when int64 would overflow.
 
     Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (positions in ``sorted_keys``, int32
@@ -957,6 +971,10 @@ def _expected_points(cands, realized, costs, score):
     :func:`smallest_int`). Equal keys are not compacted: every point takes the first slot of its key
     (searchsorted, side "left") and the other slots keep weight 0, which never moves "the
     smallest key whose cdf exceeds the bound".
+
+    ``weights=False``: the weights are not filled here (they would sit beside the sorted keys
+    while the points are ranked); the third item is then the largest weight (an int, 0 without
+    points), and :func:`_point_weights` fills them later, once the keys are gone.
     """
     n_patients = cands.n_patients
     if realized.dtype == object or not costs.exact_sums(n_patients):
@@ -978,7 +996,7 @@ def _expected_points(cands, realized, costs, score):
         sorted_keys[ptr[start] : ptr[stop]] = keys[increments > 0]
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
-    weights = np.empty(ptr[-1], dtype=smallest_int(largest))  # every weight fits it: the same integers
+    point_weights = np.empty(ptr[-1], dtype=smallest_int(largest)) if weights else None  # every weight fits it
     for first, last in _chunks(0, n_patients):
         # bisecting sorted queries walks the keys forward (cache friendly); random ones do not, and
         # the more queries at once the closer they are: a _CHUNK of patients' keys is ranked at once,
@@ -987,17 +1005,27 @@ def _expected_points(cands, realized, costs, score):
         for start, stop in _chunks(first, last, _POINTS_CHUNK):
             keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
             positive = increments > 0
-            weights[ptr[start] : ptr[stop]] = increments[positive]
+            if weights:
+                point_weights[ptr[start] : ptr[stop]] = increments[positive]
             part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = keys[positive]
             del keys, increments, positive
         order = np.argsort(part)
-        part = part[order]
-        found = np.searchsorted(sorted_keys, part)
-        del part
-        order += ptr[first]
-        ranks[order] = found
-        del order, found
-    return ptr, ranks, weights, sorted_keys
+        for begin in range(0, len(order), _RANK_BATCH):  # sorted queries, a batch at a time (small temporaries)
+            batch = order[begin : begin + _RANK_BATCH]
+            ranks[batch + ptr[first]] = np.searchsorted(sorted_keys, part[batch])
+        del part, order
+    return ptr, ranks, point_weights if weights else largest, sorted_keys
+
+
+def _point_weights(cands, realized, score, ptr, largest: int) -> np.ndarray:
+    """The calibration points' weights (:func:`_expected_points`) in one pass over the patients,
+    in the smallest integer dtype that holds ``largest``: the same integers in the same places."""
+    out = np.empty(ptr[-1], dtype=smallest_int(largest))
+    for start, stop in _chunks(0, cands.n_patients, _POINTS_CHUNK):
+        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)
+        out[ptr[start] : ptr[stop]] = increments[increments > 0]
+        del increments
+    return out
 
 
 def longest_run(keys, block: int = 1 << 16) -> int:

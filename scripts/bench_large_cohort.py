@@ -20,9 +20,14 @@ Each measurement runs in a fresh child process:
   another); wall and CPU seconds (CPU: every thread of the process), and the machine's
   load (``os.getloadavg``, 1 minute) before and after each step. The user waits wall time;
   on a shared machine wall times follow the load, CPU times much less.
-* ``memory``: the same three steps under ``tracemalloc`` (numpy's arrays are traced); the peak
+* ``memory``: the same steps under ``tracemalloc`` (numpy's arrays are traced); the peak
   of traced memory, data included, against the data's in-memory size (:func:`data_bytes`:
   probabilities float64, labels int8 and cost weights as loaded; the ids are printed apart).
+  The app loads the replay's compiled kernels when it starts (``favmac.ui.bootstrap.warm_up``):
+  they are the process's, not a session's, so this child runs that warm-up *before* tracing
+  starts (checkouts without it: nothing). ``memory-cold`` traces the replay step in a fresh
+  process without it (the kernels loaded during the replay, about 20-25 MB traced at
+  300,000 x 35, count in its peak): the figure as measured before the fifth round.
 * ``sessions`` (``--sessions S``, on ``--session-patients`` patients, default ``--patients``):
   S app sessions one after the other in one process
   (``streamlit.testing.v1.AppTest``: upload the cohort as Parquet, Online session, Trade-offs),
@@ -101,16 +106,23 @@ def grid(spec, n_codes):
     return targets, list(g["methods"])
 
 
-def child_steps(args, trace: bool) -> dict:
+def child_steps(args, trace: bool, cold: bool = False) -> dict:
     """One FavMac replay of the grid, then the Trade-offs computation: seconds (or traced peaks)."""
     import tracemalloc
 
     from favmac.methods import run_method
     from favmac.ui import tradeoffs
 
+    if trace and not cold:  # the app's start-up warm-up (process-wide kernels), before tracing
+        try:
+            from favmac.ui.bootstrap import warm_up
+        except ImportError:
+            warm_up = None
+        if warm_up is not None:
+            warm_up(0)
     if trace:
         tracemalloc.start()
-    probs, labels, weights, codes, ids = cohort(args.patients, args.codes)
+    probs, labels, weights, codes, ids = cohort(args.patients, args.codes)  # traced: data and ids
     spec = run_spec(*probs.shape, weights)
     targets, methods = grid(spec, args.codes)
     grid_spec = spec.replace(targets=tuple(float(t) for t in targets))
@@ -151,6 +163,8 @@ def child_steps(args, trace: bool) -> dict:
     if hasattr(tradeoffs, "HEAVY_AT_ONCE"):
         steps.append(("one_replay", one_replay_at_a_time))
     steps.append(("sequential", one_thread))
+    if cold:  # a fresh process's replay, nothing loaded before it
+        steps = [("cold_replay", steps[0][1])]
     for name, step in steps:
         gc.collect()
         if trace:
@@ -278,6 +292,9 @@ def report(label: str, speed: dict, memory: dict) -> None:
         print(f"  {title}: {speed[f'{name}_wall']:.2f} s wall, {speed[f'{name}_cpu']:.2f} s CPU"
               + (f" (load {load[0]:.1f} -> {load[1]:.1f})" if load else "")
               + (f"; peak {mb(memory[f'{name}_peak'])} = {memory[f'{name}_peak'] / data:.2f}x the data" if f"{name}_peak" in memory else ""))
+    if "cold_replay_peak" in memory:
+        print(f"  the replay in a fresh process, its kernels loaded during it (no warm-up before tracing): "
+              f"peak {mb(memory['cold_replay_peak'])} = {memory['cold_replay_peak'] / data:.2f}x the data")
     for name, title in steps[1:]:
         if f"{name}_wall" in speed:
             print(f"  {title} / replay: {speed[f'{name}_wall'] / speed['replay_wall']:.2f}x wall, "
@@ -292,10 +309,11 @@ def main(argv=None) -> int:
     parser.add_argument("--sessions", type=int, default=4, help="app sessions for the memory-returned figure (0: skip)")
     parser.add_argument("--session-patients", type=int, help="cohort size of the sessions run (default: --patients)")
     parser.add_argument("--baseline-src", help="another checkout to measure the same way (before/after)")
-    parser.add_argument("--child", choices=["speed", "memory", "sessions"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["speed", "memory", "memory-cold", "sessions"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        out = child_sessions(args) if args.child == "sessions" else child_steps(args, trace=args.child == "memory")
+        out = (child_sessions(args) if args.child == "sessions"
+               else child_steps(args, trace=args.child.startswith("memory"), cold=args.child == "memory-cold"))
         out["max_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(json.dumps(out))
         return 0
@@ -303,7 +321,8 @@ def main(argv=None) -> int:
           f"burn-in {BURN_IN:,}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     sources = [("this checkout", SOURCE)] + ([("baseline " + args.baseline_src, args.baseline_src)] if args.baseline_src else [])
     for label, source in sources:
-        report(label, run_child("speed", args, source), run_child("memory", args, source))
+        memory = {**run_child("memory-cold", args, source), **run_child("memory", args, source)}
+        report(label, run_child("speed", args, source), memory)
         print(f"  load now {os.getloadavg()[0]:.1f}")
     if args.sessions:
         wall = time.perf_counter()
