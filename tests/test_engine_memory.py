@@ -121,3 +121,42 @@ def test_labels_of_bytes_are_not_copied():
     assert check_labels(as_bool, labels.shape) is as_bool
     with pytest.raises(ValueError, match="every label must be 0 or 1"):
         check_labels(np.full((2, 2), 2, dtype=np.int8), (2, 2))
+
+
+# Fifth round: the keyless walk's weights are filled after the sorted keys are dropped, the points are
+# ranked in batches of sorted queries and the sets are chosen in small steps: the same arrays.
+
+@pytest.mark.parametrize("options", CASES)
+def test_weights_filled_after_the_keys_are_the_ranking_pass_weights(options):
+    rng = np.random.RandomState(3)
+    n_patients, n_codes = 120, 5
+    probs = rng.choice([0.1, 0.25, 0.5, 0.8, 0.95], size=(n_patients, n_codes))
+    labels = rng.rand(n_patients, n_codes) < probs
+    value, cost = AdditiveValue(rng.choice([1.0, 2.0], n_codes)), AdditiveCost(rng.choice([1.0, 0.5, 2.25], n_codes))
+    options = {k: v for k, v in options.items() if k in ("universe", "score")}
+    session = engine._Session.prepare(probs, labels, value, cost, np.array([1.0]), engine.ReplayOptions(**options),
+                                      None, None, None, None, None)
+    cands, realized, costs = session.rows()
+    ptr, ranks, weights, keys = engine._expected_points(cands, realized, costs, session.score)
+    ptr2, ranks2, heaviest, keys2 = engine._expected_points(cands, realized, costs, session.score, weights=False)
+    later = engine._point_weights(cands, realized, session.score, ptr2, heaviest)
+    for a, b in ((ptr, ptr2), (ranks, ranks2), (keys, keys2), (weights, later)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert heaviest == int(weights.max()) > 0
+
+
+@pytest.mark.parametrize("options", CASES[:2] + CASES[4:])
+def test_small_steps_give_the_same_replay(options, monkeypatch):
+    rng = np.random.RandomState(5)
+    n_patients, n_codes = 150, 6
+    probs = rng.rand(n_patients, n_codes).round(2)
+    labels = rng.rand(n_patients, n_codes) < probs
+    value, cost = AdditiveValue(rng.choice([1.0, 2.0], n_codes)), AdditiveCost(rng.choice([1.0, 0.5, 2.25], n_codes))
+    targets = [0.3, 1.0, 2.5]
+    default = replay(probs, labels, value, cost, targets, burn_in=10, **options)
+    for name, size in (("_RANK_BATCH", 5), ("_SELECT_CHUNK", 7), ("_POINTS_CHUNK", 3)):
+        monkeypatch.setattr(engine, name, size)
+    small = replay(probs, labels, value, cost, targets, burn_in=10, **options)
+    for name in ("thresholds", "final_thresholds", "cost", "value", "exceeds"):
+        assert getattr(small, name).tobytes() == getattr(default, name).tobytes(), name
+    assert small.chosen.index.tobytes() == default.chosen.index.tobytes()
