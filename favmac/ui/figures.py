@@ -189,18 +189,16 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
 
 def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int, has_gap: bool) -> go.Figure:
     """One threshold line per segment, readable: the page draws it full width with the legend in a
-    column beside the plot (every segment named, none over the lines), and a log axis when the
-    segments' thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
-    finite = np.asarray(y, dtype=float)
-    finite = finite[np.isfinite(finite) & (finite > 0)]
-    if len(finite) and finite.max() > 20 * finite.min():
-        fig.update_yaxes(type="log", rangemode="normal", dtick=1)  # one full label a decade (1-2-5 labels read "5" for 0.5)
-        axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
+    column beside the plot (every segment named, none over the lines), and a log axis by the charts'
+    one rule (:func:`log_axis`: one segment's early spike would flatten the others to zero)."""
+    if log_axis(fig, "y", y):
+        axis = log_scale_title(axis)
     gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
     for trace in gap:                              # the legend keeps to the segments
         trace.showlegend = False
     x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
     return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (n_lines - len(gap))), legend="right")
+
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
     """Running mean cost vs the target (expected control) or running violation rate vs delta."""
@@ -247,30 +245,65 @@ def _custom(frame: pd.DataFrame) -> np.ndarray:
     return frame[["target", "target_pct", "mean_value", "mean_cost", "violation_freq"]].to_numpy(dtype=float)
 
 
+#: The one rule of every chart's log axis: values spanning more than this factor (one decade).
+LOG_SPAN = 10.0
+
+
 def spans_decades(values) -> bool:
-    """True when every value is finite and positive and the largest is over ten times the smallest: then a
-    log axis shows the tight budgets (the data-decided Trade-offs grid is log-spaced) instead of crowding
-    them into the first sixth of a linear axis. A zero (e.g. a method that flags nothing at a tight target)
-    keeps the axis linear, as a log axis would drop that point."""
-    v = np.asarray(values, dtype=float)
-    return bool(v.size) and bool(np.isfinite(v).all()) and bool((v > 0).all()) and float(v.max()) > 10.0 * float(v.min())
+    """True when the values a chart draws (NaN: a gap, drawn on neither axis) are all finite and positive
+    and the largest is over :data:`LOG_SPAN` times the smallest: then a log axis shows the small ones (the
+    tight budgets of the log-spaced Trade-offs grid, a segment's threshold beside another's early spike)
+    instead of crowding them against zero. A zero (a method that flags nothing at a tight target, a
+    threshold of "any value") keeps the axis linear, as a log axis would silently drop that point.
+
+    >>> spans_decades([0.07, 3.9]), spans_decades([1.0, 5.0]), spans_decades([0.0, 3.9]), spans_decades([0.07, float("nan"), 3.9])
+    (True, False, False, True)
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[~np.isnan(v)]
+    return bool(v.size) and bool(np.isfinite(v).all()) and bool((v > 0).all()) and float(v.max()) > LOG_SPAN * float(v.min())
 
 
 def log_ticks(values) -> tuple[list[float], list[str]]:
-    """Tick positions 1-2-5 per decade across ``values`` (finite, positive; one a decade past three decades),
-    each labelled in full ("0.05",
-    not plotly's bare "5" between decades, which reads as five)."""
-    v = np.asarray(values, dtype=float)
+    """Tick positions 1-2-5 per decade across ``values`` (positive; NaN ignored; one a decade past three
+    decades, where 1-2-5 crowds a half-width chart), each labelled in full ("0.05", not plotly's bare
+    "5" between decades, which reads as five).
+
+    >>> log_ticks([0.07, 3.9])
+    ([0.1, 0.2, 0.5, 1.0, 2.0], ['0.1', '0.2', '0.5', '1', '2'])
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
     lo, hi = float(v.min()) / 1.15, float(v.max()) * 1.15
-    steps = (1, 2, 5) if hi / lo <= 1e3 else (1,)  # over three decades 1-2-5 crowds a half-width chart
+    steps = (1, 2, 5) if hi / lo <= 1e3 else (1,)
     ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1) for m in steps]
     ticks = [float(f"{t:.12g}") for t in ticks if lo <= t <= hi]
-    return ticks, [f"{t:g}" for t in ticks]
+    return ticks, [_tick_text(t) for t in ticks]
 
 
-def _log_axis(fig: go.Figure, axis: str, values) -> None:
+def _tick_text(t: float) -> str:
+    """A tick label in full, never in exponent form (``0.0001``, ``20,000``)."""
+    return f"{t:,.0f}" if t >= 1 else f"{t:.12f}".rstrip("0")
+
+
+def log_axis(fig: go.Figure, axis: str, values) -> bool:
+    """Make ``fig``'s ``axis`` ("x" or "y") logarithmic with :func:`log_ticks` when :func:`spans_decades`
+    says so (the one rule of every chart); True when it did (the caller then says "log scale" in the
+    axis title: :func:`log_scale_title`)."""
+    if not spans_decades(values):
+        return False
     tickvals, ticktext = log_ticks(values)
-    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(type="log", tickvals=tickvals, ticktext=ticktext)
+    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(type="log", rangemode="normal", tickvals=tickvals, ticktext=ticktext)
+    return True
+
+
+def log_scale_title(title: str) -> str:
+    """An axis title saying its axis is logarithmic: inside the title's closing unit bracket if it has one.
+
+    >>> log_scale_title("Target c (false flags)"), log_scale_title("Cost")
+    ('Target c (false flags, log scale)', 'Cost (log scale)')
+    """
+    return title[:-1] + ", log scale)" if title.endswith(")") else title + " (log scale)"
 
 
 def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go.Figure:
@@ -286,10 +319,9 @@ def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
             customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
         )
-    log_x = spans_decades(points["mean_cost"])
-    if log_x:
-        _log_axis(fig, "x", points["mean_cost"])
-    x_title = f"Mean realized cost per patient ({cost_unit}{', log scale' if log_x else ''})"
+    x_title = f"Mean realized cost per patient ({cost_unit})"
+    if log_axis(fig, "x", points["mean_cost"]):
+        x_title = log_scale_title(x_title)
     return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient ({value_unit})", height=430, legend="right")
 
 
@@ -328,14 +360,13 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
     fig.data[-1].legendrank = 1
     if control != "expected":
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")
-    elif log_y:
-        _log_axis(fig, "y", np.concatenate([points["mean_cost"], [lo, hi]]))
-        y_title += ", log scale"
+    elif log_y and log_axis(fig, "y", np.concatenate([points["mean_cost"], [lo, hi]])):
+        y_title = log_scale_title(y_title)
     else:
         fig.update_yaxes(rangemode="tozero")
-    if log_x:
-        _log_axis(fig, "x", points["target"])
-    x_title = f"Target c ({cost_unit}{', log scale' if log_x else ''})"
+    x_title = f"Target c ({cost_unit})"
+    if log_x and log_axis(fig, "x", points["target"]):
+        x_title = log_scale_title(x_title)
     return _layout(fig, title, x_title, y_title, height=430, legend="right")
 
 
