@@ -85,7 +85,8 @@ with sets_area:
             widgets.table(per_segment, hide_index=True, key="segment_thresholds",
                           column_order=["segment", "rule", "calibration patients", "new patients", "threshold"],  # the rule first, T (math) last
                           column_config={"segment": st.column_config.TextColumn(width="small"),
-                                         "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
+                                         "threshold": st.column_config.NumberColumn("threshold T", format=column_format(per_segment["threshold"], at_most=3),
+                                                                             width="small"),
                                          "calibration patients": st.column_config.NumberColumn(format="%,d", width="small"),
                                          "new patients": st.column_config.NumberColumn(format="%,d", width="small"),
                                          "rule": st.column_config.TextColumn(threshold_label(settings, spec.score),

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from favmac.ui import patients
 from favmac.ui.text import plain_html
+from favmac.ui.units import bracketed
 
 OKABE_ITO = {
     "black": "#000000",
@@ -45,21 +46,27 @@ STATUS_STYLE = {
 
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 360, legend: str = "top") -> go.Figure:
     """Shared layout. ``legend="top"``: one row between title and plot (for a few series);
-    ``"right"``: a column beside the plot (for many series, so entries never hit the title)."""
+    ``"right"``: a column beside the plot (for many series, so entries never hit the title);
+    ``"bottom"``: rows under the plot (many series in a half-width chart)."""
     if legend == "right":
         legend_layout = {"orientation": "v", "yanchor": "top", "y": 1, "xanchor": "left", "x": 1.02}
+    elif legend == "bottom":  # many series in a narrow chart: rows under the x-axis title (plotly grows the margin)
+        legend_layout = {"orientation": "h", "yanchor": "top", "y": -0.2, "xanchor": "left", "x": 0}
     else:
         legend_layout = {"orientation": "h", "yanchor": "bottom", "y": 1.01, "xanchor": "left", "x": 0}
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top", "yref": "container"},
         height=height,
-        margin={"l": 60, "r": 20, "t": 50 if legend == "right" else 80, "b": 60},
+        margin={"l": 60, "r": 20, "t": 80 if legend == "top" else 50, "b": 60},
         legend=legend_layout,
         hovermode="closest",
         colorway=PALETTE,
     )
     fig.update_xaxes(title_text=x_title, automargin=True)
     fig.update_yaxes(title_text=y_title, automargin=True)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # numbers as the tables write them: 4,000 and $1,028, not 4000
+        if axis.tickformat is None and axis.tickvals is None and axis.type != "category":
+            axis.tickformat = ","
     return fig
 
 
@@ -123,7 +130,11 @@ def reliability_figure(bins: pd.DataFrame, by_segment: dict[str, pd.DataFrame] |
     fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
     fig.update_yaxes(range=[-0.02, 1.04], tickformat=".1f")
     title = title or "Reliability (calibration) of the classifier" + (" per segment" if by_segment is not None else "")
-    return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=380)
+    if by_segment is None:
+        return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=380)
+    # one line a segment: the legend (titled) in rows under the plot, where it cannot reach the title
+    return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=420 + 22 * (len(lines) // 4),
+                   legend="bottom")
 
 
 # --------------------------------------------------------------------------- online session
@@ -177,7 +188,7 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
     if score == "price":
         per = ("expected false flag" if cost_unit == "false flags" else plain_html(cost_unit) if cost_unit.startswith("unsupported")
                else f"unit of {plain_html(cost_unit)}")  # the Online session passes units.cost_short
-        axis = f"Value needed per {per}<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
+        axis = f"Value needed per {per}<br>{plain_html(bracketed(value_unit))}"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"
@@ -211,7 +222,7 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
         # head-room above the target line, so the legend never sits on it
         top = max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
         fig.update_yaxes(range=[0, 1.25 * top if top > 0 else 1])
-        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>({plain_html(cost_unit)})", height=320)  # two lines: fits a third of the page
+        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>{plain_html(bracketed(cost_unit))}", height=320)  # two lines: fits a third of the page
     fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
@@ -223,7 +234,7 @@ def value_figure(series: pd.DataFrame, value_unit: str) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=series["position"], y=series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]}, hovertemplate="patient #%{x}<br>mean value %{y:.4g}<extra></extra>")
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>({plain_html(value_unit)})", height=320)
+    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>{plain_html(bracketed(value_unit))}", height=320)
 
 
 # --------------------------------------------------------------------------- trade-offs
@@ -319,10 +330,10 @@ def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
             customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
         )
-    x_title = f"Mean realized cost per patient ({cost_unit})"
+    x_title = f"Mean realized cost per patient {bracketed(cost_unit)}"
     if log_axis(fig, "x", points["mean_cost"]):
         x_title = log_scale_title(x_title)
-    return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient ({value_unit})", height=430, legend="right")
+    return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient {bracketed(value_unit)}", height=430, legend="right")
 
 
 def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit: str, value_unit: str) -> go.Figure:
@@ -342,7 +353,7 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
         # on a log target axis y = x is drawn through log-spaced points (a curve when cost stays linear)
         line = np.geomspace(lo * 0.95, hi * 1.05, 60).tolist() if log_x else [0, hi * 1.05]
         fig.add_scatter(x=line, y=line, name="Guarantee: y = x", **guarantee)
-        y_col, y_title, title = "mean_cost", f"Mean realized cost per patient ({cost_unit})", "Realized cost vs target"
+        y_col, y_title, title = "mean_cost", f"Mean realized cost per patient {bracketed(cost_unit)}", "Realized cost vs target"
     else:
         fig.add_scatter(x=[lo * 0.95, hi * 1.05], y=[delta, delta], name=f"Guarantee: rate = δ = {delta:g}", **guarantee)
         y_col, y_title, title = "violation_freq", "Share of patients with cost > target (%)", "Violation frequency vs target"
@@ -364,7 +375,7 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
         y_title = log_scale_title(y_title)
     else:
         fig.update_yaxes(rangemode="tozero")
-    x_title = f"Target c ({cost_unit})"
+    x_title = f"Target c {bracketed(cost_unit)}"
     if log_x and log_axis(fig, "x", points["target"]):
         x_title = log_scale_title(x_title)
     return _layout(fig, title, x_title, y_title, height=430, legend="right")

@@ -16,8 +16,9 @@ def test_a_price_threshold_in_dollars_reads_as_dollars_not_exponent_form():
     t = 1 / 1030.249
     assert threshold_tile(t, DOLLARS, "price")[1] == "$1,030"
     assert "at least $1,030 of payment per expected false flag" in threshold_text(t, DOLLARS, "price")
-    assert threshold_tile(t, RAF, "price")[1] == "1,030" and "e+" not in threshold_text(t, RAF, "price")
-    assert threshold_tile(1 / 0.0512, RAF, "price")[1] == "0.0512"
+    # in RAF the tile says its unit, as the payment tile beside it ("0.253 RAF")
+    assert threshold_tile(t, RAF, "price")[1] == "1,030 RAF" and "e+" not in threshold_text(t, RAF, "price")
+    assert threshold_tile(1 / 0.0512, RAF, "price")[1] == "0.0512 RAF"
     assert value_amount(7977.441, DOLLARS) == "$7,977" and value_amount(float("nan"), DOLLARS) == "—"
 
 

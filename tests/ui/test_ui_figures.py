@@ -143,3 +143,14 @@ def test_log_tick_labels_never_use_exponents_or_bare_digits():
     _, text = figures.log_ticks([900.0, 40000.0])
     assert text == ["1,000", "2,000", "5,000", "10,000", "20,000"]
     assert figures.log_scale_title("Value needed per expected false flag<br>(RAF)") == "Value needed per expected false flag<br>(RAF, log scale)"
+
+
+def test_reliability_per_segment_puts_its_titled_legend_under_the_plot():
+    """Nine segments' legend above a half-width chart grew into its title (the HCC sample's cells)."""
+    probs, labels = np.array([[0.2, 0.8], [0.6, 0.1]]), np.array([[0, 1], [1, 0]])
+    bins = data_views.reliability_bins(probs, labels)
+    fig = figures.reliability_figure(bins, {f"cell{i}": bins for i in range(8)})
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top" and fig.layout.legend.title.text == "Segment"
+    assert fig.layout.margin.t == 50  # no room kept above the plot for a legend that is not there
+    pooled = figures.reliability_figure(bins)
+    assert pooled.layout.legend.y > 1  # two entries: the one row above the plot, as before
