@@ -193,22 +193,19 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
     else:
         axis = f"Expected {cost_unit} allowed per chart"
         title = "Threshold: false flags allowed"
-    if "segment" not in series.columns:
-        return _layout(fig, title, "Stream position (patients)", axis, height=320)
-    return _segment_lines_readable(fig, y_all, title, axis, n_lines=len(fig.data), has_gap=bool(n_gap))
-
-
-def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int, has_gap: bool) -> go.Figure:
-    """One threshold line per segment, readable: the page draws it full width with the legend in a
-    column beside the plot (every segment named, none over the lines), and a log axis by the charts'
-    one rule (:func:`log_axis`: one segment's early spike would flatten the others to zero)."""
-    if log_axis(fig, "y", y):
+    # a log axis by the charts' one rule (log_axis): an early spike (one segment's, or the stream's under an
+    # adaptive target or late labels) would flatten every other step to zero
+    if log_axis(fig, "y", y_all):
         axis = log_scale_title(axis)
-    gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
-    for trace in gap:                              # the legend keeps to the segments
+    gap = list(fig.data[-1:]) if n_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
+    for trace in gap:                           # the legend keeps to the lines (over the axis title, it hid it)
         trace.showlegend = False
     x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
-    return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (n_lines - len(gap))), legend="right")
+    if "segment" not in series.columns:
+        return _layout(fig, title, x_title, axis, height=320)
+    # one line per segment: the page draws it full width with the legend in a column beside the plot
+    # (every segment named, none over the lines)
+    return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (len(fig.data) - len(gap))), legend="right")
 
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:

@@ -84,3 +84,17 @@ def test_patients_greedy_table_in_dollars_keeps_the_score_digits():
     assert round(smallest, decimals) > 0  # about 1e-4 in dollars: not drawn as 0.000
     values = [m.value for m in at.metric]
     assert any(v.startswith("$") for v in values)
+
+
+def test_export_previews_in_dollars_draw_dollars_and_the_threshold_digits():
+    at = open_page("value_cost")
+    at.text_input(key="pay_base_rate").input("11000")
+    at.button(key="apply_settings").click().run()
+    at = settle_jobs(go(at, "export"))
+    assert_clean(at)
+    preview = table_with(at, "expected_value")
+    drawn = formats(preview)
+    assert drawn["expected_value"][1] == "$%,.0f" and drawn["realized_value"][1] == "$%,.0f"
+    thresholds = preview.value["threshold"].astype(float)
+    decimals = int(drawn["threshold"][1].removeprefix("%,.").removesuffix("f"))
+    assert round(float(thresholds.min()), decimals) > 0 and decimals >= 5  # T is about 0.001 in dollars

@@ -154,3 +154,17 @@ def test_reliability_per_segment_puts_its_titled_legend_under_the_plot():
     assert fig.layout.margin.t == 50  # no room kept above the plot for a legend that is not there
     pooled = figures.reliability_figure(bins)
     assert pooled.layout.legend.y > 1  # two entries: the one row above the plot, as before
+
+
+def test_the_single_threshold_line_follows_the_same_rule_and_says_its_gaps_under_the_axis():
+    """Late labels and an adaptive target: a stream's threshold from 0.002 to 600 with 1,222 steps not drawn
+    was a flat line with spikes, and the gap's legend entry sat on the y-axis title."""
+    n = 200
+    needed = np.where(np.arange(n) % 50 == 0, 600.0, 0.002 + 0.0001 * np.arange(n))
+    threshold = 1.0 / needed
+    threshold[10:30] = -np.inf  # nothing flagged: not drawn
+    series = pd.DataFrame({"position": np.arange(n) + 1000, "threshold": threshold})
+    fig = figures.threshold_figure(series, "false flags", "price", "RAF (risk score)")
+    assert fig.layout.yaxis.type == "log" and "log scale" in fig.layout.yaxis.title.text
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["Threshold"]
+    assert "20 steps not drawn" in fig.layout.xaxis.title.text
