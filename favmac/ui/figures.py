@@ -182,7 +182,7 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["blue"], "shape": "hv"}, hovertemplate=hover)
     n_gap = int(np.sum(np.isnan(y_all)))
     if n_gap:
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_gap} steps not drawn (nothing flagged, or T = ±∞)",
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_gap:,} steps not drawn (nothing flagged, or T = ±∞)",
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
@@ -201,8 +201,8 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
     for trace in gap:                           # the legend keeps to the lines (over the axis title, it hid it)
         trace.showlegend = False
     x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
-    if "segment" not in series.columns:
-        return _layout(fig, title, x_title, axis, height=320)
+    if "segment" not in series.columns:  # a third of the page: the note on two lines, not cut at the chart's edge
+        return _layout(fig, title, x_title.replace(" (nothing", "<br>(nothing"), axis, height=340 if gap else 320)
     # one line per segment: the page draws it full width with the legend in a column beside the plot
     # (every segment named, none over the lines)
     return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (len(fig.data) - len(gap))), legend="right")
