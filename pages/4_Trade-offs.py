@@ -88,7 +88,7 @@ st.caption(("Payment captured per patient and per 1,000 members; " + cost_unit +
            "This is one ordering of your patients: the promise holds on average over orderings, so a small positive "
            "'over the target' here is noise, not a broken promise. The **Validity** page replays many orderings and shows the spread.")
 widgets.table(out["table"], hide_index=True, key="comparison_table",
-             column_config={c: st.column_config.NumberColumn(format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
+             column_config={c: st.column_config.NumberColumn(**tradeoffs.header(c), format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
 with st.expander("Every method × target"):
     widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
                                                          "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})

@@ -389,6 +389,24 @@ def comparison_formats(table: pd.DataFrame) -> dict[str, str]:
             for column in table.columns if column != "Method"}
 
 
+#: Long summary labels drawn shorter (the full label in the header's help), so the table fits the page.
+SHORT_HEADERS = {
+    "Value captured (% of the true codes' value)": ("Value captured (%)", "Share of the value of exactly the true codes."),
+    "Value (% of the largest possible, the paper's scale)": ("Paper's scale (%)",
+                                                              "Value as % of the largest possible value: the paper's 0-100 scale."),
+}
+
+
+def header(column: str) -> dict:
+    """``label`` and ``help`` of a summary column's header (:data:`SHORT_HEADERS`; {} keeps the column's name).
+
+    >>> header("Value captured (% of the true codes' value)")["label"], header("False flags per 100 charts")
+    ('Value captured (%)', {})
+    """
+    short = SHORT_HEADERS.get(column)
+    return {} if short is None else {"label": short[0], "help": f"{column}: {short[1]}"}
+
+
 def tradeoff_points(summaries: dict[str, pd.DataFrame], cmax: float, vscale: float) -> pd.DataFrame:
     """Stack per-method ``favmac.metrics.summarize`` tables into one plotting table.
 

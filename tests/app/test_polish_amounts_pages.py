@@ -98,3 +98,15 @@ def test_export_previews_in_dollars_draw_dollars_and_the_threshold_digits():
     thresholds = preview.value["threshold"].astype(float)
     decimals = int(drawn["threshold"][1].removeprefix("%,.").removesuffix("f"))
     assert round(float(thresholds.min()), decimals) > 0 and decimals >= 5  # T is about 0.001 in dollars
+
+
+def test_the_summary_headers_fit_the_page_with_the_full_label_one_hover_away():
+    at = settle_jobs(open_page("tradeoffs"))
+    at.button(key="run_tradeoffs").click().run()
+    at = settle_jobs(at)
+    assert_clean(at)
+    table = table_with(at, "Method")
+    config = json.loads(table.proto.columns)
+    captured = config["Value captured (% of the true codes' value)"]
+    assert captured["label"] == "Value captured (%)" and "true codes' value" in captured["help"]
+    assert "Value (% of the largest possible, the paper's scale)" in table.value.columns  # the data keeps its names
