@@ -19,14 +19,33 @@ def formats(frame_element) -> dict:
     return out
 
 
+def dollars_session():
+    """A session on the HCC sample with the payment in dollars (a base rate of $11,000 applied)."""
+    at = open_page("value_cost")
+    at.text_input(key="pay_base_rate").input("11000")
+    at.button(key="apply_settings").click().run()
+    return at
+
+
+def decimals(printf: str) -> int:
+    """The decimals of a "%,.Nf" format."""
+    return int(printf.removeprefix("%,.").removesuffix("f"))
+
+
+def drawn_in_dollars(page: str, column: str):
+    """(the page, the table holding ``column``, its drawn formats) on ``page`` of a session in dollars."""
+    at = settle_jobs(go(dollars_session(), page))
+    assert_clean(at)
+    table = table_with(at, column)
+    return at, table, formats(table)
+
+
 def table_with(at, column: str):
     return next(d for d in at.dataframe if column in d.value.columns)
 
 
 def test_the_payment_summary_is_drawn_in_whole_dollars():
-    at = open_page("value_cost")
-    at.text_input(key="pay_base_rate").input("11000")
-    at.button(key="apply_settings").click().run()
+    at = dollars_session()
     at = go(at, "tradeoffs")
     at.button(key="run_tradeoffs").click().run()
     at = settle_jobs(at)
@@ -71,33 +90,19 @@ def test_validity_tiles_say_their_unit():
 
 
 def test_patients_greedy_table_in_dollars_keeps_the_score_digits():
-    at = open_page("value_cost")
-    at.text_input(key="pay_base_rate").input("11000")
-    at.button(key="apply_settings").click().run()
-    at = settle_jobs(go(at, "patients"))
-    assert_clean(at)
-    greedy = table_with(at, "score")
-    drawn = formats(greedy)
+    at, greedy, drawn = drawn_in_dollars("patients", "score")
     assert drawn["prob"][0] == "probability" and drawn["value_weight"][1] == "$%,.0f" and drawn["vhat"][1] == "$%,.0f"
     smallest = greedy.value["score"][greedy.value["score"] > 0].min()
-    decimals = int(drawn["score"][1].removeprefix("%,.").removesuffix("f"))
-    assert round(smallest, decimals) > 0  # about 1e-4 in dollars: not drawn as 0.000
+    assert round(smallest, decimals(drawn["score"][1])) > 0  # about 1e-4 in dollars: not drawn as 0.000
     values = [m.value for m in at.metric]
     assert any(v.startswith("$") for v in values)
 
 
 def test_export_previews_in_dollars_draw_dollars_and_the_threshold_digits():
-    at = open_page("value_cost")
-    at.text_input(key="pay_base_rate").input("11000")
-    at.button(key="apply_settings").click().run()
-    at = settle_jobs(go(at, "export"))
-    assert_clean(at)
-    preview = table_with(at, "expected_value")
-    drawn = formats(preview)
+    _, preview, drawn = drawn_in_dollars("export", "expected_value")
     assert drawn["expected_value"][1] == "$%,.0f" and drawn["realized_value"][1] == "$%,.0f"
     thresholds = preview.value["threshold"].astype(float)
-    decimals = int(drawn["threshold"][1].removeprefix("%,.").removesuffix("f"))
-    assert round(float(thresholds.min()), decimals) > 0 and decimals >= 5  # T is about 0.001 in dollars
+    assert round(float(thresholds.min()), decimals(drawn["threshold"][1])) > 0 and decimals(drawn["threshold"][1]) >= 5  # T is about 0.001 in dollars
 
 
 def test_the_summary_headers_fit_the_page_with_the_full_label_one_hover_away():
