@@ -57,9 +57,15 @@ widgets.tiles([  # sized to their labels: none cut
      f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
      else "Share of charts over the target, averaged over the orderings"),
     (f"Promised at most ({per_chart})", cost_figure(report.promised, settings) if expected else f"{100 * report.promised:g} %",
-     f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target"),
-    ("p-value (t-test)", "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
-     "One-sided: the chance of an average this high if the promise held."),
+     f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target")
+    if report.adaptive_bound is None else  # the adaptive target promises its bound, in any order
+    (f"Adaptive bound ({per_chart})", cost_figure(report.adaptive_bound, settings),
+     "What the adaptive target promises for any order: c + (c + γ (L + 1) C_max) / (γ S), S predicted patients, "
+     "L the most labels pending."),
+    ("p-value (t-test)" if report.adaptive_bound is None else "p-value against the target c",
+     "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
+     "One-sided: the chance of an average this high if the promise held." if report.adaptive_bound is None else
+     "One-sided t-test of the orderings' mean against c, which the adaptive target steers to but does not promise."),
     ("p-value (binomial)", f"{report.binomial_p_value:.3f}", "Exact binomial test on the first predicted patient of every ordering.")
     if report.binomial_p_value is not None else
     ("Arrival-order p-value", f"{report.order_p_value:.3f}",
