@@ -386,12 +386,21 @@ def _take_arrivals(frame, rows, file, column):
 
 
 def _dates(values, file, rows, column):
-    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed")
+    # utc=True: cells with different UTC offsets (or some with one, some without) compare on one clock
+    # (dates without an offset are read as UTC) instead of failing in pandas
+    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed", utc=True)
     if parsed.isna().any():
         i = int(np.argmax(parsed.isna().to_numpy()))
-        raise DataError(f"{values[i]!r} is neither a stream position nor a date.", file=file, row=int(rows[i]),
+        raise DataError("the cell is empty." if not str(values[i]).strip() else
+                        f"{values[i]!r} is neither a stream position nor a date.", file=file, row=int(rows[i]),
                         column=column, fix="Write whole positions (0 = the first patient) or dates such as 2024-03-31.")
-    return parsed.to_numpy(dtype="datetime64[ns]")
+    # nanosecond timestamps span 1677-09-21 .. 2262-04-11; a date outside would wrap around silently
+    outside = ((parsed < pd.Timestamp.min.tz_localize("UTC")) | (parsed > pd.Timestamp.max.tz_localize("UTC"))).to_numpy()
+    if outside.any():
+        i = int(np.argmax(outside))
+        raise DataError(f"the date {values[i]!r} is outside the years 1678 to 2261 that dates can cover here.",
+                        file=file, row=int(rows[i]), column=column, fix="Check the year (e.g. 2024-03-31, not 1024-03-31).")
+    return parsed.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]")
 
 
 def _arrival_dates(frame, rows, file, column, text):
