@@ -934,12 +934,19 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
     DataFrame
         Index ``code`` (text); columns ``weight`` (float64) and ``description`` (text, "" if absent).
     """
-    frame, rows, file = parse_table(source, name, text_columns=("code", "description"))
+    layout = "A weights file has the columns code, weight and optionally description, then one row per code."
+    try:
+        frame, rows, file = parse_table(source, name, text_columns=("code", "description"))
+    except DataError as err:  # the generic fix speaks of patient_id and patients
+        if err.problem.startswith(("the file is empty", "the first row is empty", "the file has a header row but no",
+                                   "the file has column names but no")):
+            raise DataError(err.problem, file=err.file, row=err.row, fix=layout) from None
+        raise
     missing_cols = [c for c in ("code", "weight") if c not in frame.columns]
     if missing_cols:
         raise DataError(
             f"there is no {join_few(missing_cols)} column (found: {join_few(frame.columns)}).",
-            file=file, row=1, fix="A weights file has the columns code, weight and optionally description.",
+            file=file, row=1, fix=layout,
         )
     code_col = frame["code"].str.strip()
     blank = (code_col.isna() | (code_col == "")).to_numpy()

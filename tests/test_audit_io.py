@@ -40,3 +40,13 @@ def test_ordinary_dates_unchanged():
     data = load_calibration(wide(["2024-01-02", "2024-01-09", "2024-01-09"], ["2024-01-01", "2024-01-02", "2024-01-08"]),
                             label_available_column="arrived")
     assert np.array_equal(data.label_available_at, [0, 2, 2])
+
+
+@pytest.mark.parametrize("data, problem", [(b"", "the file is empty."), (b"code,weight\n", "no data rows")])
+def test_an_empty_weights_file_describes_the_weights_layout(data, problem):
+    from favmac.io import read_weights
+
+    with pytest.raises(DataError) as err:
+        read_weights(data, ["A"], name="w.csv")
+    assert problem in err.value.problem
+    assert "code, weight" in err.value.fix and "patient_id" not in str(err.value)
