@@ -50,3 +50,10 @@ def test_an_empty_weights_file_describes_the_weights_layout(data, problem):
         read_weights(data, ["A"], name="w.csv")
     assert problem in err.value.problem
     assert "code, weight" in err.value.fix and "patient_id" not in str(err.value)
+
+
+def test_an_empty_cms_cell_says_it_is_empty():
+    data = b"patient_id,cms_cell,prob_HCC37,label_HCC37\np1,CNA,0.2,0\np2, ,0.3,1\n"
+    with pytest.raises(DataError, match="has no CMS-HCC coefficient cell") as err:
+        load_calibration(data, name="cells.csv")
+    assert (err.value.row, err.value.column) == (3, "cms_cell") and "None" not in str(err.value)

@@ -291,7 +291,8 @@ def member_context(raw, codes) -> dict | None:
         for i, cell in enumerate(raw["cells"]):
             key = "" if cell is None else str(cell).strip().upper()
             if key not in CELL_NAMES:
-                raise DataError(f"{cell!r} is not a CMS-HCC coefficient cell.", file=file, row=int(rows[i]),
+                raise DataError("this member has no CMS-HCC coefficient cell (the cell is empty)." if not key else
+                                f"{cell!r} is not a CMS-HCC coefficient cell.", file=file, row=int(rows[i]),
                                 column=CELL_COLUMN, fix=f"Use one of {', '.join(CELL_NAMES)} for every member.")
             cells.append(key)
         out["cells"] = np.array(cells, dtype=object)
