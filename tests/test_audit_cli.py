@@ -8,27 +8,13 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from favmac.cli import main
+from test_cli import run  # noqa: F401 - the in-process CLI fixture
 
 CODES = ("A", "B", "C")
-
-
-@pytest.fixture
-def run(capsys):
-    def call(*args):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exit_:
-            code = exit_.code
-        captured = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
-
-    return call
 
 
 def _files(folder: Path):
