@@ -110,3 +110,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize("rate", ["1e308", "1000001"])
+def test_a_huge_adaptive_rate_is_refused_not_overflowed(tmp_path, run, rate):
+    _files(tmp_path)
+    proc = run("replay", "--calibration", tmp_path / "cal.csv", "--targets", "0.5", "--adaptive-rate", rate,
+               "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--adaptive-rate must be at most 1,000,000" in proc.stderr
+    assert not (tmp_path / "steps.csv").exists()
+
+
+def test_a_large_but_allowed_adaptive_rate_runs(tmp_path, run):
+    _files(tmp_path)
+    proc = run("replay", "--calibration", tmp_path / "cal.csv", "--targets", "0.5", "--adaptive-rate", "1000000",
+               "--burn-in", "20", "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 0, proc.stderr
