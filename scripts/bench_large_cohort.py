@@ -26,7 +26,7 @@ Each measurement runs in a fresh child process:
   The app loads the replay's compiled kernels when it starts (``favmac.ui.bootstrap.warm_up``):
   they are the process's, not a session's, so this child runs that warm-up *before* tracing
   starts (checkouts without it: nothing). ``memory-cold`` traces the replay step in a fresh
-  process without it (the kernels loaded during the replay, about 20-25 MB traced at
+  process without it (the kernels loaded during the replay, about 15 MB traced at
   300,000 x 35, count in its peak): the figure as measured before the fifth round.
 * ``sessions`` (``--sessions S``, on ``--session-patients`` patients, default ``--patients``):
   S app sessions one after the other in one process
