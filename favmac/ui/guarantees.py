@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from favmac.adaptive import adaptive_series
+from favmac.adaptive import adaptive_series, delay_advice, result_lag
 from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
@@ -146,6 +146,14 @@ def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.D
               "calibration patients": 0, "new patients": int(n)}
              for label, n in counts.items() if label not in result.group_thresholds]
     return pd.DataFrame(rows)
+
+
+def delay_warning(rate, lag) -> None:
+    """A warning when the adaptive rate is too fast for labels that arrive ``lag`` patients late
+    (:func:`favmac.adaptive.delay_advice`)."""
+    advice = delay_advice(rate, lag)
+    if advice:
+        st.warning(advice, icon=":material/hourglass_bottom:")
 
 
 def show_adaptive_tiles(result, position: int, columns) -> None:
