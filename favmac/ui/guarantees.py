@@ -200,6 +200,8 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
                         line={"color": PALETTE[i % len(PALETTE)]})
     line = settings["target"] if expected else settings["delta"]
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {line:g}" if expected else f"δ = {line:g}",
+                    line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(rangemode="tozero")
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
     return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
