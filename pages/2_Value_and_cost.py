@@ -141,6 +141,7 @@ st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Dat
 saved = ss.settings
 cmax = ss.c_max()
 st.info(f"The promise: **{target_text(saved)}**.", icon=":material/handshake:")
+guarantees.delay_warning(saved.get("adaptive_rate"), saved.get("label_delay"))  # gamma too fast for labels d patients late
 st.caption(f"Target c = {saved['target']:g} {cost_unit(saved)} = {form.target_percent(saved['target'], cmax):.1f} % of the most a chart can cost "
            f"(C_max = {plain_number(cmax)}), the paper's 0–100 scale.")
 if saved["value_kind"] == "formula":

@@ -82,6 +82,7 @@ def live_view():
          f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")])
     if result.adaptive_targets is not None:
         guarantees.show_adaptive_tiles(result, position, st.columns([2, 2, 3]))  # two tiles, wide enough for their labels
+        guarantees.delay_warning(settings.get("adaptive_rate"), guarantees.result_lag(result))  # gamma too fast for the lag
     groupings.show_delay_tiles(result, position)
     st.progress(position / max(n_steps, 1), text=f"Stream position {result.burn_in + position:,} of {ds.n_patients:,}")
     if position == 0:

@@ -173,3 +173,26 @@ def test_validity_with_the_adaptive_target_tests_its_bound_not_c():
     labels = [m.label for m in at.metric]
     assert any(label.startswith("Adaptive bound (") for label in labels)
     assert "p-value against the target c" in labels
+
+
+def test_an_adaptive_rate_too_fast_for_the_label_delay_is_warned():
+    """gamma x delay above 1 makes the adaptive target overshoot (favmac.adaptive.DELAY_GAIN_LIMIT, measured):
+    Value & cost and the Online session say so and suggest a rate; without a delay, or with a slow enough
+    rate, nothing is warned."""
+    at = go(drift_session(), "value_cost")
+    at.checkbox(key="use_adaptive").check().run()
+    at.number_input(key="adaptive_rate").set_value(0.05)
+    at.button(key="apply_settings").click().run()
+    assert at.session_state["settings"].get("label_delay") is None
+    assert not any("overshoots" in w.value for w in at.warning)  # no delay: nothing to warn
+    at.session_state["settings"] = {**at.session_state["settings"], "label_delay": 200}  # as a restored settings file
+    at.run()
+    warned = [w.value for w in at.warning if "overshoots" in w.value]
+    assert warned and "γ × 200 = 10" in warned[0] and "Use γ at most 0.005" in warned[0]
+    at = go(at, "online")
+    at.button(key="to_end").click().run()
+    assert not at.exception
+    assert any("overshoots" in w.value for w in at.warning)
+    at.session_state["settings"] = {**at.session_state["settings"], "adaptive_rate": 0.005}
+    at = go(at, "value_cost")
+    assert not any("overshoots" in w.value for w in at.warning)

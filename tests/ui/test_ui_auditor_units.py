@@ -128,3 +128,16 @@ def test_the_per_segment_caption_explains_the_adaptive_bound_when_it_is_a_column
     settings = {"control": "expected", "cost_kind": "fp", "value_kind": "tp", "score": "price"}
     assert "Bound (adaptive)" not in segment_caption(result, settings)
     assert "Bound (adaptive): the most the segment's mean cost can reach" in segment_caption(result, {**settings, "adaptive_rate": 0.05})
+
+
+def test_the_per_segment_cost_chart_names_its_dashed_target_line():
+    from favmac.ui.guarantees import segment_cost_figure
+
+    result = two_segment_run(3, 200, 4)[3]
+    fig = segment_cost_figure(result, result.n_steps, {"control": "expected", "target": 0.8, "cost_kind": "fp",
+                                                       "value_kind": "tp"})
+    names = [trace.name for trace in fig.data]
+    assert "Target c = 0.8" in names and len(fig.layout.shapes) == 1  # the line and its legend entry
+    fig = segment_cost_figure(result, result.n_steps, {"control": "violation", "target": 0.8, "delta": 0.1,
+                                                       "cost_kind": "fp", "value_kind": "tp"})
+    assert "δ = 0.1" in [trace.name for trace in fig.data]
