@@ -31,6 +31,8 @@ from .formula_kernels import offer
 __all__ = ["raf_sets", "proxy_sets", "payment_sequences", "prefix_payments", "set_payments"]
 
 _CAP = 10
+#: 0 as a kernel argument: a literal ``0`` would compile the called kernel once more, for that literal
+_ZERO = np.int64(0)
 
 #: ``formula_kernels.offer`` inlined (the greedy runs without reference counting; see :func:`_sequences`)
 _offer = njit(inline="always")(offer.py_func)
@@ -76,7 +78,7 @@ def raf_sets(t, sets, cells) -> np.ndarray:
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
                fi_ptr, fi_idx, dist, at, m1, m2, m12, m_at, weights, locals_):
     """Family f's summary for the uncertain local mask and the fixed (known) local mask.
@@ -135,7 +137,7 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
             fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
     """:func:`_family_at` writing ``dist`` (11,) and m1/m2/m12 from their start."""
     return _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
-                      inter_atoms, fi_ptr, fi_idx, dist, 0, m1, m2, m12, 0, weights, locals_)
+                      inter_atoms, fi_ptr, fi_idx, dist, _ZERO, m1, m2, m12, _ZERO, weights, locals_)
 
 
 @njit(cache=True, inline="always")
@@ -238,7 +240,7 @@ def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _convolve_at(a, a_at, dist, d_at, reach, out, out_at):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach; each array read or written
     from its offset (rows of 2-D arrays through flat views).
@@ -270,10 +272,10 @@ def _convolve_at(a, a_at, dist, d_at, reach, out, out_at):
 @njit(cache=True, inline="always")
 def _convolve_into(a, dist, reach, out):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach (:func:`_convolve_at`)."""
-    _convolve_at(a, 0, dist, 0, reach, out, 0)
+    _convolve_at(a, _ZERO, dist, _ZERO, reach, out, _ZERO)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _fold_back_at(after, after_at, dist, d_at, reach, out, out_at):
     """out[n] = sum_b dist[b] after[min(n + b, 10)]: E[after(n + M)] for a family count M ~ dist
     (summed over b in order; written out for a Bernoulli count; offsets as in :func:`_convolve_at`)."""
@@ -291,7 +293,7 @@ def _fold_back_at(after, after_at, dist, d_at, reach, out, out_at):
         out[out_at + n] = w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _weights_at(before, b_at, after, a_at, reach, out, out_at):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (offsets as in :func:`_convolve_at`)."""
     for m in range(reach + 1):
@@ -304,10 +306,10 @@ def _weights_at(before, b_at, after, a_at, reach, out, out_at):
 @njit(cache=True, inline="always")
 def _weights_from(before, after, reach, out):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (:func:`_weights_at`)."""
-    _weights_at(before, 0, after, 0, reach, out, 0)
+    _weights_at(before, _ZERO, after, _ZERO, reach, out, _ZERO)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _open_families(n_fam, is_open, trivial, opened, position, w_row, closed, coef, prefix, back, fill, row_ok):
     """Start the count weights W_f[m] = E[c(N without f + m)] over the open families whose count is
     not surely 0 (``opened``, index order; ``position`` of each, -1 for the others).
@@ -338,7 +340,7 @@ def _open_families(n_fam, is_open, trivial, opened, position, w_row, closed, coe
     fill[2] = n_open
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _weight_row(f, n_fam, opened, position, dist, reach, largest, coef, prefix, back, fill, row_ok, w_table):
     """The row of ``w_table`` family f's candidates use, computed first if it is not up to date
     (with the forward and backward steps it needs, :func:`_open_families`). ``dist``, ``prefix``,
@@ -355,7 +357,7 @@ def _weight_row(f, n_fam, opened, position, dist, reach, largest, coef, prefix, 
         _convolve_at(prefix, a * width, dist, g * width, reach[g], prefix, (a + 1) * width)
         fill[0] = a + 1
     if j < 0:  # W_total
-        _weights_at(prefix, end * width, coef, 0, largest, w_table, n_fam * width)
+        _weights_at(prefix, end * width, coef, _ZERO, largest, w_table, n_fam * width)
     else:
         while fill[1] > j + 1:
             b = fill[1] - 1
@@ -379,7 +381,7 @@ def _family_changed(f, n_fam, position, fill, row_ok):
             row_ok[g] = False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
     """For each interaction touching family f: the other families' products of m1, m2, m12."""
     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
@@ -400,7 +402,7 @@ def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o1
         o12[f, s] = a12
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx, inter_atoms,
                 inter_coef):
     """Candidate k's gain from its family f's expected coefficients and the interactions touching f
@@ -471,7 +473,7 @@ def _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
     return coef_gain, inter_gain, magnitude
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_ptr, fam_codes, sub_ptr, sub_count,
                   sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, weights, locals_, up_dist, s1, s2, s12, acc, tmp,
                   up, lo, rise_up, rise_any):
@@ -492,7 +494,7 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
     acc[0] = 1.0
     for f in range(n_fam):
         if monotone[f]:
-            mask = 0
+            mask = _ZERO  # not the literal 0 (a second compile of _family_at)
             for j in range(fam_ptr[f], fam_ptr[f + 1]):
                 c = fam_codes[j]
                 if not known_i[c] and p[c] > 0.0:
@@ -533,7 +535,7 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
     return largest_coef
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _gain_bound(fixed_gain, step_dist, k, reach, up, lo, largest_coef):
     """An upper bound on fixed_gain + sum_m step[m] W[m], step = row k of ``step_dist`` (the gain as the
     greedy computes it, in floating point) for any W the patient's steps can produce: sum_m step[m] W[m] =
@@ -613,6 +615,25 @@ def _workspace(n_fam, n_codes, width, largest):
     )
 
 
+@njit(cache=True)
+def _extents(fam_ptr, sub_ptr, sub_count, fi_ptr):
+    """(reach, largest, width): per family the most survivors it can have (capped), their maximum, and
+    the most interactions touching one family. A kernel of its own: computed inline, the loops' first
+    values (the literals 0 and 1) would have numba compile ``_workspace`` and ``_greedy`` twice, once
+    for those literals."""
+    n_fam = len(fam_ptr) - 1
+    width = 1
+    for f in range(n_fam):
+        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
+    reach = np.zeros(n_fam, dtype=np.int64)
+    largest = 0
+    for f in range(n_fam):
+        for row in range(sub_ptr[f], sub_ptr[f + 1]):
+            reach[f] = max(reach[f], min(sub_count[row], _CAP))
+        largest = max(largest, reach[f])
+    return reach, largest, width
+
+
 @njit(cache=True, nogil=True)  # nogil: payment_sequences runs row blocks on threads
 def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr,
                fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
@@ -621,15 +642,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     numba's reference counting, which cost a quarter of its time in the inlined helpers' array arguments)."""
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
-    width = 1
-    for f in range(n_fam):
-        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
-    reach = np.zeros(n_fam, dtype=np.int64)  # the most survivors a family can have (capped)
-    largest = 0
-    for f in range(n_fam):
-        for row in range(sub_ptr[f], sub_ptr[f + 1]):
-            reach[f] = max(reach[f], min(sub_count[row], _CAP))
-        largest = max(largest, reach[f])
+    reach, largest, width = _extents(fam_ptr, sub_ptr, sub_count, fi_ptr)
     monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
     coef_gain, inter_gain, magnitude = _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
                                                         fi_ptr, fi_idx, count_coef)
@@ -672,7 +685,8 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
     after the open families after f): a forward and a backward pass, computed row by row as the
     evaluated candidates need them and kept while the families they span do not change
     (:func:`_open_families`, :func:`_weight_row`, :func:`_family_changed`); every other family
-    uses W_total (row ``n_fam`` of ``w_table``). The helpers are inlined (``inline="always"``).
+    uses W_total (row ``n_fam`` of ``w_table``). The large helpers are kernels of their own (compiled and
+    cached once each, without reference counting); only the small ones are inlined.
 
     Which gains a step evaluates (the same gains, to the bit, as evaluating all of them):
 
@@ -724,7 +738,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
             closed[n] = 0.0
         closed[0] = 1.0
         for f in range(n_fam):
-            ecoef[f] = _family_at(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+            ecoef[f] = _family_at(f, _ZERO, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
                                   inter_atoms, fi_ptr, fi_idx, dist_flat, f * row_len, m1_flat, m2_flat, m12_flat,
                                   f * width, weights, locals_)
             trivial[f] = dist[f, 0] == 1.0
@@ -734,7 +748,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                 if not known_i[fam_codes[j]]:
                     is_open[f] = True
             if not is_open[f] and not trivial[f]:
-                _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
+                _convolve_at(closed, _ZERO, dist_flat, f * row_len, reach[f], tmp, _ZERO)
                 for n in range(_CAP + 1):
                     closed[n] = tmp[n]
         n_active = 0
@@ -912,7 +926,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                     is_open[f] = False
                     if not trivial[f]:
                         restart = True  # f leaves the open families for the closed ones
-                        _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
+                        _convolve_at(closed, _ZERO, dist_flat, f * row_len, reach[f], tmp, _ZERO)
                         for n in range(_CAP + 1):
                             closed[n] = tmp[n]
             current += gains[best]
