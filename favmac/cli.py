@@ -337,16 +337,45 @@ def _percent_target(percent: float, c_max: float, flag: str) -> float:
 
 
 def _write(frame: pd.DataFrame, out: str) -> bytes:
+    """The export's CSV bytes; written here only to standard output (a file is written with its
+    provenance record by :func:`_write_provenance`, both or neither)."""
     from .io import to_safe_csv
 
     data = to_safe_csv(frame, index=False)
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-        return data
-    with open(out, "wb") as handle:
-        handle.write(data)
     return data
+
+
+def _atomic_write(files: dict) -> None:
+    """Write every ``{path: bytes}`` whole or not at all: temporary files beside them, renamed over them
+    once all are complete (a failed or interrupted write leaves the previous files as they were, and
+    no partial one). An OSError names the file asked for, not the temporary one."""
+    import os
+    import tempfile
+
+    umask = os.umask(0)
+    os.umask(umask)
+    done = {}
+    try:
+        for path, data in files.items():
+            try:
+                handle, done[path] = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial",
+                                                      dir=os.path.dirname(os.path.abspath(path)))
+                os.chmod(done[path], 0o666 & ~umask)  # the permissions open() would give, not mkstemp's 0600
+                with os.fdopen(handle, "wb") as stream:
+                    stream.write(data)
+                if os.path.isdir(path):
+                    raise IsADirectoryError(21, "Is a directory", path)
+            except OSError as err:
+                raise OSError(err.errno, err.strerror, path) from None
+        for path, temporary in list(done.items()):
+            os.replace(temporary, path)
+            del done[path]
+    finally:
+        for temporary in done.values():
+            os.unlink(temporary)
 
 
 def _write_provenance(args, spec, data, written: bytes, new=None, result=None) -> None:
@@ -366,8 +395,7 @@ def _write_provenance(args, spec, data, written: bytes, new=None, result=None) -
     cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
     doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written},
                      recalibration=None if result is None else result.settings.get("recalibration_maps"))
-    with open(f"{args.out}.provenance.json", "wb") as handle:
-        handle.write(provenance_json(doc))
+    _atomic_write({args.out: written, f"{args.out}.provenance.json": provenance_json(doc)})
 
 
 def _print_recalibration(args, result) -> None:
@@ -613,6 +641,66 @@ def _calibration_extras(spec, codes, thresholds, by_segment, details, source) ->
     return {"calibration": block, **({"recalibration_maps": maps} if maps is not None else {})}
 
 
+def _stored_calibration(block: dict, file: str) -> dict:
+    """The "calibration" block of a settings file (:func:`_calibration_extras`), checked field by field:
+    codes (distinct text), targets and thresholds (lists of numbers of one length; thresholds may be the
+    text "inf" / "-inf"), segments / groupings ({label: {"thresholds": [...], "n_patients": n}}).
+    A hand-edited or damaged block is a DataError naming the field, not a traceback."""
+    fix = "Write the file again with 'favmac calibrate ... --settings-out FILE' (do not edit its calibration block)."
+
+    def refuse(field: str, expected: str, got) -> DataError:
+        shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
+        return DataError(f"calibration.{field} must be {expected}; got {shown}.", file=file, fix=fix)
+
+    def numbers(field: str, values, length=None) -> list:
+        if not isinstance(values, list) or not values or (length is not None and len(values) != length):
+            raise refuse(field, "a list of numbers" + ("" if length is None else f" ({length}, one per target)"), values)
+        out = []
+        for value in values:
+            try:
+                if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                    raise ValueError
+                number = float(value)
+            except (ValueError, OverflowError):
+                raise refuse(field, "a list of numbers", values) from None
+            if math.isnan(number):
+                raise refuse(field, "a list of numbers (not NaN)", values)
+            out.append(number)
+        return out
+
+    codes = block.get("codes")
+    if not isinstance(codes, list) or not codes or not all(isinstance(c, str) and c for c in codes) \
+            or len(set(codes)) != len(codes):
+        raise refuse("codes", "a list of distinct code names", codes)
+    targets = numbers("targets", block.get("targets"))
+    if not all(math.isfinite(t) and t > 0 for t in targets):
+        raise refuse("targets", "a list of finite targets > 0", block.get("targets"))
+    out = {**block, "codes": codes, "targets": targets,
+           "thresholds": numbers("thresholds", block.get("thresholds"), len(targets))}
+
+    def by_label(field: str, entries) -> dict:
+        if not isinstance(entries, dict):
+            raise refuse(field, 'an object {segment: {"thresholds": [...], "n_patients": n}}', entries)
+        checked = {}
+        for label, entry in entries.items():
+            if not isinstance(entry, dict):
+                raise refuse(f"{field}.{label}", 'an object {"thresholds": [...], "n_patients": n}', entry)
+            n = entry.get("n_patients", 0)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise refuse(f"{field}.{label}.n_patients", "a whole number >= 0", n)
+            checked[label] = {**entry, "thresholds": numbers(f"{field}.{label}.thresholds", entry.get("thresholds"),
+                                                             len(targets))}
+        return checked
+
+    if "segments" in block:
+        out["segments"] = by_label("segments", block["segments"])
+    if "groupings" in block:
+        if not isinstance(block["groupings"], dict):
+            raise refuse("groupings", "an object {column: {segment: ...}}", block["groupings"])
+        out["groupings"] = {column: by_label(f"groupings.{column}", entries) for column, entries in block["groupings"].items()}
+    return out
+
+
 def _segment_entries(spec, by_segment, sizes):
     """(column, label, thresholds, calibration patients) of every segment the engine calibrated."""
     if by_segment is None:
@@ -643,8 +731,7 @@ def run_calibrate(args) -> int:
     settings = spec.to_json(codes, dataset=str(args.data),
                             extras=_calibration_extras(spec, codes, thresholds, by_segment, details, args.data))
     if args.settings_out:
-        with open(args.settings_out, "wb") as handle:
-            handle.write(settings)
+        _atomic_write({args.settings_out: settings})
         print(f"Settings written to {args.settings_out} (load it in the app, or: favmac predict --engine dask "
               f"--settings {args.settings_out} --target C --new FILES --out FOLDER).")
     else:
@@ -673,6 +760,7 @@ def _predict_distributed(args) -> int:
         if not calibration or "thresholds" not in calibration or "codes" not in calibration:
             raise DataError("the settings file holds no thresholds.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --settings-out FILE'.")
+        calibration = _stored_calibration(calibration, args.settings)
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
         if spec.recalibrate is not None and maps is None:

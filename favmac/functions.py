@@ -316,6 +316,32 @@ def _depth(tree: ast.AST) -> int:
     return deepest
 
 
+# What a value formula may call, and with how many (positional) arguments: numpy's ufuncs also
+# take ``out=`` / ``where=`` and a third positional ``out``, which would write into ``v`` or read
+# uninitialized memory.
+_ARITY = {**{name: 1 for name in _REDUCTIONS}, "sqrt": 1, "log": 1, "exp": 1, "abs": 1, "minimum": 2, "maximum": 2}
+
+
+def _refuse_unsafe(tree: ast.AST) -> None:
+    """Refuse what a value formula has no use for and could misuse: attribute access (``v.dump(path)``
+    writes a file, ``v.fill(0)`` overwrites the weights, ``v.repeat(10**9)`` allocates gigabytes),
+    keyword arguments, calls other than the documented functions with their argument count, and
+    text, bytes or complex constants."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            raise FormulaError(f"'.{node.attr}' (attribute access) is not allowed in a value formula. {_FORMULA_HELP}")
+        if isinstance(node, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(node, "value", ""), (str, bytes, complex)):
+            raise FormulaError(f"text, bytes and complex numbers are not allowed in a value formula; use numbers, v and "
+                               f"the functions. {_FORMULA_HELP}")
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            if name in _ARITY and (node.keywords or len(node.args) != _ARITY[name]
+                                   or any(isinstance(a, ast.Starred) for a in node.args)):
+                n = _ARITY[name]
+                raise FormulaError(f"{name}() takes exactly {n} argument{'s' if n > 1 else ''}, without names "
+                                   f"(e.g. {name}({', '.join(['v', '1'][:n])})). {_FORMULA_HELP}")
+
+
 def _too_deep(formula: str) -> FormulaError:
     return FormulaError(f"The value formula is nested too deeply (more than {MAX_FORMULA_DEPTH} levels of operators, "
                         f"brackets or calls; it starts {formula[:40]!r}). Write long sums with sum_hits(...) or "
@@ -380,6 +406,7 @@ class FormulaValue:
             raise _too_deep(self.formula) from None
         if _depth(self._tree) > MAX_FORMULA_DEPTH:
             raise _too_deep(self.formula)
+        _refuse_unsafe(self._tree)
         # Evaluate once on a tiny example so unknown names fail at definition time.
         self(np.array([[True, False]]), np.array([[True, True]]), _weights=np.array([1.0, 2.0]))
 
@@ -419,7 +446,12 @@ class FormulaValue:
             raise
         except Exception as err:  # simpleeval raises several types; name the problem for the user
             raise FormulaError(f"Cannot evaluate the value formula {self.formula!r}: {str(err).rstrip('.')}. {_FORMULA_HELP}") from None
-        out = np.broadcast_to(np.asarray(out, dtype=float), hits.shape[:-1])
+        try:
+            out = np.broadcast_to(np.asarray(out, dtype=float), hits.shape[:-1])
+        except (TypeError, ValueError):  # e.g. a per-code array (v, exp(v)) left outside sum_hits(...)
+            raise FormulaError(f"The value formula {self.formula!r} does not give one number per set: reduce per-code "
+                               f"quantities such as v with sum_hits(...), prod_hits(...), max_hits(...) or min_hits(...). "
+                               f"{_FORMULA_HELP}") from None
         if not np.all(np.isfinite(out)):
             raise self.non_finite_error()
         return np.array(out)

@@ -63,6 +63,7 @@ MAX_CODES = 100_000
 MAX_TARGETS = 10_000
 MAX_TEXT = 10_000
 MAX_COUNT = 10**12  # patients (burn-in, window)
+MAX_ADAPTIVE_RATE = 1_000_000  # gamma of the adaptive target; far above any useful rate, far below float overflow
 MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
@@ -395,6 +396,9 @@ class RunSpec:
         rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")
         if rate is not None and not rate > 0:
             raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
+        if rate is not None and rate > MAX_ADAPTIVE_RATE:  # c_n can grow by gamma * c per patient: past float range
+            raise SettingsError("adaptive_rate", f"must be at most {MAX_ADAPTIVE_RATE:,} (rates of about 0.001 to 0.1 "
+                                f"follow drift); got {_show(self.adaptive_rate)}")
         if rate is not None and self.control != "expected":
             raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
         if rate is not None and isinstance(segment, tuple):

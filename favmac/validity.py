@@ -102,6 +102,15 @@ class ValidityReport:
     order_p_value : float
         Permutation p-value of ``observed`` among the random orderings (small: the arrival
         order matters, i.e. drift).
+    adaptive_bound : float or None
+        With an adaptive target (SPEC "Adaptive target under drift"): what it promises instead
+        of E[C] <= c, the deterministic bound c + (c + gamma (L + 1) C_max) / (gamma S) on
+        the mean cost over the S predicted patients (L: the most labels pending, 0 without a
+        delay; :func:`favmac.adaptive.adaptive_bound`), the largest over the orderings and the
+        arrival order. None without an adaptive target.
+    adaptive_held : bool or None
+        Whether every ordering's mean cost, and the arrival order's, stayed within its own
+        bound. Then ``passed`` is this (the t-test against c is reported, not the promise).
     """
 
     control: str
@@ -123,6 +132,8 @@ class ValidityReport:
     order_p_value: float | None = None
     groupings: dict | None = None
     grouping_statistics: dict | None = None
+    adaptive_bound: float | None = None
+    adaptive_held: bool | None = None
 
     @property
     def n_orderings(self) -> int:
@@ -162,6 +173,15 @@ def _figure(x: float) -> str:
     ('4,472', '0.925', '1.05')
     """
     return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else f"{x:.3g}"
+
+
+def _kept(x: float) -> str:
+    """:func:`_figure` keeping its trailing zeros, for the two ends of a range ("1.00 and 1.07", not "1 and 1.07").
+
+    >>> _kept(1.0), _kept(1.07), _kept(4472.4)
+    ('1.00', '1.07', '4,472')
+    """
+    return _figure(x) if math.isfinite(x) and abs(x) >= 1000 else f"{x:#.3g}"
 
 
 def _p_text(p: float) -> str:
@@ -323,6 +343,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
 
     observed_res, observed_measured = run(np.arange(n_patients), label_available_at)
     observed = float(observed_measured.mean())
+    adaptive = adaptive_rate is not None and delta is None
+    bounds = np.full(n_orderings, np.nan)
     first_predicted = observed_res.burn_in  # burn-in (after a recalibration fold) is the same in every ordering
     steps = n_patients - first_predicted
     indexed = [(name, *group_index(g)) for name, g in groupings]
@@ -331,6 +353,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     group_rates = [np.full((n_orderings, len(names)), np.nan) for _, names, _ in indexed]
     group_first = [np.zeros((n_orderings, len(names)), dtype=bool) for _, names, _ in indexed]
     group_predicted = [np.zeros(len(names)) for _, names, _ in indexed]
+    group_bounds = [np.full((n_orderings, len(names)), np.nan) for _, names, _ in indexed]  # adaptive, per group
     statistic = np.empty(n_orderings)
     first = np.zeros(n_orderings, dtype=bool)
     per_patient = []
@@ -339,6 +362,8 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         arrivals = None if own_delay is None else np.arange(n_patients) + own_delay[order]
         res, measured = run(order, arrivals)
         statistic[r] = measured.mean()
+        if adaptive:
+            bounds[r] = _bound_of(res)
         violations = res.violations[0]
         first[r] = bool(violations[0])
         if r < 20:
@@ -354,6 +379,9 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                 group_rates[i][r, present] = (np.bincount(mine, weights=violations, minlength=len(names)) / counts)[present]
             seen, where = np.unique(mine, return_index=True)
             group_first[i][r, seen] = violations[where]
+            if adaptive and segment_control:  # each group steers its own target: its own bound over its S_g
+                for g in np.flatnonzero(present):
+                    group_bounds[i][r, g] = _bound_of(res, int(counts[g]))
         report((r + 1) / n_orderings)
     promised = float(target) if delta is None else float(delta)
     pool = n_patients - (0 if recalibrate is None else int(recalibrate))  # the fold never calibrates
@@ -369,6 +397,15 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     verdict = verdict_sentence(control, float(statistic.mean()), promised, p_value, passed, n_orderings=n_orderings,
                                n_patients=n_patients, alpha=alpha, target=float(target), unit=cost_unit)
     order_p = float((1 + np.sum(statistic >= observed - 1e-12)) / (n_orderings + 1))
+    bound, held = None, None
+    if adaptive:  # the adaptive target promises its deterministic bound for any order, not E[C] <= c
+        observed_bound = _bound_of(observed_res)
+        held = bool(np.all(statistic <= bounds + 1e-12) and observed <= observed_bound + 1e-12)
+        bound = float(max(np.max(bounds), observed_bound))
+        passed = held
+        verdict = adaptive_verdict(held, float(np.max(statistic - bounds)), observed - observed_bound, bound,
+                                   float(statistic.mean()), float(target), p_value, n_orderings=n_orderings,
+                                   n_patients=n_patients, n_predicted=steps, unit=cost_unit)
     verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None, unit=cost_unit)
     tables, statistics, failing = {}, {}, []
     several = len(indexed) > 1
@@ -385,13 +422,19 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
             seg_binom = None if delta is None else _binomial(group_first[i][present, g], float(delta))
             seg_pass = bool(seg_p >= alpha) if not math.isnan(seg_p) else None
             who = f"{name} {label}" if several else f"segment {label}"
+            seg_bounds = group_bounds[i][present, g]
+            if adaptive and segment_control:  # the group's own adaptive bound, in every ordering
+                seg_pass = bool(np.all(values <= seg_bounds + 1e-12))
             rows.append({
                 "segment": label, "patients": int(sizes[g]), "predicted": int(round(group_predicted[i][g] / n_orderings)),
                 "mean": float(values.mean()), "spread": float(values.std(ddof=1)) if len(values) > 1 else math.nan,
                 "mean_cost": float(np.mean(group_costs[i][present, g])),
                 "violation_rate": float(np.mean(group_rates[i][present, g])),
-                "promised": promised, "p_value": seg_p, "binomial_p_value": seg_binom, "passed": seg_pass,
-                "verdict": "" if seg_pass is None else verdict_sentence(
+                "promised": float(np.max(seg_bounds)) if adaptive and segment_control else promised,
+                "p_value": seg_p, "binomial_p_value": seg_binom, "passed": seg_pass,
+                "verdict": _adaptive_group_sentence(who, seg_pass, float(np.max(values - seg_bounds)), len(values),
+                                                    unit=cost_unit)
+                if adaptive and segment_control else "" if seg_pass is None else verdict_sentence(
                     control, float(values.mean()), promised, seg_p, seg_pass, n_orderings=len(values),
                     n_patients=int(sizes[g]), alpha=alpha, who=who, target=float(target), unit=cost_unit,
                     reason=None if segment_control else POOLED_REASON),
@@ -417,7 +460,62 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                           segments=None if first_name is None else tables[first_name],
                           segment_statistics=None if first_name is None else statistics[first_name],
                           observed=observed, order_p_value=order_p,
-                          groupings=tables or None, grouping_statistics=statistics or None)
+                          groupings=tables or None, grouping_statistics=statistics or None,
+                          adaptive_bound=bound, adaptive_held=held)
+
+
+def _bound_of(res, n_steps: int | None = None) -> float:
+    """The adaptive target's deterministic bound on the mean cost of one replay over ``n_steps`` predicted
+    patients (default all of them; a group's own count with per-segment control), L its largest number of
+    pending labels (at least the group's own)."""
+    from .adaptive import adaptive_bound, result_lag
+
+    return float(adaptive_bound(res.targets[0], res.settings["adaptive_rate"], res.settings["c_max"],
+                                res.n_steps if n_steps is None else n_steps, lag=result_lag(res)))
+
+
+def _adaptive_group_sentence(who, held, worst, n_orderings, unit=None) -> str:
+    """A group's verdict under an adaptive target: its mean within its own bound in every ordering.
+
+    >>> _adaptive_group_sentence("segment A", True, -0.25, 200)
+    'PASS: in all 200 orderings where segment A had predicted patients, its mean cost stayed within its adaptive bound (closest: 0.25 below).'
+    """
+    each = f" {unit}" if unit else ""
+    if held:
+        return (f"PASS: in all {n_orderings} orderings where {who} had predicted patients, its mean cost stayed within "
+                f"its adaptive bound (closest: {_figure(-worst)}{each} below).")
+    return (f"FAIL: {who}'s mean cost exceeded its adaptive bound by up to {_figure(worst)}{each} per patient, which the "
+            "bound rules out for any order: report this as a bug.")
+
+
+def adaptive_verdict(held, worst, observed_excess, bound, mean, target, p_value, *, n_orderings, n_patients,
+                     n_predicted, unit=None) -> str:
+    """The pass/fail statement of an adaptive target: its promise is a bound for any order (SPEC "Adaptive
+    target under drift"), so it must hold in every ordering; the mean against c is reported beside it.
+
+    >>> print(adaptive_verdict(True, -0.5, -0.4, 3.4, 1.33, 1.05, 0.0, n_orderings=200, n_patients=3000,
+    ...                        n_predicted=2000))  # doctest: +NORMALIZE_WHITESPACE
+    PASS: the adaptive target promises that the mean cost over the 2,000 predicted patients stays at most 3.4
+    per patient in any order; it did in all 200 random orderings of your patients (3,000 patients) and in
+    their arrival order (the closest came within 0.4 of it). It does not promise an average of at most the
+    target 1.05: the orderings' mean was 1.33 (above; one-sided t-test against 1.05, p < 0.001); the target is what
+    the adaptive target steers the long-run mean to.
+    """
+    each = f" {unit}" if unit else ""
+    promise = (f"the adaptive target promises that the mean cost over the {n_predicted:,} predicted patients stays at "
+               f"most {_figure(bound)}{each} per patient in any order")
+    where = f"{n_orderings} random orderings of your patients ({n_patients:,} patients)"
+    if held:
+        margin = -max(worst, observed_excess)
+        head = (f"PASS: {promise}; it did in all {where} and in their arrival order (the closest came within "
+                f"{_figure(margin)} of it).")
+    else:
+        head = (f"FAIL: {promise}; the mean exceeded its bound by up to {_figure(max(worst, observed_excess))}"
+                f"{each} per patient, which the bound rules out for any order: report this as a bug.")
+    relation = "within" if mean <= target + 1e-12 else "above"
+    return (f"{head} It does not promise an average of at most the target {target:g}{each}: the orderings' mean was "
+            f"{_figure(mean)} ({relation}; one-sided t-test against {target:g}, {_p_text(p_value)}); the target is what "
+            "the adaptive target steers the long-run mean to.")
 
 
 def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=None) -> str:
@@ -429,7 +527,7 @@ def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=
     what = "the mean cost was" if control == "expected" else "the violation rate was"
     shown = (_figure(observed) + (f" {unit} per patient" if unit else "")) if control == "expected" else f"{100 * observed:.1f}%"
     low, high = np.quantile(statistic, [0.025, 0.975])
-    span = f"{_figure(low)} and {_figure(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
+    span = f"{_kept(low)} and {_kept(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
     text = f"In the order your patients arrived, {what} {shown} (random orderings: 95% between {span}; "
     if order_p < alpha:
         advice = ("the adaptive target is on and keeps the long-run mean within its bound."

@@ -30,7 +30,7 @@ def guarantee_inputs() -> dict:
                              format=INPUT_FORMAT, key="target",
                              help=f"For example 1.1 = at most 1.1 false flags per chart on average (110 per 100 charts). "
                                   f"The most a chart can cost, C_max, is {cmax_fp:g} false flags (FP count) or {cmax_w:.4g} (risk-weighted).")
-    delta = st.number_input("δ: share of charts allowed over the target (violation control only)", min_value=0.001, max_value=0.999,
+    delta = st.number_input("Share of charts allowed over the target, δ (violation control only)", min_value=0.001, max_value=0.999,
                             value=float(current["delta"]), step=0.01, format="%.3f", key="delta", disabled=control != "violation")
     options = form.universe_options(ds.n_codes)
     # a radio: three or four choices read at a glance (and no select box's code for a first visit to fetch)
@@ -141,6 +141,7 @@ st.page_link("pages/1_Data.py", label="Edit the per-code risk weights on the Dat
 saved = ss.settings
 cmax = ss.c_max()
 st.info(f"The promise: **{target_text(saved)}**.", icon=":material/handshake:")
+guarantees.delay_warning(saved.get("adaptive_rate"), saved.get("label_delay"))  # gamma too fast for labels d patients late
 st.caption(f"Target c = {saved['target']:g} {cost_unit(saved)} = {form.target_percent(saved['target'], cmax):.1f} % of the most a chart can cost "
            f"(C_max = {plain_number(cmax)}), the paper's 0–100 scale.")
 if saved["value_kind"] == "formula":

@@ -56,16 +56,20 @@ UNNAMED = "\x00unnamed"
 
 # Unicode's bidirectional controls (embeddings, overrides, isolates and the invisible direction
 # marks): they reorder how the text around them is drawn ("Trojan Source"), so an id or a code
-# holding one reads as something else. Refused in ids and code names; shown as a visible
-# [U+XXXX] marker wherever other user text is displayed (favmac/ui/text.py).
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# holding one reads as something else; and the zero-width characters (space, joiners, word
+# joiner, a BOM inside the text), which make "P\u200b1" look exactly like "P1". Refused in ids and
+# code names; shown as a visible [U+XXXX] marker wherever other user text is displayed
+# (favmac/ui/text.py).
+BIDI_CONTROLS = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
 _BIDI_FIX = ("Remove the invisible direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, "
-             "U+061C) from {what}: they make the text display in another order than it is written.")
+             "U+061C) and zero-width characters (U+200B-U+200D, U+2060, U+FEFF) from {what}: they make the text "
+             "display in another order than it is written, or two different values look the same.")
 
 
 def _bidi_message(text: str) -> str:
     found = BIDI_CONTROLS.search(text).group()
-    return f"contains the invisible direction-control character U+{ord(found):04X}"
+    kind = "zero-width" if found in "\u200b\u200c\u200d\u2060\ufeff" else "direction-control"
+    return f"contains the invisible {kind} character U+{ord(found):04X}"
 
 
 _DELIMITER_NAMES = {";": "semicolons (;)", "\t": "tabs", "|": "vertical bars (|)"}

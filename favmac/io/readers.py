@@ -291,7 +291,8 @@ def member_context(raw, codes) -> dict | None:
         for i, cell in enumerate(raw["cells"]):
             key = "" if cell is None else str(cell).strip().upper()
             if key not in CELL_NAMES:
-                raise DataError(f"{cell!r} is not a CMS-HCC coefficient cell.", file=file, row=int(rows[i]),
+                raise DataError("this member has no CMS-HCC coefficient cell (the cell is empty)." if not key else
+                                f"{cell!r} is not a CMS-HCC coefficient cell.", file=file, row=int(rows[i]),
                                 column=CELL_COLUMN, fix=f"Use one of {', '.join(CELL_NAMES)} for every member.")
             cells.append(key)
         out["cells"] = np.array(cells, dtype=object)
@@ -386,12 +387,21 @@ def _take_arrivals(frame, rows, file, column):
 
 
 def _dates(values, file, rows, column):
-    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed")
+    # utc=True: cells with different UTC offsets (or some with one, some without) compare on one clock
+    # (dates without an offset are read as UTC) instead of failing in pandas
+    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed", utc=True)
     if parsed.isna().any():
         i = int(np.argmax(parsed.isna().to_numpy()))
-        raise DataError(f"{values[i]!r} is neither a stream position nor a date.", file=file, row=int(rows[i]),
+        raise DataError("the cell is empty." if not str(values[i]).strip() else
+                        f"{values[i]!r} is neither a stream position nor a date.", file=file, row=int(rows[i]),
                         column=column, fix="Write whole positions (0 = the first patient) or dates such as 2024-03-31.")
-    return parsed.to_numpy(dtype="datetime64[ns]")
+    # nanosecond timestamps span 1677-09-21 .. 2262-04-11; a date outside would wrap around silently
+    outside = ((parsed < pd.Timestamp.min.tz_localize("UTC")) | (parsed > pd.Timestamp.max.tz_localize("UTC"))).to_numpy()
+    if outside.any():
+        i = int(np.argmax(outside))
+        raise DataError(f"the date {values[i]!r} is outside the years 1678 to 2261 that dates can cover here.",
+                        file=file, row=int(rows[i]), column=column, fix="Check the year (e.g. 2024-03-31, not 1024-03-31).")
+    return parsed.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]")
 
 
 def _arrival_dates(frame, rows, file, column, text):
@@ -925,12 +935,19 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
     DataFrame
         Index ``code`` (text); columns ``weight`` (float64) and ``description`` (text, "" if absent).
     """
-    frame, rows, file = parse_table(source, name, text_columns=("code", "description"))
+    layout = "A weights file has the columns code, weight and optionally description, then one row per code."
+    try:
+        frame, rows, file = parse_table(source, name, text_columns=("code", "description"))
+    except DataError as err:  # the generic fix speaks of patient_id and patients
+        if err.problem.startswith(("the file is empty", "the first row is empty", "the file has a header row but no",
+                                   "the file has column names but no")):
+            raise DataError(err.problem, file=err.file, row=err.row, fix=layout) from None
+        raise
     missing_cols = [c for c in ("code", "weight") if c not in frame.columns]
     if missing_cols:
         raise DataError(
             f"there is no {join_few(missing_cols)} column (found: {join_few(frame.columns)}).",
-            file=file, row=1, fix="A weights file has the columns code, weight and optionally description.",
+            file=file, row=1, fix=layout,
         )
     code_col = frame["code"].str.strip()
     blank = (code_col.isna() | (code_col == "")).to_numpy()

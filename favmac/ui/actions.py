@@ -25,6 +25,11 @@ __all__ = ["apply_calibration_upload", "apply_cms_weights", "apply_edited_weight
            "reset_playback", "set_dataset"]
 
 
+def _count(n: int, word: str) -> str:
+    """``n`` (thousands separated) and ``word``, in the plural unless ``n == 1``: "1 code", "4,000 patients"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def init_state(ss: Session) -> None:
     """Fill in missing keys; load the bundled default sample when no data is loaded yet."""
     ss.fill_defaults()
@@ -165,7 +170,8 @@ def apply_calibration_upload(ss: Session, probs_file, labels_file=None) -> bool:
         ss.set_message("calibration", "error", f"{err}{kept}")
         return False
     set_dataset(ss, dataset, f"upload:{samples.content_key(probs, labels)}")
-    ss.set_message("calibration", "success", f"Loaded {dataset.name}: {dataset.n_patients:,} patients × {dataset.n_codes} codes.")
+    ss.set_message("calibration", "success", f"Loaded {dataset.name}: {_count(dataset.n_patients, 'patient')} × "
+                   f"{_count(dataset.n_codes, 'code')}.")
     return True
 
 
@@ -177,7 +183,7 @@ def apply_new_patients_upload(ss: Session, file) -> bool:
         ss.set_message("new_patients", "error", str(err))
         return False
     ss.new_patients, ss.new_patients_name = frame, file.name
-    ss.set_message("new_patients", "success", f"Loaded {len(frame):,} new patients from {file.name}.")
+    ss.set_message("new_patients", "success", f"Loaded {_count(len(frame), 'new patient')} from {file.name}.")
     return True
 
 
@@ -193,14 +199,14 @@ def _apply_weights(ss: Session, load, source: str, success: str) -> bool:
         return False
     _set_weights(ss, weights, source)
     clear_stale(ss, "settings")  # "Target set to ..." was about the weights being replaced
-    ss.set_message("weights", "success", success.format(n=len(weights)))
+    ss.set_message("weights", "success", success.format(codes=_count(len(weights), "code")))
     return True
 
 
 def apply_weights_upload(ss: Session, file) -> bool:
     codes = tuple(ss.dataset.codes)
     return _apply_weights(ss, lambda: parsing.parse_weights(file.getvalue(), file.name, codes), f"upload {file.name}",
-                          f"Loaded weights for {{n}} codes from {file.name}.")
+                          f"Loaded weights for {{codes}} from {file.name}.")
 
 
 def apply_cms_weights(ss: Session, model: str, segment: str) -> bool:

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from favmac.adaptive import adaptive_series
+from favmac.adaptive import adaptive_series, delay_advice, result_lag
 from favmac.provenance import provenance, provenance_json
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
@@ -148,6 +148,14 @@ def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.D
     return pd.DataFrame(rows)
 
 
+def delay_warning(rate, lag) -> None:
+    """A warning when the adaptive rate is too fast for labels that arrive ``lag`` patients late
+    (:func:`favmac.adaptive.delay_advice`)."""
+    advice = delay_advice(rate, lag)
+    if advice:
+        st.warning(advice, icon=":material/hourglass_bottom:")
+
+
 def show_adaptive_tiles(result, position: int, columns) -> None:
     """c_n beside the threshold, and the running mean cost against the deterministic bound."""
     series = adaptive_series(result)
@@ -192,6 +200,8 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
                         line={"color": PALETTE[i % len(PALETTE)]})
     line = settings["target"] if expected else settings["delta"]
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {line:g}" if expected else f"δ = {line:g}",
+                    line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(rangemode="tozero")
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
     return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)

@@ -50,7 +50,7 @@ def settings_fields(current: dict, n_patients: int) -> dict:
                           "prediction and never join the calibration. Use it when the Data page says the classifier looks "
                           f"miscalibrated. R is at least {MIN_FOLD}; the burn-in counts patients after the fold.")
     default = current.get("recalibrate") or suggested_split(n_patients, int(current.get("burn_in") or 0)) or MIN_FOLD
-    size = st.number_input("R: patients in the recalibration fold", min_value=1, value=int(default), step=100,
+    size = st.number_input("Patients in the recalibration fold (R)", min_value=1, value=int(default), step=100,
                            key="recalibrate", disabled=not on)
     method = current.get("recalibration") or DEFAULT_RECALIBRATION
     choice = st.radio("Correction", list(METHOD_LABELS), format_func=METHOD_LABELS.get, index=list(METHOD_LABELS).index(method),

@@ -13,7 +13,8 @@ passes through one of these before it is shown:
 
 Direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C, see
 ``favmac.io.csv_parsing.BIDI_CONTROLS``) would make the text around them display in another
-order than it is written. Ids and code names holding one are refused when a file is read; in
+order than it is written; zero-width characters (U+200B-U+200D, U+2060, U+FEFF, the same
+pattern) make two different values look the same. Ids and code names holding one are refused when a file is read; in
 any other text every such character is shown as a visible marker, ``[U+202E]``.
 
 >>> print(md("[click me](https://x) __import__").replace("\u2060", "<WJ>"))

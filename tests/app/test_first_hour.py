@@ -210,6 +210,8 @@ def test_units_module():
     assert units.per_100_charts(0.36) == "36" and units.per_100_charts(35.0) == "3,500" and units.per_100_charts(0.001234) == "0.123"
     assert units.target_text(fp) == "at most 0.36 false flags per chart on average (36 per 100 charts)"
     assert units.target_text({**fp, "control": "violation"}) == "at most 10 % of charts with more than 0.36 false flags"
+    adaptive = units.target_text({**fp, "adaptive_rate": 0.05})  # the adaptive target promises a bound, not c on average
+    assert adaptive.startswith("a long-run mean steered to 0.36 false flags per chart") and "(γ S)" in adaptive
     # the price threshold T as the value per false flag a code must bring (1/T)
     assert units.threshold_text(0.25, fp, "price") == "flag a code when it brings at least 4 risk-weighted value per expected false flag"
     assert "per unit of expected false-flag risk weight" in units.threshold_text(0.25, weighted, "price")
