@@ -31,9 +31,10 @@ def test_greedy_and_its_kernels_have_one_signature_each():
             pk.payment_sequences(value._tables, probs, known, cells, steps, 1e-12, lazy=lazy)
         pk.payment_sequences(value._tables, probs.astype(np.float32), known, cells, steps, 1e-12, order=order)
         pk.proxy_sets(value._tables, probs > 0.5, probs, known, cells)
-    for kernel in (pk._sequences, pk._greedy, pk._workspace, pk._extents, pk._count_bounds, pk._family_at,
-                   pk._proxy_many):
+    for kernel in (pk._sequences, pk._proxy_many):  # called from Python: compiled or loaded from the cache once
         assert len(kernel.signatures) == 1, (kernel.py_func.__name__, kernel.signatures)
-    # no argument typed as a literal (a compile that only the literal's value selects)
-    for kernel in (pk._greedy, pk._workspace, pk._family_at, pk._count_bounds):
-        assert not any("Literal" in str(arg) for arg in kernel.signatures[0]), kernel.signatures[0]
+    # the kernels they call: compiled once on a cold cache (none when the callers came from numba's cache)
+    for kernel in (pk._greedy, pk._workspace, pk._extents, pk._count_bounds, pk._family_at):
+        assert len(kernel.signatures) <= 1, (kernel.py_func.__name__, kernel.signatures)
+        # no argument typed as a literal (a compile that only the literal's value selects)
+        assert not any("Literal" in str(arg) for sig in kernel.signatures for arg in sig), kernel.signatures
