@@ -31,6 +31,8 @@ from .formula_kernels import offer
 __all__ = ["raf_sets", "proxy_sets", "payment_sequences", "prefix_payments", "set_payments"]
 
 _CAP = 10
+#: 0 as a kernel argument: a literal ``0`` would compile the called kernel once more, for that literal
+_ZERO = np.int64(0)
 
 #: ``formula_kernels.offer`` inlined (the greedy runs without reference counting; see :func:`_sequences`)
 _offer = njit(inline="always")(offer.py_func)
@@ -67,16 +69,24 @@ def _raf_many(sets, cells, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, su
                       inter_coef, count_coef)
 
 
+def _arg(x, dtype) -> np.ndarray:
+    """``x`` as a C-contiguous, writeable ``dtype`` array (copied only if need be): numba types a
+    read-only array apart, so one would compile every kernel it reaches once more (the app's data
+    frames hand out read-only arrays)."""
+    out = np.ascontiguousarray(x, dtype=dtype)
+    return out if out.flags.writeable else out.copy()
+
+
 def raf_sets(t, sets, cells) -> np.ndarray:
     """RAF (disease part, raw units) of each row of ``sets`` (R, K) bool, cell index ``cells`` (R,)."""
-    sets = np.ascontiguousarray(sets, dtype=np.bool_)
+    sets = _arg(sets, np.bool_)
     out = np.empty(sets.shape[0])
-    _raf_many(sets, np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count,
+    _raf_many(sets, _arg(cells, np.int64), t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count,
               t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef, t.count_coef, out)
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
                fi_ptr, fi_idx, dist, at, m1, m2, m12, m_at, weights, locals_):
     """Family f's summary for the uncertain local mask and the fixed (known) local mask.
@@ -130,12 +140,17 @@ def _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_co
     return ecoef
 
 
+#: :func:`_family_at` inlined (the greedy's candidate refresh, where a call costs about what the work does)
+_family_at_inline = njit(inline="always")(_family_at.py_func)
+
+
 @njit(cache=True, inline="always")
 def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
             fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
-    """:func:`_family_at` writing ``dist`` (11,) and m1/m2/m12 from their start."""
-    return _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
-                      inter_atoms, fi_ptr, fi_idx, dist, 0, m1, m2, m12, 0, weights, locals_)
+    """:func:`_family_at` writing ``dist`` (11,) and m1/m2/m12 from their start (``np.int64(uncertain)``: a
+    caller's literal 0 would compile the kernel once more, for that literal)."""
+    return _family_at(f, np.int64(uncertain), fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                      inter_atoms, fi_ptr, fi_idx, dist, _ZERO, m1, m2, m12, _ZERO, weights, locals_)
 
 
 @njit(cache=True, inline="always")
@@ -231,14 +246,14 @@ def _proxy_many(selected, probs, known, cells, code_fam, code_bit, fam_ptr, fam_
 def proxy_sets(t, selected, probs, known, cells) -> np.ndarray:
     """E[RAF(B ∪ (S ∩ y))] - RAF(B), raw units, for rows of ``selected``/``probs``/``known`` (R, K)."""
     out = np.empty(selected.shape[0])
-    _proxy_many(np.ascontiguousarray(selected, dtype=np.bool_), np.ascontiguousarray(probs, dtype=np.float64),
-                np.ascontiguousarray(known, dtype=np.bool_), np.ascontiguousarray(cells, dtype=np.int64), t.code_fam,
+    _proxy_many(_arg(selected, np.bool_), _arg(probs, np.float64),
+                _arg(known, np.bool_), _arg(cells, np.int64), t.code_fam,
                 t.code_bit, t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms,
                 t.inter_coef, t.fi_ptr, t.fi_idx, t.count_coef, out)
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _convolve_at(a, a_at, dist, d_at, reach, out, out_at):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach; each array read or written
     from its offset (rows of 2-D arrays through flat views).
@@ -267,10 +282,14 @@ def _convolve_at(a, a_at, dist, d_at, reach, out, out_at):
     out[out_at + _CAP] = w
 
 
+#: :func:`_convolve_at` inlined (the greedy's count weights, :func:`_weight_row`)
+_convolve_at_inline = njit(inline="always")(_convolve_at.py_func)
+
+
 @njit(cache=True, inline="always")
 def _convolve_into(a, dist, reach, out):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach (:func:`_convolve_at`)."""
-    _convolve_at(a, 0, dist, 0, reach, out, 0)
+    _convolve_at(a, _ZERO, dist, _ZERO, reach, out, _ZERO)
 
 
 @njit(cache=True, inline="always")
@@ -291,7 +310,7 @@ def _fold_back_at(after, after_at, dist, d_at, reach, out, out_at):
         out[out_at + n] = w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _weights_at(before, b_at, after, a_at, reach, out, out_at):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (offsets as in :func:`_convolve_at`)."""
     for m in range(reach + 1):
@@ -301,10 +320,14 @@ def _weights_at(before, b_at, after, a_at, reach, out, out_at):
         out[out_at + m] = w
 
 
+#: :func:`_weights_at` inlined (the greedy's count weights, :func:`_weight_row`)
+_weights_at_inline = njit(inline="always")(_weights_at.py_func)
+
+
 @njit(cache=True, inline="always")
 def _weights_from(before, after, reach, out):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (:func:`_weights_at`)."""
-    _weights_at(before, 0, after, 0, reach, out, 0)
+    _weights_at(before, _ZERO, after, _ZERO, reach, out, _ZERO)
 
 
 @njit(cache=True, inline="always")
@@ -352,17 +375,17 @@ def _weight_row(f, n_fam, opened, position, dist, reach, largest, coef, prefix, 
     while fill[0] < end:
         a = fill[0]
         g = opened[a]
-        _convolve_at(prefix, a * width, dist, g * width, reach[g], prefix, (a + 1) * width)
+        _convolve_at_inline(prefix, a * width, dist, g * width, reach[g], prefix, (a + 1) * width)
         fill[0] = a + 1
     if j < 0:  # W_total
-        _weights_at(prefix, end * width, coef, 0, largest, w_table, n_fam * width)
+        _weights_at_inline(prefix, end * width, coef, 0, largest, w_table, n_fam * width)
     else:
         while fill[1] > j + 1:
             b = fill[1] - 1
             g = opened[b]
             _fold_back_at(back, (b + 1) * width, dist, g * width, reach[g], back, b * width)
             fill[1] = b
-        _weights_at(prefix, j * width, back, (j + 1) * width, reach[f], w_table, f * width)
+        _weights_at_inline(prefix, j * width, back, (j + 1) * width, reach[f], w_table, f * width)
     row_ok[row] = True
     return row
 
@@ -471,7 +494,7 @@ def _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
     return coef_gain, inter_gain, magnitude
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_ptr, fam_codes, sub_ptr, sub_count,
                   sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, weights, locals_, up_dist, s1, s2, s12, acc, tmp,
                   up, lo, rise_up, rise_any):
@@ -497,8 +520,8 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
                 c = fam_codes[j]
                 if not known_i[c] and p[c] > 0.0:
                     mask |= 1 << (j - fam_ptr[f])
-            _family(f, mask, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
-                    inter_atoms, fi_ptr, fi_idx, up_dist, s1, s2, s12, weights, locals_)
+            _family_at_inline(f, mask, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+                              inter_atoms, fi_ptr, fi_idx, up_dist, 0, s1, s2, s12, 0, weights, locals_)
         else:
             for n in range(_CAP + 1):
                 up_dist[n] = 0.0
@@ -613,6 +636,25 @@ def _workspace(n_fam, n_codes, width, largest):
     )
 
 
+@njit(cache=True)
+def _extents(fam_ptr, sub_ptr, sub_count, fi_ptr):
+    """(reach, largest, width): per family the most survivors it can have (capped), their maximum, and
+    the most interactions touching one family. A kernel of its own: computed inline, the loops' first
+    values (the literals 0 and 1) would have numba compile ``_workspace`` and ``_greedy`` twice, once
+    for those literals."""
+    n_fam = len(fam_ptr) - 1
+    width = 1
+    for f in range(n_fam):
+        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
+    reach = np.zeros(n_fam, dtype=np.int64)
+    largest = 0
+    for f in range(n_fam):
+        for row in range(sub_ptr[f], sub_ptr[f + 1]):
+            reach[f] = max(reach[f], min(sub_count[row], _CAP))
+        largest = max(largest, reach[f])
+    return reach, largest, width
+
+
 @njit(cache=True, nogil=True)  # nogil: payment_sequences runs row blocks on threads
 def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr,
                fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx,
@@ -621,15 +663,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     numba's reference counting, which cost a quarter of its time in the inlined helpers' array arguments)."""
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
-    width = 1
-    for f in range(n_fam):
-        width = max(width, fi_ptr[f + 1] - fi_ptr[f])
-    reach = np.zeros(n_fam, dtype=np.int64)  # the most survivors a family can have (capped)
-    largest = 0
-    for f in range(n_fam):
-        for row in range(sub_ptr[f], sub_ptr[f + 1]):
-            reach[f] = max(reach[f], min(sub_count[row], _CAP))
-        largest = max(largest, reach[f])
+    reach, largest, width = _extents(fam_ptr, sub_ptr, sub_count, fi_ptr)
     monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
     coef_gain, inter_gain, magnitude = _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
                                                         fi_ptr, fi_idx, count_coef)
@@ -672,7 +706,9 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
     after the open families after f): a forward and a backward pass, computed row by row as the
     evaluated candidates need them and kept while the families they span do not change
     (:func:`_open_families`, :func:`_weight_row`, :func:`_family_changed`); every other family
-    uses W_total (row ``n_fam`` of ``w_table``). The helpers are inlined (``inline="always"``).
+    uses W_total (row ``n_fam`` of ``w_table``). The helpers are inlined (``inline="always"``; the
+    ``*_inline`` twins of kernels used elsewhere too) but for the patient's bounds,
+    :func:`_count_bounds`, a kernel of its own (run once per patient): compiled and cached once.
 
     Which gains a step evaluates (the same gains, to the bit, as evaluating all of them):
 
@@ -724,7 +760,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
             closed[n] = 0.0
         closed[0] = 1.0
         for f in range(n_fam):
-            ecoef[f] = _family_at(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+            ecoef[f] = _family_at_inline(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
                                   inter_atoms, fi_ptr, fi_idx, dist_flat, f * row_len, m1_flat, m2_flat, m12_flat,
                                   f * width, weights, locals_)
             trivial[f] = dist[f, 0] == 1.0
@@ -734,7 +770,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                 if not known_i[fam_codes[j]]:
                     is_open[f] = True
             if not is_open[f] and not trivial[f]:
-                _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
+                _convolve_at_inline(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
                 for n in range(_CAP + 1):
                     closed[n] = tmp[n]
         n_active = 0
@@ -808,7 +844,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                 if stale[k]:  # refresh its cached terms
                     f = code_fam[k]
                     if not valid[k]:
-                        c_ecoef[k] = _family_at(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
+                        c_ecoef[k] = _family_at_inline(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
                                                 fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
                                                 fi_idx, c_dist_flat, k * row_len, c_m1_flat, c_m2_flat, c_m12_flat,
                                                 k * width, weights, locals_)
@@ -912,7 +948,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                     is_open[f] = False
                     if not trivial[f]:
                         restart = True  # f leaves the open families for the closed ones
-                        _convolve_at(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
+                        _convolve_at_inline(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
                         for n in range(_CAP + 1):
                             closed[n] = tmp[n]
             current += gains[best]
@@ -925,15 +961,15 @@ def payment_sequences(t, probs, known, cells, cost_steps, tolerance, order=None,
     Returns (order int64 (N, K), vhat float (N, K + 1)); vhat[:, 0] = 0. ``lazy=False`` evaluates
     every candidate's gain at every step (the same arrays, slower; the tests compare the two).
     """
-    probs = np.ascontiguousarray(probs, dtype=np.float64)
+    probs = _arg(probs, np.float64)
     n_patients, n_codes = probs.shape
     out_order = np.empty((n_patients, n_codes), dtype=np.int64)
     out_vhat = np.empty((n_patients, n_codes + 1))
     greedy = order is None
-    fixed_order = np.zeros((0, n_codes), dtype=np.int64) if greedy else np.ascontiguousarray(order, dtype=np.int64)
-    known = np.ascontiguousarray(known, dtype=np.bool_)
-    cells = np.ascontiguousarray(cells, dtype=np.int64)
-    cost_steps = np.ascontiguousarray(cost_steps, dtype=np.float64)
+    fixed_order = np.zeros((0, n_codes), dtype=np.int64) if greedy else _arg(order, np.int64)
+    known = _arg(known, np.bool_)
+    cells = _arg(cells, np.int64)
+    cost_steps = _arg(cost_steps, np.float64)
 
     def run(rows: slice) -> None:  # each patient's sequence depends on its own row only
         _sequences(probs[rows], known[rows], cells[rows], cost_steps[rows], fixed_order if greedy else fixed_order[rows], greedy,
@@ -1029,10 +1065,10 @@ def _prefix_payments(order, index, labels, known, cells, fam_ptr, fam_codes, sub
 
 def prefix_payments(t, order, index, labels, known, cells) -> np.ndarray:
     """Raw-unit V of the first ``index[t, r]`` codes of ``order[r]`` (T, R), known codes (R, K), cells (R,)."""
-    index = np.ascontiguousarray(np.atleast_2d(index), dtype=np.int64)
+    index = _arg(np.atleast_2d(index), np.int64)
     out = np.empty(index.shape)
-    _prefix_payments(np.ascontiguousarray(order, dtype=np.int64), index, np.ascontiguousarray(labels, dtype=np.bool_),
-                     np.ascontiguousarray(known, dtype=np.bool_), np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr,
+    _prefix_payments(_arg(order, np.int64), index, _arg(labels, np.bool_),
+                     _arg(known, np.bool_), _arg(cells, np.int64), t.fam_ptr,
                      t.fam_codes, t.sub_ptr, t.sub_count, t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef,
                      t.count_coef, out)
     return out
@@ -1065,9 +1101,9 @@ def _set_payments(selected, labels, known, cells, fam_ptr, fam_codes, sub_ptr, s
 
 def set_payments(t, selected, labels, known, cells) -> np.ndarray:
     """Raw-unit V of sets ``selected`` (T, R, K) with labels and known codes (R, K), cells (R,): (T, R)."""
-    selected = np.ascontiguousarray(selected, dtype=np.bool_)
+    selected = _arg(selected, np.bool_)
     out = np.empty(selected.shape[:2])
-    _set_payments(selected, np.ascontiguousarray(labels, dtype=np.bool_), np.ascontiguousarray(known, dtype=np.bool_),
-                  np.ascontiguousarray(cells, dtype=np.int64), t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count,
+    _set_payments(selected, _arg(labels, np.bool_), _arg(known, np.bool_),
+                  _arg(cells, np.int64), t.fam_ptr, t.fam_codes, t.sub_ptr, t.sub_count,
                   t.sub_atoms, t.sub_coef, t.inter_atoms, t.inter_coef, t.count_coef, out)
     return out

@@ -24,7 +24,7 @@ import streamlit as st
 
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
-from favmac.ui import actions, widgets
+from favmac.ui import actions, jobs, widgets
 from favmac.ui.session import Session, current
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
@@ -75,8 +75,8 @@ def _rerun_soon() -> None:
 
 
 def warm_up(delay: float = 1.0) -> None:
-    """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream, so the
-    first visitor's replay does not pay for it. Waits ``delay`` seconds first: the page that
+    """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream and the
+    bundled sample's Online session, so the first visitor's replay does not pay for it. Waits ``delay`` seconds first: the page that
     started it finishes drawing before the warm-up competes for the CPU."""
     time.sleep(delay)
     rng = np.random.RandomState(0)
@@ -88,6 +88,13 @@ def warm_up(delay: float = 1.0) -> None:
     # (about a minute on a fresh install, then read from numba's cache on disk in about a second)
     payment = RunSpec(value_kind="cms_payment", targets=(0.5,), burn_in=5)
     run_method(payment, "FavMac (price)", probs, labels, codes=["HCC37", "HCC38", "HCC226"])
+    # the Online session's first run on the bundled sample, both controls: its stream's size picks other
+    # index dtypes than the toy's, and its known codes arrive read-only: kernels numba compiles apart
+    sample = Session({})
+    actions.init_state(sample)
+    for control in ("expected", "violation"):
+        sample.settings = {**sample.settings, "control": control}
+        jobs.replay_online(sample.dataset, sample.spec())
 
 
 def _start_warm_up() -> None:
