@@ -93,10 +93,10 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
            inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, count_coef, out_order, out_vhat, out_chat):
     n_patients, n_codes = probs.shape
     n_fam = len(fam_ptr) - 1
-    width = 1
+    width = np.int64(1)  # not a literal: a literal-typed value compiles callees twice (see payment_kernels)
     for f in range(n_fam):
         width = max(width, fi_ptr[f + 1] - fi_ptr[f])
-    largest = 0
+    largest = np.int64(0)
     for f in range(n_fam):
         largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), _CAP)
     uncertain = np.zeros(n_fam, dtype=np.int64)
