@@ -106,14 +106,12 @@ class WarmUp:
         self.lock_dir, self.proc = lock_dir, proc
 
     def finish(self) -> None:
-        """Wait for the process (it ends on its own, long before the tests do), then remove the locks."""
+        """Stop the process if it still runs (it ends on its own long before the tests do; not after
+        an interrupted run), then remove the locks."""
         import shutil
-        import subprocess
 
-        try:
-            self.proc.wait(timeout=WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        if self.proc.poll() is None:
+            self.proc.terminate()
             self.proc.wait()
         shutil.rmtree(self.lock_dir, ignore_errors=True)
         os.environ.pop(ENV, None)
