@@ -164,6 +164,15 @@ def _figure(x: float) -> str:
     return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else f"{x:.3g}"
 
 
+def _kept(x: float) -> str:
+    """:func:`_figure` keeping its trailing zeros, for the two ends of a range ("1.00 and 1.07", not "1 and 1.07").
+
+    >>> _kept(1.0), _kept(1.07), _kept(4472.4)
+    ('1.00', '1.07', '4,472')
+    """
+    return _figure(x) if math.isfinite(x) and abs(x) >= 1000 else f"{x:#.3g}"
+
+
 def _p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
@@ -429,7 +438,7 @@ def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=
     what = "the mean cost was" if control == "expected" else "the violation rate was"
     shown = (_figure(observed) + (f" {unit} per patient" if unit else "")) if control == "expected" else f"{100 * observed:.1f}%"
     low, high = np.quantile(statistic, [0.025, 0.975])
-    span = f"{_figure(low)} and {_figure(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
+    span = f"{_kept(low)} and {_kept(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
     text = f"In the order your patients arrived, {what} {shown} (random orderings: 95% between {span}; "
     if order_p < alpha:
         advice = ("the adaptive target is on and keeps the long-run mean within its bound."

@@ -8,7 +8,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
-from favmac.ui.units import (cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+from favmac.ui.units import (amount_format, bracketed, cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
                              value_tile)
 
 ss = page_setup("Online session")
@@ -81,7 +81,7 @@ def live_view():
         ("Charts over the target", "—" if position == 0 else f"{m['violation_rate']:.1%}",
          f"Share of patients whose cost exceeded c = {settings['target']:g} {cost_unit(settings)}")])
     if result.adaptive_targets is not None:
-        guarantees.show_adaptive_tiles(result, position, st.columns(5))
+        guarantees.show_adaptive_tiles(result, position, st.columns([2, 2, 3]))  # two tiles, wide enough for their labels
     groupings.show_delay_tiles(result, position)
     st.progress(position / max(n_steps, 1), text=f"Stream position {result.burn_in + position:,} of {ds.n_patients:,}")
     if position == 0:
@@ -109,11 +109,14 @@ def live_view():
     recent["threshold"] = figures.threshold_plot_values(recent["threshold"], score)  # as the tile and the chart show it
     recent = groupings.with_binding(recent, result, position)  # several groupings: each patient's groups, which one binds
     widgets.table(recent, hide_index=True, key="recent_table",
-                  column_config={"selected_codes": st.column_config.TextColumn(width="medium"), "true_codes": st.column_config.TextColumn(width="medium"),
-                                 "value": st.column_config.NumberColumn(f"value ({value_unit(settings)})", format="dollar" if in_dollars(settings) else "%.3f"),
-                                 "cost": st.column_config.NumberColumn(f"cost ({cost_unit(settings)})", format="%.3f"),
+                  column_config={"selected_codes": st.column_config.TextColumn("selected codes", width="medium"),
+                                 "true_codes": st.column_config.TextColumn("true codes", width="medium"),
+                                 "value": st.column_config.NumberColumn(f"value {bracketed(value_unit(settings))}",
+                                                                        format=amount_format(recent["value"], True) if in_dollars(settings) else "%.3f"),
+                                 "cost": st.column_config.NumberColumn(f"cost {bracketed(cost_unit(settings))}", format=amount_format(recent["cost"], True)
+                                                                       if cost_short(settings) == "unsupported $" else column_format(recent["cost"], at_most=3)),
                                  "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
-                                                                            format="dollar" if in_dollars(settings) and score == "price"
+                                                                            format=amount_format(recent["threshold"], True) if in_dollars(settings) and score == "price"
                                                                             else column_format(recent["threshold"], at_most=4))})
 
 

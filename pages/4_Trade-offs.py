@@ -81,13 +81,14 @@ if recalibrate is not None:
 if (versus := payment_view.payment_vs_additive(points, cost_unit)) is not None:
     st.caption(md(versus))
 st.subheader("Summary (averaged over the targets)")
-st.caption(f"Value captured and {cost_unit} per 100 charts; value captured (%) = share of the value of exactly the true codes. "
+st.caption(("Payment captured per patient and per 1,000 members; " + cost_unit + " per 100 charts"
+            if settings["value_kind"] == "cms_payment" else f"Value captured and {cost_unit} per 100 charts")
+           + "; value captured (%) = share of the value of exactly the true codes. "
            "Over the target = realized minus promised, per 100 charts; charts over the target = share of patients whose cost exceeded it. "
            "This is one ordering of your patients: the promise holds on average over orderings, so a small positive "
            "'over the target' here is noise, not a broken promise. The **Validity** page replays many orderings and shows the spread.")
 widgets.table(out["table"], hide_index=True, key="comparison_table",
-             column_config={c: st.column_config.NumberColumn(format="dollar" if c.endswith("($)") or c.startswith("Unsupported $") else "%.2f")
-                            for c in out["table"].columns if c != "Method"})
+             column_config={c: st.column_config.NumberColumn(**tradeoffs.header(c), format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
 with st.expander("Every method × target"):
     widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
                                                          "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})

@@ -8,7 +8,8 @@ from favmac.ui import figures, groupings, jobs, patients, payment_view, payment_
 from favmac.ui.playback import format_threshold
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
-from favmac.ui.units import cost_amount, cost_short, cost_unit, threshold_text, threshold_tile, value_amount, value_unit
+from favmac.ui.formats import column_format
+from favmac.ui.units import amount_format, cost_amount, cost_short, cost_unit, in_dollars, threshold_text, threshold_tile, value_shown, value_unit
 
 ss = page_setup("Patients")
 st.title("Patients")
@@ -58,13 +59,13 @@ summary = patients.patient_summary(selected_row, probs_row, labels_row, value, c
 label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
 tiles = [("Codes chosen", summary["n_selected"], None),
          (label, shown_threshold, f"{why} Where it comes from: {md(where)}."),
-         ("Expected value of the set", value_amount(summary["vhat"], settings),
+         ("Expected value of the set", value_shown(summary["vhat"], settings),
           f"V̂, in {value_unit(settings)}: the set's value averaged over the codes' probabilities."),
          (f"Expected {cost_short(settings)}", cost_amount(summary["chat"], settings),
           "Ĉ, the cost proxy. The chosen set is the largest prefix of the greedy order whose score (Ĉ, or the price score) is < T.")]
 if summary["value"] is not None:
     tiles.append((f"Confirmed value / {cost_short(settings)}",
-                  f"{value_amount(summary['value'], settings)} / {cost_amount(summary['cost'], settings, 0 if float(summary['cost']).is_integer() else 3)}",
+                  f"{value_shown(summary['value'], settings)} / {cost_amount(summary['cost'], settings, 0 if float(summary['cost']).is_integer() else 3)}",
                   f"What the audit found: value in {value_unit(settings)}, cost in {cost_unit(settings)}."))
 widgets.tiles(tiles)
 st.caption(f"Patient {md(pick)}: {md(where)}.")  # where names the segment
@@ -98,10 +99,14 @@ else:
                f"{threshold_text(threshold, settings, spec.score)} (in the math: the longest prefix whose {key_name} "
                f"stays below T = {format_threshold(threshold)}).")
     widgets.table(explain, hide_index=True, key="greedy_table",
-                 column_config={"prob": st.column_config.NumberColumn("p", format="%.3f"),
+                 column_config={"prob": st.column_config.NumberColumn("probability", format="%.3f", help="p: the classifier's probability of the code"),
+                                "value_weight": st.column_config.NumberColumn("value weight", format=amount_format(explain["value_weight"], True) if in_dollars(settings)
+                                                                              else column_format(explain["value_weight"], at_most=3)),
+                                "cost_weight": st.column_config.NumberColumn("cost weight", format=column_format(explain["cost_weight"], at_most=3)),
                                 "chat": st.column_config.NumberColumn(f"expected {cost_unit(settings)} so far", format="%.3f",
                                                                       help="Ĉ: the cost proxy of the set up to this code"),
-                                "vhat": st.column_config.NumberColumn(f"expected {value_unit(settings)} so far", format="%.3f",
+                                "vhat": st.column_config.NumberColumn(f"expected {value_unit(settings)} so far",
+                                                                      format=amount_format(explain["vhat"], True) if in_dollars(settings) else "%.3f",
                                                                       help="V̂: the value proxy of the set up to this code"),
-                                "score": st.column_config.NumberColumn("score (compared with T)", format="%.4g"),
+                                "score": st.column_config.NumberColumn("score (compared with T)", format=widgets.number_format(explain["score"])),
                                 "selected": st.column_config.CheckboxColumn("chosen")})

@@ -6,7 +6,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
-from favmac.ui.units import threshold_label, threshold_rule, threshold_text
+from favmac.ui.units import in_dollars, threshold_label, threshold_rule, threshold_text
 
 ss = page_setup("Export")
 st.title("Export")
@@ -47,13 +47,17 @@ with sets_area:
         st.info("The export files are built when you ask for them (large data); you can switch pages while they are prepared.")
         st.stop()
     # previews put the numbers before the long descriptions; the CSV keeps its documented column order
+    money, thresholds = in_dollars(settings) and "$%,.0f", files["calibration_preview"]["threshold"]  # values in dollars: whole dollars
     PREVIEW = dict(hide_index=True, column_order=["patient_id", "segment", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
                                                   "realized_value", "realized_cost", "method", "target", "delta", "universe", "score", "descriptions", "note"],
                    column_config={"descriptions": st.column_config.TextColumn(width="large"),
                                   "method": st.column_config.TextColumn(width="medium"),
-                                  "expected_value": st.column_config.NumberColumn("expected value V̂", format="%.3f"),
+                                  "expected_value": st.column_config.NumberColumn("expected value V̂", format=money if money else "%.3f"),
                                   "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
-                                  "threshold": st.column_config.NumberColumn(format=column_format(files["calibration_preview"]["threshold"], at_most=4))})
+                                  **({"realized_value": st.column_config.NumberColumn(format=money)} if money else {}),
+                                  # T in dollars is about 1e-3: significant digits, not 0.0009 on every row
+                                  "threshold": st.column_config.NumberColumn(format=widgets.number_format(thresholds) if in_dollars(settings)
+                                                                             else column_format(thresholds, at_most=4))})
 
     st.subheader("Chosen sets on the calibration stream")
     st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
@@ -85,7 +89,8 @@ with sets_area:
             widgets.table(per_segment, hide_index=True, key="segment_thresholds",
                           column_order=["segment", "rule", "calibration patients", "new patients", "threshold"],  # the rule first, T (math) last
                           column_config={"segment": st.column_config.TextColumn(width="small"),
-                                         "threshold": st.column_config.NumberColumn("threshold T", format="%.4g", width="small"),
+                                         "threshold": st.column_config.NumberColumn("threshold T", format=widgets.number_format(per_segment["threshold"]),
+                                                                             width="small"),
                                          "calibration patients": st.column_config.NumberColumn(format="%,d", width="small"),
                                          "new patients": st.column_config.NumberColumn(format="%,d", width="small"),
                                          "rule": st.column_config.TextColumn(threshold_label(settings, spec.score),

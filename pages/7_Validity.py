@@ -6,7 +6,7 @@ from favmac.ui import jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
 from favmac.ui.text import md, md_frame
-from favmac.ui.units import cost_figure, counts_styled
+from favmac.ui.units import cost_figure, cost_short, counts_styled
 
 ss = page_setup("Validity")
 st.title("Validity")
@@ -50,21 +50,20 @@ if report is None:
 (st.success if report.passed else st.error)(md(report.verdict), icon=":material/gavel:")  # names segments
 settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
-tiles = st.columns(4)
 expected = report.control == "expected"
-tiles[0].metric("Mean over orderings", cost_figure(report.mean, settings) if expected else f"{100 * report.mean:.2f} %",
-                help=f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
-                else "Share of charts over the target, averaged over the orderings")
-tiles[1].metric("Promised at most", cost_figure(report.promised, settings) if expected else f"{100 * report.promised:g} %",
-                help=f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target")
-tiles[2].metric("p-value (t-test)", "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
-                help="One-sided: the chance of an average this high if the promise held.")
-if report.binomial_p_value is not None:
-    tiles[3].metric("p-value (binomial)", f"{report.binomial_p_value:.3f}",
-                    help="Exact binomial test on the first predicted patient of every ordering.")
-else:
-    tiles[3].metric("Arrival-order p-value", f"{report.order_p_value:.3f}",
-                    help="Share of random orderings at least as costly as the order the patients arrived in.")
+per_chart = f"{cost_short(settings)} per chart" if expected else "charts over c"  # the tiles' unit, on the tiles
+widgets.tiles([  # sized to their labels: none cut
+    (f"Mean over orderings ({per_chart})", cost_figure(report.mean, settings) if expected else f"{100 * report.mean:.2f} %",
+     f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
+     else "Share of charts over the target, averaged over the orderings"),
+    (f"Promised at most ({per_chart})", cost_figure(report.promised, settings) if expected else f"{100 * report.promised:g} %",
+     f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target"),
+    ("p-value (t-test)", "< 0.001" if report.p_value < 0.001 else f"{report.p_value:.3f}",
+     "One-sided: the chance of an average this high if the promise held."),
+    ("p-value (binomial)", f"{report.binomial_p_value:.3f}", "Exact binomial test on the first predicted patient of every ordering.")
+    if report.binomial_p_value is not None else
+    ("Arrival-order p-value", f"{report.order_p_value:.3f}",
+     "Share of random orderings at least as costly as the order the patients arrived in.")])
 st.caption(f"Mean over orderings and the promise: {cost_unit(settings)} per chart (patient)." if expected else
            "Mean over orderings and the promise: share of charts (patients) costing more than the target c.")
 tables = validity.grouping_frames(report)

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from favmac.ui import patients
 from favmac.ui.text import plain_html
+from favmac.ui.units import bracketed
 
 OKABE_ITO = {
     "black": "#000000",
@@ -45,21 +46,27 @@ STATUS_STYLE = {
 
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 360, legend: str = "top") -> go.Figure:
     """Shared layout. ``legend="top"``: one row between title and plot (for a few series);
-    ``"right"``: a column beside the plot (for many series, so entries never hit the title)."""
+    ``"right"``: a column beside the plot (for many series, so entries never hit the title);
+    ``"bottom"``: rows under the plot (many series in a half-width chart)."""
     if legend == "right":
         legend_layout = {"orientation": "v", "yanchor": "top", "y": 1, "xanchor": "left", "x": 1.02}
+    elif legend == "bottom":  # many series in a narrow chart: rows under the x-axis title (plotly grows the margin)
+        legend_layout = {"orientation": "h", "yanchor": "top", "y": -0.2, "xanchor": "left", "x": 0}
     else:
         legend_layout = {"orientation": "h", "yanchor": "bottom", "y": 1.01, "xanchor": "left", "x": 0}
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top", "yref": "container"},
         height=height,
-        margin={"l": 60, "r": 20, "t": 50 if legend == "right" else 80, "b": 60},
+        margin={"l": 60, "r": 20, "t": 80 if legend == "top" else 50, "b": 60},
         legend=legend_layout,
         hovermode="closest",
         colorway=PALETTE,
     )
     fig.update_xaxes(title_text=x_title, automargin=True)
     fig.update_yaxes(title_text=y_title, automargin=True)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # numbers as the tables write them: 4,000 and $1,028, not 4000
+        if axis.tickformat is None and axis.tickvals is None and axis.type != "category":
+            axis.tickformat = ","
     return fig
 
 
@@ -123,7 +130,11 @@ def reliability_figure(bins: pd.DataFrame, by_segment: dict[str, pd.DataFrame] |
     fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
     fig.update_yaxes(range=[-0.02, 1.04], tickformat=".1f")
     title = title or "Reliability (calibration) of the classifier" + (" per segment" if by_segment is not None else "")
-    return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=380)
+    if by_segment is None:
+        return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=380)
+    # one line a segment: the legend (titled) in rows under the plot, where it cannot reach the title
+    return _layout(fig, title, "Mean predicted probability", "Observed frequency of the code", height=420 + 22 * (len(lines) // 4),
+                   legend="bottom")
 
 
 # --------------------------------------------------------------------------- online session
@@ -171,36 +182,31 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
                         line={"color": OKABE_ITO["blue"], "shape": "hv"}, hovertemplate=hover)
     n_gap = int(np.sum(np.isnan(y_all)))
     if n_gap:
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_gap} steps not drawn (nothing flagged, or T = ±∞)",
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{n_gap:,} steps not drawn (nothing flagged, or T = ±∞)",
                         line={"color": OKABE_ITO["grey"], "dash": "dot"})
     fig.update_yaxes(rangemode="tozero")
     if score == "price":
         per = ("expected false flag" if cost_unit == "false flags" else plain_html(cost_unit) if cost_unit.startswith("unsupported")
                else f"unit of {plain_html(cost_unit)}")  # the Online session passes units.cost_short
-        axis = f"Value needed per {per}<br>({plain_html(value_unit)})"  # two lines: fits a third of the page
+        axis = f"Value needed per {per}<br>{plain_html(bracketed(value_unit))}"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:
         axis = f"Expected {cost_unit} allowed per chart"
         title = "Threshold: false flags allowed"
-    if "segment" not in series.columns:
-        return _layout(fig, title, "Stream position (patients)", axis, height=320)
-    return _segment_lines_readable(fig, y_all, title, axis, n_lines=len(fig.data), has_gap=bool(n_gap))
-
-
-def _segment_lines_readable(fig: go.Figure, y, title: str, axis: str, n_lines: int, has_gap: bool) -> go.Figure:
-    """One threshold line per segment, readable: the page draws it full width with the legend in a
-    column beside the plot (every segment named, none over the lines), and a log axis when the
-    segments' thresholds span more than 20x (one segment's early spike flattened the others to zero)."""
-    finite = np.asarray(y, dtype=float)
-    finite = finite[np.isfinite(finite) & (finite > 0)]
-    if len(finite) and finite.max() > 20 * finite.min():
-        fig.update_yaxes(type="log", rangemode="normal", dtick=1)  # one full label a decade (1-2-5 labels read "5" for 0.5)
-        axis = axis[:-1] + ", log scale)" if axis.endswith(")") else axis + " (log scale)"
-    gap = list(fig.data[-1:]) if has_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
-    for trace in gap:                              # the legend keeps to the segments
+    # a log axis by the charts' one rule (log_axis): an early spike (one segment's, or the stream's under an
+    # adaptive target or late labels) would flatten every other step to zero
+    if log_axis(fig, "y", y_all):
+        axis = log_scale_title(axis)
+    gap = list(fig.data[-1:]) if n_gap else []  # the "steps not drawn" entry (added last): the x-axis title says it,
+    for trace in gap:                           # the legend keeps to the lines (over the axis title, it hid it)
         trace.showlegend = False
     x_title = "Stream position (patients)" + (f"<br>{gap[0].name}" if gap else "")
-    return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (n_lines - len(gap))), legend="right")
+    if "segment" not in series.columns:  # a third of the page: the note on two lines, not cut at the chart's edge
+        return _layout(fig, title, x_title.replace(" (nothing", "<br>(nothing"), axis, height=340 if gap else 320)
+    # one line per segment: the page draws it full width with the legend in a column beside the plot
+    # (every segment named, none over the lines)
+    return _layout(fig, title, x_title, axis, height=max(360, 60 + 22 * (len(fig.data) - len(gap))), legend="right")
+
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
     """Running mean cost vs the target (expected control) or running violation rate vs delta."""
@@ -213,7 +219,7 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
         # head-room above the target line, so the legend never sits on it
         top = max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
         fig.update_yaxes(range=[0, 1.25 * top if top > 0 else 1])
-        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>({plain_html(cost_unit)})", height=320)  # two lines: fits a third of the page
+        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>{plain_html(bracketed(cost_unit))}", height=320)  # two lines: fits a third of the page
     fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
@@ -225,7 +231,7 @@ def value_figure(series: pd.DataFrame, value_unit: str) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=series["position"], y=series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]}, hovertemplate="patient #%{x}<br>mean value %{y:.4g}<extra></extra>")
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>({plain_html(value_unit)})", height=320)
+    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>{plain_html(bracketed(value_unit))}", height=320)
 
 
 # --------------------------------------------------------------------------- trade-offs
@@ -247,30 +253,65 @@ def _custom(frame: pd.DataFrame) -> np.ndarray:
     return frame[["target", "target_pct", "mean_value", "mean_cost", "violation_freq"]].to_numpy(dtype=float)
 
 
+#: The one rule of every chart's log axis: values spanning more than this factor (one decade).
+LOG_SPAN = 10.0
+
+
 def spans_decades(values) -> bool:
-    """True when every value is finite and positive and the largest is over ten times the smallest: then a
-    log axis shows the tight budgets (the data-decided Trade-offs grid is log-spaced) instead of crowding
-    them into the first sixth of a linear axis. A zero (e.g. a method that flags nothing at a tight target)
-    keeps the axis linear, as a log axis would drop that point."""
-    v = np.asarray(values, dtype=float)
-    return bool(v.size) and bool(np.isfinite(v).all()) and bool((v > 0).all()) and float(v.max()) > 10.0 * float(v.min())
+    """True when the values a chart draws (NaN: a gap, drawn on neither axis) are all finite and positive
+    and the largest is over :data:`LOG_SPAN` times the smallest: then a log axis shows the small ones (the
+    tight budgets of the log-spaced Trade-offs grid, a segment's threshold beside another's early spike)
+    instead of crowding them against zero. A zero (a method that flags nothing at a tight target, a
+    threshold of "any value") keeps the axis linear, as a log axis would silently drop that point.
+
+    >>> spans_decades([0.07, 3.9]), spans_decades([1.0, 5.0]), spans_decades([0.0, 3.9]), spans_decades([0.07, float("nan"), 3.9])
+    (True, False, False, True)
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[~np.isnan(v)]
+    return bool(v.size) and bool(np.isfinite(v).all()) and bool((v > 0).all()) and float(v.max()) > LOG_SPAN * float(v.min())
 
 
 def log_ticks(values) -> tuple[list[float], list[str]]:
-    """Tick positions 1-2-5 per decade across ``values`` (finite, positive; one a decade past three decades),
-    each labelled in full ("0.05",
-    not plotly's bare "5" between decades, which reads as five)."""
-    v = np.asarray(values, dtype=float)
+    """Tick positions 1-2-5 per decade across ``values`` (positive; NaN ignored; one a decade past three
+    decades, where 1-2-5 crowds a half-width chart), each labelled in full ("0.05", not plotly's bare
+    "5" between decades, which reads as five).
+
+    >>> log_ticks([0.07, 3.9])
+    ([0.1, 0.2, 0.5, 1.0, 2.0], ['0.1', '0.2', '0.5', '1', '2'])
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
     lo, hi = float(v.min()) / 1.15, float(v.max()) * 1.15
-    steps = (1, 2, 5) if hi / lo <= 1e3 else (1,)  # over three decades 1-2-5 crowds a half-width chart
+    steps = (1, 2, 5) if hi / lo <= 1e3 else (1,)
     ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1) for m in steps]
     ticks = [float(f"{t:.12g}") for t in ticks if lo <= t <= hi]
-    return ticks, [f"{t:g}" for t in ticks]
+    return ticks, [_tick_text(t) for t in ticks]
 
 
-def _log_axis(fig: go.Figure, axis: str, values) -> None:
+def _tick_text(t: float) -> str:
+    """A tick label in full, never in exponent form (``0.0001``, ``20,000``)."""
+    return f"{t:,.0f}" if t >= 1 else f"{t:.12f}".rstrip("0")
+
+
+def log_axis(fig: go.Figure, axis: str, values) -> bool:
+    """Make ``fig``'s ``axis`` ("x" or "y") logarithmic with :func:`log_ticks` when :func:`spans_decades`
+    says so (the one rule of every chart); True when it did (the caller then says "log scale" in the
+    axis title: :func:`log_scale_title`)."""
+    if not spans_decades(values):
+        return False
     tickvals, ticktext = log_ticks(values)
-    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(type="log", tickvals=tickvals, ticktext=ticktext)
+    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(type="log", rangemode="normal", tickvals=tickvals, ticktext=ticktext)
+    return True
+
+
+def log_scale_title(title: str) -> str:
+    """An axis title saying its axis is logarithmic: inside the title's closing unit bracket if it has one.
+
+    >>> log_scale_title("Target c (false flags)"), log_scale_title("Cost")
+    ('Target c (false flags, log scale)', 'Cost (log scale)')
+    """
+    return title[:-1] + ", log scale)" if title.endswith(")") else title + " (log scale)"
 
 
 def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go.Figure:
@@ -286,11 +327,10 @@ def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
             customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
         )
-    log_x = spans_decades(points["mean_cost"])
-    if log_x:
-        _log_axis(fig, "x", points["mean_cost"])
-    x_title = f"Mean realized cost per patient ({cost_unit}{', log scale' if log_x else ''})"
-    return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient ({value_unit})", height=430, legend="right")
+    x_title = f"Mean realized cost per patient {bracketed(cost_unit)}"
+    if log_axis(fig, "x", points["mean_cost"]):
+        x_title = log_scale_title(x_title)
+    return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient {bracketed(value_unit)}", height=430, legend="right")
 
 
 def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit: str, value_unit: str) -> go.Figure:
@@ -310,7 +350,7 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
         # on a log target axis y = x is drawn through log-spaced points (a curve when cost stays linear)
         line = np.geomspace(lo * 0.95, hi * 1.05, 60).tolist() if log_x else [0, hi * 1.05]
         fig.add_scatter(x=line, y=line, name="Guarantee: y = x", **guarantee)
-        y_col, y_title, title = "mean_cost", f"Mean realized cost per patient ({cost_unit})", "Realized cost vs target"
+        y_col, y_title, title = "mean_cost", f"Mean realized cost per patient {bracketed(cost_unit)}", "Realized cost vs target"
     else:
         fig.add_scatter(x=[lo * 0.95, hi * 1.05], y=[delta, delta], name=f"Guarantee: rate = δ = {delta:g}", **guarantee)
         y_col, y_title, title = "violation_freq", "Share of patients with cost > target (%)", "Violation frequency vs target"
@@ -328,14 +368,13 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
     fig.data[-1].legendrank = 1
     if control != "expected":
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")
-    elif log_y:
-        _log_axis(fig, "y", np.concatenate([points["mean_cost"], [lo, hi]]))
-        y_title += ", log scale"
+    elif log_y and log_axis(fig, "y", np.concatenate([points["mean_cost"], [lo, hi]])):
+        y_title = log_scale_title(y_title)
     else:
         fig.update_yaxes(rangemode="tozero")
-    if log_x:
-        _log_axis(fig, "x", points["target"])
-    x_title = f"Target c ({cost_unit}{', log scale' if log_x else ''})"
+    x_title = f"Target c {bracketed(cost_unit)}"
+    if log_x and log_axis(fig, "x", points["target"]):
+        x_title = log_scale_title(x_title)
     return _layout(fig, title, x_title, y_title, height=430, legend="right")
 
 

@@ -18,7 +18,7 @@ from favmac.runspec import RunSpec
 from favmac.ui import payment_cost, payment_view
 from favmac.ui.tradeoff_grid import DEFAULT_METHODS, default_grid, tradeoff_targets, validate_grid  # noqa: F401 (the grid's home; scripts read these here)
 from favmac.universe import candidate_sets
-from favmac.ui.units import CHARTS, cost_per_100_label, value_per_100_label
+from favmac.ui.units import CHARTS, amount_format, cost_per_100_label, value_per_100_label
 
 def method_applicability(control: str, methods=None, n_codes: int | None = None) -> dict[str, str | None]:
     """For each method label: None if it applies to ``control`` (and K = ``n_codes``), else the reason."""
@@ -374,6 +374,37 @@ def comparison_display(table: pd.DataFrame | None, oracle_value: float = float("
     out = out[list(columns)]
     out["violation_freq"] = 100.0 * out["violation_freq"]
     return out.rename(columns=columns).reset_index(drop=True)
+
+
+def comparison_formats(table: pd.DataFrame) -> dict[str, str]:
+    """The printf format of each number column of :func:`comparison_display`'s table (label -> format):
+    dollars (a label ending "($)", the unsupported $ cost) as whole dollars with thousands separators,
+    every other column by :func:`favmac.ui.units.amount_format` (RAF per patient keeps three significant digits).
+
+    >>> comparison_formats(pd.DataFrame({"Method": ["FavMac"], "Payment captured per 1,000 members ($)": [2284064.0],
+    ...                                  "False flags per 100 charts": [109.5], "Payment captured per patient (RAF)": [0.0038]}))
+    {'Payment captured per 1,000 members ($)': '$%,.0f', 'False flags per 100 charts': '%,.2f', 'Payment captured per patient (RAF)': '%,.5f'}
+    """
+    return {column: amount_format(table[column], dollars=column.endswith("($)") or column.startswith("Unsupported $"))
+            for column in table.columns if column != "Method"}
+
+
+#: Long summary labels drawn shorter (the full label in the header's help), so the table fits the page.
+SHORT_HEADERS = {
+    "Value captured (% of the true codes' value)": ("Value captured (%)", "Share of the value of exactly the true codes."),
+    "Value (% of the largest possible, the paper's scale)": ("Paper's scale (%)",
+                                                              "Value as % of the largest possible value: the paper's 0-100 scale."),
+}
+
+
+def header(column: str) -> dict:
+    """``label`` and ``help`` of a summary column's header (:data:`SHORT_HEADERS`; {} keeps the column's name).
+
+    >>> header("Value captured (% of the true codes' value)")["label"], header("False flags per 100 charts")
+    ('Value captured (%)', {})
+    """
+    short = SHORT_HEADERS.get(column)
+    return {} if short is None else {"label": short[0], "help": f"{column}: {short[1]}"}
 
 
 def tradeoff_points(summaries: dict[str, pd.DataFrame], cmax: float, vscale: float) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -149,6 +149,33 @@ def in_dollars(settings: dict) -> bool:
     return settings.get("value_kind") == "cms_payment" and settings.get("base_rate") is not None
 
 
+def bracketed(unit: str) -> str:
+    """A unit in brackets after a label, without brackets inside brackets.
+
+    >>> bracketed("RAF (risk score)"), bracketed("false flags")
+    ('(RAF, risk score)', '(false flags)')
+    """
+    return "(" + unit.replace(" (", ", ").replace("(", "").replace(")", "") + ")"
+
+
+def amount_format(values, dollars: bool = False) -> str:
+    """The printf format of a table column of amounts (``st.column_config.NumberColumn(format=...)``), with
+    thousands separators: dollars as whole dollars (cents only when every amount is under $10, as
+    :func:`value_amount`), other amounts with two decimals, more (at most six) when the smallest non-zero
+    amount needs them for three significant digits (0.00381 RAF, not 0.00).
+
+    >>> amount_format([2284064.0, 41.97], dollars=True), amount_format([4.5, 0.2], dollars=True)
+    ('$%,.0f', '$%,.2f')
+    >>> amount_format([12.5, 250.0]), amount_format([0.00381, 0.012, 0.0])
+    ('%,.2f', '%,.5f')
+    """
+    v = [abs(float(x)) for x in values if x is not None and math.isfinite(float(x))]
+    if dollars:
+        return "$%,.2f" if v and max(v) < 10 else "$%,.0f"
+    smallest = min((x for x in v if x > 0), default=1.0)
+    return f"%,.{min(6, max(2, 2 - math.floor(math.log10(smallest))))}f"
+
+
 def value_amount(x: float, settings: dict) -> str:
     """An amount of value in the user's units as a tile shows it: dollars with a base rate (whole
     dollars from $10 up), otherwise three significant digits, never in exponent form.
@@ -162,6 +189,18 @@ def value_amount(x: float, settings: dict) -> str:
     if in_dollars(settings) and not math.isnan(x):
         return f"${x:,.0f}" if abs(x) >= 10 else f"${x:,.2f}"
     return _number(x)
+
+
+def value_shown(x: float, settings: dict) -> str:
+    """An amount of value for a tile, its unit on it where the label cannot say it: :func:`value_amount`,
+    with "RAF" after a payment in RAF (as the payment tile's "0.253 RAF"; dollars carry their "$").
+
+    >>> value_shown(0.7251, {"value_kind": "cms_payment", "base_rate": None}), value_shown(0.7251, {"value_kind": "tp"})
+    ('0.725 RAF', '0.725')
+    """
+    shown = value_amount(x, settings)
+    raf = settings.get("value_kind") == "cms_payment" and not in_dollars(settings)
+    return shown + " RAF" if raf and shown != "—" else shown
 
 
 def value_phrase(x: float, settings: dict) -> str:
@@ -318,6 +357,8 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
     label = threshold_label(settings, score)
     if score == "price":
         shown = "—" if math.isnan(t) else ("none" if t == math.inf else ("no risk" if t <= 0 else value_amount(1 / t, settings)))
+        if shown[0].isdigit():
+            shown = value_shown(1 / t, settings)
     else:
         shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
     return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."

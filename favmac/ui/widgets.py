@@ -2,10 +2,15 @@
 session, :func:`favmac.ui.session.current`)."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from favmac.runspec import SettingsError
 from favmac.ui import settings_form
+from favmac.ui.formats import decimals_needed
 from favmac.ui.navigation import DATA, PAGES
 from favmac.ui.session import current
 from favmac.ui.text import md
@@ -35,11 +40,56 @@ def chart(figure, *, key: str, where=st) -> None:
 
 
 def table(frame, *, where=st, **kwargs) -> None:
-    """``where.dataframe(frame, **kwargs)``; in the session's first page run a note instead."""
+    """``where.dataframe(frame, **kwargs)``; in the session's first page run a note instead. Number
+    columns the page gives no ``column_config`` for are drawn by :func:`number_formats`."""
     if first_page_run():
         where.caption(LATER_NOTE)
-    else:
-        where.dataframe(frame, **kwargs)
+        return
+    given = dict(kwargs.pop("column_config", None) or {})
+    if isinstance(frame, pd.DataFrame):
+        given = {**{c: st.column_config.NumberColumn(format=f) for c, f in number_formats(frame).items() if c not in given}, **given}
+    where.dataframe(frame, column_config=given or None, **kwargs)
+
+
+#: Integer columns that are names or labels, not amounts: drawn as they are (no thousands separator).
+_NOT_AMOUNTS = ("id", "year", "seed", "rank")
+
+
+def number_formats(frame: pd.DataFrame, rows: int = 2000) -> dict:
+    """printf formats of ``frame``'s number columns, so a column reads the same on every row: counts
+    with thousands separators (``4,000``), decimals as many as the column's values need (at most six,
+    and at most what three significant digits of its smallest non-zero value need), the same for every
+    row: ``4.70`` under ``7.17``, not ``4.7``; ``0`` as ``0.000`` beside ``0.186``. Decided on the first
+    ``rows`` rows. Integer columns named like an id, a year, a seed or a rank keep the grid's own format.
+
+    >>> number_formats(pd.DataFrame({"patients": [4000, 12], "error": [7.17, 4.7], "value": [0.0, 0.186], "patient_id": [7, 8]}))
+    {'patients': '%,d', 'error': '%,.2f', 'value': '%,.3f'}
+    """
+    out = {}
+    for column in frame.columns:
+        if not isinstance(column, str) or frame.columns.tolist().count(column) > 1:  # a key names one column
+            continue
+        values = frame[column].head(rows)
+        kind = values.dtype.kind
+        if kind in "iu" and not str(column).lower().endswith(_NOT_AMOUNTS):
+            out[column] = "%,d"
+        elif kind == "f":
+            out[column] = number_format(values)
+    return out
+
+
+def number_format(values) -> str:
+    """The printf format :func:`number_formats` gives a column of floats ``values`` (thousands separators;
+    the decimals the values need, at most six and at most three significant digits of the smallest).
+
+    >>> number_format([0.00006012, 0.05]), number_format([1.184, 551.8, 13.0])
+    ('%,.6f', '%,.2f')
+    """
+    finite = np.abs(np.asarray(values, dtype=float))
+    finite = finite[np.isfinite(finite)]
+    smallest = float(finite[finite > 0].min()) if (finite > 0).any() else 1.0
+    significant = max(0, 2 - math.floor(math.log10(smallest)))
+    return f"%,.{min(decimals_needed(finite, at_most=6), max(2, significant))}f"
 
 
 def tiles(items, where=st) -> None:

@@ -73,7 +73,8 @@ def test_per_cell_thresholds_in_dollars_read_as_dollars_on_every_page():
     assert tile.value.startswith("$") and "e+" not in tile.value
     recent = next(d for d in at.dataframe if "threshold" in d.value.columns)
     config = json.loads(recent.proto.columns)
-    assert config["value"]["type_config"]["format"] == "dollar" and config["threshold"]["type_config"]["format"] == "dollar"
+    # whole dollars with thousands separators (units.amount_format), not the grid's "dollar" with cents
+    assert config["value"]["type_config"]["format"] == "$%,.0f" and config["threshold"]["type_config"]["format"] == "$%,.0f"
     at = settle_jobs(go(at, "patients"))
     assert_clean(at)
     tiles = {m.label: m.value for m in at.metric}
@@ -108,8 +109,8 @@ def test_the_tradeoffs_summary_keeps_false_flags_beside_the_payment_in_dollars()
     table = next(d for d in at.dataframe if "Method" in d.value.columns)
     assert list(table.value.columns[1:3]) == ["Payment captured per patient ($)", "False flags per 100 charts"]
     config = json.loads(table.proto.columns)
-    assert config["Payment captured per 1,000 members ($)"]["type_config"]["format"] == "dollar"
-    assert config["False flags per 100 charts"]["type_config"]["format"] == "%.2f"
+    assert config["Payment captured per 1,000 members ($)"]["type_config"]["format"] == "$%,.0f"  # $2,284,064, not $2,284,064.00
+    assert config["False flags per 100 charts"]["type_config"]["format"] == "%,.2f"
 
 
 def test_the_greedy_caption_leads_with_the_rule_and_keeps_the_math_after_it():
@@ -211,4 +212,4 @@ def test_the_unsupported_payment_in_dollars_reads_in_dollars_on_trade_offs():
     assert "e+" not in caption and "dollars of unsupported payment per 100 charts" in caption  # the grid from the data, not % of C_max
     table = next(d for d in at.dataframe if "Method" in d.value.columns)
     config = json.loads(table.proto.columns)
-    assert config["Unsupported $ per 100 charts"]["type_config"]["format"] == "dollar"
+    assert config["Unsupported $ per 100 charts"]["type_config"]["format"].startswith("$%,.")  # dollars (tradeoffs.comparison_formats)

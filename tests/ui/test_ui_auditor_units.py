@@ -16,8 +16,9 @@ def test_a_price_threshold_in_dollars_reads_as_dollars_not_exponent_form():
     t = 1 / 1030.249
     assert threshold_tile(t, DOLLARS, "price")[1] == "$1,030"
     assert "at least $1,030 of payment per expected false flag" in threshold_text(t, DOLLARS, "price")
-    assert threshold_tile(t, RAF, "price")[1] == "1,030" and "e+" not in threshold_text(t, RAF, "price")
-    assert threshold_tile(1 / 0.0512, RAF, "price")[1] == "0.0512"
+    # in RAF the tile says its unit, as the payment tile beside it ("0.253 RAF")
+    assert threshold_tile(t, RAF, "price")[1] == "1,030 RAF" and "e+" not in threshold_text(t, RAF, "price")
+    assert threshold_tile(1 / 0.0512, RAF, "price")[1] == "0.0512 RAF"
     assert value_amount(7977.441, DOLLARS) == "$7,977" and value_amount(float("nan"), DOLLARS) == "—"
 
 
@@ -67,7 +68,10 @@ def test_the_threshold_chart_per_segment_names_every_segment_beside_the_plot_wit
     assert fig.layout.legend.x > 1 and fig.layout.legend.orientation == "v"  # beside the plot, not over the lines
     assert fig.layout.yaxis.type == "log" and "(dollars of payment, log scale)" in fig.layout.yaxis.title.text
     pooled = figures.threshold_figure(series.drop(columns="segment"), "false flags", "price", "dollars of payment")
-    assert pooled.layout.yaxis.type != "log" and "(dollars of payment)" in pooled.layout.yaxis.title.text
+    # one rule for every threshold chart (figures.spans_decades): the pooled line over 40x is on a log axis too
+    assert pooled.layout.yaxis.type == "log" and "(dollars of payment, log scale)" in pooled.layout.yaxis.title.text
+    narrow = figures.threshold_figure(series.drop(columns="segment").assign(threshold=1 / 1000.0), "false flags", "price", "dollars of payment")
+    assert narrow.layout.yaxis.type != "log" and "(dollars of payment)" in narrow.layout.yaxis.title.text
 
 
 def test_steps_not_drawn_are_said_under_the_x_axis_so_the_segment_legend_stays_in_rows():

@@ -98,3 +98,73 @@ def test_log_ticks_are_labelled_in_full():
     assert text[0] == "0.002" and text[-1] == "0.02"
     vals, text = figures.log_ticks([0.0017, 3.9])
     assert text == ["0.01", "0.1", "1"]
+
+
+def _segment_series(ratio: float, n: int = 300, zero_in: str | None = None) -> pd.DataFrame:
+    """Thresholds (price score) of three segments; the value needed in S2 is ``ratio`` times S0's."""
+    segments = np.array(["S0", "S1", "S2"], dtype=object)[np.arange(n) % 3]
+    needed = np.where(segments == "S2", 0.01 * ratio, np.where(segments == "S1", 0.02, 0.01))
+    threshold = 1.0 / needed
+    if zero_in is not None:
+        threshold[np.flatnonzero(segments == zero_in)[:2]] = np.inf  # "flag every code that brings any value": drawn at 0
+    return pd.DataFrame({"position": np.arange(n) + 50, "threshold": threshold, "segment": segments})
+
+
+def test_one_log_rule_for_the_threshold_chart_and_the_tradeoff_charts():
+    """The per-segment threshold chart and the Trade-offs charts decide a log axis by one rule (over one
+    decade: spans_decades) and label it with one tick helper (log_ticks), in full."""
+    for ratio, expect_log in ((15.0, True), (9.0, False)):  # 15x was linear under the old threshold-chart rule (20x)
+        fig = figures.threshold_figure(_segment_series(ratio), "false flags", "price", "confirmed codes")
+        y = figures.threshold_plot_values(_segment_series(ratio)["threshold"], "price")
+        assert figures.spans_decades(y) == expect_log
+        assert (fig.layout.yaxis.type == "log") == expect_log
+        assert ("log scale" in fig.layout.yaxis.title.text) == expect_log
+        if expect_log:
+            assert (list(fig.layout.yaxis.tickvals), list(fig.layout.yaxis.ticktext)) == figures.log_ticks(y)
+            assert list(fig.layout.yaxis.ticktext) == ["0.01", "0.02", "0.05", "0.1"]
+        tradeoff = figures.tradeoff_figure(_points([0.01, 0.1], [0.01, 0.01 * ratio]), "FP", "TP")
+        assert (tradeoff.layout.xaxis.type == "log") == expect_log
+
+
+def test_a_zero_keeps_every_chart_linear_and_gaps_are_ignored():
+    # a threshold of "any value" (T = +inf, drawn at 0) would vanish on a log axis: linear, as on Trade-offs
+    fig = figures.threshold_figure(_segment_series(40.0, zero_in="S1"), "false flags", "price", "confirmed codes")
+    assert fig.layout.yaxis.type != "log"
+    # steps not drawn (T = -inf: nothing flagged) are gaps on either axis and do not decide it
+    series = _segment_series(40.0)
+    series.loc[:5, "threshold"] = -np.inf
+    fig = figures.threshold_figure(series, "false flags", "price", "confirmed codes")
+    assert fig.layout.yaxis.type == "log" and "steps not drawn" in fig.layout.xaxis.title.text
+
+
+def test_log_tick_labels_never_use_exponents_or_bare_digits():
+    _, text = figures.log_ticks([0.00002, 0.0009])
+    assert text == ["0.00002", "0.00005", "0.0001", "0.0002", "0.0005", "0.001"]
+    _, text = figures.log_ticks([900.0, 40000.0])
+    assert text == ["1,000", "2,000", "5,000", "10,000", "20,000"]
+    assert figures.log_scale_title("Value needed per expected false flag<br>(RAF)") == "Value needed per expected false flag<br>(RAF, log scale)"
+
+
+def test_reliability_per_segment_puts_its_titled_legend_under_the_plot():
+    """Nine segments' legend above a half-width chart grew into its title (the HCC sample's cells)."""
+    probs, labels = np.array([[0.2, 0.8], [0.6, 0.1]]), np.array([[0, 1], [1, 0]])
+    bins = data_views.reliability_bins(probs, labels)
+    fig = figures.reliability_figure(bins, {f"cell{i}": bins for i in range(8)})
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top" and fig.layout.legend.title.text == "Segment"
+    assert fig.layout.margin.t == 50  # no room kept above the plot for a legend that is not there
+    pooled = figures.reliability_figure(bins)
+    assert pooled.layout.legend.y > 1  # two entries: the one row above the plot, as before
+
+
+def test_the_single_threshold_line_follows_the_same_rule_and_says_its_gaps_under_the_axis():
+    """Late labels and an adaptive target: a stream's threshold from 0.002 to 600 with 1,222 steps not drawn
+    was a flat line with spikes, and the gap's legend entry sat on the y-axis title."""
+    n = 200
+    needed = np.where(np.arange(n) % 50 == 0, 600.0, 0.002 + 0.0001 * np.arange(n))
+    threshold = 1.0 / needed
+    threshold[10:30] = -np.inf  # nothing flagged: not drawn
+    series = pd.DataFrame({"position": np.arange(n) + 1000, "threshold": threshold})
+    fig = figures.threshold_figure(series, "false flags", "price", "RAF (risk score)")
+    assert fig.layout.yaxis.type == "log" and "log scale" in fig.layout.yaxis.title.text
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["Threshold"]
+    assert "20 steps not drawn<br>(nothing flagged" in fig.layout.xaxis.title.text  # two lines: a third of the page wide
