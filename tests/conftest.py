@@ -8,6 +8,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import numba_compile_lock  # noqa: E402  (tests/ on sys.path)
+
 TESTS = Path(__file__).resolve().parent
 BROWSER_TESTS = TESTS / "browser"
 #: How many xdist groups the browser tests form (``BROWSER_GROUPS`` in tests/browser/conftest.py).
@@ -38,16 +40,29 @@ def pytest_xdist_auto_num_workers(config):
     return cores(config) + (BROWSER_GROUP_COUNT if runs_browser_tests(config) else 0)
 
 
+def pytest_configure(config):
+    """Every test process (the controller's workers included) shares numba compiles through
+    :mod:`numba_compile_lock` when the controller has set its lock directory (an xdist run)."""
+    numba_compile_lock.install()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
-    """Compile (or load from numba's cache on disk) the replay kernels once, in the controlling process,
-    before pytest-xdist starts its workers: on a fresh clone every worker would otherwise compile the same
-    kernels at once (the CMS-HCC payment greedy alone takes about a minute), and an app test's first page
-    run would wait for that behind the others (app_helpers.TIMEOUT)."""
+    """With xdist workers: one numba compile per kernel for the whole run (:mod:`numba_compile_lock`),
+    and the replay kernels (bootstrap.warm_up: additive and CMS-HCC payment) compiled, or loaded from
+    numba's cache on disk, by a background process that starts with the workers: on a fresh clone
+    every worker would otherwise compile the same kernels at once (the CMS-HCC payment greedy alone
+    takes about a minute), and a worker that reaches a kernel the warm-up is compiling waits for it
+    and loads the saved code. The browser tests' servers start after the warm-up
+    (``numba_compile_lock.wait_for_warm_up``), so their first replay loads the kernels too."""
     if hasattr(session.config, "workerinput") or session.config.getoption("collectonly", False):
-        return  # an xdist worker: the controller compiled them
+        return  # an xdist worker: the controller started the warm-up
     if not getattr(session.config.option, "numprocesses", None):
         return  # one process (-n 0): it compiles what its tests need, once, when they need it
-    from favmac.ui.bootstrap import warm_up
+    session.config._favmac_warm_up = numba_compile_lock.start_warm_up(TESTS.parent)
 
-    warm_up(0)
+
+def pytest_unconfigure(config):
+    warm_up = getattr(config, "_favmac_warm_up", None)
+    if warm_up is not None:
+        warm_up.finish()

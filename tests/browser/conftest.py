@@ -112,13 +112,20 @@ def chromium_path() -> Path:
 
 @contextlib.contextmanager
 def serve_app(log_dir: Path, *extra_args: str):
-    """Run ``python -m streamlit run app.py [extra_args]`` from the repository root on a 127.0.0.1
+    """Run ``python -m streamlit run app.py [extra_args]`` from the repository root (in an xdist run: once
+    the run's numba warm-up has ended, under ``numba_compile_lock``; tests/conftest.py) on a 127.0.0.1
     port the OS picks (port 0: no two servers can be handed the same one); yields the base URL (no
     trailing slash, ``/<baseUrlPath>`` included when given as ``--server.baseUrlPath``) once the
     server has said which port it bound and ``_stcore/health`` answers ``ok``; stops the server after."""
     log_path = log_dir / "streamlit.log"
+    import numba_compile_lock  # tests/ (tests/conftest.py puts it on sys.path)
+
+    # an xdist run: the server's first replay loads the kernels the run's warm-up compiled, and the
+    # others it compiles share the workers' compiles (numba_compile_lock; plain ``python -m streamlit``
+    # otherwise)
+    numba_compile_lock.wait_for_warm_up()
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
+        *numba_compile_lock.python_module_command("streamlit"), "run", "app.py",
         "--server.headless", "true",
         "--server.port", "0",
         "--server.address", "127.0.0.1",
