@@ -256,8 +256,9 @@ class CmsHccValue:
     # ------------------------------------------------------------------ evaluation
     def _rows(self, arrays):
         """Broadcast (..., K) arrays; the first axis is the patient axis when the context has rows."""
-        arrays = np.broadcast_arrays(*arrays)
-        shape = arrays[0].shape
+        arrays = [np.asarray(a) for a in arrays]
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        arrays = [np.broadcast_to(a, shape) for a in arrays]  # read-only views (broadcast_arrays' are "writeable" with a FutureWarning)
         k = len(self.codes)
         if shape[-1:] != (k,):
             raise ValueError(f"expected sets over K = {k} codes (last axis), got shape {shape}")
