@@ -41,7 +41,7 @@ import numpy as np
 from .thresholds import common_scale, exact, scaled_int
 
 __all__ = ["AdaptiveTarget", "DELAY_GAIN_LIMIT", "adaptive_bound", "adaptive_series", "check_adaptive_rate",
-           "delay_advice", "result_lag"]
+           "delay_advice", "result_bound", "result_lag"]
 
 #: gamma times the labels' lag L above which the adaptive target reacts too late and overshoots.
 #: c_n answers a cost only when its labels arrive, L patients after the prediction; with gamma L well
@@ -168,6 +168,14 @@ def result_lag(result) -> int:
     (0 without a delay)."""
     pending = getattr(result, "labels_pending", None)
     return int(np.max(pending)) if pending is not None and len(pending) else 0
+
+
+def result_bound(result, n_steps: int | None = None, target_index: int = 0) -> float:
+    """:func:`adaptive_bound` of an adaptive replay over ``n_steps`` of its predicted patients (default
+    all of them; a group's own count with per-segment control), L the run's :func:`result_lag` (at
+    least any group's own), P = 0 (at the end of a replay every label has arrived)."""
+    return float(adaptive_bound(result.targets[target_index], result.settings["adaptive_rate"], result.settings["c_max"],
+                                result.n_steps if n_steps is None else n_steps, lag=result_lag(result)))
 
 
 def adaptive_series(result, target_index: int = 0):

@@ -313,10 +313,9 @@ def segment_table(result, target_index: int = 0, grouping=None) -> pd.DataFrame:
         rate = float(viol.mean()) if predicted else math.nan
         bound = math.nan
         if result.adaptive_targets is not None and predicted and c_max is not None:
-            from .adaptive import adaptive_bound, result_lag
+            from .adaptive import result_bound
 
-            bound = float(adaptive_bound(result.targets[target_index], result.settings["adaptive_rate"], c_max,
-                                         predicted, lag=result_lag(result)))
+            bound = result_bound(result, predicted, target_index)
         if not predicted:
             within = None
         elif result.delta is None:

@@ -298,6 +298,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     >>> list(two.groupings), list(two.groupings["half"]["segment"])
     (['parity', 'half'], ['False', 'True'])
     """
+    from .adaptive import result_bound
     from .arrivals import check_arrivals
     from .functions import bind_rows
     from .replay import PatientWork, replay
@@ -363,7 +364,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         res, measured = run(order, arrivals)
         statistic[r] = measured.mean()
         if adaptive:
-            bounds[r] = _bound_of(res)
+            bounds[r] = result_bound(res)
         violations = res.violations[0]
         first[r] = bool(violations[0])
         if r < 20:
@@ -381,7 +382,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
             group_first[i][r, seen] = violations[where]
             if adaptive and segment_control:  # each group steers its own target: its own bound over its S_g
                 for g in np.flatnonzero(present):
-                    group_bounds[i][r, g] = _bound_of(res, int(counts[g]))
+                    group_bounds[i][r, g] = result_bound(res, int(counts[g]))
         report((r + 1) / n_orderings)
     promised = float(target) if delta is None else float(delta)
     pool = n_patients - (0 if recalibrate is None else int(recalibrate))  # the fold never calibrates
@@ -392,20 +393,21 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         spread = math.sqrt(float(delta) * (1 - float(delta)) / steps) * finite
     p_value = _t_test(statistic, promised)
     binomial = None if delta is None else _binomial(first, float(delta))
-    passed = p_value >= alpha
     control = "expected" if delta is None else "violation"
-    verdict = verdict_sentence(control, float(statistic.mean()), promised, p_value, passed, n_orderings=n_orderings,
-                               n_patients=n_patients, alpha=alpha, target=float(target), unit=cost_unit)
     order_p = float((1 + np.sum(statistic >= observed - 1e-12)) / (n_orderings + 1))
     bound, held = None, None
     if adaptive:  # the adaptive target promises its deterministic bound for any order, not E[C] <= c
-        observed_bound = _bound_of(observed_res)
+        observed_bound = result_bound(observed_res)
         held = bool(np.all(statistic <= bounds + 1e-12) and observed <= observed_bound + 1e-12)
         bound = float(max(np.max(bounds), observed_bound))
         passed = held
         verdict = adaptive_verdict(held, float(np.max(statistic - bounds)), observed - observed_bound, bound,
                                    float(statistic.mean()), float(target), p_value, n_orderings=n_orderings,
                                    n_patients=n_patients, n_predicted=steps, unit=cost_unit)
+    else:
+        passed = p_value >= alpha
+        verdict = verdict_sentence(control, float(statistic.mean()), promised, p_value, passed, n_orderings=n_orderings,
+                                   n_patients=n_patients, alpha=alpha, target=float(target), unit=cost_unit)
     verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None, unit=cost_unit)
     tables, statistics, failing = {}, {}, []
     several = len(indexed) > 1
@@ -462,16 +464,6 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                           observed=observed, order_p_value=order_p,
                           groupings=tables or None, grouping_statistics=statistics or None,
                           adaptive_bound=bound, adaptive_held=held)
-
-
-def _bound_of(res, n_steps: int | None = None) -> float:
-    """The adaptive target's deterministic bound on the mean cost of one replay over ``n_steps`` predicted
-    patients (default all of them; a group's own count with per-segment control), L its largest number of
-    pending labels (at least the group's own)."""
-    from .adaptive import adaptive_bound, result_lag
-
-    return float(adaptive_bound(res.targets[0], res.settings["adaptive_rate"], res.settings["c_max"],
-                                res.n_steps if n_steps is None else n_steps, lag=result_lag(res)))
 
 
 def _adaptive_group_sentence(who, held, worst, n_orderings, unit=None) -> str:
