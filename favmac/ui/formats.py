@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["INPUT_FORMAT", "blank_missing", "column_format", "decimals_needed", "fixed"]
+__all__ = ["INPUT_FORMAT", "blank_missing", "column_format", "decimals_needed", "fixed", "significant_decimals"]
 
 # Number inputs whose value may come from anywhere (a restored file, 3 % of C_max): six
 # significant digits, trailing zeros dropped — 0.3397 shows as 0.3397, not 0.340. The format must
@@ -30,6 +30,17 @@ def decimals_needed(values, at_most: int = 6) -> int:
         while need < at_most and not math.isclose(round(v, need), v, rel_tol=1e-12, abs_tol=10.0 ** -(at_most + 3)):
             need += 1
     return need
+
+
+def significant_decimals(values, digits: int = 3) -> int:
+    """Decimals that show the smallest non-zero finite magnitude in ``values`` with ``digits``
+    significant digits (negative when whole numbers already have more; as for 1 without such a value).
+
+    >>> significant_decimals([0.00381, 0.012, 0.0]), significant_decimals([12.5, 250.0]), significant_decimals([])
+    (5, 1, 2)
+    """
+    magnitudes = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v)) and float(v) != 0]
+    return digits - 1 - math.floor(math.log10(min(magnitudes, default=1.0)))
 
 
 def column_format(values, at_least: int = 0, at_most: int = 6) -> str:

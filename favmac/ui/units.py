@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+from favmac.ui.formats import significant_decimals
+
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
            "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
@@ -169,11 +171,10 @@ def amount_format(values, dollars: bool = False) -> str:
     >>> amount_format([12.5, 250.0]), amount_format([0.00381, 0.012, 0.0])
     ('%,.2f', '%,.5f')
     """
-    v = [abs(float(x)) for x in values if x is not None and math.isfinite(float(x))]
     if dollars:
+        v = [abs(float(x)) for x in values if x is not None and math.isfinite(float(x))]
         return "$%,.2f" if v and max(v) < 10 else "$%,.0f"
-    smallest = min((x for x in v if x > 0), default=1.0)
-    return f"%,.{min(6, max(2, 2 - math.floor(math.log10(smallest))))}f"
+    return f"%,.{min(6, max(2, significant_decimals(values)))}f"
 
 
 def value_amount(x: float, settings: dict) -> str:

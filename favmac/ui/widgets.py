@@ -2,15 +2,13 @@
 session, :func:`favmac.ui.session.current`)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from favmac.runspec import SettingsError
 from favmac.ui import settings_form
-from favmac.ui.formats import decimals_needed
+from favmac.ui.formats import decimals_needed, significant_decimals
 from favmac.ui.navigation import DATA, PAGES
 from favmac.ui.session import current
 from favmac.ui.text import md
@@ -87,9 +85,7 @@ def number_format(values) -> str:
     """
     finite = np.abs(np.asarray(values, dtype=float))
     finite = finite[np.isfinite(finite)]
-    smallest = float(finite[finite > 0].min()) if (finite > 0).any() else 1.0
-    significant = max(0, 2 - math.floor(math.log10(smallest)))
-    return f"%,.{min(decimals_needed(finite, at_most=6), max(2, significant))}f"
+    return f"%,.{min(decimals_needed(finite, at_most=6), max(2, significant_decimals(finite)))}f"
 
 
 def tiles(items, where=st) -> None:
