@@ -47,7 +47,8 @@ if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
     st.stop()
 
-(st.success if report.passed else st.error)(md(report.verdict), icon=":material/gavel:")  # names segments
+show_verdict = {"success": st.success, "warning": st.warning, "error": st.error}[validity.verdict_kind(report, ss.spec().segment is None)]
+show_verdict(md(report.verdict), icon=":material/gavel:")  # names segments
 settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 expected = report.control == "expected"

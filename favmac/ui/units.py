@@ -24,7 +24,7 @@ import math
 from favmac.ui.formats import significant_decimals
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "threshold_column", "amount_decimals", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -171,10 +171,21 @@ def amount_format(values, dollars: bool = False) -> str:
     >>> amount_format([12.5, 250.0]), amount_format([0.00381, 0.012, 0.0])
     ('%,.2f', '%,.5f')
     """
+    return ("$" if dollars else "") + f"%,.{amount_decimals(values, dollars)}f"
+
+
+def amount_decimals(values, dollars: bool = False) -> int:
+    """The decimals of a column of amounts (the one rule :func:`amount_format` and :func:`threshold_column`
+    share): dollars whole (cents only when every amount is under $10), others two decimals, more (at most
+    six) for three significant digits of the smallest non-zero amount.
+
+    >>> amount_decimals([0.1, 0.103]), amount_decimals([4.5, 0.2], dollars=True), amount_decimals([41.97, 4.5], dollars=True)
+    (3, 2, 0)
+    """
     if dollars:
         v = [abs(float(x)) for x in values if x is not None and math.isfinite(float(x))]
-        return "$%,.2f" if v and max(v) < 10 else "$%,.0f"
-    return f"%,.{min(6, max(2, significant_decimals(values)))}f"
+        return 2 if v and max(v) < 10 else 0
+    return min(6, max(2, significant_decimals(values)))
 
 
 def value_amount(x: float, settings: dict) -> str:
@@ -326,7 +337,7 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
         return f"flag a code when it brings at least {value_phrase(1 / t, settings)} per {per}"
     if t == math.inf:
         return "flag every code (no limit on expected false flags)"
-    return f"flag codes while the expected {unit} for the chart stay below {t:.3g}"
+    return f"flag codes while the expected {unit} for the chart stay below {plain_number(t, 3)}"
 
 
 def threshold_label(settings: dict, score: str) -> str:
@@ -364,5 +375,34 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
         if shown[0].isdigit():
             shown = value_shown(1 / t, settings)
     else:
-        shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
+        dollars = settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None
+        shown = "—" if math.isnan(t) else ("any" if t == math.inf else "< " + (cost_amount(t, settings) if dollars else plain_number(t, 3)))
     return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."
+
+
+def threshold_column(thresholds, settings: dict, score: str) -> list[str]:
+    """Thresholds as a table column shows them: :func:`threshold_tile`'s words for the edge cases, and
+    every number with the column's one number of decimals (:func:`amount_decimals`), so a column
+    reads "0.100 RAF" above "0.103 RAF", never "0.1 RAF".
+
+    >>> threshold_column([10.0, 1 / 0.103, float("-inf")], {"value_kind": "cms_payment", "cost_kind": "fp"}, "price")
+    ['0.100 RAF', '0.103 RAF', 'nothing flagged']
+    >>> threshold_column([1.5, 1.27], {"value_kind": "tp", "cost_kind": "fp"}, "cost")
+    ['< 1.50', '< 1.27']
+    """
+    ts = [float(t) for t in thresholds]
+    if score == "price":
+        amounts = {i: 1 / t for i, t in enumerate(ts) if math.isfinite(t) and t > 0}
+        dollars, unit = in_dollars(settings), (" RAF" if settings.get("value_kind") == "cms_payment" and not in_dollars(settings) else "")
+    else:
+        amounts = {i: t for i, t in enumerate(ts) if math.isfinite(t)}
+        dollars, unit = settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None, ""
+    decimals = amount_decimals(amounts.values(), dollars)
+    cells = []
+    for i, t in enumerate(ts):
+        if i not in amounts:
+            cells.append(threshold_tile(t, settings, score)[1])
+            continue
+        number = ("$" if dollars else "") + f"{amounts[i]:,.{decimals}f}" + unit
+        cells.append(number if score == "price" else f"< {number}")
+    return cells
