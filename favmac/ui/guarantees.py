@@ -124,7 +124,8 @@ def show_segment_table(result, settings: dict) -> None:
     st.subheader("Per segment")
     table = segment_display(result, settings)
     st.caption(md(segment_caption(result, settings)))
-    st.table(counts_styled(md_frame(table.set_index("segment"))))  # a few rows: a plain table, readable and printable
+    # a few rows: a plain table, readable and printable; the warnings are said below it, not as a mostly empty column
+    st.table(counts_styled(md_frame(table.drop(columns=["warning"]).set_index("segment"))))
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")

@@ -134,16 +134,22 @@ def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
     return f"{x:,.{decimals}f}"
 
 
-def cost_figure(x: float, settings: dict) -> str:
+def cost_figure(x: float, settings: dict, beside=None) -> str:
     """A cost for a summary tile: whole dollars (``$5,009``) for unsupported payment in dollars, otherwise
-    four significant digits (:func:`plain_number`).
+    four significant digits (:func:`plain_number`); with ``beside`` (the costs of the tiles shown next
+    to it, ``x`` among them) the decimals they share (:func:`amount_decimals`): 0.341 beside 0.360, not
+    0.3413 beside 0.36.
 
     >>> cost_figure(5009.2, {"cost_kind": "cms_unsupported", "base_rate": 11000.0}), cost_figure(0.48792, {"cost_kind": "fp"})
     ('$5,009', '0.4879')
+    >>> cost_figure(0.3413, {"cost_kind": "fp"}, [0.3413, 0.36]), cost_figure(0.36, {"cost_kind": "fp"}, [0.3413, 0.36])
+    ('0.341', '0.360')
     """
     if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
         return cost_amount(x, settings)
-    return "—" if math.isnan(float(x)) else plain_number(x, 4)
+    if math.isnan(float(x)):
+        return "—"
+    return plain_number(x, 4) if beside is None else f"{float(x):,.{amount_decimals(beside)}f}"
 
 
 def in_dollars(settings: dict) -> bool:
