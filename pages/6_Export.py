@@ -6,7 +6,7 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
-from favmac.ui.units import bracketed, cost_short, in_dollars, threshold_label, threshold_rule, threshold_text, value_unit
+from favmac.ui.units import cost_short, in_dollars, threshold_label, threshold_rule, threshold_text, value_short
 
 ss = page_setup("Export")
 st.title("Export")
@@ -57,7 +57,8 @@ with sets_area:
                                   "method": st.column_config.TextColumn(width="medium"),
                                   "expected_value": st.column_config.NumberColumn("expected value V̂", format=money if money else "%.3f"),
                                   "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
-                                  "realized_value": st.column_config.NumberColumn("realized payment ($)" if money else f"realized value {bracketed(value_unit(settings))}",
+                                  "realized_value": st.column_config.NumberColumn(f"realized {'payment' if settings['value_kind'] == 'cms_payment' else 'value'} "
+                                                                                  f"({value_short(settings)})",
                                                                                   format=money or widgets.number_format(files["calibration_preview"]["realized_value"])),
                                   # T in dollars is about 1e-3: significant digits, not 0.0009 on every row
                                   "threshold": st.column_config.NumberColumn("threshold T", format=widgets.number_format(thresholds) if in_dollars(settings)

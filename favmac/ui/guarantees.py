@@ -205,9 +205,9 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {line:g}" if expected else f"δ = {line:g}",
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
-    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero", **({} if expected else {"tickformat": ".0%"}))  # as the pooled violation chart: 10%, not 0.1
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
+    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target (%)", height=320)
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from favmac.io.errors import plural
 from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS
 from favmac.runspec import SettingsError
 from favmac.ui import widgets
@@ -90,7 +91,7 @@ def show_breakdown(value, selected) -> None:
         st.caption("No code is flagged for this patient.")
         return
     st.caption(md(f"If every flagged code is confirmed the set pays {totals['value']} "
-                  f"({totals['count']} payment HCCs after hierarchies, known codes included). Interactions triggered: "
+                  f"({plural(totals['count'], 'payment HCC')} after hierarchies, known codes included). Interactions triggered: "
                   + (", ".join(totals["interactions"]) if totals["interactions"] else "none") + "."))
     for line in frame["Why"]:
         st.markdown("- " + md(line))

@@ -24,7 +24,7 @@ import math
 from favmac.ui.formats import significant_decimals
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "threshold_column", "amount_decimals", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "value_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "threshold_column", "amount_decimals", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -117,6 +117,19 @@ def cost_short(settings: dict) -> str:
     if settings.get("cost_kind") == "cms_unsupported":
         return "unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
     return cost_unit(settings)
+
+
+def value_short(settings: dict) -> str:
+    """The value's unit in a few words, for a column header (:func:`value_unit` in full).
+
+    >>> value_short({"value_kind": "cms_payment", "base_rate": 11000.0}), value_short({"value_kind": "cms_payment"})
+    ('$', 'RAF')
+    >>> value_short({"value_kind": "tp"})
+    'confirmed codes'
+    """
+    if settings.get("value_kind") == "cms_payment":
+        return "$" if in_dollars(settings) else "RAF"
+    return value_unit(settings)
 
 
 def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
@@ -347,11 +360,17 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
 
 
 def threshold_label(settings: dict, score: str) -> str:
-    """The name of a threshold in the user's units (a tile's or a column's label)."""
+    """The name of a threshold in the user's units (a tile's or a column's label).
+
+    >>> threshold_label({"cost_kind": "cms_unsupported", "base_rate": None}, "cost"), threshold_label({"cost_kind": "fp"}, "cost")
+    ('Expected unsupported RAF allowed', 'Expected false flags allowed')
+    """
     if score == "price":
         if settings.get("cost_kind") == "cms_unsupported":
             return "Value per unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
         return "Value per false flag"
+    if settings.get("cost_kind") == "cms_unsupported":  # the unsupported payment, not a weight of false flags
+        return f"Expected {cost_short(settings)} allowed"
     return "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
 
 

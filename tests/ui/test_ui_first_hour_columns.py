@@ -107,3 +107,33 @@ def test_a_failed_promise_stays_an_error():
     assert validity.verdict_kind(failed, pooled=True) == "error"
     segment_failed = SimpleNamespace(passed=False, overall_passed=True)  # per-segment control promised each segment
     assert validity.verdict_kind(segment_failed, pooled=False) == "error"
+
+
+def test_a_cost_threshold_on_the_unsupported_payment_is_named_by_its_own_unit():
+    # a restored settings file (unsupported payment, cost score, segments): the column read "Expected false-flag weight allowed"
+    unsupported = {**RAF, "cost_kind": "cms_unsupported"}
+    assert units.threshold_label(unsupported, "cost") == "Expected unsupported RAF allowed"
+    assert units.threshold_label({**unsupported, "base_rate": 11000.0}, "cost") == "Expected unsupported $ allowed"
+    assert "false-flag" not in units.threshold_label(unsupported, "cost")
+    assert "unsupported" in units.threshold_rule(unsupported, "cost")
+
+
+def test_the_threshold_chart_under_the_cost_score_is_titled_with_the_costs_unit():
+    from favmac.ui import figures
+
+    series = pd.DataFrame({"position": [1, 2, 3], "threshold": [0.04, 0.05, 0.045]})
+    fig = figures.threshold_figure(series, units.cost_short({"cost_kind": "cms_unsupported", "base_rate": None}), "cost")
+    assert fig.layout.title.text == "Threshold: unsupported RAF allowed"
+    assert "unsupported RAF allowed" in fig.data[0].hovertemplate and "false flags" not in fig.data[0].hovertemplate
+    assert figures.threshold_figure(series, "false flags", "cost").layout.title.text == "Threshold: false flags allowed"
+
+
+def test_a_long_cost_unit_breaks_the_tradeoff_charts_x_title_instead_of_running_off_the_chart():
+    from favmac.ui import figures
+
+    points = pd.DataFrame({"method": ["FavMac (price)"] * 3, "target": [0.05, 0.5, 2.0], "mean_cost": [0.04, 0.5, 2.1],
+                           "mean_value": [0.1, 0.2, 0.3], "target_pct": [1.0, 2.0, 3.0], "violation_freq": [0.1, 0.1, 0.1]})
+    long = figures.tradeoff_figure(points, "RAF of unsupported payment", "RAF (risk score)").layout.xaxis.title.text
+    assert long == "Mean realized cost per patient<br>(RAF of unsupported payment, log scale)"
+    short = figures.tradeoff_figure(points, "false flags", "confirmed codes").layout.xaxis.title.text
+    assert short == "Mean realized cost per patient (false flags, log scale)"
