@@ -51,7 +51,7 @@ with sets_area:
     PREVIEW = dict(hide_index=True, column_order=["patient_id", "segment", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
                                                   "realized_value", "realized_cost", "method", "target", "delta", "universe", "score", "descriptions", "note"],
                    column_config={"descriptions": st.column_config.TextColumn(width="large"),
-                                  "codes": st.column_config.TextColumn(width="medium"),  # the chosen codes, not cut after two
+                                  "codes": st.column_config.TextColumn(width=160),  # the chosen codes, not cut after two (as the Online session's)
                                   "realized_cost": st.column_config.NumberColumn(f"realized cost ({cost_short(settings)})",
                                                                                  format=widgets.number_format(files["calibration_preview"]["realized_cost"])),
                                   "method": st.column_config.TextColumn(width="medium"),

@@ -4,31 +4,15 @@ and/or/not in a value formula (numpy's "truth value of an array is ambiguous" be
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_cli import run  # noqa: F401  the in-process CLI fixture (tests/ is on sys.path)
 
-from favmac.cli import main
 from favmac.functions import FormulaError, FormulaValue
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 DRIFT = ["--calibration", SAMPLE / "drift_calibration.csv", "--weights", SAMPLE / "drift_weights.csv"]
-
-
-@pytest.fixture
-def run(capsys):
-    """The CLI in-process: returncode, stdout and stderr like subprocess.run."""
-
-    def call(*args):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exit_:  # argparse usage errors
-            code = exit_.code
-        captured = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
-
-    return call
 
 
 def test_the_id_column_is_refused_as_a_segment_column_by_name(run, tmp_path):

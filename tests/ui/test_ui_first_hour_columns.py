@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from test_validity import cohort as over_confident_cohort  # segment B over-confident (tests/ is on sys.path)
+
 from favmac import AdditiveCost, AdditiveValue, replay
 from favmac.ui import groupings, guarantees, units, validity
 from favmac.validity import validity_check
@@ -74,16 +76,6 @@ def test_every_grouping_threshold_table_has_one_number_of_decimals():
 
 
 # --------------------------------------------------------------------------- the pooled verdict
-
-
-def over_confident_cohort(seed=0, n=600, K=5):
-    rng = np.random.RandomState(seed)
-    p_true = rng.beta(1.0, 3.0, size=(n, K))
-    labels = rng.rand(n, K) < p_true
-    groups = np.where(rng.rand(n) < 0.3, "B", "A")
-    probs = p_true.copy()
-    probs[groups == "B"] = np.clip(0.4 + 0.6 * p_true[groups == "B"] ** 0.5, 0, 1)
-    return probs.round(4), labels, groups
 
 
 def test_a_pooled_run_whose_promise_held_is_a_warning_that_says_what_held_and_which_segment_ran_over():
