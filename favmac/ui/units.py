@@ -124,12 +124,12 @@ def value_short(settings: dict) -> str:
 
     >>> value_short({"value_kind": "cms_payment", "base_rate": 11000.0}), value_short({"value_kind": "cms_payment"})
     ('$', 'RAF')
-    >>> value_short({"value_kind": "tp"})
-    'confirmed codes'
+    >>> value_short({"value_kind": "tp"}), value_short({"value_kind": "weighted_tp"})
+    ('confirmed codes', 'risk-weighted')
     """
     if settings.get("value_kind") == "cms_payment":
         return "$" if in_dollars(settings) else "RAF"
-    return value_unit(settings)
+    return {"weighted_tp": "risk-weighted", "formula": "formula"}.get(settings["value_kind"]) or value_unit(settings)
 
 
 def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
@@ -378,10 +378,11 @@ def threshold_rule(settings: dict, score: str) -> str:
     """What the number :func:`threshold_tile` shows means, for any threshold (a column's help).
 
     >>> threshold_rule({"cost_kind": "fp", "value_kind": "tp"}, "price")
-    'A code is flagged when it brings at least this many confirmed codes per expected false flag (1/T).'
+    'A code is flagged when it brings at least this much value (in confirmed codes) per expected false flag (1/T).'
     """
-    if score == "price":
-        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {cost_step(settings)} (1/T)."
+    if score == "price":  # "this many risk-weighted value" read wrong: the unit goes in brackets
+        return (f"A code is flagged when it brings at least this much value {bracketed('in ' + value_unit(settings))} per "
+                f"{cost_step(settings)} (1/T).")
     return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
 
 
