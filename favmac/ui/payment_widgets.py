@@ -77,7 +77,8 @@ def show_members(dataset) -> None:
         st.caption("The files name no demographic cell (column cms_cell) and no known codes (column known_codes): "
                    "the payment value uses the default cell of Value & cost for every patient.")
         return
-    st.caption(f"Cells read from the files: {'yes' if facts['cells_read'] else 'no (the default cell is used)'}; "
+    st.caption(("Each patient's demographic cell is read from the file's cms_cell column (the table below); " if facts["cells_read"]
+                else "The files name no demographic cell (column cms_cell): the default cell of Value & cost is used; ") +
                f"{facts['patients_with_known']:,} of {dataset.n_patients:,} patients have known codes on their record "
                f"({facts['known_codes']:,} codes in all); a known code already pays, so flagging it (or one below it) adds nothing.")
     widgets.table(frame, hide_index=True, key="members_table")
