@@ -378,11 +378,10 @@ def threshold_rule(settings: dict, score: str) -> str:
     """What the number :func:`threshold_tile` shows means, for any threshold (a column's help).
 
     >>> threshold_rule({"cost_kind": "fp", "value_kind": "tp"}, "price")
-    'A code is flagged when it brings at least this much value (in confirmed codes) per expected false flag (1/T).'
+    'A code is flagged when it brings at least this value, counted in confirmed codes per expected false flag (1/T).'
     """
-    if score == "price":  # "this many risk-weighted value" read wrong: the unit goes in brackets
-        return (f"A code is flagged when it brings at least this much value {bracketed('in ' + value_unit(settings))} per "
-                f"{cost_step(settings)} (1/T).")
+    if score == "price":  # "at least this many risk-weighted value" read wrong
+        return f"A code is flagged when it brings at least this value, counted in {value_unit(settings)} per {cost_step(settings)} (1/T)."
     return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
 
 
