@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .thresholds import INT64_LIMIT, exact, floor_linear
+from .thresholds import INT64_LIMIT, ExactCosts, exact, floor_linear
 
-__all__ = ["NearTieQueries", "fits", "resolve"]
+__all__ = ["CostLimbs", "NearTieQueries", "fits", "resolve"]
 
 _EVENTS = 1 << 12  # increments kept per query; a bracket holding more is left to the exact loop
 _QUERIES = 1 << 10  # near-ties decided here at most; more are left to the exact loop
@@ -40,6 +40,66 @@ class NearTieQueries:
 
     def __len__(self) -> int:
         return len(self.target)
+
+
+class CostLimbs:
+    """Exact realized costs whose values overflow int64, as two int64 tables: ``divisor * low + rest``
+    with ``0 <= rest < divisor`` (:meth:`ExactCosts.limbs`). Indexed like the (N, M) table it stands
+    for (``limbs[start:stop]``, ``limbs[order]``, ``limbs[rows, index]``), and ``limbs > bound`` (an
+    exact integer, :meth:`ExactCosts.bound`) is the exact "cost > target" table: the replay's
+    ``exceeds`` and violation scores without Python integers.
+
+    ``dtype`` is object, as the table's would be: the int64 engine paths decline it as they decline
+    that table.
+
+    >>> costs = ExactCosts([0.123456789012345678, 2.5] * 20)
+    >>> from favmac import AdditiveCost, AdditiveValue
+    >>> from favmac.universe import candidate_sets
+    >>> labels = np.zeros((1, 40), dtype=bool); labels[0, 1] = True
+    >>> cands = candidate_sets(np.linspace(0.9, 0.1, 40)[None, :], AdditiveValue(), AdditiveCost(), "ratio")
+    >>> limbs = CostLimbs.realized(costs, cands, labels)
+    >>> table = costs.realized(cands, labels)
+    >>> bound = int(table[0, 20])
+    >>> bool(np.array_equal(limbs > bound, table > bound)), bool(np.array_equal(limbs[0:1, [3, 7]] > bound - 1, table[0:1, [3, 7]] > bound - 1))
+    (True, True)
+    """
+
+    dtype = np.dtype(object)
+
+    def __init__(self, low: np.ndarray, rest: np.ndarray, divisor: int):
+        self.low, self.rest, self.divisor = low, rest, divisor
+
+    @classmethod
+    def realized(cls, costs: ExactCosts, candidates, labels, limbs=None) -> "CostLimbs":
+        """``costs.realized`` of these patients (``limbs``: ``costs.limbs()``, already computed)."""
+        divisor, low, rest = limbs or costs.limbs()
+        low_part = low.realized(candidates, labels).astype(np.int64, copy=False)
+        rest_part = rest.realized(candidates, labels).astype(np.int64, copy=False)
+        return cls(low_part + rest_part // divisor, rest_part % divisor, divisor)
+
+    @classmethod
+    def stack(cls, parts) -> "CostLimbs":
+        """The rows of ``parts`` (CostLimbs of one divisor) one after the other."""
+        return cls(np.concatenate([p.low for p in parts]), np.concatenate([p.rest for p in parts]), parts[0].divisor)
+
+    @property
+    def shape(self) -> tuple:
+        return self.low.shape
+
+    def __len__(self) -> int:
+        return len(self.low)
+
+    def __getitem__(self, index) -> "CostLimbs":
+        return CostLimbs(self.low[index], self.rest[index], self.divisor)
+
+    def __gt__(self, bound) -> np.ndarray:
+        bound = int(bound)
+        if bound < 0:  # realized costs are >= 0
+            return np.ones(self.shape, dtype=bool)
+        q, r = divmod(bound, self.divisor)
+        if q >= INT64_LIMIT:  # no limb reaches it
+            return np.zeros(self.shape, dtype=bool)
+        return (self.low > q) | ((self.low == q) & (self.rest > r))
 
 
 def fits(divisor: int, n_codes: int) -> bool:

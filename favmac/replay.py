@@ -1025,6 +1025,12 @@ def _realized(cands, labels, costs, cost=None):
     """``costs.realized`` (exact realized cost of every candidate), in chunks of patients
     (its temporaries are several (N, K) arrays), as int32 when the weights' sum fits."""
     n_patients = cands.n_patients
+    limbs = costs.limbs() if isinstance(costs, ExactCosts) else None
+    if limbs is not None:  # sums beyond int64: two int64 limbs per cost, not Python integers (near_ties.CostLimbs)
+        from .near_ties import CostLimbs
+
+        return CostLimbs.stack([CostLimbs.realized(costs, cands.subset(slice(start, stop)), labels[start:stop], limbs)
+                                for start, stop in _chunks(0, n_patients) or [(0, 0)]])
     out = None
     for start, stop in _chunks(0, n_patients) or [(0, 0)]:
         part = costs.realized(cands.subset(slice(start, stop)), labels[start:stop], bind_rows(cost, slice(start, stop)))
@@ -1044,6 +1050,7 @@ class _RealizedRows:
         self.cands, self.labels, self.costs, self.cost = cands, labels, costs, cost
         self.dtype = np.dtype(object if costs.weights.dtype == object else costs.realized_dtype or np.int64)
         self.shape = (cands.n_patients, cands.n_candidates)
+        self.limbs = costs.limbs()  # sums beyond int64: rows read as near_ties.CostLimbs
 
     @staticmethod
     def fits(costs) -> bool:
@@ -1056,6 +1063,10 @@ class _RealizedRows:
     def __getitem__(self, rows):
         if not isinstance(rows, slice) or rows.step not in (None, 1):
             raise TypeError("_RealizedRows: read contiguous rows (realized[start:stop])")
+        if self.limbs is not None:
+            from .near_ties import CostLimbs
+
+            return CostLimbs.realized(self.costs, self.cands.subset(rows), self.labels[rows], self.limbs)
         part = self.costs.realized(self.cands.subset(rows), self.labels[rows], bind_rows(self.cost, rows))
         return part.astype(self.dtype, copy=False)
 

@@ -156,13 +156,18 @@ def floor_linear(slope, intercept, x) -> np.ndarray:
     [0, 0, -1]
     """
     slope, intercept = exact(slope), exact(intercept)
-    den = slope.denominator * intercept.denominator
-    a = slope.numerator * intercept.denominator
-    b = intercept.numerator * slope.denominator
+    den = math.lcm(slope.denominator, intercept.denominator)
+    a = slope.numerator * (den // slope.denominator)
+    b = intercept.numerator * (den // intercept.denominator)
     x = np.asarray(x, dtype=np.int64)
     largest = int(np.abs(x).max()) if x.size else 0
     if abs(a) * largest + abs(b) < _INT64_SAFE and den < _INT64_SAFE:
         return (np.int64(a) * x + np.int64(b)) // np.int64(den)
+    # a = qa den + ra, b = qb den + rb (0 <= r < den): floor = qa x + qb + floor((ra x + rb) / den), in
+    # int64 when those fit (a coarse scale with a many-decimal divisor: ExactCosts.brackets)
+    (qa, ra), (qb, rb) = divmod(a, den), divmod(b, den)
+    if den * (largest + 1) < _INT64_SAFE and abs(qa) * largest + abs(qb) + largest + 1 < _INT64_SAFE:
+        return np.int64(qa) * x + np.int64(qb) + (np.int64(ra) * x + np.int64(rb)) // np.int64(den)
     return np.array([(a * int(v) + b) // den for v in x.ravel()], dtype=object).reshape(x.shape)
 
 
@@ -259,6 +264,25 @@ class ExactCosts:
         """The weights' remainders ``W_k mod divisor`` at the exact scale (with :meth:`brackets`' low
         weights, ``W_k = divisor * low_k + remainder_k``: an exact cost as two int64 limbs)."""
         return self._divided([int(w) for w in self.weights], divisor, "rest")
+
+    def limbs(self):
+        """(divisor D, low, rest) for weights whose exact sums overflow int64 (object ``weights``): an
+        exact realized cost is ``D * low + rest`` with both int64 (``low``: :meth:`brackets`' rounded-down
+        weights at D, ``rest``: :meth:`remainders`), D chosen so that one patient's ``low`` sum stays
+        below 2^31; None for int64 weights or when the limbs could overflow (:func:`favmac.near_ties.fits`).
+
+        >>> costs = ExactCosts([0.123456789012345678, 2.5] * 20)  # sums beyond 2^62 at scale 10^17
+        >>> d, low, rest = costs.limbs()
+        >>> costs.weights.dtype, d * int(low.weights[0]) + int(rest.weights[0]) == int(costs.weights[0])
+        (dtype('O'), True)
+        """
+        if self.weights.dtype != object:
+            return None
+        exact_weights = [int(w) for w in self.weights]
+        divisor = (max(self.c_max_scaled, sum(exact_weights)) >> 31) + 1
+        if divisor * (len(exact_weights) + 2) >= INT64_LIMIT:
+            return None
+        return divisor, self._divided(exact_weights, divisor, "down"), self._divided(exact_weights, divisor, "rest")
 
     def _divided(self, exact_weights, divisor: int, way: str) -> "ExactCosts":
         out = object.__new__(ExactCosts)
