@@ -206,3 +206,133 @@ def test_many_near_ties_are_decided_like_the_exact_loop(monkeypatch, universe, s
             for a, b in zip(fast.groupings, slow.groupings):
                 assert np.array_equal(a.thresholds, b.thresholds), case
     assert sum(calls) > 50  # the coarse brackets did differ, many times
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact "cost > c" on two int64 limbs (favmac.near_ties.CostLimbs): exceeds, violation control, PatientWork
+# ---------------------------------------------------------------------------------------------
+def object_tables(monkeypatch):
+    """The Python-integer (object) cost tables the engine used before the limbs."""
+    monkeypatch.setattr(ExactCosts, "limbs", lambda self: None)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cost_limbs_compare_like_the_exact_integers(seed):
+    from favmac.near_ties import CostLimbs
+
+    rng = np.random.RandomState(seed)
+    k = rng.randint(4, 8)
+    exact = ExactCosts(many_decimal_weights(rng, k, tiny=1.2345678901234567e-3))  # scale 10^19
+    assert exact.weights.dtype == object
+    probs, labels = rng.rand(40, k), rng.rand(40, k) < 0.4
+    for universe in ("ratio", "full"):
+        cands = candidate_sets(probs, AdditiveValue(np.ones(k)), AdditiveCost(exact.float_weights), universe)
+        table = exact.realized(cands, labels)
+        divisor, low, rest = exact.limbs()
+        coarse = divisor * int(rng.randint(10**5, 10**6))  # first limbs in the thousands: many costs share one
+        choices = [(divisor, low, rest), (coarse, exact._divided([int(w) for w in exact.weights], coarse, "down"),
+                                          exact._divided([int(w) for w in exact.weights], coarse, "rest"))]
+        for limbs in choices:
+            got = CostLimbs.realized(exact, cands, labels, limbs)
+            assert got.low.dtype == np.int64 and np.all((0 <= got.rest) & (got.rest < limbs[0]))
+            values = sorted({int(v) for v in table.ravel()})
+            bounds = [-1, -(10**30), 0, 10**40] + [v + d for v in values[:: max(1, len(values) // 15)] for d in (-1, 0, 1)]
+            rows = np.arange(len(table))
+            index = rng.randint(0, table.shape[1], size=len(table))
+            for bound in bounds:
+                assert np.array_equal(got > bound, table > bound), (limbs[0], bound)
+                assert np.array_equal(got[rows, index] > bound, table[rows, index] > bound)
+                assert np.array_equal(got[5:9] > bound, table[5:9] > bound)
+
+
+def test_exceeds_is_exact_with_many_decimal_weights():
+    """Chosen sets' "cost > target" against Fractions, with targets equal to realized costs (ties)."""
+    rng = np.random.RandomState(8)
+    n, k = 200, 5
+    probs = rng.rand(n, k)
+    labels = rng.rand(n, k) < probs
+    w = many_decimal_weights(rng, k)
+    exact_w = [Fraction(x) for x in w]
+    targets = [float(w[0]), float(w[1]), 0.3, float(sum(w)) / 3, 0.0]
+    for delta in (None, 0.2):
+        res = quiet_replay(probs, labels, AdditiveValue(np.ones(k)), AdditiveCost(w), targets, burn_in=20, delta=delta)
+        selected = res.selected
+        for t, c in enumerate(targets):
+            for s in range(n - 20):
+                cost = sum((x for x, on, y in zip(exact_w, selected[t, s], labels[20 + s]) if on and not y), Fraction(0))
+                assert res.exceeds[t, s] == (cost > Fraction(c)), (delta, t, s)
+        assert res.exceeds.any() and not res.exceeds.all()
+
+
+@pytest.mark.parametrize("universe,score", [("ratio", "cost"), ("ratio", "price"), ("full", "cost")])
+def test_violation_control_with_many_decimal_weights_matches_the_oracle(universe, score):
+    rng = np.random.RandomState(50 + ["ratio", "full"].index(universe) * 2 + (score == "price"))
+    for trial in range(4):
+        k = rng.randint(1, 4)
+        n = rng.randint(3, 12)
+        grid = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+        probs = grid[rng.randint(0, len(grid), size=(n, k))]
+        labels = rng.rand(n, k) < 0.4
+        v = rng.choice([0.1, 0.4, 1.0, 2.2], size=k)
+        w = many_decimal_weights(rng, k)
+        targets = [0.0, float(w[0]), float(sum(w)) * rng.rand(), float(sum(w))]
+        delta = [0.1, 0.3, 0.5][trial % 3]
+        res = replay(probs, labels, AdditiveValue(v), AdditiveCost(w), targets, universe=universe, score=score,
+                     burn_in=0, delta=delta)
+        for t, c in enumerate(targets):
+            for i in range(n + 1):
+                expect = oracle.violation_threshold(list(zip(probs[:i], labels[:i])), v, w, c, delta, universe, score=score)
+                got = res.thresholds[t, i] if i < n else res.final_thresholds[t]
+                assert got == expect, (trial, t, i)
+
+
+def test_violation_control_on_limbs_equals_the_object_tables(monkeypatch):
+    """Groupings, a window and delayed labels: every array equals the Python-integer tables' (and no table of objects)."""
+    rng = np.random.RandomState(23)
+    n, k = 300, 6
+    probs = np.round(rng.rand(n, k), 2)
+    labels = rng.rand(n, k) < probs
+    w = many_decimal_weights(rng, k)
+    value, cost = AdditiveValue(rng.uniform(0.5, 2, size=k)), AdditiveCost(w)
+    targets = [0.05, float(w[1]), float(sum(w)) / 3, 2.0]
+    groups = {"plan": rng.choice(["A", "B", "C"], size=n)}
+    cases = [dict(burn_in=30), dict(burn_in=30, window=70), dict(burn_in=30, label_delay=20), dict(burn_in=30, groups=groups)]
+    realized = replay_module._realized
+    kinds = []
+    monkeypatch.setattr(replay_module, "_realized", lambda *a: kinds.append(type(realized(*a)).__name__) or realized(*a))
+    for case in cases:
+        fast = replay(probs, labels, value, cost, targets, delta=0.2, **case)
+        with monkeypatch.context() as patch:
+            object_tables(patch)
+            slow = replay(probs, labels, value, cost, targets, delta=0.2, **case)
+        for name in ("thresholds", "final_thresholds", "cost", "value", "exceeds"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name)), (case, name)
+    assert kinds[::2] == ["CostLimbs"] * len(cases) and kinds[1::2] == ["ndarray"] * len(cases)
+
+
+@pytest.mark.parametrize("delta", [None, 0.25])
+def test_patient_work_with_many_decimal_weights(monkeypatch, delta):
+    """work.take(order) replays equal replays from scratch, under both controls; forced near-ties too."""
+    from favmac.replay import PatientWork
+
+    rng = np.random.RandomState(31 if delta is None else 32)
+    n, k = 240, 5
+    probs = np.round(rng.rand(n, k), 2)
+    labels = rng.rand(n, k) < probs
+    w = many_decimal_weights(rng, k, tiny=1.2345678901234567e-3)
+    value, cost = AdditiveValue(rng.uniform(0.5, 2, size=k)), AdditiveCost(w)
+    targets = [0.1, float(sum(w)) / 4, 1.0]
+    for brackets in (ExactCosts.brackets, coarse_brackets):
+        with monkeypatch.context() as patch:
+            patch.setattr(ExactCosts, "brackets", brackets)
+            work = PatientWork.of(probs, labels, value, cost, targets, delta=delta)
+            assert type(work.realized).__name__ == "CostLimbs"
+            for order in (np.arange(n), rng.permutation(n), rng.permutation(n)):
+                kwargs = dict(delta=delta, burn_in=25, window=60)
+                fast = quiet_replay(probs[order], labels[order], value, cost, targets, work=work.take(order), **kwargs)
+                plain = quiet_replay(probs[order], labels[order], value, cost, targets, **kwargs)
+                for name in ("thresholds", "final_thresholds", "cost", "value", "exceeds"):
+                    assert np.array_equal(getattr(fast, name), getattr(plain, name)), name
+        if delta is None:  # and the exact loop's
+            slow = loop_replay(monkeypatch, probs[order], labels[order], value, cost, targets, **kwargs)
+            assert np.array_equal(fast.thresholds, slow.thresholds) and np.array_equal(fast.exceeds, slow.exceeds)
