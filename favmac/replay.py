@@ -371,6 +371,8 @@ class _Session:
         engine = _Engine(self, cands, realized, costs, keyless=work is None and not self.groupings)
         if work is not None:  # the points or scores of these patients, already in this order
             engine._points, engine._scores = work.points, work.scores
+            for bracket, points in zip(engine._bracket_engines() if work.brackets else (), work.brackets or ()):
+                bracket._points = points  # weights with many decimals: the bracket engines' too
             del work
         n_parts = max(len(self.groupings), 1)
         per_grouping = []
@@ -516,6 +518,7 @@ class PatientWork:
     costs: object  # ExactCosts or SetCosts (favmac.costs.exact_costs)
     points: tuple | None  # expected control: (ptr, ranks, weights, sorted_keys); None if int64 overflows
     scores: list | None  # violation control: (N,) violation scores per target
+    brackets: tuple | None = None  # points None, weights with many decimals: the bracket engines' points (low, high)
 
     @classmethod
     def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = "ratio", score: str | None = None,
@@ -529,7 +532,9 @@ class PatientWork:
             cands.best_prefix(), cands.code_ranks()
         engine = _Engine(session, cands, realized, costs)
         points, scores = (engine.points(), None) if delta is None else (None, engine.scores())
-        return cls(session.work_settings(), cands, realized, costs, points, scores)
+        engines = engine._bracket_engines() if delta is None and points is None else None
+        brackets = None if engines is None else tuple(e.points() for e in engines)  # _Engine._bracketed's
+        return cls(session.work_settings(), cands, realized, costs, points, scores, brackets)
 
     @property
     def n_patients(self) -> int:
@@ -538,16 +543,21 @@ class PatientWork:
     def take(self, order) -> "PatientWork":
         """The work of the patients ``order`` (an index array), in that order. O(N K)."""
         order = np.asarray(order, dtype=np.int64)
-        points = None
-        if self.points is not None:  # each patient's run of points moves with it; keys and ranks stay
-            ptr, ranks, weights, sorted_keys = self.points
+
+        def taken(points):
+            if points is None:
+                return None
+            ptr, ranks, weights, sorted_keys = points  # each patient's run of points moves with it; keys and ranks stay
             counts = np.diff(ptr)[order]
             new_ptr = np.zeros(len(order) + 1, dtype=np.int64)
             np.cumsum(counts, out=new_ptr[1:])
             index = np.repeat(ptr[:-1][order] - new_ptr[:-1], counts) + np.arange(new_ptr[-1], dtype=np.int64)
-            points = (new_ptr, ranks[index], weights[index], sorted_keys)
+            return new_ptr, ranks[index], weights[index], sorted_keys
+
         scores = None if self.scores is None else [scores[order] for scores in self.scores]
-        return PatientWork(self.settings, self.cands.subset(order), self.realized[order], self.costs, points, scores)
+        brackets = None if self.brackets is None else tuple(taken(points) for points in self.brackets)
+        return PatientWork(self.settings, self.cands.subset(order), self.realized[order], self.costs, taken(self.points),
+                           scores, brackets)
 
     def check(self, session) -> None:
         """Refuse work built for other patients or other settings than the session's."""
