@@ -327,6 +327,7 @@ def test_patient_work_with_many_decimal_weights(monkeypatch, delta):
             patch.setattr(ExactCosts, "brackets", brackets)
             work = PatientWork.of(probs, labels, value, cost, targets, delta=delta)
             assert type(work.realized).__name__ == "CostLimbs"
+            assert (work.points, work.brackets is None) == (None, delta is not None)  # the brackets' points kept
             for order in (np.arange(n), rng.permutation(n), rng.permutation(n)):
                 kwargs = dict(delta=delta, burn_in=25, window=60)
                 fast = quiet_replay(probs[order], labels[order], value, cost, targets, work=work.take(order), **kwargs)
@@ -336,3 +337,28 @@ def test_patient_work_with_many_decimal_weights(monkeypatch, delta):
         if delta is None:  # and the exact loop's
             slow = loop_replay(monkeypatch, probs[order], labels[order], value, cost, targets, **kwargs)
             assert np.array_equal(fast.thresholds, slow.thresholds) and np.array_equal(fast.exceeds, slow.exceeds)
+
+
+@pytest.mark.parametrize("delta", [None, 0.2])
+def test_validity_with_many_decimal_weights_equals_full_replays(monkeypatch, delta):
+    """validity_check (PatientWork permuted, the brackets' points kept) equals a replay from scratch per ordering."""
+    from favmac.replay import PatientWork
+    from favmac.validity import validity_check
+
+    rng = np.random.RandomState(41)
+    n, k = 160, 4
+    probs = np.round(rng.rand(n, k), 2)
+    labels = rng.rand(n, k) < probs
+    w = many_decimal_weights(rng, k, tiny=1.2345678901234567e-3)
+    value, cost = AdditiveValue(rng.uniform(0.5, 2, size=k)), AdditiveCost(w)
+    kwargs = dict(delta=delta, burn_in=40, window=50, groups={"plan": rng.choice(["A", "B"], size=n)})
+    for brackets in (ExactCosts.brackets, coarse_brackets):
+        with monkeypatch.context() as patch:
+            patch.setattr(ExactCosts, "brackets", brackets)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", message=OVERFLOW)
+                fast = validity_check(probs, labels, value, cost, float(sum(w)) / 5, **kwargs)
+            patch.setattr(PatientWork, "take", lambda self, order: None)  # every ordering replayed from its rows
+            plain = validity_check(probs, labels, value, cost, float(sum(w)) / 5, **kwargs)
+        assert np.array_equal(fast.statistic, plain.statistic) and fast.p_value == plain.p_value
+        assert fast.segments.equals(plain.segments)
