@@ -77,17 +77,23 @@ def test_brackets_hold_every_realized_cost_between_them(seed):
         assert costs.bound(0.5) == math.floor(Fraction("0.5") * Fraction(exact.scale) / divisor)
 
 
+def small_stream(rng, k_stop, n_low, n_stop):
+    """(probs on a coarse grid (ties), labels, value weights, many-decimal cost weights) for the oracle."""
+    k = rng.randint(1, k_stop)
+    n = rng.randint(n_low, n_stop)
+    grid = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+    probs = grid[rng.randint(0, len(grid), size=(n, k))]
+    labels = rng.rand(n, k) < 0.4
+    v = rng.choice([0.1, 0.4, 1.0, 2.2], size=k)
+    return probs, labels, v, many_decimal_weights(rng, k)
+
+
 @pytest.mark.parametrize("universe,score", [pair for pair in SCORED if pair[0] != "full"])
 def test_replay_with_many_decimal_weights_matches_the_oracle(universe, score):
     rng = np.random.RandomState(4000 + 10 * SCORED.index((universe, score)))
     for trial in range(6):
-        k = rng.randint(1, 5)
-        n = rng.randint(2, 14)
-        grid = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
-        probs = grid[rng.randint(0, len(grid), size=(n, k))]
-        labels = rng.rand(n, k) < 0.4
-        v = rng.choice([0.1, 0.4, 1.0, 2.2], size=k)
-        w = many_decimal_weights(rng, k)
+        probs, labels, v, w = small_stream(rng, 5, 2, 14)
+        n = len(probs)
         cmax = float(sum(w))
         targets = [0.0, cmax, round(rng.rand() * cmax, 1), float(w[0]), cmax * rng.rand()]
         window = None if trial % 2 else int(rng.randint(1, 5))
@@ -268,13 +274,8 @@ def test_exceeds_is_exact_with_many_decimal_weights():
 def test_violation_control_with_many_decimal_weights_matches_the_oracle(universe, score):
     rng = np.random.RandomState(50 + ["ratio", "full"].index(universe) * 2 + (score == "price"))
     for trial in range(4):
-        k = rng.randint(1, 4)
-        n = rng.randint(3, 12)
-        grid = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
-        probs = grid[rng.randint(0, len(grid), size=(n, k))]
-        labels = rng.rand(n, k) < 0.4
-        v = rng.choice([0.1, 0.4, 1.0, 2.2], size=k)
-        w = many_decimal_weights(rng, k)
+        probs, labels, v, w = small_stream(rng, 4, 3, 12)
+        n = len(probs)
         targets = [0.0, float(w[0]), float(sum(w)) * rng.rand(), float(sum(w))]
         delta = [0.1, 0.3, 0.5][trial % 3]
         res = replay(probs, labels, AdditiveValue(v), AdditiveCost(w), targets, universe=universe, score=score,
