@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from favmac.ui.figures import OKABE_ITO, layout
 from favmac.ui.formats import fixed
-from favmac.ui.units import cost_unit
+from favmac.ui.units import CHARTS, cost_unit, per_100_charts, per_charts
 from favmac.validity import MIN_ORDERINGS
 
 __all__ = ["MIN_ORDERINGS", "grouping_frames", "histogram_figure", "segment_frame", "table_caption", "verdict_kind"]
@@ -34,13 +34,15 @@ def verdict_kind(report, pooled: bool) -> str:
 
 
 def histogram_figure(report, unit: str) -> go.Figure:
-    """Per-ordering statistic as a histogram, the promise as a line, and the spread exchangeability predicts."""
+    """Per-ordering statistic as a histogram (a mean cost per 100 charts, as the tiles, or a violation rate
+    in %), the promise as a line, and the spread exchangeability predicts."""
     expected = report.control == "expected"
-    scale = 1.0 if expected else 100.0
+    scale = float(CHARTS) if expected else 100.0
     values = report.statistic * scale
     fig = go.Figure()
     fig.add_histogram(x=values, nbinsx=30, name="Random orderings", marker={"color": OKABE_ITO["sky_blue"]},
-                      hovertemplate="%{x:.4g}: %{y} orderings<extra></extra>")
+                      hovertemplate=(f"mean cost %{{x:.4g}} {unit} {per_charts()}" if expected else "violation rate %{x:.4g} %")
+                      + ": %{y} orderings<extra></extra>")
     promised = report.promised * scale
     spread = report.predicted_spread * scale
     if spread > 0 and math.isfinite(spread):
@@ -50,12 +52,12 @@ def histogram_figure(report, unit: str) -> go.Figure:
         fig.add_scatter(x=xs, y=density, mode="lines", name="Chance spread around the promise",
                         line={"color": OKABE_ITO["black"], "dash": "dot"})
     fig.add_vline(x=promised, line={"color": OKABE_ITO["black"], "dash": "dash"})
-    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Promise: {'c' if expected else 'δ'} = {promised:g}"
-                    + ("" if expected else " %"), line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Promise: {per_100_charts(report.promised)} {per_charts()} (c = {report.promised:g})"
+                    if expected else f"Promise: δ = {promised:g} %", line={"color": OKABE_ITO["black"], "dash": "dash"})
     if report.observed is not None:
         fig.add_vline(x=report.observed * scale, line={"color": OKABE_ITO["vermillion"]})
         fig.add_scatter(x=[None], y=[None], mode="lines", name="Arrival order", line={"color": OKABE_ITO["vermillion"]})
-    x_title = f"Mean cost per patient ({unit})" if expected else "Violation rate (% of patients)"
+    x_title = f"Mean cost {per_charts()} ({unit})" if expected else "Violation rate (% of patients)"
     return layout(fig, "Outcome over random orderings of your patients", x_title, "Orderings", height=360)
 
 
