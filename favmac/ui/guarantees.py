@@ -192,7 +192,7 @@ def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(range=[CHARTS * min(0.0, float(series["adaptive_target"].min())), CHARTS * 2.5 * target])
     return layout(fig, "Adaptive target and the bound it guarantees", "Stream position (patients)",
-                   f"Cost {per_charts()} ({plain_html(cost_unit)})", height=320)
+                   f"Cost {per_charts()} ({plain_html(cost_unit)})", height=360, legend="bottom")  # four entries: under the plot
 
 
 def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
@@ -214,7 +214,9 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(rangemode="tozero", **({} if expected else {"tickformat": ".0%"}))  # as the pooled violation chart: 10%, not 0.1
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} {per_charts()}" if expected else "Share of charts over the target (%)", height=320)
+    # the legend (a line per segment and the target's) in rows under the plot: above it, it crowded the title
+    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} {per_charts()}" if expected else "Share of charts over the target (%)",
+                  height=360, legend="bottom")
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:

@@ -64,14 +64,15 @@ def histogram_figure(report, unit: str) -> go.Figure:
 def segment_frame(report, grouping: str | None = None) -> pd.DataFrame | None:
     """One grouping's table as shown (the first grouping by default; None without segments):
     the mean over the orderings of the group's mean cost or violation rate, its spread (standard
-    deviation over the orderings), the promise, the one-sided p-value and PASS / FAIL."""
+    deviation over the orderings), the promise, the one-sided p-value and PASS / FAIL. Mean costs, their spread and
+    the promise per 100 charts, as the page's tiles and histogram."""
     if report.segments is None:
         return None
     table = report.segments if grouping is None else report.groupings[grouping]
     expected = report.control == "expected"
     if expected:
-        mean, spread = fixed(table["mean"], 3), fixed(table["spread"], 3)
-        promised = [f"{p:g}" for p in table["promised"]]
+        mean, spread = fixed(CHARTS * table["mean"], 1), fixed(CHARTS * table["spread"], 1)
+        promised = [per_100_charts(p) for p in table["promised"]]
     else:
         mean, spread = fixed(100 * table["mean"], 1, " %"), fixed(100 * table["spread"], 1, " %")
         promised = fixed(100 * table["promised"], 1, " %")
@@ -97,11 +98,11 @@ def table_caption(report, settings: dict) -> str:
 
     >>> class R: control, n_orderings = "expected", 200
     >>> print(table_caption(R, {"cost_kind": "fp"})[:60])
-    Mean cost: false flags per chart among the group's predicted
+    Mean cost and promised: false flags per 100 charts among the
     """
     if report.control == "expected":
-        what = (f"Mean cost: {cost_unit(settings)} per chart among the group's predicted patients, averaged over the "
-                f"{report.n_orderings} orderings")
+        what = (f"Mean cost and promised: {cost_unit(settings)} {per_charts()} among the group's predicted patients (the mean "
+                f"per chart × {CHARTS}), averaged over the {report.n_orderings} orderings")
     else:
         what = (f"Violation rate: share of the group's predicted charts over the target, averaged over the "
                 f"{report.n_orderings} orderings")
