@@ -369,10 +369,14 @@ def _take_arrivals(frame, rows, file, column):
         # any position >= the number of patients means "after the stream ends"; huge ones (1e300) are
         # held at 2**62 so they fit int64 (and a huge negative one at -1: before every patient's own)
         positions = numbers.clip(lower=-1, upper=2.0**62).to_numpy(dtype=np.int64)
-    elif numbers.notna().any():  # positions in some rows, something else in others
-        i = int(np.argmax(numbers.isna().to_numpy()))
-        raise DataError(f"{text[i]!r} is not a whole stream position, while other rows of the column give positions.",
-                        file=file, row=int(rows[i]), column=column,
+    elif numbers.notna().any():  # positions in some rows, something else in others: name the odd one out
+        if numbers.notna().sum() <= numbers.isna().sum():
+            i = int(np.argmax(numbers.notna().to_numpy()))
+            problem = f"{text[i]!r} is a stream position, while most rows of the column give dates or other text."
+        else:
+            i = int(np.argmax(numbers.isna().to_numpy()))
+            problem = f"{text[i]!r} is not a whole stream position, while other rows of the column give positions."
+        raise DataError(problem, file=file, row=int(rows[i]), column=column,
                         fix="Write every label arrival as a whole position (0 = the first patient), or every one as a date.")
     else:
         positions, frame = _arrival_dates(frame, rows, file, column, text)
