@@ -29,7 +29,7 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
-from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, as_recalibration
 from .runspec import RunSpec, SettingsError, target_from_percent
 from .universe import SCORES, UNIVERSES, default_score
 
@@ -771,6 +771,11 @@ def _predict_distributed(args) -> int:
                             "maps per code only.", file=args.settings,
                             fix="Predict with 'favmac predict --calibration FILE ...' (one file, in memory), or "
                             "calibrate with --recalibrate-by code.")
+        try:  # checked here, so a damaged map names the settings file (the workers would meet it otherwise)
+            as_recalibration(maps, codes=codes)
+        except ValueError as err:
+            raise DataError(f"{err}.", file=args.settings,
+                            fix="Write it again with 'favmac calibrate ... --recalibrate R --settings-out FILE'.") from None
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else _percent_target(wanted, c_max, flag)
         targets = [float(t) for t in calibration["targets"]]

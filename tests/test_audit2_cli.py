@@ -32,5 +32,5 @@ def test_recalibration_maps_with_a_method_that_is_not_text_are_refused(calibrate
                "--out", out, "--scheduler", "synchronous")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert "recalibration_maps.method" in proc.stderr and "platt" in proc.stderr
+    assert "recalibration_maps.method" in proc.stderr and "platt" in proc.stderr and "settings.json" in proc.stderr
     assert not out.exists()
