@@ -38,3 +38,12 @@ def test_one_date_among_positions_is_still_named(tmp_path):
     with pytest.raises(DataError) as err:
         load_calibration(path, label_available_column="arrive")
     assert "row 6" in str(err.value) and "'2025-02-01'" in str(err.value)
+
+
+def test_a_utf32_file_is_read_not_shown_as_nul_bytes(tmp_path):
+    """A UTF-32 file (BOM FF FE 00 00) was taken for UTF-16: 'no patient_id column (found: '\\x00p\\x00a...')'."""
+    frame = _wide()
+    path = tmp_path / "utf32.csv"
+    path.write_bytes(frame.to_csv(index=False).encode("utf-32"))
+    data = load_calibration(path)
+    assert data.n_patients == 12 and list(data.codes) == ["A", "B"]

@@ -173,7 +173,7 @@ def binary_kind(data: bytes) -> str | None:
 def text_encoding(data: bytes, truncated: bool = False) -> str:
     """The text encoding of a CSV's bytes, as :func:`decode_text` decodes them.
 
-    BOM-marked UTF-16 -> ``"utf-16"``; UTF-8 with or without a byte-order mark ->
+    BOM-marked UTF-16 -> ``"utf-16"`` (UTF-32 -> ``"utf-32"``); UTF-8 with or without a byte-order mark ->
     ``"utf-8-sig"``; anything else -> ``"cp1252"`` (Windows-1252, what Excel on Windows writes
     for "CSV"; ids and codes are ASCII in practice). ``truncated``: ``data`` is only the start of
     the file, so a UTF-8 character cut at its very end does not count against UTF-8.
@@ -185,6 +185,8 @@ def text_encoding(data: bytes, truncated: bool = False) -> str:
     >>> text_encoding(b"id,caf\\xc3", truncated=True)
     'utf-8-sig'
     """
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
+        return "utf-32"
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "utf-16"
     try:
