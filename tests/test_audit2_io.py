@@ -47,3 +47,12 @@ def test_a_utf32_file_is_read_not_shown_as_nul_bytes(tmp_path):
     path.write_bytes(frame.to_csv(index=False).encode("utf-32"))
     data = load_calibration(path)
     assert data.n_patients == 12 and list(data.codes) == ["A", "B"]
+
+
+def test_a_column_name_longer_than_the_csv_field_limit_is_refused_by_row(tmp_path):
+    """A 200,000-character header cell was a _csv.Error traceback ('field larger than field limit')."""
+    path = tmp_path / "long_header.csv"
+    path.write_text("patient_id,prob_" + "x" * 200_000 + ",label_A\np1,0.5,1\n")
+    with pytest.raises(DataError) as err:
+        load_calibration(path)
+    assert "long_header.csv, row 1" in str(err.value) and "header row" in str(err.value)

@@ -310,7 +310,12 @@ def csv_header(text: str, file: str) -> list[str]:
             fix="The header (patient_id, then the code names) must be on row 1.",
         )
     check_delimiter(first_line, file)
-    return header_names(next(csv.reader([first_line])), file)
+    try:
+        names = next(csv.reader([first_line]))
+    except csv.Error as err:  # a name longer than the csv module's field limit (131,072 characters), a stray NUL
+        raise DataError(f"the header row cannot be read as CSV ({err}).", file=file, row=1,
+                        fix="Row 1 must hold the column names (patient_id, then the codes), each a short name.") from None
+    return header_names(names, file)
 
 
 def header_names(header, file: str) -> list[str]:
