@@ -56,3 +56,37 @@ def test_a_column_name_longer_than_the_csv_field_limit_is_refused_by_row(tmp_pat
     with pytest.raises(DataError) as err:
         load_calibration(path)
     assert "long_header.csv, row 1" in str(err.value) and "header row" in str(err.value)
+
+
+def _very_wide_csv(path, n_codes=3000, n=6):
+    """A wide file whose header row (about 75 KB) is longer than the old 64 KB header sample."""
+    rng = np.random.default_rng(1)
+    codes = [f"CODE{k:05d}" for k in range(n_codes)]
+    rows = ["patient_id," + ",".join(f"prob_{c},label_{c}" for c in codes) + ",plan"]
+    for i in range(n):
+        p = rng.uniform(0, 1, n_codes).round(2)
+        rows.append(f"p{i}," + ",".join(f"{a},{int(a > 0.5)}" for a in p) + ",P1")
+    path.write_text("\n".join(rows) + "\n")
+    return codes
+
+
+def test_column_names_of_a_very_wide_file_read_the_whole_header(tmp_path):
+    """column_names judged the header from the first 64 KB: the later columns (here the segment column
+    'plan', which the app looks for) were silently missing."""
+    from favmac.io import column_names
+
+    path = tmp_path / "wide.csv"
+    codes = _very_wide_csv(path)
+    names = column_names(path)
+    assert len(names) == 2 * len(codes) + 2 and names[-1] == "plan"
+
+
+def test_the_dask_engine_reads_every_code_of_a_very_wide_file(tmp_path):
+    """The Dask engine read the header from the first 64 KB and silently calibrated on the first ~2,600 of
+    3,000 codes (a 50,000-column file: 2,621 of 25,000)."""
+    from favmac.distributed.sources import checked_source
+
+    path = tmp_path / "wide.csv"
+    codes = _very_wide_csv(path)
+    _, found = checked_source(str(path), labelled=True, segment="plan")
+    assert list(found) == codes

@@ -36,6 +36,7 @@ __all__ = [
     "check_delimiter",
     "parse_csv",
     "csv_header",
+    "header_sample",
     "header_names",
     "UNNAMED",
     "finish_frame",
@@ -316,6 +317,28 @@ def csv_header(text: str, file: str) -> list[str]:
         raise DataError(f"the header row cannot be read as CSV ({err}).", file=file, row=1,
                         fix="Row 1 must hold the column names (patient_id, then the codes), each a short name.") from None
     return header_names(names, file)
+
+
+def header_sample(read, first: int = 65536, limit: int = 256 * 2**20) -> tuple[bytes, bool]:
+    """The start of a CSV through its whole first row (the header), and whether bytes remain.
+
+    ``read(n)`` returns the next ``n`` bytes (a file handle's ``read``). At least ``first``
+    bytes; more until the first line break (a 50,000-column header is a few MB: a fixed
+    sample would cut it and lose the later columns), at most ``limit``; then a few bytes so a
+    UTF-16/32 line break is whole.
+
+    >>> import io
+    >>> sample, more = header_sample(io.BytesIO(b"patient_id," + b"x" * 70000 + b"\\n1,2\\n").read, first=10)
+    >>> len(sample) > 70000, more
+    (True, True)
+    """
+    sample = read(first)
+    chunk = sample
+    while chunk and b"\n" not in sample and len(sample) < limit:
+        chunk = read(len(sample))
+        sample += chunk
+    tail = read(8) if chunk else b""
+    return sample + tail, len(tail) == 8
 
 
 def header_names(header, file: str) -> list[str]:

@@ -49,6 +49,7 @@ from .csv_parsing import (
     csv_header,
     decode_text,
     header_names,
+    header_sample,
     text_encoding,
     check_id_column,
     numeric_block,
@@ -92,7 +93,6 @@ SEGMENT_COLUMN = "segment"
 CELL_COLUMN = "cms_cell"
 KNOWN_CODES_COLUMN = "known_codes"
 _MEMBER_TEXT = (CELL_COLUMN, KNOWN_CODES_COLUMN)
-_HEADER_BYTES = 65536  # column_names judges a CSV's header from its first 64 KB
 #: The column of prediction dates that date-valued label arrivals are placed against.
 PREDICTED_AT_COLUMN = "predicted_at"
 
@@ -454,9 +454,9 @@ def column_names(source, name=None) -> list[str]:
         except Exception as err:  # noqa: BLE001 - any reader failure is a bad file
             raise DataError(f"the file cannot be read as Parquet ({err}).", file=file) from None
         return header_names(data_columns(names), file)
-    sample = data[:_HEADER_BYTES]
+    sample, more = header_sample(io.BytesIO(data).read)  # through the whole header row, however wide
     check_not_binary(sample, file)
-    return [c for c in csv_header(decode_text(sample, text_encoding(sample, truncated=len(data) > _HEADER_BYTES)), file)
+    return [c for c in csv_header(decode_text(sample, text_encoding(sample, truncated=more)), file)
             if not c.startswith(UNNAMED)]
 
 
