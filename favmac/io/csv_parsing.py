@@ -328,7 +328,7 @@ def header_sample(read, first: int = 65536, limit: int = 256 * 2**20) -> tuple[b
     UTF-16/32 line break is whole.
 
     >>> import io
-    >>> sample, more = header_sample(io.BytesIO(b"patient_id," + b"x" * 70000 + b"\\n1,2\\n").read, first=10)
+    >>> sample, more = header_sample(io.BytesIO(b"patient_id," + b"x" * 70000 + b"\\n1,2" * 50000).read, first=10)
     >>> len(sample) > 70000, more
     (True, True)
     """
