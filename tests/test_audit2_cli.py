@@ -34,3 +34,15 @@ def test_recalibration_maps_with_a_method_that_is_not_text_are_refused(calibrate
     assert "Traceback" not in proc.stderr
     assert "recalibration_maps.method" in proc.stderr and "platt" in proc.stderr and "settings.json" in proc.stderr
     assert not out.exists()
+
+
+def test_the_payment_values_insd_cell_can_be_the_default_cell(tmp_path, run):
+    """--cms-segment offered NE (then refused by the payment value) but not INSD, a cell the payment value
+    prices: members without a cms_cell could not default to institutional-disabled."""
+    from test_cli import SAMPLE
+
+    out = tmp_path / "steps.csv"
+    proc = run("replay", "--calibration", SAMPLE / "hcc_calibration.csv", "--weights", SAMPLE / "hcc_weights.csv",
+               "--value", "cms-payment", "--cms-segment", "insd", "--targets", "1", "--burn-in", "3000", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.with_name("steps.csv.provenance.json").read_text())["settings"]["run"]["cms_segment"] == "INSD"
