@@ -436,7 +436,7 @@ def _arrival_dates(frame, rows, file, column, text):
 
 def column_names(source, name=None) -> list[str]:
     """A CSV or Parquet file's column names (stripped), from its header alone: the Parquet schema,
-    or a CSV's first 64 KB, by the rules of :func:`parse_table` (a caller picks which optional
+    or a CSV's header row (however wide), by the rules of :func:`parse_table` (a caller picks which optional
     columns to ask a reader for, e.g. the segment or label-arrival columns a file has).
 
     >>> column_names(b"patient_id, plan ,A\\n007,P1,0.5\\n")
