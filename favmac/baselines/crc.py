@@ -29,8 +29,8 @@ def value_ranks(probs):
     inverse); ``longest`` is the most probabilities sharing one value. ``probs``: finite floats.
 
     One sort of 8-byte keys (the top bits of each value's order above its index,
-    :func:`favmac.baselines.kernels.order_keys`: numpy's vectorized sort of integers, several
-    times faster than an argsort of the floats), then one pass along them
+    :func:`favmac.baselines.kernels.sorted_value_keys`: numpy's vectorized sort of integers,
+    several times faster than an argsort of the floats), then one pass along them
     (:func:`~favmac.baselines.kernels.rank_sorted_keys`). It holds the keys (8 bytes per
     probability) and the ranks (4): no argsort (8 bytes), sorted copy or table of the values
     beside them. The probabilities are read where they are (row- or column-major; other
@@ -40,19 +40,14 @@ def value_ranks(probs):
     >>> ranks.tolist(), n_values, longest
     ([[1, 0], [1, 2]], 3, 2)
     """
-    from .kernels import order_keys, rank_sorted_keys
+    from .kernels import rank_sorted_keys, sorted_value_keys
 
     probs = np.asarray(probs, dtype=float)
     transposed = probs.ndim == 2 and not probs.flags.c_contiguous and probs.flags.f_contiguous
     rows = np.ascontiguousarray(probs.T if transposed else probs)  # no copy unless neither layout
     flat = rows.reshape(-1)
     ranks = np.empty(rows.shape, dtype=np.int32 if flat.size < 2**31 else np.int64)
-    if flat.size == 0:
-        return ranks.T if transposed else ranks, 0, 0
-    shift = np.uint64(max(1, (flat.size - 1).bit_length()))
-    keys = np.empty(flat.size, dtype=np.uint64)
-    order_keys(flat.view(np.uint64), shift, keys)
-    keys.sort()  # in place
+    keys, shift = sorted_value_keys(flat)
     n_values, longest = rank_sorted_keys(keys, flat.view(np.uint64), shift, ranks.reshape(-1))
     return ranks.T if transposed else ranks, int(n_values), int(longest)
 

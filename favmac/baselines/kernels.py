@@ -79,7 +79,7 @@ def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exa
     """:func:`set_outcomes` of the sets of a rule (:class:`favmac.baselines.common.ThresholdSets`):
     code k is chosen for target t at step s iff ``scores[s, k]`` is ``>=`` (``rule`` 0), ``>`` (1)
     or ``<=`` (2) ``levels[t, s]`` (``levels`` (T, 1): one level per target). The same numbers,
-    without the (T, S, K) booleans."""
+    without the (T, S, K) booleans (each (t, s) sums its codes in code order, whatever the loops' order)."""
     n_steps, n_codes = scores.shape
     n_targets = levels.shape[0]
     per_step = levels.shape[1] != 1
@@ -88,8 +88,8 @@ def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exa
     value = np.zeros((n_targets, n_steps))
     exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
     chosen = np.empty(n_codes, dtype=np.bool_)
-    for t in range(n_targets):
-        for s in range(n_steps):
+    for s in range(n_steps):  # steps outside: a step's scores and labels are read once for every target
+        for t in range(n_targets):
             level = levels[t, s] if per_step else levels[t, 0]
             for k in range(n_codes):
                 if rule == 0:
@@ -440,19 +440,16 @@ def order_keys(bits, shift, keys):
 
 
 @njit(cache=True, nogil=True)
-def rank_sorted_keys(keys, bits, shift, ranks):
-    """Along sorted :func:`order_keys`: ``ranks[i]`` = the position of value i among the distinct
-    values (``np.unique``'s inverse). Keys sharing their kept bits (a run: equal values, or values
-    less than about 2^(shift - 52) apart relative to their size) are ordered by their full bits,
-    read from ``bits`` (the only random reads of values). Returns (the number of distinct values, the most indices sharing
-    one). O(N) plus O(L log L) per run of L > 1 keys."""
+def order_runs(keys, bits, shift):
+    """After ``keys.sort()`` (:func:`order_keys`): put each run of keys that share their kept bits
+    (equal values, or values less than about 2^(shift - 52) apart relative to their size) in the
+    order of their full values, read from ``bits`` (the only random reads of values); equal values
+    stay in index order. Then the keys' indices are in value order, ties by index:
+    ``np.argsort(values, kind="stable")``. O(N) plus O(L log L) per run of L > 1 keys."""
     n = keys.shape[0]
     mask = (np.uint64(1) << shift) - np.uint64(1)
     small = 16
-    held = np.empty(small, dtype=np.uint64)  # a short run's full values and indices
-    where = np.empty(small, dtype=np.int64)
-    n_distinct = 0
-    longest = 0
+    held = np.empty(small, dtype=np.uint64)  # a short run's full values
     start = 0
     while start < n:
         high = keys[start] >> shift
@@ -460,46 +457,90 @@ def rank_sorted_keys(keys, bits, shift, ranks):
         while stop < n and keys[stop] >> shift == high:
             stop += 1
         size = stop - start
-        if size == 1:  # a value of its own: nothing else shares its kept bits
-            ranks[np.int64(keys[start] & mask)] = n_distinct
-            n_distinct += 1
-            longest = max(longest, 1)
+        if size == 1:
             start = stop
             continue
-        if size <= small:  # insertion sort by the full value
-            values = held
-            indices = where
+        if size <= small:  # insertion sort by the full value (strict: equal values keep index order)
             for j in range(size):
-                i = np.int64(keys[start + j] & mask)
-                v = _order_bits(bits[i])
+                key = keys[start + j]
+                v = _order_bits(bits[np.int64(key & mask)])
                 m = j
-                while m > 0 and values[m - 1] > v:
-                    values[m] = values[m - 1]
-                    indices[m] = indices[m - 1]
+                while m > 0 and held[m - 1] > v:
+                    held[m] = held[m - 1]
+                    keys[start + m] = keys[start + m - 1]
                     m -= 1
-                values[m] = v
-                indices[m] = i
+                held[m] = v
+                keys[start + m] = key
         else:
-            indices = np.empty(size, dtype=np.int64)
             values = np.empty(size, dtype=np.uint64)
             for j in range(size):
-                indices[j] = np.int64(keys[start + j] & mask)
-                values[j] = _order_bits(bits[indices[j]])
-            if values.min() != values.max():  # several values: order them
-                order = np.argsort(values)
-                indices = indices[order]
-                values = values[order]
-        run = 0
-        for j in range(size):
-            if j > 0 and values[j] != values[j - 1]:
-                n_distinct += 1
-                run = 0
-            run += 1
-            longest = max(longest, run)
-            ranks[indices[j]] = n_distinct
-        n_distinct += 1
+                values[j] = _order_bits(bits[np.int64(keys[start + j] & mask)])
+            if values.min() != values.max():  # several values: order them, ties in index order
+                order = np.argsort(values, kind="mergesort")
+                keys[start:stop] = keys[start:stop][order]
         start = stop
+
+
+@njit(cache=True, nogil=True)
+def rank_sorted_keys(keys, bits, shift, ranks):
+    """Along keys in value order (:func:`order_keys`, ``sort``, :func:`order_runs`): ``ranks[i]`` =
+    the position of value i among the distinct values (``np.unique``'s inverse). Keys whose kept
+    bits differ hold different values; within a run the full values are compared. Returns (the
+    number of distinct values, the most indices sharing one). O(N)."""
+    n = keys.shape[0]
+    mask = (np.uint64(1) << shift) - np.uint64(1)
+    n_distinct = 0
+    longest = 0
+    run = 0
+    previous = np.uint64(0)
+    for r in range(n):
+        i = np.int64(keys[r] & mask)
+        same = False
+        if r > 0 and keys[r] >> shift == keys[r - 1] >> shift:
+            v = _order_bits(bits[i])
+            same = v == previous
+            previous = v
+        elif r + 1 < n and keys[r + 1] >> shift == keys[r] >> shift:
+            previous = _order_bits(bits[i])  # a run starts: its first full value
+        if not same:
+            n_distinct += 1
+            run = 0
+        run += 1
+        longest = max(longest, run)
+        ranks[i] = n_distinct - 1
     return n_distinct, longest
+
+
+def sorted_value_keys(values):
+    """(keys, shift): ``values`` (1-D float64, C-contiguous, no NaN) as uint64 keys in value order,
+    ties in index order, each key's index in its low ``shift`` bits (:func:`order_keys`, numpy's
+    vectorized sort of integers, :func:`order_runs`): 8 bytes per value, several times faster than
+    an argsort of the floats.
+
+    >>> keys, shift = sorted_value_keys(np.array([0.5, 0.1, 0.5, 0.9]))
+    >>> (keys & ((1 << int(shift)) - 1)).tolist()
+    [1, 0, 2, 3]
+    """
+    shift = np.uint64(max(1, (values.size - 1).bit_length()))
+    keys = np.empty(values.size, dtype=np.uint64)
+    if values.size:
+        bits = values.view(np.uint64)
+        order_keys(bits, shift, keys)
+        keys.sort()  # in place
+        order_runs(keys, bits, shift)
+    return keys, shift
+
+
+def stable_argsort(values):
+    """``np.argsort(values, kind="stable")`` (int64) of a 1-D float array without NaN, from
+    :func:`sorted_value_keys` (the indices kept in the keys' own buffer: no other array).
+
+    >>> stable_argsort(np.array([0.5, 0.1, 0.5, -0.0, 0.0])).tolist()
+    [3, 4, 1, 0, 2]
+    """
+    keys, shift = sorted_value_keys(np.ascontiguousarray(values, dtype=float))
+    keys &= (np.uint64(1) << shift) - np.uint64(1)
+    return keys.view(np.int64)
 
 
 @njit(cache=True, nogil=True)

@@ -133,10 +133,10 @@ def test_value_ranks_equal_numpy_unique(name, probs):
         assert np.array_equal(again, ranks) and (n_again, longest_again) == (n_values, longest)
 
 
-def test_value_ranks_order_runs_of_close_values_exactly():
+def test_runs_of_close_values_are_ordered_exactly():
     """A run of keys sharing their kept bits holds distinct values in any order (insertion sort
-    up to 16 keys, a sort above): the ranks follow the values, ties included."""
-    from favmac.baselines.kernels import order_keys, rank_sorted_keys
+    up to 16 keys, a stable sort above): the order and the ranks follow the values, ties in index order."""
+    from favmac.baselines.kernels import order_keys, order_runs, rank_sorted_keys
 
     rng = np.random.RandomState(2)
     for size in (2, 3, 16, 17, 200):
@@ -146,10 +146,23 @@ def test_value_ranks_order_runs_of_close_values_exactly():
         order_keys(values.view(np.uint64), shift, keys)
         assert len(np.unique(keys >> shift)) == 1  # one run
         keys.sort()
+        order_runs(keys, values.view(np.uint64), shift)
+        assert np.array_equal(keys & np.uint64(2**20 - 1), np.argsort(values, kind="stable"))
         ranks = np.empty(size, dtype=np.int32)
         n_values, longest = rank_sorted_keys(keys, values.view(np.uint64), shift, ranks)
         expected, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
         assert np.array_equal(ranks, inverse) and n_values == len(expected) and longest == counts.max()
+
+
+@pytest.mark.parametrize("name,probs", list(_ranks_cases()), ids=[name for name, _ in _ranks_cases()])
+def test_stable_argsort_equals_numpy(name, probs):
+    """ClassWise's and InnerSet's sort: numpy's stable argsort, -0.0 tied with 0.0, infinities included."""
+    from favmac.baselines.kernels import stable_argsort
+
+    for values in (probs.ravel(), probs[:, 0] if probs.size else probs.ravel(),
+                   np.concatenate([probs.ravel(), [np.inf, -np.inf, 0.0, np.inf]])):
+        order = stable_argsort(values)
+        assert order.dtype == np.int64 and np.array_equal(order, np.argsort(values, kind="stable"))
 
 
 @pytest.mark.parametrize("window", [None, 7])
