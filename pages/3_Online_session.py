@@ -9,7 +9,7 @@ from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
 from favmac.ui.units import (amount_format, cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
-                             value_short, value_tile)
+                             value_charts, value_short, value_tile)
 
 ss = page_setup("Online session")
 st.title("Online session")
@@ -95,7 +95,7 @@ def live_view():
     threshold_fig = figures.threshold_figure(groupings.threshold_series(shown, result, grouping), cost_short(settings), ss.spec().score, value_unit(settings))
     widgets.chart(arrivals_view.mark_fold(groupings.threshold_title(threshold_fig, result, grouping), settings), key="threshold_chart", where=charts[0])
     widgets.chart(arrivals_view.mark_fold(figures.cost_figure(shown, settings["control"], settings["target"], settings["delta"], cost_unit(settings)), settings), key="cost_chart", where=charts[1])
-    widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings)), settings), key="value_chart", where=charts[2])
+    widgets.chart(arrivals_view.mark_fold(figures.value_figure(shown, value_unit(settings), value_charts(settings)), settings), key="value_chart", where=charts[2])
     extra = st.columns(2)
     if result.adaptive_targets is not None:
         widgets.chart(arrivals_view.mark_fold(guarantees.adaptive_figure(result, position, cost_unit(settings)), settings), key="adaptive_chart", where=extra[0])

@@ -6,7 +6,7 @@ from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, 
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 from favmac.ui.formats import INPUT_FORMAT
-from favmac.ui.units import CHARTS
+from favmac.ui.units import CHARTS, value_charts
 
 ss = page_setup("Trade-offs")
 st.title("Trade-offs")
@@ -67,8 +67,9 @@ if points.empty:
 
 cost_unit, value_unit = form.cost_unit(settings), form.value_unit(settings)
 left, right = st.columns(2, gap="large")
-widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit), key="tradeoff_chart", where=left)
-widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit), key="guarantee_chart", where=right)
+widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit, value_charts(settings)), key="tradeoff_chart", where=left)
+widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit,
+                                             value_charts(settings)), key="guarantee_chart", where=right)
 st.caption(
     md(tradeoff_grid.grid_caption(plan, cost_unit))
     + f" Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"

@@ -6,7 +6,7 @@ from favmac.ui import jobs, validity, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.settings_form import cost_unit
 from favmac.ui.text import md, md_frame
-from favmac.ui.units import cost_figure, cost_short, counts_styled
+from favmac.ui.units import CHARTS, cost_figure, cost_short, counts_styled
 
 ss = page_setup("Validity")
 st.title("Validity")
@@ -52,16 +52,19 @@ show_verdict(md(report.verdict), icon=":material/gavel:")  # names segments
 settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 expected = report.control == "expected"
-per_chart = f"{cost_short(settings)} per chart" if expected else "charts over c"  # the tiles' unit, on the tiles
-beside = [report.mean, report.promised if report.adaptive_bound is None else report.adaptive_bound]  # one number of decimals
+per_chart = f"{cost_short(settings)} per {CHARTS} charts" if expected else "charts over c"  # the tiles' unit, on the tiles
+# per 100 charts as every other page's tiles and the histogram above; the tiles share one number of decimals
+mean, promised, bound = (CHARTS * x if x is not None else None for x in (report.mean, report.promised, report.adaptive_bound))
+beside = [mean, promised if bound is None else bound]
 widgets.tiles([  # sized to their labels: none cut
-    (f"Mean over orderings ({per_chart})", cost_figure(report.mean, settings, beside) if expected else f"{100 * report.mean:.2f} %",
-     f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
+    (f"Mean over orderings ({per_chart})", cost_figure(mean, settings, beside) if expected else f"{100 * report.mean:.2f} %",
+     f"{cost_unit(settings).capitalize()} per {CHARTS} charts (the mean per chart × {CHARTS}), averaged over the orderings" if expected
      else "Share of charts over the target, averaged over the orderings"),
-    (f"Promised at most ({per_chart})", cost_figure(report.promised, settings, beside) if expected else f"{100 * report.promised:g} %",
-     f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target")
+    (f"Promised at most ({per_chart})", cost_figure(promised, settings, beside) if expected else f"{100 * report.promised:g} %",
+     f"{cost_unit(settings).capitalize()} per {CHARTS} charts: the target c = {report.promised:g} per chart × {CHARTS}" if expected
+     else "Share of charts over the target")
     if report.adaptive_bound is None else  # the adaptive target promises its bound, in any order
-    (f"Adaptive bound ({per_chart})", cost_figure(report.adaptive_bound, settings, beside),
+    (f"Adaptive bound ({per_chart})", cost_figure(bound, settings, beside),
      "What the adaptive target promises for any order: c + (c + γ (L + 1) C_max) / (γ S), S predicted patients, "
      "L the most labels pending."),
     ("p-value (t-test)" if report.adaptive_bound is None else "p-value against the target c",
@@ -72,7 +75,7 @@ widgets.tiles([  # sized to their labels: none cut
     if report.binomial_p_value is not None else
     ("Arrival-order p-value", f"{report.order_p_value:.3f}",
      "Share of random orderings at least as costly as the order the patients arrived in.")])
-st.caption(f"Mean over orderings and the promise: {cost_unit(settings)} per chart (patient)." if expected else
+st.caption(f"Mean over orderings and the promise: {cost_unit(settings)} per {CHARTS} charts (patients)." if expected else
            "Mean over orderings and the promise: share of charts (patients) costing more than the target c.")
 tables = validity.grouping_frames(report)
 if tables:

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from favmac.ui import patients
 from favmac.ui.text import plain_html
-from favmac.ui.units import bracketed
+from favmac.ui.units import CHARTS, bracketed, per_charts, target_per_100
 
 OKABE_ITO = {
     "black": "#000000",
@@ -210,17 +210,20 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
 
 
 def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float, cost_unit: str) -> go.Figure:
-    """Running mean cost vs the target (expected control) or running violation rate vs delta."""
+    """Running mean cost vs the target (expected control), both per 100 charts as the tiles show them, or
+    running violation rate vs delta."""
     fig = go.Figure()
     x = series["position"]
     if control == "expected":
-        fig.add_scatter(x=x, y=series["mean_cost"], mode="lines", name="Running mean cost", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>mean cost %{y:.4g}<extra></extra>")
-        fig.add_hline(y=target, line={"color": OKABE_ITO["black"], "dash": "dash"})
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {target:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
+        per = f"{plain_html(cost_unit)} {per_charts()}"
+        fig.add_scatter(x=x, y=CHARTS * series["mean_cost"], mode="lines", name="Running mean cost", line={"color": OKABE_ITO["vermillion"]},
+                        hovertemplate=f"patient #%{{x}}<br>mean cost %{{y:.4g}} {per}<extra></extra>")
+        fig.add_hline(y=CHARTS * target, line={"color": OKABE_ITO["black"], "dash": "dash"})
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target: {target_per_100(target)}", line={"color": OKABE_ITO["black"], "dash": "dash"})
         # head-room above the target line, so the legend never sits on it
-        top = max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
+        top = CHARTS * max(float(target), float(np.nanmax(series["mean_cost"])) if len(series) else 0.0)
         fig.update_yaxes(range=[0, 1.25 * top if top > 0 else 1])
-        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost per patient<br>{plain_html(bracketed(cost_unit))}", height=320)  # two lines: fits a third of the page
+        return _layout(fig, "Running mean cost vs target", "Stream position (patients)", f"Mean cost {per_charts()}<br>{plain_html(bracketed(cost_unit))}", height=320)  # two lines: fits a third of the page
     fig.add_scatter(x=x, y=series["violation_rate"], mode="lines", name="Running violation rate", line={"color": OKABE_ITO["vermillion"]}, hovertemplate="patient #%{x}<br>violation rate %{y:.2%}<extra></extra>")
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
@@ -228,11 +231,15 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
     return _layout(fig, f"Running share of patients with cost > {target:g}", "Stream position (patients)", "Violation rate (% of patients)", height=320)
 
 
-def value_figure(series: pd.DataFrame, value_unit: str) -> go.Figure:
+def value_figure(series: pd.DataFrame, value_unit: str, charts: int = CHARTS) -> go.Figure:
+    """Running mean value captured, per ``charts`` charts as the value tile shows it (``units.value_charts``:
+    per 100 charts, per patient for the CMS payment)."""
     fig = go.Figure()
-    fig.add_scatter(x=series["position"], y=series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]}, hovertemplate="patient #%{x}<br>mean value %{y:.4g}<extra></extra>")
+    per = f"{plain_html(value_unit)} {per_charts(charts)}"
+    fig.add_scatter(x=series["position"], y=charts * series["mean_value"], mode="lines", name="Running mean value", line={"color": OKABE_ITO["bluish_green"]},
+                    hovertemplate=f"patient #%{{x}}<br>mean value %{{y:.4g}} {per}<extra></extra>")
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value per patient<br>{plain_html(bracketed(value_unit))}", height=320)
+    return _layout(fig, "Running mean value", "Stream position (patients)", f"Mean value {per_charts(charts)}<br>{plain_html(bracketed(value_unit))}", height=320)
 
 
 # --------------------------------------------------------------------------- trade-offs
@@ -242,16 +249,20 @@ def _method_style(methods) -> dict:
     return {m: (PALETTE[i % len(PALETTE)], SYMBOLS[i % len(SYMBOLS)], DASHES[i % len(DASHES)]) for i, m in enumerate(methods)}
 
 
-def _hover(cost_unit: str, value_unit: str) -> str:
+def _hover(cost_unit: str, value_unit: str, value_charts: int = CHARTS) -> str:
+    """A trade-off point's hover, in the axes' units (:func:`_custom`: costs per 100 charts, value per ``value_charts``)."""
+    cost = f"{cost_unit} {per_charts()}"
     return (
-        "<b>%{fullData.name}</b><br>target c = %{customdata[0]:.4g} " + cost_unit + " (%{customdata[1]:.1f} % of C_max)"
-        "<br>mean value %{customdata[2]:.4g} " + value_unit + "<br>mean cost %{customdata[3]:.4g} " + cost_unit
+        "<b>%{fullData.name}</b><br>target c = %{customdata[0]:.4g} " + cost + " (%{customdata[1]:.1f} % of C_max)"
+        "<br>mean value %{customdata[2]:.4g} " + f"{value_unit} {per_charts(value_charts)}" + "<br>mean cost %{customdata[3]:.4g} " + cost
         + "<br>violation frequency %{customdata[4]:.1%}<extra></extra>"
     )
 
 
-def _custom(frame: pd.DataFrame) -> np.ndarray:
-    return frame[["target", "target_pct", "mean_value", "mean_cost", "violation_freq"]].to_numpy(dtype=float)
+def _custom(frame: pd.DataFrame, value_charts: int = CHARTS) -> np.ndarray:
+    """The hover's numbers: the target and the mean cost per 100 charts, the mean value per ``value_charts``."""
+    out = frame[["target", "target_pct", "mean_value", "mean_cost", "violation_freq"]].to_numpy(dtype=float)
+    return out * np.array([CHARTS, 1.0, value_charts, CHARTS, 1.0])
 
 
 #: The one rule of every chart's log axis: values spanning more than this factor (one decade).
@@ -315,54 +326,59 @@ def log_scale_title(title: str) -> str:
     return title[:-1] + ", log scale)" if title.endswith(")") else title + " (log scale)"
 
 
-def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go.Figure:
+def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str, value_charts: int = CHARTS) -> go.Figure:
     """Mean value against mean realized cost, one curve per method across the targets (log cost axis when
-    the costs span more than a decade: :func:`spans_decades`)."""
+    the costs span more than a decade: :func:`spans_decades`). As the summary table shows them: the cost per
+    100 charts, the value per ``value_charts`` charts (``units.value_charts``)."""
     fig = go.Figure()
     style = _method_style(points["method"].unique())
     for method, frame in points.groupby("method", sort=False):
         color, symbol, dash = style[method]
         frame = frame.sort_values("target")
         fig.add_scatter(
-            x=frame["mean_cost"], y=frame["mean_value"], mode="lines+markers", name=method,
+            x=CHARTS * frame["mean_cost"], y=value_charts * frame["mean_value"], mode="lines+markers", name=method,
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
-            customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
+            customdata=_custom(frame, value_charts), hovertemplate=_hover(cost_unit, value_unit, value_charts),
         )
     # a long unit on its own line: centred under a plot narrowed by the legend, one line ran off the chart's left edge
-    x_title = "Mean realized cost per patient" + ("<br>" if len(cost_unit) > 12 else " ") + bracketed(cost_unit)
-    if log_axis(fig, "x", points["mean_cost"]):
+    x_title = f"Mean realized cost {per_charts()}" + ("<br>" if len(cost_unit) > 12 else " ") + bracketed(cost_unit)
+    if log_axis(fig, "x", CHARTS * points["mean_cost"]):
         x_title = log_scale_title(x_title)
-    return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient {bracketed(value_unit)}", height=430, legend="right")
+    return _layout(fig, "Value vs realized cost", x_title, f"Mean value {per_charts(value_charts)} {bracketed(value_unit)}", height=430, legend="right")
 
 
-def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit: str, value_unit: str) -> go.Figure:
-    """Expected control: realized mean cost vs target with the y = x guarantee line.
+def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit: str, value_unit: str,
+                     value_charts: int = CHARTS) -> go.Figure:
+    """Expected control: realized mean cost vs target with the y = x guarantee line, both per 100 charts.
 
-    Violation control: violation frequency vs target with the y = delta line.
+    Violation control: violation frequency vs target (per 100 charts) with the y = delta line.
+    ``value_charts``: the hover's value, per that many charts (``units.value_charts``).
     """
     fig = go.Figure()
     style = _method_style(points["method"].unique())
-    lo = float(points["target"].min()) if len(points) else 0.0
-    hi = float(points["target"].max()) if len(points) else 1.0
+    targets, costs = CHARTS * points["target"].astype(float), CHARTS * points["mean_cost"].astype(float)
+    lo = float(targets.min()) if len(points) else 0.0
+    hi = float(targets.max()) if len(points) else 1.0
     guarantee = {"mode": "lines", "line": {"color": OKABE_ITO["black"], "dash": "dash", "width": 1.5}, "hoverinfo": "skip"}
-    log_x = spans_decades(points["target"]) if len(points) else False
+    log_x = spans_decades(targets) if len(points) else False
     # expected control on a log target axis: log realized cost too, so y = x stays a straight diagonal
-    log_y = log_x and control == "expected" and spans_decades(points["mean_cost"])
+    log_y = log_x and control == "expected" and spans_decades(costs)
     if control == "expected":
         # on a log target axis y = x is drawn through log-spaced points (a curve when cost stays linear)
         line = np.geomspace(lo * 0.95, hi * 1.05, 60).tolist() if log_x else [0, hi * 1.05]
         fig.add_scatter(x=line, y=line, name="Guarantee: y = x", **guarantee)
-        y_col, y_title, title = "mean_cost", f"Mean realized cost per patient {bracketed(cost_unit)}", "Realized cost vs target"
+        y_col, y_title, title = "mean_cost", f"Mean realized cost {per_charts()} {bracketed(cost_unit)}", "Realized cost vs target"
     else:
         fig.add_scatter(x=[lo * 0.95, hi * 1.05], y=[delta, delta], name=f"Guarantee: rate = δ = {delta:g}", **guarantee)
         y_col, y_title, title = "violation_freq", "Share of patients with cost > target (%)", "Violation frequency vs target"
+    y_scale = CHARTS if control == "expected" else 1.0
     for method, frame in points.groupby("method", sort=False):
         color, symbol, dash = style[method]
         frame = frame.sort_values("target")
         fig.add_scatter(
-            x=frame["target"], y=frame[y_col], mode="lines+markers", name=method,
+            x=CHARTS * frame["target"], y=y_scale * frame[y_col], mode="lines+markers", name=method,
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
-            customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
+            customdata=_custom(frame, value_charts), hovertemplate=_hover(cost_unit, value_unit, value_charts),
         )
     # draw the guarantee line over the method curves (it is often right under them), legend unchanged
     fig.data = fig.data[1:] + fig.data[:1]
@@ -370,12 +386,12 @@ def guarantee_figure(points: pd.DataFrame, control: str, delta: float, cost_unit
     fig.data[-1].legendrank = 1
     if control != "expected":
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")
-    elif log_y and log_axis(fig, "y", np.concatenate([points["mean_cost"], [lo, hi]])):
+    elif log_y and log_axis(fig, "y", np.concatenate([costs, [lo, hi]])):
         y_title = log_scale_title(y_title)
     else:
         fig.update_yaxes(rangemode="tozero")
-    x_title = f"Target c {bracketed(cost_unit)}"
-    if log_x and log_axis(fig, "x", points["target"]):
+    x_title = f"Target {per_charts()} {bracketed(cost_unit)}"
+    if log_x and log_axis(fig, "x", targets):
         x_title = log_scale_title(x_title)
     return _layout(fig, title, x_title, y_title, height=430, legend="right")
 

@@ -15,7 +15,8 @@ from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.formats import fixed
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import cost_unit, counts_styled, per_100_charts, threshold_column, threshold_label, threshold_rule
+from favmac.ui.units import (CHARTS, cost_unit, counts_styled, per_100_charts, per_charts, target_per_100, threshold_column, threshold_label,
+                             threshold_rule)
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_caption", "segment_cost_figure",
            "segment_display", "segment_units", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
@@ -175,39 +176,47 @@ def show_adaptive_tiles(result, position: int, columns) -> None:
 
 
 def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:
-    """c_n, the running mean cost and its deterministic bound over the stream."""
+    """c_n, the running mean cost and its deterministic bound over the stream, per 100 charts (as the tiles)."""
     series = adaptive_series(result).iloc[:max(position, 1)]
     target = float(result.targets[0])
     fig = go.Figure()
-    fig.add_scatter(x=series["position"], y=series["adaptive_target"], mode="lines", name="Adaptive target c_n",
-                    line={"color": OKABE_ITO["blue"]})
-    fig.add_scatter(x=series["position"], y=series["mean_cost"], mode="lines", name="Running mean cost",
-                    line={"color": OKABE_ITO["vermillion"]})
-    fig.add_scatter(x=series["position"], y=series["bound"], mode="lines", name="Deterministic bound",
-                    line={"color": OKABE_ITO["black"], "dash": "dot"})
-    fig.add_hline(y=target, line={"color": OKABE_ITO["black"], "dash": "dash"})
-    fig.update_yaxes(range=[min(0.0, float(series["adaptive_target"].min())), 2.5 * target])
+    hover = f"patient #%{{x}}<br>%{{fullData.name}}: %{{y:.4g}} {plain_html(cost_unit)} {per_charts()}<extra></extra>"
+    fig.add_scatter(x=series["position"], y=CHARTS * series["adaptive_target"], mode="lines", name="Adaptive target c_n",
+                    line={"color": OKABE_ITO["blue"]}, hovertemplate=hover)
+    fig.add_scatter(x=series["position"], y=CHARTS * series["mean_cost"], mode="lines", name="Running mean cost",
+                    line={"color": OKABE_ITO["vermillion"]}, hovertemplate=hover)
+    fig.add_scatter(x=series["position"], y=CHARTS * series["bound"], mode="lines", name="Deterministic bound",
+                    line={"color": OKABE_ITO["black"], "dash": "dot"}, hovertemplate=hover)
+    fig.add_hline(y=CHARTS * target, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target: {target_per_100(target)}",
+                    line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
+    fig.update_yaxes(range=[CHARTS * min(0.0, float(series["adaptive_target"].min())), CHARTS * 2.5 * target])
     return layout(fig, "Adaptive target and the bound it guarantees", "Stream position (patients)",
-                   f"Cost per patient ({cost_unit})", height=320)
+                   f"Cost {per_charts()} ({plain_html(cost_unit)})", height=360, legend="bottom")  # four entries: under the plot
 
 
 def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
-    """Running mean cost (or violation rate) per segment, against the target (or delta)."""
+    """Running mean cost per 100 charts (as the tiles) per segment against the target, or the violation rate
+    against delta."""
     runs = running_by_segment(result)
     runs = runs[runs["step"] < max(position, 1)]
     expected = settings["control"] == "expected"
-    column = "mean_cost" if expected else "violation_rate"
+    column, scale = ("mean_cost", CHARTS) if expected else ("violation_rate", 1.0)
+    hover = ("patient #%{x}<br>%{fullData.name}: " + (f"%{{y:.4g}} {plain_html(cost_unit(settings))} {per_charts()}" if expected
+                                                      else "%{y:.1%} of charts over the target") + "<extra></extra>")
     fig = go.Figure()
     for i, (segment, part) in enumerate(runs.groupby("segment", sort=True)):
-        fig.add_scatter(x=part["position"], y=part[column], mode="lines", name=plain_html(segment),
-                        line={"color": PALETTE[i % len(PALETTE)]})
+        fig.add_scatter(x=part["position"], y=scale * part[column], mode="lines", name=plain_html(segment),
+                        line={"color": PALETTE[i % len(PALETTE)]}, hovertemplate=hover)
     line = settings["target"] if expected else settings["delta"]
-    fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
-    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {line:g}" if expected else f"δ = {line:g}",
+    fig.add_hline(y=scale * line, line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target: {target_per_100(line)}" if expected else f"δ = {line:g}",
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(rangemode="tozero", **({} if expected else {"tickformat": ".0%"}))  # as the pooled violation chart: 10%, not 0.1
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target (%)", height=320)
+    # the legend (a line per segment and the target's) in rows under the plot: above it, it crowded the title
+    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} {per_charts()}" if expected else "Share of charts over the target (%)",
+                  height=360, legend="bottom")
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:

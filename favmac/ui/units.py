@@ -23,7 +23,8 @@ import math
 
 from favmac.ui.formats import significant_decimals
 
-__all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
+__all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label", "value_charts", "per_charts",
+           "target_per_100",
            "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "value_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "threshold_column", "amount_decimals", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
@@ -285,6 +286,35 @@ def per_100_charts(per_chart: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
+def value_charts(settings: dict) -> int:
+    """How many charts a mean value per chart is shown for, the tiles' rule (:func:`value_tile`): :data:`CHARTS`
+    (value captured per 100 charts), or 1 for the CMS payment, which tiles show per patient (dollars or RAF).
+    Charts multiply a mean value per chart by it; a mean cost is always shown per :data:`CHARTS` charts.
+
+    >>> value_charts({"value_kind": "tp"}), value_charts({"value_kind": "cms_payment", "base_rate": None})
+    (100, 1)
+    """
+    return 1 if settings.get("value_kind") == "cms_payment" else CHARTS
+
+
+def per_charts(charts: int = CHARTS) -> str:
+    """The words of a rate over ``charts`` charts (:func:`value_charts`), for an axis title or a hover.
+
+    >>> per_charts(), per_charts(1)
+    ('per 100 charts', 'per patient')
+    """
+    return "per patient" if charts == 1 else f"per {charts:,} charts"
+
+
+def target_per_100(target: float) -> str:
+    """The target c (a mean per chart) as charts draw it, per 100 charts, with c itself for the math.
+
+    >>> target_per_100(0.36)
+    '36 per 100 charts (c = 0.36)'
+    """
+    return f"{per_100_charts(target)} per {CHARTS} charts (c = {float(target):g})"
+
+
 def cost_per_100_label(settings: dict) -> str:
     """Column or tile label for the mean cost per 100 charts.
 
@@ -315,7 +345,7 @@ def value_tile(mean_value: float, settings: dict) -> tuple[str, str, str]:
     >>> value_tile(0.5, {"value_kind": "tp"})[:2]
     ('Value captured per 100 charts', '50')
     """
-    if settings["value_kind"] == "cms_payment":
+    if value_charts(settings) == 1:  # the CMS payment
         x = float(mean_value)
         shown = "—" if math.isnan(x) else (f"${x:,.0f}" if settings.get("base_rate") is not None else f"{x:.3g} RAF")
         return ("Payment captured per patient", shown,

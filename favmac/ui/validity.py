@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from favmac.ui.figures import OKABE_ITO, layout
 from favmac.ui.formats import fixed
-from favmac.ui.units import cost_unit
+from favmac.ui.units import CHARTS, cost_unit, per_100_charts, per_charts
 from favmac.validity import MIN_ORDERINGS
 
 __all__ = ["MIN_ORDERINGS", "grouping_frames", "histogram_figure", "segment_frame", "table_caption", "verdict_kind"]
@@ -34,13 +34,15 @@ def verdict_kind(report, pooled: bool) -> str:
 
 
 def histogram_figure(report, unit: str) -> go.Figure:
-    """Per-ordering statistic as a histogram, the promise as a line, and the spread exchangeability predicts."""
+    """Per-ordering statistic as a histogram (a mean cost per 100 charts, as the tiles, or a violation rate
+    in %), the promise as a line, and the spread exchangeability predicts."""
     expected = report.control == "expected"
-    scale = 1.0 if expected else 100.0
+    scale = float(CHARTS) if expected else 100.0
     values = report.statistic * scale
     fig = go.Figure()
     fig.add_histogram(x=values, nbinsx=30, name="Random orderings", marker={"color": OKABE_ITO["sky_blue"]},
-                      hovertemplate="%{x:.4g}: %{y} orderings<extra></extra>")
+                      hovertemplate=(f"mean cost %{{x:.4g}} {unit} {per_charts()}" if expected else "violation rate %{x:.4g} %")
+                      + ": %{y} orderings<extra></extra>")
     promised = report.promised * scale
     spread = report.predicted_spread * scale
     if spread > 0 and math.isfinite(spread):
@@ -50,26 +52,27 @@ def histogram_figure(report, unit: str) -> go.Figure:
         fig.add_scatter(x=xs, y=density, mode="lines", name="Chance spread around the promise",
                         line={"color": OKABE_ITO["black"], "dash": "dot"})
     fig.add_vline(x=promised, line={"color": OKABE_ITO["black"], "dash": "dash"})
-    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Promise: {'c' if expected else 'δ'} = {promised:g}"
-                    + ("" if expected else " %"), line={"color": OKABE_ITO["black"], "dash": "dash"})
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Promise: {per_100_charts(report.promised)} {per_charts()} (c = {report.promised:g})"
+                    if expected else f"Promise: δ = {promised:g} %", line={"color": OKABE_ITO["black"], "dash": "dash"})
     if report.observed is not None:
         fig.add_vline(x=report.observed * scale, line={"color": OKABE_ITO["vermillion"]})
         fig.add_scatter(x=[None], y=[None], mode="lines", name="Arrival order", line={"color": OKABE_ITO["vermillion"]})
-    x_title = f"Mean cost per patient ({unit})" if expected else "Violation rate (% of patients)"
+    x_title = f"Mean cost {per_charts()} ({unit})" if expected else "Violation rate (% of patients)"
     return layout(fig, "Outcome over random orderings of your patients", x_title, "Orderings", height=360)
 
 
 def segment_frame(report, grouping: str | None = None) -> pd.DataFrame | None:
     """One grouping's table as shown (the first grouping by default; None without segments):
     the mean over the orderings of the group's mean cost or violation rate, its spread (standard
-    deviation over the orderings), the promise, the one-sided p-value and PASS / FAIL."""
+    deviation over the orderings), the promise, the one-sided p-value and PASS / FAIL. Mean costs, their spread and
+    the promise per 100 charts, as the page's tiles and histogram."""
     if report.segments is None:
         return None
     table = report.segments if grouping is None else report.groupings[grouping]
     expected = report.control == "expected"
     if expected:
-        mean, spread = fixed(table["mean"], 3), fixed(table["spread"], 3)
-        promised = [f"{p:g}" for p in table["promised"]]
+        mean, spread = fixed(CHARTS * table["mean"], 1), fixed(CHARTS * table["spread"], 1)
+        promised = [per_100_charts(p) for p in table["promised"]]
     else:
         mean, spread = fixed(100 * table["mean"], 1, " %"), fixed(100 * table["spread"], 1, " %")
         promised = fixed(100 * table["promised"], 1, " %")
@@ -95,11 +98,11 @@ def table_caption(report, settings: dict) -> str:
 
     >>> class R: control, n_orderings = "expected", 200
     >>> print(table_caption(R, {"cost_kind": "fp"})[:60])
-    Mean cost: false flags per chart among the group's predicted
+    Mean cost and promised: false flags per 100 charts among the
     """
     if report.control == "expected":
-        what = (f"Mean cost: {cost_unit(settings)} per chart among the group's predicted patients, averaged over the "
-                f"{report.n_orderings} orderings")
+        what = (f"Mean cost and promised: {cost_unit(settings)} {per_charts()} among the group's predicted patients (the mean "
+                f"per chart × {CHARTS}), averaged over the {report.n_orderings} orderings")
     else:
         what = (f"Violation rate: share of the group's predicted charts over the target, averaged over the "
                 f"{report.n_orderings} orderings")

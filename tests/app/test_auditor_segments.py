@@ -95,7 +95,7 @@ def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
     verdict = shown(at.success[0].value)
     assert "false flags per patient on average" in verdict and "the promised 1.05 false flags" in verdict
     assert "the mean cost was" in verdict and verdict.count("false flags per patient") >= 2
-    assert any("false flags per chart" in shown(c.value) for c in at.caption)
+    assert any("false flags per 100 charts" in shown(c.value) for c in at.caption)  # the tiles and the histogram, per 100 charts
 
 
 def test_the_tradeoffs_summary_keeps_false_flags_beside_the_payment_in_dollars():

@@ -28,9 +28,9 @@ def test_a_pooled_run_with_a_segment_over_its_target_is_a_warning_naming_what_he
     assert "which pooled control does not promise" in verdict and "false flags per 100 charts" in verdict
     for segment in over:
         assert f"segment {segment} at " in verdict
-    tiles = {m.label: m.value for m in at.metric}  # the tiles beside each other share their decimals: 0.353 and 0.360
-    assert tiles["Promised at most (false flags per chart)"] == "0.360"
-    assert len(tiles["Mean over orderings (false flags per chart)"].split(".")[1]) == 3
+    tiles = {m.label: m.value for m in at.metric}  # the tiles beside each other share their decimals: 35.31 and 36.00
+    assert tiles["Promised at most (false flags per 100 charts)"] == "36.00"  # c = 0.36 per chart, per 100 charts as every tile
+    assert len(tiles["Mean over orderings (false flags per 100 charts)"].split(".")[1]) == 2
 
 
 def test_the_export_rule_column_has_one_number_of_decimals():

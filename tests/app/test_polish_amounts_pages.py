@@ -86,7 +86,7 @@ def test_validity_tiles_say_their_unit():
     at = settle_jobs(at)
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "Mean over orderings (false flags per chart)" in labels and "Promised at most (false flags per chart)" in labels
+    assert "Mean over orderings (false flags per 100 charts)" in labels and "Promised at most (false flags per 100 charts)" in labels
 
 
 def test_patients_greedy_table_in_dollars_keeps_the_score_digits():

@@ -53,5 +53,5 @@ def test_validity_table_counts_predicted_patients_and_prints_fixed_decimals():
     shown = segment_frame(report)
     assert list(shown.columns[:3]) == ["segment", "patients", "predicted"]
     assert shown["patients"].sum() == 900
-    assert all(re.fullmatch(r"\d+\.\d{3}", v) for v in shown["mean cost"])
-    assert set(shown["promised"]) == {"0.6"}
+    assert all(re.fullmatch(r"\d+\.\d", v) for v in shown["mean cost"])  # per 100 charts, as the page's tiles
+    assert set(shown["promised"]) == {"60"}

@@ -146,7 +146,7 @@ def test_hostile_segment_values_are_literal_on_every_surface():
     chart = next(c for c in at.get("plotly_chart") if "per segment" in c.proto.spec)
     import json
     names = [trace.get("name") for trace in json.loads(chart.proto.spec)["data"]]
-    names = [n for n in names if n and not n.startswith(("Target c = ", "δ = "))]  # the dashed line's legend entry
+    names = [n for n in names if n and not n.startswith(("Target: ", "δ = "))]  # the dashed line's legend entry
     assert sorted(names) == sorted(plain_html(s) for s in SEGMENTS)
     assert all("<" not in n and "$" not in n for n in names if n)
     # Patients: the caption and the threshold tile's help name the patient's segment

@@ -9,6 +9,7 @@ from test_groupings_pages import groupings_session, tick_two
 from favmac import replay
 from favmac.ui import settings_form
 from favmac.ui.formats import fixed
+from favmac.ui.units import CHARTS
 from favmac.ui.text import md
 from favmac.validity import validity_check
 
@@ -38,7 +39,7 @@ def test_two_groupings_and_a_delay_give_one_table_per_grouping_equal_to_the_libr
                             groups={"plan": data.segments("plan"), "age_band": data.segments("age_band")})
     for shown, (name, table) in zip(tables, report.groupings.items()):
         assert list(shown.index) == [md(g) for g in table["segment"]], name  # group labels are user text
-        assert list(shown["mean cost"]) == fixed(table["mean"], 3)
+        assert list(shown["mean cost"]) == fixed(CHARTS * table["mean"], 1)  # per 100 charts, as the tiles
         assert list(shown["verdict"]) == ["PASS" if ok else "FAIL" for ok in table["passed"]]
 
 

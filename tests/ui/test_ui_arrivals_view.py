@@ -154,7 +154,7 @@ def test_the_split_by_a_chosen_grouping_and_who_binds(data):
     band = result.groupings[1]
     assert fig.layout.title.text.endswith("by age_band")
     for trace in fig.data:
-        if trace.name.startswith(("Target c = ", "δ = ")):  # the dashed line's legend entry
+        if trace.name.startswith(("Target: ", "δ = ")):  # the dashed line's legend entry
             continue
         label = next(g for g in set(band.groups) if trace.name.startswith(plain_html(g) + " (binds"))
         mine = np.asarray(band.groups) == label

@@ -107,7 +107,7 @@ def test_running_mean_axis_titles_break_before_a_long_unit():
 
     series = pd.DataFrame({"position": [1, 2], "mean_cost": [0.5, 0.4], "mean_value": [1.0, 2.0], "violation_rate": [0.0, 0.5]})
     cost = figures.cost_figure(series, "expected", 0.46, 0.1, "dollars of unsupported payment")
-    assert cost.layout.yaxis.title.text == "Mean cost per patient<br>(dollars of unsupported payment)"
+    assert cost.layout.yaxis.title.text == "Mean cost per 100 charts<br>(dollars of unsupported payment)"
     assert figures.value_figure(series, "dollars of payment").layout.yaxis.title.text.endswith("<br>(dollars of payment)")
 
 
@@ -137,7 +137,8 @@ def test_the_per_segment_cost_chart_names_its_dashed_target_line():
     fig = segment_cost_figure(result, result.n_steps, {"control": "expected", "target": 0.8, "cost_kind": "fp",
                                                        "value_kind": "tp"})
     names = [trace.name for trace in fig.data]
-    assert "Target c = 0.8" in names and len(fig.layout.shapes) == 1  # the line and its legend entry
+    assert "Target: 80 per 100 charts (c = 0.8)" in names and len(fig.layout.shapes) == 1  # the line and its legend entry
+    assert fig.layout.shapes[0].y0 == 80.0  # per 100 charts, as the tiles: the line where the legend says
     fig = segment_cost_figure(result, result.n_steps, {"control": "violation", "target": 0.8, "delta": 0.1,
                                                        "cost_kind": "fp", "value_kind": "tp"})
     assert "δ = 0.1" in [trace.name for trace in fig.data]

@@ -126,6 +126,6 @@ def test_a_long_cost_unit_breaks_the_tradeoff_charts_x_title_instead_of_running_
     points = pd.DataFrame({"method": ["FavMac (price)"] * 3, "target": [0.05, 0.5, 2.0], "mean_cost": [0.04, 0.5, 2.1],
                            "mean_value": [0.1, 0.2, 0.3], "target_pct": [1.0, 2.0, 3.0], "violation_freq": [0.1, 0.1, 0.1]})
     long = figures.tradeoff_figure(points, "RAF of unsupported payment", "RAF (risk score)").layout.xaxis.title.text
-    assert long == "Mean realized cost per patient<br>(RAF of unsupported payment, log scale)"
+    assert long == "Mean realized cost per 100 charts<br>(RAF of unsupported payment, log scale)"
     short = figures.tradeoff_figure(points, "false flags", "confirmed codes").layout.xaxis.title.text
-    assert short == "Mean realized cost per patient (false flags, log scale)"
+    assert short == "Mean realized cost per 100 charts (false flags, log scale)"
