@@ -735,16 +735,15 @@ class _Engine:
         s = self.session
         keyless = self.keyless and n_groups == 1 and self._points is None
         if keyless:  # the walk records the answers' slots; their keys are looked up after it (_slot_keys)
-            # the points ranked without their weights, which are filled once the sorted keys are gone
-            ranked = _expected_points(self.cands, self.realized, self.costs, s.score, weights=False)
+            # the points ranked without the sorted keys or their weights, which are filled once the keys are gone
+            ranked = _merged_points(self.cands, self.realized, self.costs, s.score)
             if ranked is None:
                 return None
-            ptr, ranks, heaviest, sorted_keys = ranked
-            n_keys = len(sorted_keys)
+            ptr, ranks, heaviest, n_keys, sharing = ranked
             # _leaf_bound of these ranks (every point in its key's first slot): the heaviest weight
             # times the longest run of equal keys
-            largest = heaviest * longest_run(sorted_keys)
-            del ranked, sorted_keys  # before the weights, the leaves (and the kernels' import) exist
+            largest = heaviest * sharing
+            del ranked
             weights = _point_weights(self.cands, self.realized, s.score, ptr, heaviest)
         else:
             points = self.points()
@@ -963,31 +962,22 @@ class _RealizedRows:
         return part.astype(self.dtype, copy=False)
 
 
-def _expected_points(cands, realized, costs, score, weights: bool = True):
+def _expected_points(cands, realized, costs, score):
     """(ptr, ranks, weights, sorted_keys) of every patient's calibration points; None when int64 would overflow.
 
     Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (positions in ``sorted_keys``, int32
     below 2^31 points) with ``weights`` (the smallest integer dtype that holds the largest,
     :func:`smallest_int`). Equal keys are not compacted: every point takes the first slot of its key
     (searchsorted, side "left") and the other slots keep weight 0, which never moves "the
-    smallest key whose cdf exceeds the bound".
-
-    ``weights=False``: the weights are not filled here (they would sit beside the sorted keys
-    while the points are ranked); the third item is then the largest weight (an int, 0 without
-    points), and :func:`_point_weights` fills them later, once the keys are gone.
+    smallest key whose cdf exceeds the bound". (The keyless walk ranks its points without the
+    sorted keys: :func:`_merged_points`.)
     """
     n_patients = cands.n_patients
-    if realized.dtype == object or not costs.exact_sums(n_patients):
+    counted = _point_counts(cands, realized, costs, score)
+    if counted is None:
         return None
+    ptr, largest = counted
     chunks = _chunks(0, n_patients, _POINTS_CHUNK)
-    counts = np.zeros(n_patients, dtype=np.int64)
-    largest = 0  # the largest weight, for the weights' dtype
-    for start, stop in chunks:
-        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
-        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
-        largest = max(largest, int(increments.max(initial=0)))
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    del counts
     # The sorted keys first, before the per-point arrays exist, so that no two point-sized
     # float arrays are alive at once.
     sorted_keys = np.empty(ptr[-1])
@@ -996,7 +986,7 @@ def _expected_points(cands, realized, costs, score, weights: bool = True):
         sorted_keys[ptr[start] : ptr[stop]] = keys[increments > 0]
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
-    point_weights = np.empty(ptr[-1], dtype=smallest_int(largest)) if weights else None  # every weight fits it
+    point_weights = np.empty(ptr[-1], dtype=smallest_int(largest))  # every weight fits it
     for first, last in _chunks(0, n_patients):
         # bisecting sorted queries walks the keys forward (cache friendly); random ones do not, and
         # the more queries at once the closer they are: a _CHUNK of patients' keys is ranked at once,
@@ -1005,8 +995,7 @@ def _expected_points(cands, realized, costs, score, weights: bool = True):
         for start, stop in _chunks(first, last, _POINTS_CHUNK):
             keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
             positive = increments > 0
-            if weights:
-                point_weights[ptr[start] : ptr[stop]] = increments[positive]
+            point_weights[ptr[start] : ptr[stop]] = increments[positive]
             part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = keys[positive]
             del keys, increments, positive
         order = np.argsort(part)
@@ -1014,7 +1003,58 @@ def _expected_points(cands, realized, costs, score, weights: bool = True):
             batch = order[begin : begin + _RANK_BATCH]
             ranks[batch + ptr[first]] = np.searchsorted(sorted_keys, part[batch])
         del part, order
-    return ptr, ranks, point_weights if weights else largest, sorted_keys
+    return ptr, ranks, point_weights, sorted_keys
+
+
+def _merged_points(cands, realized, costs, score):
+    """(ptr, ranks, heaviest, n_keys, sharing) of the keyless walk's calibration points: the ranks
+    :func:`_expected_points` gives (each point's first slot in the sorted keys), without the sorted
+    keys; None when int64 would overflow. ``heaviest`` is the largest weight (the weights are filled
+    later by :func:`_point_weights`), ``n_keys`` the number of points (slots) and ``sharing`` the most
+    points sharing one slot (the longest run of equal keys).
+
+    Each chunk of patients' keys is sorted as it is gathered (its sort order kept in ``ranks``), then
+    the sorted chunks are merged (:func:`~favmac.replay_kernels.merge_ranks`): no sort of every key and
+    no second pass of keys to bisect (the keys are computed once here)."""
+    from .replay_kernels import merge_ranks, unsort_ranks
+
+    counted = _point_counts(cands, realized, costs, score)
+    if counted is None:
+        return None
+    ptr, heaviest = counted
+    chunks = _chunks(0, cands.n_patients, _CHUNK)
+    keys = np.empty(ptr[-1])  # each chunk's keys, sorted, then their ranks (merge_ranks)
+    ranks = np.empty(ptr[-1], dtype=np.int32 if len(keys) < 2**31 else np.int64)
+    for first, last in chunks:
+        part = keys[ptr[first] : ptr[last]]
+        for start, stop in _chunks(first, last, _POINTS_CHUNK):  # the keys' temporaries are (rows, K) arrays
+            step_keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+            part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = step_keys[increments > 0]
+            del step_keys, increments
+        order = np.argsort(part)
+        ranks[ptr[first] : ptr[last]] = order  # offsets in the chunk (below its points, so they fit)
+        part[:] = part[order]
+        del part, order
+    starts = ptr[[first for first, _ in chunks] + [cands.n_patients]] if chunks else np.zeros(1, dtype=np.int64)
+    sharing = merge_ranks(keys, starts)
+    unsort_ranks(keys, starts, ranks)
+    return ptr, ranks, heaviest, len(keys), int(sharing)
+
+
+def _point_counts(cands, realized, costs, score):
+    """(ptr, heaviest) of the calibration points (:func:`_expected_points`): patient i's points are
+    ``ptr[i]:ptr[i + 1]``, ``heaviest`` the largest weight; None when int64 would overflow."""
+    n_patients = cands.n_patients
+    if realized.dtype == object or not costs.exact_sums(n_patients):
+        return None
+    counts = np.zeros(n_patients, dtype=np.int64)
+    largest = 0  # the largest weight, for the weights' dtype
+    for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
+        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
+        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
+        largest = max(largest, int(increments.max(initial=0)))
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return ptr, largest
 
 
 def _point_weights(cands, realized, score, ptr, largest: int) -> np.ndarray:

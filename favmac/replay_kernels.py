@@ -37,8 +37,8 @@ from . import thresholds
 from .fenwick import add
 
 __all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots",
-           "mark_slots", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
-           "slot_owner", "unique_slots", "weight_totals"]
+           "mark_slots", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
+           "slot_owner", "unique_slots", "unsort_ranks", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True, nogil=True)(thresholds.rank_edge)
@@ -477,3 +477,83 @@ def adaptive_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
                 for t in range(n_targets):
                     current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)
     return True
+
+
+@njit(cache=True, nogil=True)
+def _below(a, b):
+    """``a < b`` in numpy's sort order (NaN after every number), as ``np.searchsorted`` compares."""
+    return a < b or (b != b and a == a)
+
+
+@njit(cache=True, nogil=True)
+def merge_ranks(keys, starts):
+    """Rank the points of sorted runs by merging them, in place: ``keys[starts[r]:starts[r + 1]]``
+    is run r, sorted. Every key is replaced by its rank among all keys (as a float, exact below
+    2^53): the number of keys strictly below it, i.e. ``np.searchsorted(np.sort(keys), key)``
+    (equal keys share the first slot of their key). Returns the most keys sharing one rank (0 for none).
+    A heap of the runs' heads (their values kept beside it): O(P log runs), no second key-sized array."""
+    n_runs = starts.shape[0] - 1
+    pos = starts[:-1].copy()
+    head = np.empty(n_runs)  # the heap: each entry's run and its head's key
+    run = np.empty(n_runs, dtype=np.int64)
+    size = 0
+    for r in range(n_runs):  # the non-empty runs, then heapified
+        if starts[r + 1] > starts[r]:
+            head[size], run[size] = keys[starts[r]], r
+            size += 1
+    for root in range(size // 2 - 1, -1, -1):
+        _sift(head, run, size, root)
+    j = 0
+    rank = 0
+    shared = 0
+    best = 0
+    prev = 0.0
+    while size > 0:
+        r = run[0]
+        value = head[0]
+        if j > 0 and not _below(prev, value):
+            shared += 1  # the same key as the last one: its first slot
+        else:
+            rank, shared, prev = j, 1, value
+        if shared > best:
+            best = shared
+        keys[pos[r]] = rank
+        pos[r] += 1
+        j += 1
+        if pos[r] == starts[r + 1]:  # run r is done: the last entry takes the top
+            size -= 1
+            head[0], run[0] = head[size], run[size]
+        else:
+            head[0] = keys[pos[r]]
+        if size > 1:
+            _sift(head, run, size, 0)
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _sift(head, run, size, at):
+    """Sift entry ``at`` of the heap (``head`` values, ``run`` ids) down: the smallest head on top."""
+    value, r = head[at], run[at]
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and _below(head[child + 1], head[child]):
+            child += 1
+        if not _below(head[child], value):
+            break
+        head[at], run[at] = head[child], run[child]
+        at = child
+    head[at], run[at] = value, r
+
+
+@njit(cache=True, nogil=True)
+def unsort_ranks(ranked, starts, ranks):
+    """After :func:`merge_ranks`: ``ranks[starts[r]:starts[r + 1]]`` holds run r's sort order (the
+    offset in the run of its i-th smallest point) and ``ranked`` the ranks in that sorted order;
+    write each point's rank at its own place in ``ranks``. O(P); one run's copy of the order at a time."""
+    for r in range(starts.shape[0] - 1):
+        first = starts[r]
+        order = ranks[first : starts[r + 1]].copy()
+        for i in range(order.shape[0]):
+            ranks[first + order[i]] = np.int64(ranked[first + i])
