@@ -782,21 +782,28 @@ class _Engine:
 
     def _slot_keys(self, ptr, ranks, n_keys, *answers):
         """Replace the slots a keyless walk wrote in ``answers`` (2-D arrays) by their keys, in place:
-        one pass over the patients' points (their keys recomputed chunk by chunk) keeps the keys of
-        the marked slots only (a bit set over the slots and one float per answer slot), not the
-        sorted keys of every point. The same floats: a slot's key is the key of every point ranked there."""
-        from .replay_kernels import mark_slots, record_slot_keys, slot_keys, slot_prefix
+        one pass over the patients with a point in an answered slot (their keys recomputed chunk by
+        chunk; the others' keys are not needed) keeps the keys of the marked slots only (a bit set over
+        the slots and one float per answer slot), not the sorted keys of every point. The same floats:
+        a slot's key is the key of every point ranked there, the last one in point order as before."""
+        from .replay_kernels import mark_slots, marked_patients, record_slot_keys, slot_keys, slot_prefix
 
         bits = np.zeros((n_keys + 63) >> 6, dtype=np.uint64)
         for table in answers:
             mark_slots(table, bits)
         prefix = slot_prefix(bits)
         found = np.empty(int(prefix[-1]))
-        for start, stop in _chunks(0, self.cands.n_patients, _POINTS_CHUNK):
-            keys, increments = calibration_points(self.cands.subset(slice(start, stop)), self.realized[start:stop],
+        holders = marked_patients(ptr, ranks, bits)  # at 300,000 x 35 about one patient in seven
+        for start, stop in _chunks(0, self.cands.n_patients, _CHUNK):
+            rows = start + np.flatnonzero(holders[start:stop])
+            if not len(rows):
+                continue
+            keys, increments = calibration_points(self.cands.subset(rows), _rows_of(self.realized, rows),
                                                   self.session.score)
-            record_slot_keys(ranks[ptr[start] : ptr[stop]], keys[increments > 0], bits, prefix, found)
-            del keys, increments
+            counts = ptr[rows + 1] - ptr[rows]  # the points of these rows, in order
+            points = np.repeat(ptr[rows] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            record_slot_keys(ranks[points], keys[increments > 0], bits, prefix, found)
+            del keys, increments, points
         for table in answers:
             slot_keys(table, bits, prefix, found)
 
@@ -937,6 +944,11 @@ def _realized(cands, labels, costs, cost=None):
     return out
 
 
+def _rows_of(realized, rows):
+    """The realized costs of the patients ``rows`` (an index array) of a table or :class:`_RealizedRows`."""
+    return realized.take(rows) if isinstance(realized, _RealizedRows) else realized[rows]
+
+
 class _RealizedRows:
     """The exact realized costs (N, M) of every candidate, computed chunk by chunk when read:
     ``rows[start:stop]`` is ``costs.realized`` of those patients (the values and dtype
@@ -957,7 +969,11 @@ class _RealizedRows:
 
     def __getitem__(self, rows):
         if not isinstance(rows, slice) or rows.step not in (None, 1):
-            raise TypeError("_RealizedRows: read contiguous rows (realized[start:stop])")
+            raise TypeError("_RealizedRows: read contiguous rows (realized[start:stop]), or take(rows) for an index array")
+        return self.take(rows)
+
+    def take(self, rows):
+        """The realized costs of the patients ``rows`` (a slice or an index array), computed now."""
         part = self.costs.realized(self.cands.subset(rows), self.labels[rows], bind_rows(self.cost, rows))
         return part.astype(self.dtype, copy=False)
 

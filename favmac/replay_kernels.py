@@ -37,7 +37,7 @@ from . import thresholds
 from .fenwick import add
 
 __all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots",
-           "mark_slots", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
+           "mark_slots", "marked_patients", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
            "slot_owner", "unique_slots", "unsort_ranks", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
@@ -177,6 +177,20 @@ def record_slot_keys(ranks, keys, bits, prefix, found):
         i = _slot_index(bits, prefix, np.int64(ranks[q]))
         if i >= 0:
             found[i] = keys[q]
+
+
+@njit(cache=True, nogil=True)
+def marked_patients(ptr, ranks, bits):
+    """(N,) bool: whether patient i has a point (``ranks[ptr[i]:ptr[i + 1]]``) in a slot marked in ``bits``. O(points)."""
+    out = np.zeros(ptr.shape[0] - 1, dtype=np.bool_)
+    one = np.uint64(1)
+    for i in range(ptr.shape[0] - 1):
+        for q in range(ptr[i], ptr[i + 1]):
+            s = np.int64(ranks[q])
+            if (bits[s >> 6] >> np.uint64(s & 63)) & one:
+                out[i] = True
+                break
+    return out
 
 
 @njit(cache=True, nogil=True)
