@@ -408,6 +408,9 @@ class _Session:
         realized_value = np.zeros((n_targets, steps))
         exceeds = np.zeros((n_targets, steps), dtype=bool)
         bounds = [costs.bound(target) for target in self.targets]
+        compiled = _compiled_choice(cands, realized, bounds, self.cost, self.value)
+        if compiled is not None:
+            from .replay_kernels import choose_prefixes
         for start, stop in _chunks(burn_in, n_patients, _SELECT_CHUNK):
             part = cands.subset(slice(start, stop))
             steps_here = slice(start - burn_in, stop - burn_in)
@@ -417,6 +420,11 @@ class _Session:
                           else realized[start:stop] / costs.scale)
             value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
             exact_cost = realized[start:stop]
+            if compiled is not None:  # every target's choice, cost, value and flag in one compiled pass (no (rows, M) temporaries)
+                choose_prefixes(part.scores(self.score), part.best_prefix(), thresholds[:, steps_here], cost_table,
+                                value_table, exact_cost, compiled, chosen_index[:, steps_here],
+                                realized_cost[:, steps_here], realized_value[:, steps_here], exceeds[:, steps_here])
+                continue
             # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
             along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
             for t in range(n_targets):
@@ -942,6 +950,16 @@ def _realized(cands, labels, costs, cost=None):
             out = np.empty((n_patients, part.shape[1]), dtype=dtype)
         out[start:stop] = part
     return out
+
+
+def _compiled_choice(cands, realized, bounds, cost, value):
+    """The bounds as an int64 array when :func:`~favmac.replay_kernels.choose_prefixes` can choose the
+    sets (nested sequences, additive cost and value, integer realized costs and bounds within int64), else None."""
+    if not (cands.nested and cost.is_additive and value.is_additive) or np.dtype(realized.dtype).kind != "i":
+        return None
+    if any(not -INT64_LIMIT < bound < INT64_LIMIT for bound in bounds):
+        return None
+    return np.array(bounds, dtype=np.int64)
 
 
 def _rows_of(realized, rows):

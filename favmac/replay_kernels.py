@@ -36,7 +36,7 @@ from numba import njit
 from . import thresholds
 from .fenwick import add
 
-__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots",
+__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "choose_prefixes", "expected_thresholds", "group_slots",
            "mark_slots", "marked_patients", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
            "slot_owner", "unique_slots", "unsort_ranks", "weight_totals"]
 
@@ -571,3 +571,24 @@ def unsort_ranks(ranked, starts, ranks):
         order = ranks[first : starts[r + 1]].copy()
         for i in range(order.shape[0]):
             ranks[first + order[i]] = np.int64(ranked[first + i])
+
+
+@njit(cache=True, nogil=True)
+def choose_prefixes(scores, best, thresholds, cost_table, value_table, exact_cost, bounds, index, cost, value, exceeds):
+    """:meth:`favmac.universe.Candidates.choose` of nested sequences for every target at once, with the
+    chosen set's cost, value and exact "cost > target" flag: for target t and patient i, the candidates
+    whose score is below ``thresholds[t, i]`` are counted (c), and the chosen one is ``best[i, max(c - 1, 0)]``
+    (:meth:`~favmac.universe.Candidates.best_prefix`). ``index``, ``cost``, ``value``, ``exceeds`` are (T, rows)."""
+    n_candidates = scores.shape[1]
+    for t in range(thresholds.shape[0]):
+        for i in range(scores.shape[0]):
+            limit = thresholds[t, i]
+            below = 0
+            for j in range(n_candidates):
+                if scores[i, j] < limit:
+                    below += 1
+            k = best[i, below - 1 if below > 0 else 0]
+            index[t, i] = k
+            cost[t, i] = cost_table[i, k]
+            value[t, i] = value_table[i, k]
+            exceeds[t, i] = exact_cost[i, k] > bounds[t]
