@@ -122,8 +122,21 @@ def _add_output(parser: argparse.ArgumentParser) -> None:
                         help="show progress on standard error (default: only when it is a terminal)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with a hint where it refuses an option's value that starts with "-": argparse
+    reads ``--value -sum_hits(v)`` as two options (its documented behaviour: "Arguments containing -")."""
+
+    def error(self, message):
+        if message.startswith("argument --") and message.endswith("expected one argument"):
+            option = message.split()[1].rstrip(":")
+            message += (f" (a value that starts with '-' must be joined to its option with '=': "
+                        f"{option}=-sum_hits(v), not {option} -sum_hits(v))" if option == "--value" else
+                        f" (a value that starts with '-' must be joined to its option with '=': {option}=-VALUE)")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="favmac",
         description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
         "  predict  calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
@@ -432,6 +445,18 @@ def _load(args):
 
     return load_calibration(args.calibration, args.labels, segment_column=args.segment_column,
                             label_available_column=getattr(args, "label_available_column", None))
+
+
+def _refuse_id_segments(args) -> None:
+    """--segment-column naming the id column: each patient would be a segment of its own (the readers
+    would also say the file has no id column, which is wrong)."""
+    from .io import ID_COLUMN
+
+    if ID_COLUMN in (getattr(args, "segment_column", None) or ()):
+        raise DataError(f"--segment-column {ID_COLUMN}: the patient id column cannot be a segment column (every patient "
+                        "would be a segment of one, calibrated on nobody).",
+                        fix="Name the column of segment labels instead, e.g. --segment-column segment (a plan, region or "
+                            "provider column).")
 
 
 def _groups(args, data):
@@ -836,6 +861,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
     try:
+        _refuse_id_segments(args)
         return command(args)
     except SettingsError as err:
         print(f"error: settings: {err}", file=sys.stderr)

@@ -322,6 +322,22 @@ def _depth(tree: ast.AST) -> int:
 _ARITY = {**{name: 1 for name in _REDUCTIONS}, "sqrt": 1, "log": 1, "exp": 1, "abs": 1, "minimum": 2, "maximum": 2}
 
 
+def _yes_no(node: ast.AST) -> str | None:
+    """The Python construct that asks one yes/no question (and, or, not, if-else, a < b < c), named;
+    None for any other node. One formula values many sets at once, so such a question has no single
+    answer (numpy's "truth value of an array is ambiguous"): conditions are 0/1 comparisons
+    combined with arithmetic instead."""
+    if isinstance(node, ast.BoolOp):
+        return "and" if isinstance(node.op, ast.And) else "or"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return "not"
+    if isinstance(node, ast.IfExp):
+        return "if ... else"
+    if isinstance(node, ast.Compare) and len(node.ops) > 1:
+        return "a chained comparison (a < b < c)"
+    return None
+
+
 def _refuse_unsafe(tree: ast.AST) -> None:
     """Refuse what a value formula has no use for and could misuse: attribute access (``v.dump(path)``
     writes a file, ``v.fill(0)`` overwrites the weights, ``v.repeat(10**9)`` allocates gigabytes),
@@ -330,6 +346,12 @@ def _refuse_unsafe(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             raise FormulaError(f"'.{node.attr}' (attribute access) is not allowed in a value formula. {_FORMULA_HELP}")
+        words = _yes_no(node)
+        if words:
+            raise FormulaError(f"'{words}' is not allowed in a value formula: it is evaluated for many code sets at once, so "
+                               "it cannot ask one yes/no question. A comparison is 1 or 0 per set: write 'both' as a product "
+                               "((n_hits > 0) * (n_selected < 3)), 'either' as maximum(a, b), 'not a' as 1 - (a), 'x if c "
+                               f"else y' as (c) * x + (1 - (c)) * y, and a < b < c as (a < b) * (b < c). {_FORMULA_HELP}")
         if isinstance(node, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(node, "value", ""), (str, bytes, complex)):
             raise FormulaError(f"text, bytes and complex numbers are not allowed in a value formula; use numbers, v and "
                                f"the functions. {_FORMULA_HELP}")

@@ -579,6 +579,7 @@ class _Engine:
         self._points = self._scores = self._leaf = None
         self._leaf_full = False
         self._by_rank, self._ranked, self._unique = {}, {}, {}
+        self._brackets = None
 
     def thresholds(self, group, n_groups, burn_in, rate, report) -> _Thresholds:
         """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
@@ -591,6 +592,8 @@ class _Engine:
             out = self._adaptive(group, n_groups, burn_in, window, evict, rate)
         else:
             out = self._expected(group, n_groups, burn_in, window, evict, report)
+            if out is None:  # weights with many decimals: bracket the exact answer at a coarser scale
+                out = self._bracketed(group, n_groups, burn_in, window, evict, report)
         if out is None:
             warnings.warn("costs too large for exact int64 arithmetic; replaying with the (slower) exact FavMac loop")
             out = self._loop(group, n_groups, burn_in, rate)
@@ -612,7 +615,19 @@ class _Engine:
             return out
         points = self.points()
         if points is None:
-            return self._loop(np.zeros(n_patients, dtype=np.int64), 1, n_patients, None).final[:, 0]
+            engines = self._bracket_engines()  # brackets of the exact thresholds (_bracketed)
+            if engines is None:
+                return self._loop(np.zeros(n_patients, dtype=np.int64), 1, n_patients, None).final[:, 0]
+            down, up = np.asarray(engines[0].pooled_final()), np.asarray(engines[1].pooled_final())
+            differ = np.flatnonzero(down != up)
+            if len(differ):
+                pooled = np.zeros(n_patients, dtype=np.int64)
+                cells = [(t, 0, len(schedule.order), up[t], down[t]) for t in differ]  # every patient, as above
+                exact = self._near_ties(engines[0].costs, pooled, window or 0, cells)
+                if exact is None:
+                    exact = self._loop(pooled, 1, n_patients, None, only=differ.tolist()).final[differ, 0]
+                down[differ] = exact
+            return down
         from .replay_kernels import weight_totals
 
         ptr, ranks, weights, keys = points
@@ -788,6 +803,86 @@ class _Engine:
         self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
         return _Thresholds(out, final)
 
+    def _bracket_engines(self):
+        """Two engines over the same candidate sets at a coarser integer scale, with every cost weight
+        rounded down and up (:meth:`ExactCosts.brackets`), for per-code weights whose exact sums
+        overflow int64; None for other costs (set costs). Built once, kept for the next grouping."""
+        if self._brackets is None:
+            if not isinstance(self.costs, ExactCosts):
+                return None
+            s = self.session
+            self._brackets = [_Engine(s, self.cands, _RealizedRows(self.cands, s.labels, costs, s.cost), costs,
+                                      keyless=self.keyless)
+                              for costs in self.costs.brackets(self.cands.n_patients)]
+        return self._brackets
+
+    def _bracketed(self, group, n_groups, burn_in, window, evict, report):
+        """Expected-cost thresholds when the exact sums overflow int64 (weights with many decimals).
+
+        Each calibration sum F(b) of the low engine is at most the exact one (divided by the same D)
+        and each of the high engine at least, and both compare with floor(M / D): the exact
+        threshold, the smallest key with F(b) > M, lies between the high engine's and the low
+        engine's. Where the two agree on every threshold of a target they are exact; the targets where
+        they do not (a near-tie finer than the coarse scale, more likely the longer the stream) are
+        replayed by the exact loop. None for costs without brackets (set costs)."""
+        engines = self._bracket_engines()
+        if engines is None:
+            return None
+        down = engines[0]._expected(group, n_groups, burn_in, window, evict, lambda f: report(f / 2))
+        up = engines[1]._expected(group, n_groups, burn_in, window, evict, lambda f: report(0.5 + f / 2))
+        if down is None or up is None:
+            return None
+        steps, finals = np.argwhere(down.steps != up.steps), np.argwhere(down.final != up.final)
+        if len(steps) or len(finals):  # near-ties: the weights rounded up answer below the exact key, down above it
+            arrived = self.session.schedule.ptr
+            cells = ([(t, group[burn_in + i], arrived[burn_in + i], up.steps[t, i], down.steps[t, i]) for t, i in steps]
+                     + [(t, g, arrived[-1], up.final[t, g], down.final[t, g]) for t, g in finals])
+            exact = self._near_ties(engines[0].costs, group, window, cells)
+            if exact is not None:
+                down.steps[tuple(steps.T)], down.final[tuple(finals.T)] = exact[: len(steps)], exact[len(steps):]
+            else:
+                differ = sorted({int(t) for t, *_ in cells})
+                warnings.warn(f"costs too large for exact int64 arithmetic; near-ties at {len(differ)} of {len(down.steps)} "
+                              "targets are decided by the (slower) exact FavMac loop (cost weights with fewer decimals avoid it)")
+                exact = self._loop(group, n_groups, burn_in, None, only=differ)
+                down.steps[differ], down.final[differ] = exact.steps[differ], exact.final[differ]
+        return down
+
+    def _near_ties(self, floor_costs, group, window, cells):
+        """Exact thresholds of the queries where the brackets differ (:func:`favmac.near_ties.resolve`):
+        ``cells`` holds (target, group, arrived, lowest key, highest key) per query, the calibration
+        patients being the group's first ``arrived`` labels in arrival order (the last ``window`` of them).
+        None when there are too many or their brackets are too wide: the caller runs the exact loop."""
+        from .near_ties import NearTieQueries, fits, resolve
+
+        if not fits(floor_costs.divisor, len(self.costs.weights)):
+            return None
+        s = self.session
+        n_patients = self.cands.n_patients
+        position = np.empty(n_patients, dtype=np.int64)
+        position[s.schedule.order] = np.arange(n_patients)
+        members = {}
+        queries = NearTieQueries()
+        for t, g, stop, low, high in cells:
+            if g not in members:
+                members[g] = np.sort(position[group == g])
+            count = int(np.searchsorted(members[g], stop))
+            first = int(members[g][count - window]) if window and count > window else 0
+            queries.add(int(t), int(g), first, int(stop), min(count, window) if window else count, float(low), float(high))
+        rest = self.costs.remainders(floor_costs.divisor)
+
+        def chunks():
+            for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
+                part, labels = self.cands.subset(slice(start, stop)), s.labels[start:stop]
+                keys, floor_part, rest_part = part.scores(s.score), floor_costs.realized(part, labels), rest.realized(part, labels)
+                if not part.nested:  # the full universe: its sets in key order
+                    idx = np.argsort(keys, axis=1, kind="stable")
+                    keys, floor_part, rest_part = (np.take_along_axis(a, idx, axis=1) for a in (keys, floor_part, rest_part))
+                yield np.arange(start, stop), keys, floor_part, rest_part
+
+        return resolve(queries, chunks(), self.costs, floor_costs.divisor, s.targets, np.ascontiguousarray(group, dtype=np.int64),
+                       position)
+
     def _slot_keys(self, ptr, ranks, n_keys, *answers):
         """Replace the slots a keyless walk wrote in ``answers`` (2-D arrays) by their keys, in place:
         one pass over the patients with a point in an answered slot (their keys recomputed chunk by
@@ -874,8 +969,9 @@ class _Engine:
             return None
         return _Thresholds(out, final, targets_out / big, final_targets / big)
 
-    def _loop(self, group, n_groups, burn_in, rate):
-        """The exact (Python integers) FavMac loop, one controller per group, labels joining as they arrive."""
+    def _loop(self, group, n_groups, burn_in, rate, only=None):
+        """The exact (Python integers) FavMac loop, one controller per group, labels joining as they arrive
+        (``only``: the indices of the targets to replay; the other rows are left unset)."""
         from .controller import FavMac
 
         s, opts = self.session, self.session.options
@@ -888,7 +984,8 @@ class _Engine:
         final = np.empty((len(s.targets), n_groups))
         step_targets = np.empty_like(out) if rate is not None else None
         final_targets = np.empty_like(final) if rate is not None else None
-        for t, target in enumerate(s.targets):
+        for t in range(len(s.targets)) if only is None else only:
+            target = s.targets[t]
             fms = [FavMac(s.value, s.cost, target, delta=opts.delta, universe=opts.universe, c_max=opts.c_max,
                           window=opts.window, n_codes=n_codes, adaptive_rate=rate, score=s.score)
                    for _ in range(n_groups)]
@@ -974,13 +1071,13 @@ class _RealizedRows:
 
     def __init__(self, cands, labels, costs, cost):
         self.cands, self.labels, self.costs, self.cost = cands, labels, costs, cost
-        self.dtype = np.dtype(costs.realized_dtype or np.int64)
+        self.dtype = np.dtype(object if costs.weights.dtype == object else costs.realized_dtype or np.int64)
         self.shape = (cands.n_patients, cands.n_candidates)
 
     @staticmethod
     def fits(costs) -> bool:
-        """Per-code integer weights (ExactCosts) whose realized costs are int32 or int64."""
-        return isinstance(costs, ExactCosts) and costs.weights.dtype != object
+        """Per-code integer weights (ExactCosts): realized costs int32, int64 or (sums beyond int64) Python integers."""
+        return isinstance(costs, ExactCosts)
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -362,10 +362,12 @@ class RunSpec:
             except ValueError as err:
                 raise SettingsError("universe", f"{self.universe!r}: {err}") from None
         burn_in = as_integer(self.burn_in, "burn_in")
-        if burn_in < 0 or (n_patients is not None and burn_in >= n_patients):
-            upper = "N - 1" if n_patients is None else f"{n_patients - 1}"
-            raise SettingsError("burn_in", f"must be between 0 and {upper}; a burn-in of {burn_in} leaves no patient "
-                                f"to predict" + ("" if n_patients is None else f" ({n_patients} patients in the stream)"))
+        if burn_in < 0:
+            raise SettingsError("burn_in", f"must be 0 or more (the patients that only calibrate, before the first "
+                                f"prediction); got {burn_in}")
+        if n_patients is not None and burn_in >= n_patients:
+            raise SettingsError("burn_in", f"must be between 0 and {n_patients - 1}; a burn-in of {burn_in} leaves no patient "
+                                f"to predict ({n_patients} patients in the stream)")
         window = None if self.window is None else as_integer(self.window, "window")
         if window is not None and window < 1:
             raise SettingsError("window", f"must be a positive number of patients, or None for no window; got {self.window}")

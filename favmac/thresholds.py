@@ -235,6 +235,42 @@ class ExactCosts:
         largest = max(self.c_max_scaled, int(sum(int(w) for w in self.weights)))
         return largest * (int(n_patients) + 1) < INT64_LIMIT
 
+    def brackets(self, n_patients: int) -> tuple["ExactCosts", "ExactCosts"]:
+        """(low, high): these costs at the coarser scale ``scale / D``, each weight rounded down
+        (low) and up (high), with one integer D chosen so that sums over ``n_patients + 1`` patients
+        fit int64 (:meth:`exact_sums`). C_max and the targets keep their exact values at that scale.
+
+        Every realized cost of ``low`` is at most the exact one divided by D and every one of
+        ``high`` at least, so a running maximum, a sum of them and "cost > target" keep that order:
+        an exact threshold that is monotone in the costs lies between the two costs' thresholds.
+        For weights with many decimals (whose exact sums overflow int64) the replay engine runs on
+        both and keeps the answer where they agree.
+
+        >>> low, high = ExactCosts([0.123456789012345, 2.5]).brackets(2**40)
+        >>> low.exact_sums(2**40), high.exact_sums(2**40), int(high.weights[0]) - int(low.weights[0])
+        (True, True, 1)
+        """
+        exact_weights = [int(w) for w in self.weights]
+        largest = max(self.c_max_scaled, sum(exact_weights))
+        divisor = -(-largest * (int(n_patients) + 1) // (INT64_LIMIT >> 2)) + 1
+        return tuple(self._divided(exact_weights, divisor, way) for way in ("down", "up"))
+
+    def remainders(self, divisor: int) -> "ExactCosts":
+        """The weights' remainders ``W_k mod divisor`` at the exact scale (with :meth:`brackets`' low
+        weights, ``W_k = divisor * low_k + remainder_k``: an exact cost as two int64 limbs)."""
+        return self._divided([int(w) for w in self.weights], divisor, "rest")
+
+    def _divided(self, exact_weights, divisor: int, way: str) -> "ExactCosts":
+        out = object.__new__(ExactCosts)
+        ints = [w % divisor if way == "rest" else -(-w // divisor) if way == "up" else w // divisor for w in exact_weights]
+        out.divisor = divisor
+        out.weights = np.array(ints, dtype=np.int32 if sum(ints) < 2**31 else np.int64)
+        out.float_weights = self.float_weights
+        out.scale = Fraction(self.scale, divisor)
+        out.c_max = self.c_max
+        out.c_max_scaled = Fraction(self.c_max_scaled, divisor)
+        return out
+
     def bound(self, target) -> int:
         """floor(target * scale): an integer cost exceeds ``target`` iff it exceeds this."""
         q = exact(target) * self.scale

@@ -52,7 +52,7 @@ GROUP_COLUMNS = ["segment", "patients", "predicted", "mean", "spread", "mean_cos
                  "p_value", "binomial_p_value", "passed", "verdict"]
 
 POOLED_REASON = ("Calibration is pooled over all segments, which promises the average over everyone, not each "
-                 "segment: turn on per-segment control.")
+                 "segment: turn on per-segment control to promise each segment its own target.")
 
 
 @dataclass
@@ -111,6 +111,10 @@ class ValidityReport:
     adaptive_held : bool or None
         Whether every ordering's mean cost, and the arrival order's, stayed within its own
         bound. Then ``passed`` is this (the t-test against c is reported, not the promise).
+    overall_passed : bool or None
+        The promise for everyone together (``passed`` before any group's own test): with pooled
+        control (``segment_control=False``) the only promise made, so a group over the target
+        then makes ``passed`` False while this stays True.
     """
 
     control: str
@@ -134,6 +138,7 @@ class ValidityReport:
     grouping_statistics: dict | None = None
     adaptive_bound: float | None = None
     adaptive_held: bool | None = None
+    overall_passed: bool | None = None
 
     @property
     def n_orderings(self) -> int:
@@ -173,6 +178,17 @@ def _figure(x: float) -> str:
     ('4,472', '0.925', '1.05')
     """
     return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else f"{x:.3g}"
+
+
+def _per_100(control, x: float, unit) -> str:
+    """A group's statistic for a sentence: a mean cost per 100 charts, or a violation rate in %.
+
+    >>> _per_100("expected", 0.132, "false flags"), _per_100("violation", 0.1234, None)
+    ('13.2 false flags per 100 charts', '12.3% of charts over c')
+    """
+    if control == "expected":
+        return _figure(100 * x) + (f" {unit}" if unit else "") + " per 100 charts"
+    return f"{100 * x:.1f}% of charts over c"
 
 
 def _kept(x: float) -> str:
@@ -409,7 +425,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
         verdict = verdict_sentence(control, float(statistic.mean()), promised, p_value, passed, n_orderings=n_orderings,
                                    n_patients=n_patients, alpha=alpha, target=float(target), unit=cost_unit)
     verdict += " " + order_sentence(control, observed, statistic, order_p, alpha, adaptive_rate is not None, unit=cost_unit)
-    tables, statistics, failing = {}, {}, []
+    tables, statistics, failing, overruns = {}, {}, [], []
     several = len(indexed) > 1
     for i, (name, names, index) in enumerate(indexed):
         rows, stats_of = [], {}
@@ -443,16 +459,24 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
             })
             if seg_pass is False:
                 failing.append(who if several else str(label))
+                overruns.append(f"{who} at {_per_100(control, float(values.mean()), cost_unit)} against the promised "
+                                f"{_figure(100 * promised) + ' per 100 charts' if control == 'expected' else f'{100 * promised:g}%'} "
+                                f"({_p_text(seg_p)})")
         tables[name] = pd.DataFrame(rows, columns=GROUP_COLUMNS)
         statistics[name] = stats_of
-    if failing:
+    overall_passed = passed
+    if failing and not segment_control:  # a pooled run promises everyone's average: say what held, then the groups
+        verdict = (("Held overall, not in every segment. " if passed else "")
+                   + f"{verdict} Per segment, which pooled control does not promise, "
+                   + ("these ran over: " if len(overruns) > 1 else "this one ran over: ") + "; ".join(overruns)
+                   + (". See the table of each grouping. " if several else ". See the table per segment. ") + POOLED_REASON)
+        passed = False
+    elif failing:
         if several:
             verdict += (f" However, the promise did not hold for {', '.join(failing)} (see the table of each "
                         "grouping).")
         else:
             verdict += f" However, the promise did not hold for segment(s) {', '.join(failing)} (see the table per segment)."
-        if not segment_control:
-            verdict += " " + POOLED_REASON
         passed = False
     first_name = indexed[0][0] if indexed else None
     return ValidityReport(control=control, target=float(target), delta=None if delta is None else float(delta),
@@ -463,7 +487,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
                           segment_statistics=None if first_name is None else statistics[first_name],
                           observed=observed, order_p_value=order_p,
                           groupings=tables or None, grouping_statistics=statistics or None,
-                          adaptive_bound=bound, adaptive_held=held)
+                          adaptive_bound=bound, adaptive_held=held, overall_passed=overall_passed)
 
 
 def _adaptive_group_sentence(who, held, worst, n_orderings, unit=None) -> str:

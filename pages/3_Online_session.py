@@ -8,8 +8,8 @@ from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import column_format
 from favmac.ui.settings_form import cost_unit, value_unit
 from favmac.ui.text import md
-from favmac.ui.units import (amount_format, bracketed, cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
-                             value_tile)
+from favmac.ui.units import (amount_format, cost_per_100_label, cost_short, in_dollars, per_100_charts, target_text, threshold_label, threshold_rule, threshold_tile,
+                             value_short, value_tile)
 
 ss = page_setup("Online session")
 st.title("Online session")
@@ -109,12 +109,14 @@ def live_view():
     score = ss.spec().score
     recent["threshold"] = figures.threshold_plot_values(recent["threshold"], score)  # as the tile and the chart show it
     recent = groupings.with_binding(recent, result, position)  # several groupings: each patient's groups, which one binds
-    widgets.table(recent, hide_index=True, key="recent_table",
-                  column_config={"selected_codes": st.column_config.TextColumn("selected codes", width="medium"),
-                                 "true_codes": st.column_config.TextColumn("true codes", width="medium"),
-                                 "value": st.column_config.NumberColumn(f"value {bracketed(value_unit(settings))}",
+    # the patient's rule beside its id and group, short unit headers, code lists 160 px: the table fits the page
+    first = [c for c in ("patient_id", "segment", "groups (binding)", "threshold") if c in recent.columns]
+    widgets.table(recent, hide_index=True, key="recent_table", column_order=first + [c for c in recent.columns if c not in first],
+                  column_config={"selected_codes": st.column_config.TextColumn("selected codes", width=160),
+                                 "true_codes": st.column_config.TextColumn("true codes", width=160),
+                                 "value": st.column_config.NumberColumn(f"value ({value_short(settings)})",
                                                                         format=amount_format(recent["value"], True) if in_dollars(settings) else "%.3f"),
-                                 "cost": st.column_config.NumberColumn(f"cost {bracketed(cost_unit(settings))}", format=amount_format(recent["cost"], True)
+                                 "cost": st.column_config.NumberColumn(f"cost ({cost_short(settings)})", format=amount_format(recent["cost"], True)
                                                                        if cost_short(settings) == "unsupported $" else column_format(recent["cost"], at_most=3)),
                                  "threshold": st.column_config.NumberColumn(threshold_label(settings, score), help=threshold_rule(settings, score),
                                                                             format=amount_format(recent["threshold"], True) if in_dollars(settings) and score == "price"

@@ -87,7 +87,10 @@ st.caption(("Payment captured per patient and per 1,000 members; " + cost_unit +
            "Over the target = realized minus promised, per 100 charts; charts over the target = share of patients whose cost exceeded it. "
            "This is one ordering of your patients: the promise holds on average over orderings, so a small positive "
            "'over the target' here is noise, not a broken promise. The **Validity** page replays many orderings and shows the spread.")
+labels = tradeoffs.comparison_columns(settings)  # what decides the promise in view first: the table is wider than the page
 widgets.table(out["table"], hide_index=True, key="comparison_table",
+             column_order=[labels[k] for k in ("method", "mean_value", "mean_cost", "excess_cost", "violation_freq", "per_1000", "captured",
+                                               "paper_value") if k in labels and labels[k] in out["table"].columns],
              column_config={c: st.column_config.NumberColumn(**tradeoffs.header(c), format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
 with st.expander("Every method × target"):
     widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),

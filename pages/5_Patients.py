@@ -98,7 +98,8 @@ else:
     st.caption(f"FavMac adds codes in this order ({settings['universe']} universe) and keeps the first {n_in}: "
                f"{threshold_text(threshold, settings, spec.score)} (in the math: the longest prefix whose {key_name} "
                f"stays below T = {format_threshold(threshold)}).")
-    widgets.table(explain, hide_index=True, key="greedy_table",
+    widgets.table(explain, hide_index=True, key="greedy_table",  # "chosen" beside the code: the table is wider than the page
+                 column_order=["rank", "code", "selected", *[c for c in explain.columns if c not in ("rank", "code", "selected")]],
                  column_config={"prob": st.column_config.NumberColumn("probability", format="%.3f", help="p: the classifier's probability of the code"),
                                 "value_weight": st.column_config.NumberColumn("value weight", format=amount_format(explain["value_weight"], True) if in_dollars(settings)
                                                                               else column_format(explain["value_weight"], at_most=3)),
@@ -108,5 +109,5 @@ else:
                                 "vhat": st.column_config.NumberColumn(f"expected {value_unit(settings)} so far",
                                                                       format=amount_format(explain["vhat"], True) if in_dollars(settings) else "%.3f",
                                                                       help="V̂: the value proxy of the set up to this code"),
-                                "score": st.column_config.NumberColumn("score (compared with T)", format=widgets.number_format(explain["score"])),
+                                "score": st.column_config.NumberColumn("score vs T", help="The score the threshold T is compared with: chosen while below T", format=widgets.number_format(explain["score"])),
                                 "selected": st.column_config.CheckboxColumn("chosen")})

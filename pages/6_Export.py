@@ -1,12 +1,12 @@
 """Export: chosen sets as CSV, the settings as JSON, and restoring settings from JSON."""
 import streamlit as st
 
-from favmac.ui import actions, groupings, guarantees, jobs, recalibration_view, settings_form, widgets
+from favmac.ui import actions, arrivals_view, groupings, guarantees, jobs, recalibration_view, settings_form, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.formats import blank_missing, column_format
 from favmac.ui.playback import format_threshold
 from favmac.ui.text import md
-from favmac.ui.units import in_dollars, threshold_label, threshold_rule, threshold_text
+from favmac.ui.units import cost_short, in_dollars, threshold_label, threshold_rule, threshold_text, value_short
 
 ss = page_setup("Export")
 st.title("Export")
@@ -51,12 +51,17 @@ with sets_area:
     PREVIEW = dict(hide_index=True, column_order=["patient_id", "segment", "codes", "n_codes", "expected_value", "cost_proxy", "threshold",
                                                   "realized_value", "realized_cost", "method", "target", "delta", "universe", "score", "descriptions", "note"],
                    column_config={"descriptions": st.column_config.TextColumn(width="large"),
+                                  "codes": st.column_config.TextColumn(width=160),  # the chosen codes, not cut after two (as the Online session's)
+                                  "realized_cost": st.column_config.NumberColumn(f"realized cost ({cost_short(settings)})",
+                                                                                 format=widgets.number_format(files["calibration_preview"]["realized_cost"])),
                                   "method": st.column_config.TextColumn(width="medium"),
                                   "expected_value": st.column_config.NumberColumn("expected value V̂", format=money if money else "%.3f"),
                                   "cost_proxy": st.column_config.NumberColumn("cost proxy Ĉ", format="%.3f"),
-                                  **({"realized_value": st.column_config.NumberColumn(format=money)} if money else {}),
+                                  "realized_value": st.column_config.NumberColumn(f"realized {'payment' if settings['value_kind'] == 'cms_payment' else 'value'} "
+                                                                                  f"({value_short(settings)})",
+                                                                                  format=money or widgets.number_format(files["calibration_preview"]["realized_value"])),
                                   # T in dollars is about 1e-3: significant digits, not 0.0009 on every row
-                                  "threshold": st.column_config.NumberColumn(format=widgets.number_format(thresholds) if in_dollars(settings)
+                                  "threshold": st.column_config.NumberColumn("threshold T", format=widgets.number_format(thresholds) if in_dollars(settings)
                                                                              else column_format(thresholds, at_most=4))})
 
     st.subheader("Chosen sets on the calibration stream")
@@ -65,6 +70,8 @@ with sets_area:
     st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known, "
                + ("with its segment's threshold, learned from the earlier patients of that segment." if settings.get("segment")
                   else "with the threshold learned from every patient before it.") + " First 20 rows:")
+    if arrivals_view.stream_caption(settings):  # labels that arrive later: "every patient before it" had not all arrived
+        st.caption(arrivals_view.stream_caption(settings))
     widgets.table(blank_missing(files["calibration_preview"]), **PREVIEW)
 
     groupings.show_grouping_thresholds(jobs.online(ss), settings, spec.score)

@@ -47,19 +47,21 @@ if report is None:
     st.info("Press **Run the validity check**; it replays the whole stream once per ordering.")
     st.stop()
 
-(st.success if report.passed else st.error)(md(report.verdict), icon=":material/gavel:")  # names segments
+show_verdict = {"success": st.success, "warning": st.warning, "error": st.error}[validity.verdict_kind(report, ss.spec().segment is None)]
+show_verdict(md(report.verdict), icon=":material/gavel:")  # names segments
 settings = ss.settings
 widgets.chart(validity.histogram_figure(report, cost_unit(settings)), key="validity_histogram")
 expected = report.control == "expected"
 per_chart = f"{cost_short(settings)} per chart" if expected else "charts over c"  # the tiles' unit, on the tiles
+beside = [report.mean, report.promised if report.adaptive_bound is None else report.adaptive_bound]  # one number of decimals
 widgets.tiles([  # sized to their labels: none cut
-    (f"Mean over orderings ({per_chart})", cost_figure(report.mean, settings) if expected else f"{100 * report.mean:.2f} %",
+    (f"Mean over orderings ({per_chart})", cost_figure(report.mean, settings, beside) if expected else f"{100 * report.mean:.2f} %",
      f"{cost_unit(settings).capitalize()} per chart, averaged over the orderings" if expected
      else "Share of charts over the target, averaged over the orderings"),
-    (f"Promised at most ({per_chart})", cost_figure(report.promised, settings) if expected else f"{100 * report.promised:g} %",
+    (f"Promised at most ({per_chart})", cost_figure(report.promised, settings, beside) if expected else f"{100 * report.promised:g} %",
      f"{cost_unit(settings).capitalize()} per chart" if expected else "Share of charts over the target")
     if report.adaptive_bound is None else  # the adaptive target promises its bound, in any order
-    (f"Adaptive bound ({per_chart})", cost_figure(report.adaptive_bound, settings),
+    (f"Adaptive bound ({per_chart})", cost_figure(report.adaptive_bound, settings, beside),
      "What the adaptive target promises for any order: c + (c + γ (L + 1) C_max) / (γ S), S predicted patients, "
      "L the most labels pending."),
     ("p-value (t-test)" if report.adaptive_bound is None else "p-value against the target c",

@@ -87,11 +87,12 @@ PAGES = [
 ]
 
 
-def start_server(script: str, cwd: Path, log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(script: str, cwd: Path, log: Path, streamlit: list[str] | None = None) -> tuple[subprocess.Popen, str]:
     """``streamlit run script`` in ``cwd`` on a loopback port the OS picks (port 0, read back from the
     ``URL:`` line the server prints, so parallel test workers never race for a port; the repo
-    importable); (process, URL)."""
-    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", "0",
+    importable); (process, URL). ``streamlit``: the command that runs ``python -m streamlit``
+    (default exactly that; the tests pass ``numba_compile_lock.python_module_command("streamlit")``)."""
+    cmd = [*(streamlit or [sys.executable, "-m", "streamlit"]), "run", script, "--server.headless", "true", "--server.port", "0",
            "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -213,17 +214,18 @@ def visit(browser, url: str, title: str | None, control: str | None, text: str |
         context.close()
 
 
-def measure(repeat: int = 3, browser=None, latency: dict | None = None) -> dict:
+def measure(repeat: int = 3, browser=None, latency: dict | None = None, streamlit: list[str] | None = None) -> dict:
     """{visit: (seconds until controls drawn, seconds until the run settled)}. ``browser``: a
     Playwright chromium browser to use (e.g. the test suite's); launched here when None.
-    ``latency``: a dict to fill with {server: :func:`reused_connection_ms`}."""
+    ``latency``: a dict to fill with {server: :func:`reused_connection_ms`}. ``streamlit``: the
+    servers' ``python -m streamlit`` command (:func:`start_server`)."""
     if browser is None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as pw:
             own = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
-                return measure(repeat, own, latency)
+                return measure(repeat, own, latency, streamlit)
             finally:
                 own.close()
     runs: dict[str, list[tuple[float, float]]] = {}
@@ -235,7 +237,7 @@ def measure(repeat: int = 3, browser=None, latency: dict | None = None) -> dict:
         bases = {}
         for name, script, cwd in [("one-line app", "one_line.py", tmp), (REFERENCE_ROW, "one_line_app.py", tmp),
                                   ("FavMac Studio", "app.py", ROOT)]:
-            proc, bases[name] = start_server(script, cwd, tmp / f"{script}.log")
+            proc, bases[name] = start_server(script, cwd, tmp / f"{script}.log", streamlit)
             servers.callback(stop_server, proc)
             procs.append(proc)
         pids = [proc.pid for proc in procs]

@@ -64,8 +64,10 @@ GRID = {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10,
         "methods": ["FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "ClassWise", "InnerSet", "CRC", "RCPS"]}
 
 
-def cohort(n_patients: int, n_codes: int, seed: int = 0):
-    """(probs, labels, weights, codes, ids) of make_synthetic_parquet's cohort (one part)."""
+def cohort(n_patients: int, n_codes: int, seed: int = 0, weights_kind: str = "3-decimal"):
+    """(probs, labels, weights, codes, ids) of make_synthetic_parquet's cohort (one part); with
+    ``weights_kind="float"`` the same weights before their rounding to 3 decimals (full float64 values,
+    whose exact sums overflow int64: the replay engine brackets them, ``ExactCosts.brackets``)."""
     from make_synthetic_parquet import code_names, part, write_weights
 
     table = part(0, 0, n_patients, n_codes, seed)
@@ -76,6 +78,8 @@ def cohort(n_patients: int, n_codes: int, seed: int = 0):
     with tempfile.TemporaryDirectory() as folder:
         path = write_weights(folder, n_codes, seed)
         weights = np.loadtxt(path, delimiter=",", skiprows=1, usecols=1)
+    if weights_kind == "float":  # write_weights' draw, unrounded
+        weights = np.random.default_rng([seed, 2**31]).uniform(0.1, 2.5, size=n_codes)
     return probs, labels, weights, codes, ids
 
 
@@ -122,7 +126,7 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
             warm_up(0)
     if trace:
         tracemalloc.start()
-    probs, labels, weights, codes, ids = cohort(args.patients, args.codes)  # traced: data and ids
+    probs, labels, weights, codes, ids = cohort(args.patients, args.codes, weights_kind=args.weights)  # traced: data and ids
     spec = run_spec(*probs.shape, weights)
     targets, methods = grid(spec, args.codes)
     grid_spec = spec.replace(targets=tuple(float(t) for t in targets))
@@ -197,7 +201,7 @@ def child_sessions(args) -> dict:
     from streamlit.testing.v1 import AppTest
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)
-    probs, labels, weights, codes, ids = cohort(args.patients, args.codes)
+    probs, labels, weights, codes, ids = cohort(args.patients, args.codes, weights_kind=args.weights)
     columns = {"patient_id": pa.array(list(ids))}
     for k, code in enumerate(codes):
         columns[f"prob_{code}"] = pa.array(probs[:, k])
@@ -265,7 +269,7 @@ def run_child(what: str, args, source: str | None = None) -> dict:
     env = {**os.environ, "FAVMAC_BENCH_SOURCE": source or SOURCE}
     patients = args.session_patients if what == "sessions" and args.session_patients else args.patients
     command = [sys.executable, __file__, "--child", what, "--patients", str(patients), "--codes", str(args.codes),
-               "--sessions", str(args.sessions)]
+               "--sessions", str(args.sessions), "--weights", args.weights]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"child {what} failed:\n{done.stderr[-3000:]}")
@@ -308,6 +312,8 @@ def main(argv=None) -> int:
     parser.add_argument("--codes", type=int, default=35)
     parser.add_argument("--sessions", type=int, default=4, help="app sessions for the memory-returned figure (0: skip)")
     parser.add_argument("--session-patients", type=int, help="cohort size of the sessions run (default: --patients)")
+    parser.add_argument("--weights", choices=["3-decimal", "float"], default="3-decimal",
+                        help="cost/value weights: 3 decimals (CMS-like, the default) or full float64 values (the hard case)")
     parser.add_argument("--baseline-src", help="another checkout to measure the same way (before/after)")
     parser.add_argument("--child", choices=["speed", "memory", "memory-cold", "sessions"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -317,7 +323,7 @@ def main(argv=None) -> int:
         out["max_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(json.dumps(out))
         return 0
-    print(f"{args.patients:,} patients x {args.codes} codes, random 3-decimal weights, weighted TP / weighted FP, expected cost, "
+    print(f"{args.patients:,} patients x {args.codes} codes, random {args.weights} weights, weighted TP / weighted FP, expected cost, "
           f"burn-in {BURN_IN:,}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     sources = [("this checkout", SOURCE)] + ([("baseline " + args.baseline_src, args.baseline_src)] if args.baseline_src else [])
     for label, source in sources:

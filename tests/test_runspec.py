@@ -54,7 +54,7 @@ def test_validate_returns_plain_types():
         ({"delta": True}, "delta", "must be a number"),
         ({"universe": "everything"}, "universe", "must be one of ratio"),
         ({"burn_in": 10}, "burn_in", "between 0 and 9"),
-        ({"burn_in": -1}, "burn_in", "between 0 and 9"),
+        ({"burn_in": -1}, "burn_in", "must be 0 or more"),
         ({"burn_in": 2.5}, "burn_in", "whole number"),
         ({"window": 0}, "window", "positive number of patients"),
         ({"score": "value"}, "score", "cost, price"),

@@ -39,7 +39,10 @@ def test_pooled_control_fails_the_over_confident_segment_and_segment_control_pas
     pooled = validity_check(probs, labels, value, cost, 0.8, burn_in=200, groups=groups, segment_control=False)
     table = pooled.segments.set_index("segment")
     assert not pooled.passed and bool(table.loc["B", "passed"]) is False and table.loc["B", "p_value"] < 0.001
-    assert "segment(s) B" in pooled.verdict and "pooled" in pooled.verdict
+    assert "segment B at" in pooled.verdict and "per 100 charts" in pooled.verdict and "pooled" in pooled.verdict
+    # the pooled promise is the only one made: the verdict says it held before naming the segment that ran over
+    assert pooled.overall_passed and pooled.verdict.startswith("Held overall, not in every segment. PASS:")
+    assert "However" not in pooled.verdict
     assert table.loc["B", "verdict"].startswith("FAIL:")
     grouped = validity_check(probs, labels, value, cost, 0.8, burn_in=200, groups=groups)
     assert grouped.passed and all(grouped.segments["passed"])

@@ -167,7 +167,8 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
     thr = np.asarray(series["threshold"], dtype=float)
     y_all = threshold_plot_values(thr, score)
     fig = go.Figure()
-    hover = ("patient #%{x}<br>" + ("value needed per false flag %{y:.4g} " + plain_html(value_unit) if score == "price" else "false flags allowed %{y:.4g}")
+    hover = ("patient #%{x}<br>" + ("value needed per false flag %{y:.4g} " + plain_html(value_unit) if score == "price"
+                                     else plain_html(cost_unit) + " allowed %{y:.4g}")
              + "<br>T = %{customdata:.4g}<extra>%{fullData.name}</extra>")
     if "segment" in series.columns:
         segments = sorted(series["segment"].astype(str).unique())
@@ -191,8 +192,8 @@ def threshold_figure(series: pd.DataFrame, cost_unit: str, score: str = "cost", 
         axis = f"Value needed per {per}<br>{plain_html(bracketed(value_unit))}"  # two lines: fits a third of the page
         title = "Threshold: value a code must bring"
     else:
-        axis = f"Expected {cost_unit} allowed per chart"
-        title = "Threshold: false flags allowed"
+        axis = f"Expected {plain_html(cost_unit)} allowed per chart"
+        title = f"Threshold: {plain_html(cost_unit)} allowed"  # the cost's own unit: unsupported RAF is not false flags
     # a log axis by the charts' one rule (log_axis): an early spike (one segment's, or the stream's under an
     # adaptive target or late labels) would flatten every other step to zero
     if log_axis(fig, "y", y_all):
@@ -327,7 +328,8 @@ def tradeoff_figure(points: pd.DataFrame, cost_unit: str, value_unit: str) -> go
             line={"color": color, "dash": dash}, marker={"symbol": symbol, "size": 9, "color": color},
             customdata=_custom(frame), hovertemplate=_hover(cost_unit, value_unit),
         )
-    x_title = f"Mean realized cost per patient {bracketed(cost_unit)}"
+    # a long unit on its own line: centred under a plot narrowed by the legend, one line ran off the chart's left edge
+    x_title = "Mean realized cost per patient" + ("<br>" if len(cost_unit) > 12 else " ") + bracketed(cost_unit)
     if log_axis(fig, "x", points["mean_cost"]):
         x_title = log_scale_title(x_title)
     return _layout(fig, "Value vs realized cost", x_title, f"Mean value per patient {bracketed(value_unit)}", height=430, legend="right")

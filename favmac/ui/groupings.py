@@ -30,7 +30,7 @@ from favmac.ui.guarantees import new_patient_threshold as one_grouping_threshold
 from favmac.ui.guarantees import stream_patient_where as one_grouping_where
 from favmac.ui.guarantees import segment_caption, segment_cost_figure, segment_display, segment_thresholds, show_segment_table
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import counts_styled, threshold_label, threshold_rule, threshold_tile
+from favmac.ui.units import counts_styled, threshold_column, threshold_label, threshold_rule
 
 __all__ = ["binding_groupings", "choose_grouping", "delay_figure", "grouping_cost_figure", "grouping_display",
            "grouping_thresholds", "new_patient_threshold", "new_patient_thresholds", "new_patients_for", "new_patients_rule", "segment_columns", "show_delay_chart",
@@ -90,11 +90,12 @@ def grouping_thresholds(result, settings: dict, score: str) -> dict[str, pd.Data
     groupings = getattr(result, "groupings", None) or ()
     if len(groupings) < 2:
         return None
-    return {g.name: pd.DataFrame([{"segment": str(label), "threshold": float(final[0]),
-                                   "rule": threshold_tile(float(final[0]), settings, score)[1],
-                                   "calibration patients": int(g.sizes[label])}
-                                  for label, final in g.final_thresholds.items()])
-            for g in groupings}
+    tables = {g.name: pd.DataFrame([{"segment": str(label), "threshold": float(final[0]), "calibration patients": int(g.sizes[label])}
+                                    for label, final in g.final_thresholds.items()])
+              for g in groupings}
+    for table in tables.values():  # one number of decimals per column
+        table.insert(2, "rule", threshold_column(table["threshold"], settings, score))
+    return tables
 
 
 def show_grouping_thresholds(result, settings: dict, score: str) -> None:

@@ -15,7 +15,7 @@ from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.formats import fixed
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import cost_unit, counts_styled, per_100_charts, threshold_label, threshold_rule, threshold_tile
+from favmac.ui.units import cost_unit, counts_styled, per_100_charts, threshold_column, threshold_label, threshold_rule
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_caption", "segment_cost_figure",
            "segment_display", "segment_units", "segment_thresholds", "settings_fields", "settings_with_provenance", "show_adaptive_tiles", "show_segment_table",
@@ -72,7 +72,7 @@ def segment_display(result, settings: dict, grouping=None) -> pd.DataFrame:
         "segment": table["segment"].astype(str),
         "patients": table["patients"],
         "predicted": table["predicted"],
-        threshold_label(units, score): [threshold_tile(t, units, score)[1] for t in table["threshold"]],
+        threshold_label(units, score): threshold_column(table["threshold"], units, score),
         "mean cost": fixed(table["mean_cost"], 3),
         "target c": [f"{t:g}" for t in table["target"]],
         "violation rate": fixed(100 * table["violation_rate"], 1, " %"),
@@ -124,7 +124,8 @@ def show_segment_table(result, settings: dict) -> None:
     st.subheader("Per segment")
     table = segment_display(result, settings)
     st.caption(md(segment_caption(result, settings)))
-    st.table(counts_styled(md_frame(table.set_index("segment"))))  # a few rows: a plain table, readable and printable
+    # a few rows: a plain table, readable and printable; the warnings are said below it, not as a mostly empty column
+    st.table(counts_styled(md_frame(table.drop(columns=["warning"]).set_index("segment"))))
     for segment, warning in zip(table["segment"], table["warning"]):
         if warning:
             st.warning(f"Segment {md(segment)}: {md(warning)}.")
@@ -133,19 +134,21 @@ def show_segment_table(result, settings: dict) -> None:
 def segment_thresholds(result, new_patients, settings: dict, score: str) -> pd.DataFrame | None:
     """Each segment's final threshold as the new patients get it (None when the run is pooled or
     the new-patients file has no segment column): segment, threshold, rule (the threshold in the
-    user's units, as ``units.threshold_tile`` shows it), its calibration patients and its new patients."""
+    user's units, as ``units.threshold_column`` shows it), its calibration patients and its new patients."""
     groups = None if new_patients is None else new_patients.attrs.get("groups")
     if result.group_thresholds is None or groups is None:
         return None
     labels = pd.Series([str(g).strip() for g in groups])
     counts = labels.value_counts()
-    rows = [{"segment": str(label), "threshold": float(final[0]), "rule": threshold_tile(float(final[0]), settings, score)[1],
+    rows = [{"segment": str(label), "threshold": float(final[0]),
              "calibration patients": int(result.group_sizes[label]), "new patients": int(counts.get(label, 0))}
             for label, final in result.group_thresholds.items()]
-    rows += [{"segment": str(label), "threshold": float("-inf"), "rule": "nothing flagged (no calibration patients)",
-              "calibration patients": 0, "new patients": int(n)}
+    rows += [{"segment": str(label), "threshold": float("-inf"), "calibration patients": 0, "new patients": int(n)}
              for label, n in counts.items() if label not in result.group_thresholds]
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    rule = threshold_column(table["threshold"], settings, score)  # one number of decimals for the whole column
+    table.insert(2, "rule", [r if n else "nothing flagged (no calibration patients)" for r, n in zip(rule, table["calibration patients"])])
+    return table
 
 
 def delay_warning(rate, lag) -> None:
@@ -202,9 +205,9 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     fig.add_hline(y=line, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target c = {line:g}" if expected else f"δ = {line:g}",
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
-    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero", **({} if expected else {"tickformat": ".0%"}))  # as the pooled violation chart: 10%, not 0.1
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target", height=320)
+    return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} per chart" if expected else "Share of charts over the target (%)", height=320)
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:

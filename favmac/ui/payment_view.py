@@ -15,6 +15,7 @@ import pandas as pd
 from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, hcc_number
 from favmac.io import CMS_SEGMENTS
 from favmac.runspec import SettingsError
+from favmac.ui.units import per_100_charts
 
 __all__ = ["ADDITIVE_LABEL", "CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "additive_summaries", "realized_payment", "weightless_skips", "payment_model_of", "payment_defaults", "parse_base_rate",
            "members_summary", "breakdown_rows", "money", "patient_functions"]
@@ -167,20 +168,21 @@ def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_
 
 
 def _where(targets, gains, cost_unit: str | None, every) -> str:
-    """"c = 0.07 to 0.66 false flags per chart, +0.6 % to +20 %": the targets (a run of consecutive
-    ones of ``every`` as a range, else each, at most six) and the gains' range."""
+    """"7 to 66 false flags per 100 charts, +0.6 % to +20 %": the targets per 100 charts, as the
+    Trade-offs form and grid caption give them (a run of consecutive ones of ``every`` as a range,
+    else each, at most six), and the gains' range."""
     first = list(every).index(targets[0])
     if len(targets) > 3 and list(every)[first:first + len(targets)] == list(targets):
-        shown = f"{targets[0]:g} to {targets[-1]:g}"
+        shown = f"{per_100_charts(targets[0])} to {per_100_charts(targets[-1])}"
     else:
-        shown = ", ".join(f"{t:g}" for t in targets[:6]) + (", ..." if len(targets) > 6 else "")
-    unit = f" {cost_unit} per chart" if cost_unit else ""
+        shown = ", ".join(per_100_charts(t) for t in targets[:6]) + (", ..." if len(targets) > 6 else "")
+    unit = f" {cost_unit} per 100 charts" if cost_unit else ""
     finite = [g for g in gains if math.isfinite(g)]
     if not finite:
-        return f"c = {shown}{unit}"
+        return f"{shown}{unit}"
     low, high = min(finite), max(finite)
     span = f"{low:+.1f} %" if round(low, 1) == round(high, 1) else f"{low:+.1f} % to {high:+.1f} %"
-    return f"c = {shown}{unit}, {span.replace('-', '−')}"
+    return f"{shown}{unit}, {span.replace('-', '−')}"
 
 
 def payment_vs_additive(points: pd.DataFrame, cost_unit: str, aware: str = "FavMac (price)") -> str | None:
@@ -195,7 +197,7 @@ def payment_vs_additive(points: pd.DataFrame, cost_unit: str, aware: str = "FavM
     >>> pts = pd.DataFrame({"method": ["FavMac (price)"] * 2 + [ADDITIVE_LABEL] * 2, "target": [0.1, 2.0] * 2,
     ...                     "mean_value": [1.1, 2.0, 1.0, 2.0]})
     >>> payment_vs_additive(pts, "false flags")
-    'FavMac (price) captures more payment than FavMac (price, additive) at 1 of 2 targets (c = 0.1 false flags per chart, +10.0 %) and the same at 1 (c = 2).'
+    'FavMac (price) captures more payment than FavMac (price, additive) at 1 of 2 targets (10 false flags per 100 charts, +10.0 %) and the same at 1 (200).'
     """
     if points is None or points.empty or not {"method", "target", "mean_value"} <= set(points.columns):
         return None

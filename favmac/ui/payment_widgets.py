@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from favmac.io.errors import plural
 from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS
 from favmac.runspec import SettingsError
 from favmac.ui import widgets
@@ -76,7 +77,8 @@ def show_members(dataset) -> None:
         st.caption("The files name no demographic cell (column cms_cell) and no known codes (column known_codes): "
                    "the payment value uses the default cell of Value & cost for every patient.")
         return
-    st.caption(f"Cells read from the files: {'yes' if facts['cells_read'] else 'no (the default cell is used)'}; "
+    st.caption(("Each patient's demographic cell is read from the file's cms_cell column (the table below); " if facts["cells_read"]
+                else "The files name no demographic cell (column cms_cell): the default cell of Value & cost is used; ") +
                f"{facts['patients_with_known']:,} of {dataset.n_patients:,} patients have known codes on their record "
                f"({facts['known_codes']:,} codes in all); a known code already pays, so flagging it (or one below it) adds nothing.")
     widgets.table(frame, hide_index=True, key="members_table")
@@ -90,7 +92,7 @@ def show_breakdown(value, selected) -> None:
         st.caption("No code is flagged for this patient.")
         return
     st.caption(md(f"If every flagged code is confirmed the set pays {totals['value']} "
-                  f"({totals['count']} payment HCCs after hierarchies, known codes included). Interactions triggered: "
+                  f"({plural(totals['count'], 'payment HCC')} after hierarchies, known codes included). Interactions triggered: "
                   + (", ".join(totals["interactions"]) if totals["interactions"] else "none") + "."))
     for line in frame["Why"]:
         st.markdown("- " + md(line))

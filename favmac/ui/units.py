@@ -24,7 +24,7 @@ import math
 from favmac.ui.formats import significant_decimals
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label",
-           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
+           "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "value_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "threshold_column", "amount_decimals", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
 CHARTS = 100
@@ -119,6 +119,19 @@ def cost_short(settings: dict) -> str:
     return cost_unit(settings)
 
 
+def value_short(settings: dict) -> str:
+    """The value's unit in a few words, for a column header (:func:`value_unit` in full).
+
+    >>> value_short({"value_kind": "cms_payment", "base_rate": 11000.0}), value_short({"value_kind": "cms_payment"})
+    ('$', 'RAF')
+    >>> value_short({"value_kind": "tp"}), value_short({"value_kind": "weighted_tp"})
+    ('confirmed codes', 'risk-weighted')
+    """
+    if settings.get("value_kind") == "cms_payment":
+        return "$" if in_dollars(settings) else "RAF"
+    return {"weighted_tp": "risk-weighted", "formula": "formula"}.get(settings["value_kind"]) or value_unit(settings)
+
+
 def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
     """An amount of cost for a tile: dollars of unsupported payment as whole dollars, otherwise
     ``decimals`` decimals (never in exponent form).
@@ -134,16 +147,22 @@ def cost_amount(x: float, settings: dict, decimals: int = 3) -> str:
     return f"{x:,.{decimals}f}"
 
 
-def cost_figure(x: float, settings: dict) -> str:
+def cost_figure(x: float, settings: dict, beside=None) -> str:
     """A cost for a summary tile: whole dollars (``$5,009``) for unsupported payment in dollars, otherwise
-    four significant digits (:func:`plain_number`).
+    four significant digits (:func:`plain_number`); with ``beside`` (the costs of the tiles shown next
+    to it, ``x`` among them) the decimals they share (:func:`amount_decimals`): 0.341 beside 0.360, not
+    0.3413 beside 0.36.
 
     >>> cost_figure(5009.2, {"cost_kind": "cms_unsupported", "base_rate": 11000.0}), cost_figure(0.48792, {"cost_kind": "fp"})
     ('$5,009', '0.4879')
+    >>> cost_figure(0.3413, {"cost_kind": "fp"}, [0.3413, 0.36]), cost_figure(0.36, {"cost_kind": "fp"}, [0.3413, 0.36])
+    ('0.341', '0.360')
     """
     if settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None:
         return cost_amount(x, settings)
-    return "—" if math.isnan(float(x)) else plain_number(x, 4)
+    if math.isnan(float(x)):
+        return "—"
+    return plain_number(x, 4) if beside is None else f"{float(x):,.{amount_decimals(beside)}f}"
 
 
 def in_dollars(settings: dict) -> bool:
@@ -171,10 +190,21 @@ def amount_format(values, dollars: bool = False) -> str:
     >>> amount_format([12.5, 250.0]), amount_format([0.00381, 0.012, 0.0])
     ('%,.2f', '%,.5f')
     """
+    return ("$" if dollars else "") + f"%,.{amount_decimals(values, dollars)}f"
+
+
+def amount_decimals(values, dollars: bool = False) -> int:
+    """The decimals of a column of amounts (the one rule :func:`amount_format` and :func:`threshold_column`
+    share): dollars whole (cents only when every amount is under $10), others two decimals, more (at most
+    six) for three significant digits of the smallest non-zero amount.
+
+    >>> amount_decimals([0.1, 0.103]), amount_decimals([4.5, 0.2], dollars=True), amount_decimals([41.97, 4.5], dollars=True)
+    (3, 2, 0)
+    """
     if dollars:
         v = [abs(float(x)) for x in values if x is not None and math.isfinite(float(x))]
-        return "$%,.2f" if v and max(v) < 10 else "$%,.0f"
-    return f"%,.{min(6, max(2, significant_decimals(values)))}f"
+        return 2 if v and max(v) < 10 else 0
+    return min(6, max(2, significant_decimals(values)))
 
 
 def value_amount(x: float, settings: dict) -> str:
@@ -326,15 +356,21 @@ def threshold_text(threshold: float, settings: dict, score: str) -> str:
         return f"flag a code when it brings at least {value_phrase(1 / t, settings)} per {per}"
     if t == math.inf:
         return "flag every code (no limit on expected false flags)"
-    return f"flag codes while the expected {unit} for the chart stay below {t:.3g}"
+    return f"flag codes while the expected {unit} for the chart stay below {plain_number(t, 3)}"
 
 
 def threshold_label(settings: dict, score: str) -> str:
-    """The name of a threshold in the user's units (a tile's or a column's label)."""
+    """The name of a threshold in the user's units (a tile's or a column's label).
+
+    >>> threshold_label({"cost_kind": "cms_unsupported", "base_rate": None}, "cost"), threshold_label({"cost_kind": "fp"}, "cost")
+    ('Expected unsupported RAF allowed', 'Expected false flags allowed')
+    """
     if score == "price":
         if settings.get("cost_kind") == "cms_unsupported":
             return "Value per unsupported " + ("$" if settings.get("base_rate") is not None else "RAF")
         return "Value per false flag"
+    if settings.get("cost_kind") == "cms_unsupported":  # the unsupported payment, not a weight of false flags
+        return f"Expected {cost_short(settings)} allowed"
     return "Expected false flags allowed" if settings["cost_kind"] == "fp" else "Expected false-flag weight allowed"
 
 
@@ -342,10 +378,10 @@ def threshold_rule(settings: dict, score: str) -> str:
     """What the number :func:`threshold_tile` shows means, for any threshold (a column's help).
 
     >>> threshold_rule({"cost_kind": "fp", "value_kind": "tp"}, "price")
-    'A code is flagged when it brings at least this many confirmed codes per expected false flag (1/T).'
+    'A code is flagged when it brings at least this value, counted in confirmed codes per expected false flag (1/T).'
     """
-    if score == "price":
-        return f"A code is flagged when it brings at least this many {value_unit(settings)} per {cost_step(settings)} (1/T)."
+    if score == "price":  # "at least this many risk-weighted value" read wrong
+        return f"A code is flagged when it brings at least this value, counted in {value_unit(settings)} per {cost_step(settings)} (1/T)."
     return f"Codes are flagged, best first, while the chart's expected {cost_unit(settings)} stay below this (T)."
 
 
@@ -364,5 +400,34 @@ def threshold_tile(threshold: float, settings: dict, score: str) -> tuple[str, s
         if shown[0].isdigit():
             shown = value_shown(1 / t, settings)
     else:
-        shown = "—" if math.isnan(t) else ("any" if t == math.inf else f"< {t:.3g}")
+        dollars = settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None
+        shown = "—" if math.isnan(t) else ("any" if t == math.inf else "< " + (cost_amount(t, settings) if dollars else plain_number(t, 3)))
     return label, shown, f"{rule[0].upper()}{rule[1:]}. {math_note}."
+
+
+def threshold_column(thresholds, settings: dict, score: str) -> list[str]:
+    """Thresholds as a table column shows them: :func:`threshold_tile`'s words for the edge cases, and
+    every number with the column's one number of decimals (:func:`amount_decimals`), so a column
+    reads "0.100 RAF" above "0.103 RAF", never "0.1 RAF".
+
+    >>> threshold_column([10.0, 1 / 0.103, float("-inf")], {"value_kind": "cms_payment", "cost_kind": "fp"}, "price")
+    ['0.100 RAF', '0.103 RAF', 'nothing flagged']
+    >>> threshold_column([1.5, 1.27], {"value_kind": "tp", "cost_kind": "fp"}, "cost")
+    ['< 1.50', '< 1.27']
+    """
+    ts = [float(t) for t in thresholds]
+    if score == "price":
+        amounts = {i: 1 / t for i, t in enumerate(ts) if math.isfinite(t) and t > 0}
+        dollars, unit = in_dollars(settings), (" RAF" if settings.get("value_kind") == "cms_payment" and not in_dollars(settings) else "")
+    else:
+        amounts = {i: t for i, t in enumerate(ts) if math.isfinite(t)}
+        dollars, unit = settings.get("cost_kind") == "cms_unsupported" and settings.get("base_rate") is not None, ""
+    decimals = amount_decimals(amounts.values(), dollars)
+    cells = []
+    for i, t in enumerate(ts):
+        if i not in amounts:
+            cells.append(threshold_tile(t, settings, score)[1])
+            continue
+        number = ("$" if dollars else "") + f"{amounts[i]:,.{decimals}f}" + unit
+        cells.append(number if score == "price" else f"< {number}")
+    return cells

@@ -17,7 +17,20 @@ from favmac.ui.formats import fixed
 from favmac.ui.units import cost_unit
 from favmac.validity import MIN_ORDERINGS
 
-__all__ = ["MIN_ORDERINGS", "grouping_frames", "histogram_figure", "segment_frame", "table_caption"]
+__all__ = ["MIN_ORDERINGS", "grouping_frames", "histogram_figure", "segment_frame", "table_caption", "verdict_kind"]
+
+
+def verdict_kind(report, pooled: bool) -> str:
+    """How the verdict is shown: "success" when every promise held; "warning" when a pooled run's one
+    promise (everyone's average) held and only segments it does not promise ran over; else "error".
+
+    >>> class R: passed, overall_passed = False, True
+    >>> verdict_kind(R, pooled=True), verdict_kind(R, pooled=False)
+    ('warning', 'error')
+    """
+    if report.passed:
+        return "success"
+    return "warning" if pooled and report.overall_passed else "error"
 
 
 def histogram_figure(report, unit: str) -> go.Figure:

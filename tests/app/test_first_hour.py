@@ -54,7 +54,7 @@ def test_export_names_each_segments_threshold_not_the_pooled_one():
     assert sorted(table["segment"]) == ["East", "North", "South"]
     for _, row in table.iterrows():
         assert row["threshold"] == result.group_thresholds[row["segment"]][0]
-        assert row["rule"] == f"{1 / row['threshold']:.3g}"  # the price score: value per expected false flag
+        assert row["rule"] == f"{1 / row['threshold']:.{units.amount_decimals(1 / table['threshold'])}f}"  # value per expected false flag, one decimals per column
         assert row["calibration patients"] == result.group_sizes[row["segment"]]
     new = at.session_state["new_patients"]
     assert table["new patients"].sum() == len(new)

@@ -166,10 +166,11 @@ def test_validity_with_the_adaptive_target_tests_its_bound_not_c():
     at = go(at, "validity")
     at = settle_jobs(at.button(key="run_validity").click().run())
     assert not at.exception
-    # the drift sample's segments are reported under pooled control, which may flag a segment (its own
-    # sentence follows); the pooled promise itself is the adaptive bound, and it held
-    verdict = [s.value for s in at.success] + [e.value for e in at.error]
-    assert len(verdict) == 1 and verdict[0].startswith("PASS: the adaptive target promises")
+    # the drift sample's segments are reported under pooled control, which may flag a segment (a warning
+    # that says the pooled promise held first); the pooled promise itself is the adaptive bound, and it held
+    verdict = [s.value for s in at.success] + [w.value for w in at.warning if "PASS:" in w.value] + [e.value for e in at.error]
+    assert len(verdict) == 1 and verdict[0].removeprefix("Held overall, not in every segment. ").startswith("PASS: the adaptive target promises")
+    assert not at.error
     labels = [m.label for m in at.metric]
     assert any(label.startswith("Adaptive bound (") for label in labels)
     assert "p-value against the target c" in labels

@@ -64,7 +64,7 @@ def test_online_session_recent_patients_read_plainly():
     assert_clean(at)
     drawn = formats(table_with(at, "selected_codes"))
     assert drawn["selected_codes"][0] == "selected codes" and drawn["true_codes"][0] == "true codes"
-    assert drawn["value"][0] == "value (RAF, risk score)"  # no brackets inside brackets
+    assert drawn["value"][0] == "value (RAF)"  # the short unit: the table fits the page
     assert drawn["cost"][1] == "%.0f"  # false flags are counts: 1, not 1.000
     tile = next(m for m in at.metric if m.label.startswith("Value per false flag"))
     assert tile.value.endswith(" RAF")

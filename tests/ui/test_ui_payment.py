@@ -154,16 +154,16 @@ def test_payment_vs_additive_names_the_targets_where_the_additive_choice_capture
                            "mean_value": [3.0, 2.5, 4.0, 2.0, 2.5, 4.5, 9.0]})
     text = payment_view.payment_vs_additive(points, "false flags")
     # a tie is "the same", not "more"; each group names its targets and the relative difference
-    assert text.startswith(f"FavMac (price) captures more payment than {label} at 1 of 3 targets (c = 0.5 false flags per chart, +50.0 %), "
-                           "the same at 1 (c = 1) and less at 1 (c = 2, −11.1 %).")
+    assert text.startswith(f"FavMac (price) captures more payment than {label} at 1 of 3 targets (50 false flags per 100 charts, +50.0 %), "
+                           "the same at 1 (100) and less at 1 (200, −11.1 %).")
     assert "independent" in text
     ahead = points.assign(mean_value=[3.0, 3.0, 4.5, 2.0, 2.5, 4.5, 9.0])
     assert payment_view.payment_vs_additive(ahead, "false flags") == (
-        f"FavMac (price) captures more payment than {label} at 2 of 3 targets (c = 0.5, 1 false flags per chart, +20.0 % to +50.0 %) "
-        "and the same at 1 (c = 2).")
+        f"FavMac (price) captures more payment than {label} at 2 of 3 targets (50, 100 false flags per 100 charts, +20.0 % to +50.0 %) "
+        "and the same at 1 (200).")
     behind = points.assign(mean_value=[1.0, 2.0, 3.0, 2.0, 2.5, 4.5, 9.0])
     assert payment_view.payment_vs_additive(behind, "false flags").startswith(
-        f"FavMac (price) captures less payment than {label} at every one of the 3 targets (c = 0.5, 1, 2 false flags per chart, "
+        f"FavMac (price) captures less payment than {label} at every one of the 3 targets (50, 100, 200 false flags per 100 charts, "
         "−50.0 % to −20.0 %). A known limit")
     assert payment_view.payment_vs_additive(points[points["method"] != label], "false flags") is None
     assert payment_view.payment_vs_additive(pd.DataFrame(), "false flags") is None
