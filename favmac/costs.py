@@ -124,9 +124,13 @@ class SetCosts:
         q = exact(target) * self.scale
         return q.numerator // q.denominator
 
+    def _times(self, raw: np.ndarray) -> np.ndarray:
+        """raw * multiplier, exactly: Python integers (object) when int64 could overflow (a huge base rate)."""
+        return raw.astype(object) * self.multiplier if self._largest >= INT64_LIMIT else raw * self.multiplier
+
     def set_costs(self, selected, labels) -> np.ndarray:
         """Exact C(S; y) * scale of sets ``selected`` (..., K) against ``labels`` (broadcast)."""
-        return self.cost.raw_unsupported(selected, labels) * self.multiplier
+        return self._times(self.cost.raw_unsupported(selected, labels))
 
     def realized(self, candidates, labels, cost=None) -> np.ndarray:
         """(N, M) exact realized cost C(S; y) * scale of every candidate set of a universe.
@@ -139,7 +143,7 @@ class SetCosts:
         else:
             masks = _prefix_masks(candidates.order)
         cost = self.cost if cost is None else cost
-        return cost.raw_unsupported(masks, labels[:, None, :]) * self.multiplier
+        return self._times(cost.raw_unsupported(masks, labels[:, None, :]))
 
 
 def _prefix_masks(order: np.ndarray) -> np.ndarray:

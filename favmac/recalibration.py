@@ -298,7 +298,7 @@ class Recalibration:
             raise ValueError(f"{where}.by: {doc.get('by')!r} maps are read by SegmentRecalibration.from_dict "
                              "(or as_recalibration, which picks the class)")
         method = doc.get("method")
-        if method not in RECALIBRATIONS:
+        if not isinstance(method, str) or method not in RECALIBRATIONS:
             raise ValueError(f"{where}.method: expected one of {', '.join(RECALIBRATIONS)}; got {method!r}")
         n_fold = doc.get("n_fold")
         if isinstance(n_fold, bool) or not isinstance(n_fold, int) or n_fold < 1:

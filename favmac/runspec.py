@@ -32,6 +32,8 @@ from .validation import MAX_WEIGHT
 
 __all__ = [
     "CONTROLS",
+    "MAX_CODING_INTENSITY",
+    "MIN_NORMALIZATION",
     "COST_KINDS",
     "SCORES",
     "SETTINGS_FORMAT",
@@ -65,6 +67,10 @@ MAX_TEXT = 10_000
 MAX_COUNT = 10**12  # patients (burn-in, window)
 MAX_ADAPTIVE_RATE = 1_000_000  # gamma of the adaptive target; far above any useful rate, far below float overflow
 MAX_INT_DIGITS = 40  # digits of an integer literal in a settings file
+# the payment adjustments a run (and the app's inputs) accept: a normalization factor is about 1 (CMS: 1.0-1.1),
+# a coding-intensity adjustment a few percent
+MIN_NORMALIZATION = 0.001
+MAX_CODING_INTENSITY = 0.999
 
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
@@ -447,11 +453,12 @@ class RunSpec:
         if segment not in CELL_NAMES:
             raise SettingsError("cms_segment", f"must be one of {', '.join(CELL_NAMES)}; got {_show(self.cms_segment)}")
         normalization = as_number(self.normalization, "normalization")
-        if not normalization > 0:
-            raise SettingsError("normalization", f"must be a number > 0 (1 = none); got {_show(self.normalization)}")
+        if not normalization >= MIN_NORMALIZATION:
+            raise SettingsError("normalization", f"must be a number >= {MIN_NORMALIZATION} (1 = none); got {_show(self.normalization)}")
         intensity = as_number(self.coding_intensity, "coding_intensity")
-        if not 0 <= intensity < 1:
-            raise SettingsError("coding_intensity", f"must be in [0, 1) (0 = none); got {_show(self.coding_intensity)}")
+        if not 0 <= intensity <= MAX_CODING_INTENSITY:
+            raise SettingsError("coding_intensity", f"must be in [0, {MAX_CODING_INTENSITY}] (0 = none); "
+                                f"got {_show(self.coding_intensity)}")
         base_rate = None if self.base_rate is None else as_number(self.base_rate, "base_rate")
         if base_rate is not None and base_rate < 0:
             raise SettingsError("base_rate", f"must be a number of dollars >= 0, or None for RAF units; got {_show(self.base_rate)}")
@@ -705,9 +712,10 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
                 raise SettingsError(key, "must be an object")
             out_extras[key] = given[key]
     spec = base.replace(**changes)
-    spec.validate(n_codes=None if codes is None else len(codes), n_patients=n_patients)
+    # the validated spec (plain types, "v28" -> "V28"): the app's inputs show exactly the names they offer
+    spec = spec.validate(n_codes=None if codes is None else len(codes), n_patients=n_patients)
     if dataset is not None:
-        check_against_data(spec, dataset)
+        spec = check_against_data(spec, dataset)
     return SettingsFile(spec, out_extras, tuple(notes), weights_restored)
 
 

@@ -72,7 +72,7 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     for i, t in enumerate(order):
         needs_by_size[:, i] = quantile_rank(betas[t], sizes)
     from .. import fenwick
-    from .kernels import classwise_code
+    from .kernels import classwise_code, stable_argsort
 
     passed = np.empty((stream.n_codes, n_patients - stream.burn_in), dtype=np.uint8 if len(order) < 256 else np.int64)
     final = np.empty((stream.n_codes, len(order)))
@@ -80,7 +80,7 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     rank, below = np.empty(n_patients, dtype=np.int64), np.empty(n_patients, dtype=np.int64)
     for k in range(stream.n_codes):  # one code at a time: its tree stays in cache
         column = np.ascontiguousarray(stream.probs[:, k])
-        classwise_code(column, np.argsort(column), np.ascontiguousarray(~stream.labels[:, k]), needs_by_size, stream.burn_in,
+        classwise_code(column, stable_argsort(column), np.ascontiguousarray(~stream.labels[:, k]), needs_by_size, stream.burn_in,
                        stream.window_int, fenwick.top_bit(n_patients), passed[k], final[k], tree, rank, below)
     final = final.T
     place = np.empty(len(order), dtype=passed.dtype)  # target t is the place[t]-th of the order

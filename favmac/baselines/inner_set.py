@@ -14,6 +14,10 @@ from .common import ThresholdSets, build_result, prepare
 __all__ = ["inner_set", "inner_set_scores"]
 
 
+#: Patients per step of :func:`inner_set_scores`.
+_SCORE_ROWS = 16_384
+
+
 def inner_set_scores(probs, labels) -> np.ndarray:
     """s_i = max{p_k(x_i) : y_ik = 0} (0 when patient i has every code).
 
@@ -21,7 +25,12 @@ def inner_set_scores(probs, labels) -> np.ndarray:
     [0.3, 0.0]
     """
     probs = np.asarray(probs, dtype=float)
-    return np.where(np.asarray(labels, dtype=bool), -np.inf, probs).max(axis=1, initial=0.0)
+    labels = np.asarray(labels, dtype=bool)
+    out = np.empty(probs.shape[0])
+    for start in range(0, probs.shape[0], _SCORE_ROWS):  # an (N, K) float temporary at once was 84 MB at 300,000 x 35
+        rows = slice(start, start + _SCORE_ROWS)
+        out[rows] = np.where(labels[rows], -np.inf, probs[rows]).max(axis=1, initial=0.0)
+    return out
 
 
 def inner_set(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None,
@@ -74,12 +83,12 @@ def inner_set(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
             beta = 1 - exact(target) / stream.costs.c_max
         ranks_needed[t] = quantile_rank(beta, sizes)
     scores = inner_set_scores(stream.probs, stream.labels)
-    order = np.argsort(scores, kind="stable")
+    from .. import fenwick
+    from .kernels import inner_set_kernel, stable_argsort
+
+    order = stable_argsort(scores)
     rank = np.empty(n_patients, dtype=np.int64)
     rank[order] = np.arange(n_patients)
-    from .. import fenwick
-    from .kernels import inner_set_kernel
-
     thresholds, final = inner_set_kernel(rank, scores[order], ranks_needed, stream.burn_in, stream.window_int,
                                          fenwick.top_bit(n_patients))
     settings = {"rule": "predict code k iff p_k > threshold"}

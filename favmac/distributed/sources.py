@@ -24,6 +24,7 @@ from ..io.csv_parsing import (
     decode_text,
     finish_frame,
     header_names,
+    header_sample,
     raise_ragged_row,
     text_encoding,
 )
@@ -37,7 +38,6 @@ __all__ = ["BATCH_ROWS", "PIECE_ROWS", "Piece", "list_pieces", "source_codes", "
 
 BATCH_ROWS = 32_768  # rows a worker holds at once
 PIECE_ROWS = 250_000  # Parquet row groups are grouped into tasks of about this many rows
-_HEADER_BYTES = 65536  # a CSV's header is judged from its first 64 KB
 _PARQUET = (".parquet", ".pq", ".parq")
 _CSV = (".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")
 
@@ -153,12 +153,12 @@ def list_pieces(source, rows_per_piece: int = PIECE_ROWS):
 
 
 def _csv_header(fs, path: str) -> tuple[str, list[str]]:
-    """(text encoding, header names) of a CSV file, judged from its first 64 KB by favmac.io's
+    """(text encoding, header names) of a CSV file, judged from its header row by favmac.io's
     rules (``check_not_binary``, ``text_encoding``, ``csv_header``)."""
     with fs.open(path, "rb", compression="infer") as handle:
-        sample = handle.read(_HEADER_BYTES)
+        sample, more = header_sample(handle.read)  # the whole header row: a wide file's would be cut at 64 KB
     check_not_binary(sample, path)
-    encoding = text_encoding(sample, truncated=len(sample) == _HEADER_BYTES)
+    encoding = text_encoding(sample, truncated=more)
     return encoding, csv_header(decode_text(sample, encoding), path)
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "check_delimiter",
     "parse_csv",
     "csv_header",
+    "header_sample",
     "header_names",
     "UNNAMED",
     "finish_frame",
@@ -173,7 +174,7 @@ def binary_kind(data: bytes) -> str | None:
 def text_encoding(data: bytes, truncated: bool = False) -> str:
     """The text encoding of a CSV's bytes, as :func:`decode_text` decodes them.
 
-    BOM-marked UTF-16 -> ``"utf-16"``; UTF-8 with or without a byte-order mark ->
+    BOM-marked UTF-16 -> ``"utf-16"`` (UTF-32 -> ``"utf-32"``); UTF-8 with or without a byte-order mark ->
     ``"utf-8-sig"``; anything else -> ``"cp1252"`` (Windows-1252, what Excel on Windows writes
     for "CSV"; ids and codes are ASCII in practice). ``truncated``: ``data`` is only the start of
     the file, so a UTF-8 character cut at its very end does not count against UTF-8.
@@ -185,6 +186,8 @@ def text_encoding(data: bytes, truncated: bool = False) -> str:
     >>> text_encoding(b"id,caf\\xc3", truncated=True)
     'utf-8-sig'
     """
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
+        return "utf-32"
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "utf-16"
     try:
@@ -308,7 +311,34 @@ def csv_header(text: str, file: str) -> list[str]:
             fix="The header (patient_id, then the code names) must be on row 1.",
         )
     check_delimiter(first_line, file)
-    return header_names(next(csv.reader([first_line])), file)
+    try:
+        names = next(csv.reader([first_line]))
+    except csv.Error as err:  # a name longer than the csv module's field limit (131,072 characters), a stray NUL
+        raise DataError(f"the header row cannot be read as CSV ({err}).", file=file, row=1,
+                        fix="Row 1 must hold the column names (patient_id, then the codes), each a short name.") from None
+    return header_names(names, file)
+
+
+def header_sample(read, first: int = 65536, limit: int = 256 * 2**20) -> tuple[bytes, bool]:
+    """The start of a CSV through its whole first row (the header), and whether bytes remain.
+
+    ``read(n)`` returns the next ``n`` bytes (a file handle's ``read``). At least ``first``
+    bytes; more until the first line break (a 50,000-column header is a few MB: a fixed
+    sample would cut it and lose the later columns), at most ``limit``; then a few bytes so a
+    UTF-16/32 line break is whole.
+
+    >>> import io
+    >>> sample, more = header_sample(io.BytesIO(b"patient_id," + b"x" * 70000 + b"\\n1,2" * 50000).read, first=10)
+    >>> len(sample) > 70000, more
+    (True, True)
+    """
+    sample = read(first)
+    chunk = sample
+    while chunk and b"\n" not in sample and len(sample) < limit:
+        chunk = read(len(sample))
+        sample += chunk
+    tail = read(8) if chunk else b""
+    return sample + tail, len(tail) == 8
 
 
 def header_names(header, file: str) -> list[str]:

@@ -49,6 +49,7 @@ from .csv_parsing import (
     csv_header,
     decode_text,
     header_names,
+    header_sample,
     text_encoding,
     check_id_column,
     numeric_block,
@@ -92,7 +93,6 @@ SEGMENT_COLUMN = "segment"
 CELL_COLUMN = "cms_cell"
 KNOWN_CODES_COLUMN = "known_codes"
 _MEMBER_TEXT = (CELL_COLUMN, KNOWN_CODES_COLUMN)
-_HEADER_BYTES = 65536  # column_names judges a CSV's header from its first 64 KB
 #: The column of prediction dates that date-valued label arrivals are placed against.
 PREDICTED_AT_COLUMN = "predicted_at"
 
@@ -369,10 +369,14 @@ def _take_arrivals(frame, rows, file, column):
         # any position >= the number of patients means "after the stream ends"; huge ones (1e300) are
         # held at 2**62 so they fit int64 (and a huge negative one at -1: before every patient's own)
         positions = numbers.clip(lower=-1, upper=2.0**62).to_numpy(dtype=np.int64)
-    elif numbers.notna().any():  # positions in some rows, something else in others
-        i = int(np.argmax(numbers.isna().to_numpy()))
-        raise DataError(f"{text[i]!r} is not a whole stream position, while other rows of the column give positions.",
-                        file=file, row=int(rows[i]), column=column,
+    elif numbers.notna().any():  # positions in some rows, something else in others: name the odd one out
+        if numbers.notna().sum() <= numbers.isna().sum():
+            i = int(np.argmax(numbers.notna().to_numpy()))
+            problem = f"{text[i]!r} is a stream position, while most rows of the column give dates or other text."
+        else:
+            i = int(np.argmax(numbers.isna().to_numpy()))
+            problem = f"{text[i]!r} is not a whole stream position, while other rows of the column give positions."
+        raise DataError(problem, file=file, row=int(rows[i]), column=column,
                         fix="Write every label arrival as a whole position (0 = the first patient), or every one as a date.")
     else:
         positions, frame = _arrival_dates(frame, rows, file, column, text)
@@ -432,7 +436,7 @@ def _arrival_dates(frame, rows, file, column, text):
 
 def column_names(source, name=None) -> list[str]:
     """A CSV or Parquet file's column names (stripped), from its header alone: the Parquet schema,
-    or a CSV's first 64 KB, by the rules of :func:`parse_table` (a caller picks which optional
+    or a CSV's header row (however wide), by the rules of :func:`parse_table` (a caller picks which optional
     columns to ask a reader for, e.g. the segment or label-arrival columns a file has).
 
     >>> column_names(b"patient_id, plan ,A\\n007,P1,0.5\\n")
@@ -450,9 +454,9 @@ def column_names(source, name=None) -> list[str]:
         except Exception as err:  # noqa: BLE001 - any reader failure is a bad file
             raise DataError(f"the file cannot be read as Parquet ({err}).", file=file) from None
         return header_names(data_columns(names), file)
-    sample = data[:_HEADER_BYTES]
+    sample, more = header_sample(io.BytesIO(data).read)  # through the whole header row, however wide
     check_not_binary(sample, file)
-    return [c for c in csv_header(decode_text(sample, text_encoding(sample, truncated=len(data) > _HEADER_BYTES)), file)
+    return [c for c in csv_header(decode_text(sample, text_encoding(sample, truncated=more)), file)
             if not c.startswith(UNNAMED)]
 
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from favmac.io.errors import plural
 from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS
-from favmac.runspec import SettingsError
+from favmac.runspec import MAX_CODING_INTENSITY, MIN_NORMALIZATION, SettingsError
 from favmac.ui import widgets
 from favmac.ui.formats import INPUT_FORMAT
 from favmac.ui.payment_view import CELL_LABELS, PAYMENT_DEFAULTS, breakdown_rows, members_summary, parse_base_rate, payment_model_of
@@ -39,9 +39,9 @@ def payment_inputs(current: dict, codes, value_kind: str, on_base_rate=None) -> 
         cells = list(CELL_NAMES)
         cell = st.selectbox("Default demographic cell (members whose files give none)", cells, index=cells.index(get("cms_segment")),
                             format_func=lambda c: f"{c}: {CELL_LABELS[c]}", key="pay_cms_segment", disabled=not on)
-        normalization = st.number_input("Normalization factor (1 = none)", min_value=0.001, value=float(get("normalization")), step=0.001,
+        normalization = st.number_input("Normalization factor (1 = none)", min_value=MIN_NORMALIZATION, value=float(get("normalization")), step=0.001,
                                         format=INPUT_FORMAT, key="pay_normalization", disabled=not on)
-        intensity = st.number_input("Coding-intensity adjustment (0 = none, e.g. 0.059)", min_value=0.0, max_value=0.999,
+        intensity = st.number_input("Coding-intensity adjustment (0 = none, e.g. 0.059)", min_value=0.0, max_value=MAX_CODING_INTENSITY,
                                     value=float(get("coding_intensity")), step=0.001, format="%.3f", key="pay_coding_intensity", disabled=not on)
         rate = get("base_rate")
         base_rate = st.text_input("Annual base rate ($ per member per year; empty = RAF units)", value="" if rate is None else f"{rate:g}",
