@@ -93,8 +93,9 @@ def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
     at = settle_jobs(go(at, "validity").button(key="run_validity").click().run())
     assert_clean(at)
     verdict = shown(at.success[0].value)
-    assert "false flags per patient on average" in verdict and "the promised 1.05 false flags" in verdict
-    assert "the mean cost was" in verdict and verdict.count("false flags per patient") >= 2
+    # per 100 charts, as the tiles and the histogram
+    assert "false flags per 100 charts on average" in verdict and "the promised 105 false flags" in verdict
+    assert "the mean cost was" in verdict and verdict.count("false flags per 100 charts") >= 2
     assert any("false flags per 100 charts" in shown(c.value) for c in at.caption)  # the tiles and the histogram, per 100 charts
 
 
