@@ -65,7 +65,7 @@ def test_per_cell_thresholds_in_dollars_read_as_dollars_on_every_page():
     table = next(t.value for t in at.table if "Value per false flag" in t.value.columns)
     assert all(shown(v).startswith("$") for v in table["Value per false flag"]) and "T (math)" in table.columns
     captions = " ".join(shown(c.value) for c in at.caption)
-    assert "Mean cost and target c: false flags per chart" in captions
+    assert "Mean cost and target: false flags per 100 charts" in captions
     at = settle_jobs(go(at, "online"))
     at.button(key="to_end").click().run()
     assert_clean(at)
