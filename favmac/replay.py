@@ -410,6 +410,9 @@ class _Session:
         realized_value = np.zeros((n_targets, steps))
         exceeds = np.zeros((n_targets, steps), dtype=bool)
         bounds = [costs.bound(target) for target in self.targets]
+        compiled = _compiled_choice(cands, realized, bounds, self.cost, self.value)
+        if compiled is not None:
+            from .replay_kernels import choose_prefixes
         for start, stop in _chunks(burn_in, n_patients, _SELECT_CHUNK):
             part = cands.subset(slice(start, stop))
             steps_here = slice(start - burn_in, stop - burn_in)
@@ -419,6 +422,11 @@ class _Session:
                           else realized[start:stop] / costs.scale)
             value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
             exact_cost = realized[start:stop]
+            if compiled is not None:  # every target's choice, cost, value and flag in one compiled pass (no (rows, M) temporaries)
+                choose_prefixes(part.scores(self.score), part.best_prefix(), thresholds[:, steps_here], cost_table,
+                                value_table, exact_cost, compiled, chosen_index[:, steps_here],
+                                realized_cost[:, steps_here], realized_value[:, steps_here], exceeds[:, steps_here])
+                continue
             # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
             along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
             for t in range(n_targets):
@@ -760,16 +768,15 @@ class _Engine:
         s = self.session
         keyless = self.keyless and n_groups == 1 and self._points is None
         if keyless:  # the walk records the answers' slots; their keys are looked up after it (_slot_keys)
-            # the points ranked without their weights, which are filled once the sorted keys are gone
-            ranked = _expected_points(self.cands, self.realized, self.costs, s.score, weights=False)
+            # the points ranked without the sorted keys or their weights, which are filled once the keys are gone
+            ranked = _merged_points(self.cands, self.realized, self.costs, s.score)
             if ranked is None:
                 return None
-            ptr, ranks, heaviest, sorted_keys = ranked
-            n_keys = len(sorted_keys)
+            ptr, ranks, heaviest, n_keys, sharing = ranked
             # _leaf_bound of these ranks (every point in its key's first slot): the heaviest weight
             # times the longest run of equal keys
-            largest = heaviest * longest_run(sorted_keys)
-            del ranked, sorted_keys  # before the weights, the leaves (and the kernels' import) exist
+            largest = heaviest * sharing
+            del ranked
             weights = _point_weights(self.cands, self.realized, s.score, ptr, heaviest)
         else:
             points = self.points()
@@ -888,21 +895,28 @@ class _Engine:
 
     def _slot_keys(self, ptr, ranks, n_keys, *answers):
         """Replace the slots a keyless walk wrote in ``answers`` (2-D arrays) by their keys, in place:
-        one pass over the patients' points (their keys recomputed chunk by chunk) keeps the keys of
-        the marked slots only (a bit set over the slots and one float per answer slot), not the
-        sorted keys of every point. The same floats: a slot's key is the key of every point ranked there."""
-        from .replay_kernels import mark_slots, record_slot_keys, slot_keys, slot_prefix
+        one pass over the patients with a point in an answered slot (their keys recomputed chunk by
+        chunk; the others' keys are not needed) keeps the keys of the marked slots only (a bit set over
+        the slots and one float per answer slot), not the sorted keys of every point. The same floats:
+        a slot's key is the key of every point ranked there, the last one in point order as before."""
+        from .replay_kernels import mark_slots, marked_patients, record_slot_keys, slot_keys, slot_prefix
 
         bits = np.zeros((n_keys + 63) >> 6, dtype=np.uint64)
         for table in answers:
             mark_slots(table, bits)
         prefix = slot_prefix(bits)
         found = np.empty(int(prefix[-1]))
-        for start, stop in _chunks(0, self.cands.n_patients, _POINTS_CHUNK):
-            keys, increments = calibration_points(self.cands.subset(slice(start, stop)), self.realized[start:stop],
+        holders = marked_patients(ptr, ranks, bits)  # at 300,000 x 35 about one patient in seven
+        for start, stop in _chunks(0, self.cands.n_patients, _CHUNK):
+            rows = start + np.flatnonzero(holders[start:stop])
+            if not len(rows):
+                continue
+            keys, increments = calibration_points(self.cands.subset(rows), _rows_of(self.realized, rows),
                                                   self.session.score)
-            record_slot_keys(ranks[ptr[start] : ptr[stop]], keys[increments > 0], bits, prefix, found)
-            del keys, increments
+            counts = ptr[rows + 1] - ptr[rows]  # the points of these rows, in order
+            points = np.repeat(ptr[rows] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            record_slot_keys(ranks[points], keys[increments > 0], bits, prefix, found)
+            del keys, increments, points
         for table in answers:
             slot_keys(table, bits, prefix, found)
 
@@ -1051,6 +1065,21 @@ def _realized(cands, labels, costs, cost=None):
     return out
 
 
+def _compiled_choice(cands, realized, bounds, cost, value):
+    """The bounds as an int64 array when :func:`~favmac.replay_kernels.choose_prefixes` can choose the
+    sets (nested sequences, additive cost and value, integer realized costs and bounds within int64), else None."""
+    if not (cands.nested and cost.is_additive and value.is_additive) or np.dtype(realized.dtype).kind != "i":
+        return None
+    if any(not -INT64_LIMIT < bound < INT64_LIMIT for bound in bounds):
+        return None
+    return np.array(bounds, dtype=np.int64)
+
+
+def _rows_of(realized, rows):
+    """The realized costs of the patients ``rows`` (an index array) of a table or :class:`_RealizedRows`."""
+    return realized.take(rows) if isinstance(realized, _RealizedRows) else realized[rows]
+
+
 class _RealizedRows:
     """The exact realized costs (N, M) of every candidate, computed chunk by chunk when read:
     ``rows[start:stop]`` is ``costs.realized`` of those patients (the values and dtype
@@ -1072,8 +1101,12 @@ class _RealizedRows:
 
     def __getitem__(self, rows):
         if not isinstance(rows, slice) or rows.step not in (None, 1):
-            raise TypeError("_RealizedRows: read contiguous rows (realized[start:stop])")
-        if self.limbs is not None:
+            raise TypeError("_RealizedRows: read contiguous rows (realized[start:stop]), or take(rows) for an index array")
+        return self.take(rows)
+
+    def take(self, rows):
+        """The realized costs of the patients ``rows`` (a slice or an index array), computed now."""
+        if self.limbs is not None:  # sums beyond int64: two int64 limbs per cost
             from .near_ties import CostLimbs
 
             return CostLimbs.realized(self.costs, self.cands.subset(rows), self.labels[rows], self.limbs)
@@ -1081,31 +1114,22 @@ class _RealizedRows:
         return part.astype(self.dtype, copy=False)
 
 
-def _expected_points(cands, realized, costs, score, weights: bool = True):
+def _expected_points(cands, realized, costs, score):
     """(ptr, ranks, weights, sorted_keys) of every patient's calibration points; None when int64 would overflow.
 
     Patient i's points are ``ranks[ptr[i]:ptr[i + 1]]`` (positions in ``sorted_keys``, int32
     below 2^31 points) with ``weights`` (the smallest integer dtype that holds the largest,
     :func:`smallest_int`). Equal keys are not compacted: every point takes the first slot of its key
     (searchsorted, side "left") and the other slots keep weight 0, which never moves "the
-    smallest key whose cdf exceeds the bound".
-
-    ``weights=False``: the weights are not filled here (they would sit beside the sorted keys
-    while the points are ranked); the third item is then the largest weight (an int, 0 without
-    points), and :func:`_point_weights` fills them later, once the keys are gone.
+    smallest key whose cdf exceeds the bound". (The keyless walk ranks its points without the
+    sorted keys: :func:`_merged_points`.)
     """
     n_patients = cands.n_patients
-    if realized.dtype == object or not costs.exact_sums(n_patients):
+    counted = _point_counts(cands, realized, costs, score)
+    if counted is None:
         return None
+    ptr, largest = counted
     chunks = _chunks(0, n_patients, _POINTS_CHUNK)
-    counts = np.zeros(n_patients, dtype=np.int64)
-    largest = 0  # the largest weight, for the weights' dtype
-    for start, stop in chunks:
-        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
-        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
-        largest = max(largest, int(increments.max(initial=0)))
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    del counts
     # The sorted keys first, before the per-point arrays exist, so that no two point-sized
     # float arrays are alive at once.
     sorted_keys = np.empty(ptr[-1])
@@ -1114,7 +1138,7 @@ def _expected_points(cands, realized, costs, score, weights: bool = True):
         sorted_keys[ptr[start] : ptr[stop]] = keys[increments > 0]
     sorted_keys.sort()
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(sorted_keys) < 2**31 else np.int64)
-    point_weights = np.empty(ptr[-1], dtype=smallest_int(largest)) if weights else None  # every weight fits it
+    point_weights = np.empty(ptr[-1], dtype=smallest_int(largest))  # every weight fits it
     for first, last in _chunks(0, n_patients):
         # bisecting sorted queries walks the keys forward (cache friendly); random ones do not, and
         # the more queries at once the closer they are: a _CHUNK of patients' keys is ranked at once,
@@ -1123,8 +1147,7 @@ def _expected_points(cands, realized, costs, score, weights: bool = True):
         for start, stop in _chunks(first, last, _POINTS_CHUNK):
             keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
             positive = increments > 0
-            if weights:
-                point_weights[ptr[start] : ptr[stop]] = increments[positive]
+            point_weights[ptr[start] : ptr[stop]] = increments[positive]
             part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = keys[positive]
             del keys, increments, positive
         order = np.argsort(part)
@@ -1132,7 +1155,58 @@ def _expected_points(cands, realized, costs, score, weights: bool = True):
             batch = order[begin : begin + _RANK_BATCH]
             ranks[batch + ptr[first]] = np.searchsorted(sorted_keys, part[batch])
         del part, order
-    return ptr, ranks, point_weights if weights else largest, sorted_keys
+    return ptr, ranks, point_weights, sorted_keys
+
+
+def _merged_points(cands, realized, costs, score):
+    """(ptr, ranks, heaviest, n_keys, sharing) of the keyless walk's calibration points: the ranks
+    :func:`_expected_points` gives (each point's first slot in the sorted keys), without the sorted
+    keys; None when int64 would overflow. ``heaviest`` is the largest weight (the weights are filled
+    later by :func:`_point_weights`), ``n_keys`` the number of points (slots) and ``sharing`` the most
+    points sharing one slot (the longest run of equal keys).
+
+    Each chunk of patients' keys is sorted as it is gathered (its sort order kept in ``ranks``), then
+    the sorted chunks are merged (:func:`~favmac.replay_kernels.merge_ranks`): no sort of every key and
+    no second pass of keys to bisect (the keys are computed once here)."""
+    from .replay_kernels import merge_ranks, unsort_ranks
+
+    counted = _point_counts(cands, realized, costs, score)
+    if counted is None:
+        return None
+    ptr, heaviest = counted
+    chunks = _chunks(0, cands.n_patients, _CHUNK)
+    keys = np.empty(ptr[-1])  # each chunk's keys, sorted, then their ranks (merge_ranks)
+    ranks = np.empty(ptr[-1], dtype=np.int32 if len(keys) < 2**31 else np.int64)
+    for first, last in chunks:
+        part = keys[ptr[first] : ptr[last]]
+        for start, stop in _chunks(first, last, _POINTS_CHUNK):  # the keys' temporaries are (rows, K) arrays
+            step_keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
+            part[ptr[start] - ptr[first] : ptr[stop] - ptr[first]] = step_keys[increments > 0]
+            del step_keys, increments
+        order = np.argsort(part)
+        ranks[ptr[first] : ptr[last]] = order  # offsets in the chunk (below its points, so they fit)
+        part[:] = part[order]
+        del part, order
+    starts = ptr[[first for first, _ in chunks] + [cands.n_patients]] if chunks else np.zeros(1, dtype=np.int64)
+    sharing = merge_ranks(keys, starts)
+    unsort_ranks(keys, starts, ranks)
+    return ptr, ranks, heaviest, len(keys), int(sharing)
+
+
+def _point_counts(cands, realized, costs, score):
+    """(ptr, heaviest) of the calibration points (:func:`_expected_points`): patient i's points are
+    ``ptr[i]:ptr[i + 1]``, ``heaviest`` the largest weight; None when int64 would overflow."""
+    n_patients = cands.n_patients
+    if realized.dtype == object or not costs.exact_sums(n_patients):
+        return None
+    counts = np.zeros(n_patients, dtype=np.int64)
+    largest = 0  # the largest weight, for the weights' dtype
+    for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
+        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
+        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
+        largest = max(largest, int(increments.max(initial=0)))
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return ptr, largest
 
 
 def _point_weights(cands, realized, score, ptr, largest: int) -> np.ndarray:

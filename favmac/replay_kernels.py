@@ -36,9 +36,9 @@ from numba import njit
 from . import thresholds
 from .fenwick import add
 
-__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "expected_thresholds", "group_slots",
-           "mark_slots", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
-           "slot_owner", "unique_slots", "weight_totals"]
+__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "choose_prefixes", "expected_thresholds", "group_slots",
+           "mark_slots", "marked_patients", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
+           "slot_owner", "unique_slots", "unsort_ranks", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True, nogil=True)(thresholds.rank_edge)
@@ -177,6 +177,20 @@ def record_slot_keys(ranks, keys, bits, prefix, found):
         i = _slot_index(bits, prefix, np.int64(ranks[q]))
         if i >= 0:
             found[i] = keys[q]
+
+
+@njit(cache=True, nogil=True)
+def marked_patients(ptr, ranks, bits):
+    """(N,) bool: whether patient i has a point (``ranks[ptr[i]:ptr[i + 1]]``) in a slot marked in ``bits``. O(points)."""
+    out = np.zeros(ptr.shape[0] - 1, dtype=np.bool_)
+    one = np.uint64(1)
+    for i in range(ptr.shape[0] - 1):
+        for q in range(ptr[i], ptr[i + 1]):
+            s = np.int64(ranks[q])
+            if (bits[s >> 6] >> np.uint64(s & 63)) & one:
+                out[i] = True
+                break
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -477,3 +491,104 @@ def adaptive_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
                 for t in range(n_targets):
                     current[g, t] += rate_scaled * (target_base[t] - chosen_cost[t, i] * cost_to_base)
     return True
+
+
+@njit(cache=True, nogil=True)
+def _below(a, b):
+    """``a < b`` in numpy's sort order (NaN after every number), as ``np.searchsorted`` compares."""
+    return a < b or (b != b and a == a)
+
+
+@njit(cache=True, nogil=True)
+def merge_ranks(keys, starts):
+    """Rank the points of sorted runs by merging them, in place: ``keys[starts[r]:starts[r + 1]]``
+    is run r, sorted. Every key is replaced by its rank among all keys (as a float, exact below
+    2^53): the number of keys strictly below it, i.e. ``np.searchsorted(np.sort(keys), key)``
+    (equal keys share the first slot of their key). Returns the most keys sharing one rank (0 for none).
+    A heap of the runs' heads (their values kept beside it): O(P log runs), no second key-sized array."""
+    n_runs = starts.shape[0] - 1
+    pos = starts[:-1].copy()
+    head = np.empty(n_runs)  # the heap: each entry's run and its head's key
+    run = np.empty(n_runs, dtype=np.int64)
+    size = 0
+    for r in range(n_runs):  # the non-empty runs, then heapified
+        if starts[r + 1] > starts[r]:
+            head[size], run[size] = keys[starts[r]], r
+            size += 1
+    for root in range(size // 2 - 1, -1, -1):
+        _sift(head, run, size, root)
+    j = 0
+    rank = 0
+    shared = 0
+    best = 0
+    prev = 0.0
+    while size > 0:
+        r = run[0]
+        value = head[0]
+        if j > 0 and not _below(prev, value):
+            shared += 1  # the same key as the last one: its first slot
+        else:
+            rank, shared, prev = j, 1, value
+        if shared > best:
+            best = shared
+        keys[pos[r]] = rank
+        pos[r] += 1
+        j += 1
+        if pos[r] == starts[r + 1]:  # run r is done: the last entry takes the top
+            size -= 1
+            head[0], run[0] = head[size], run[size]
+        else:
+            head[0] = keys[pos[r]]
+        if size > 1:
+            _sift(head, run, size, 0)
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _sift(head, run, size, at):
+    """Sift entry ``at`` of the heap (``head`` values, ``run`` ids) down: the smallest head on top."""
+    value, r = head[at], run[at]
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and _below(head[child + 1], head[child]):
+            child += 1
+        if not _below(head[child], value):
+            break
+        head[at], run[at] = head[child], run[child]
+        at = child
+    head[at], run[at] = value, r
+
+
+@njit(cache=True, nogil=True)
+def unsort_ranks(ranked, starts, ranks):
+    """After :func:`merge_ranks`: ``ranks[starts[r]:starts[r + 1]]`` holds run r's sort order (the
+    offset in the run of its i-th smallest point) and ``ranked`` the ranks in that sorted order;
+    write each point's rank at its own place in ``ranks``. O(P); one run's copy of the order at a time."""
+    for r in range(starts.shape[0] - 1):
+        first = starts[r]
+        order = ranks[first : starts[r + 1]].copy()
+        for i in range(order.shape[0]):
+            ranks[first + order[i]] = np.int64(ranked[first + i])
+
+
+@njit(cache=True, nogil=True)
+def choose_prefixes(scores, best, thresholds, cost_table, value_table, exact_cost, bounds, index, cost, value, exceeds):
+    """:meth:`favmac.universe.Candidates.choose` of nested sequences for every target at once, with the
+    chosen set's cost, value and exact "cost > target" flag: for target t and patient i, the candidates
+    whose score is below ``thresholds[t, i]`` are counted (c), and the chosen one is ``best[i, max(c - 1, 0)]``
+    (:meth:`~favmac.universe.Candidates.best_prefix`). ``index``, ``cost``, ``value``, ``exceeds`` are (T, rows)."""
+    n_candidates = scores.shape[1]
+    for t in range(thresholds.shape[0]):
+        for i in range(scores.shape[0]):
+            limit = thresholds[t, i]
+            below = 0
+            for j in range(n_candidates):
+                if scores[i, j] < limit:
+                    below += 1
+            k = best[i, below - 1 if below > 0 else 0]
+            index[t, i] = k
+            cost[t, i] = cost_table[i, k]
+            value[t, i] = value_table[i, k]
+            exceeds[t, i] = exact_cost[i, k] > bounds[t]

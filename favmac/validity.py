@@ -194,10 +194,10 @@ def _per_100(control, x: float, unit) -> str:
 def _kept(x: float) -> str:
     """:func:`_figure` keeping its trailing zeros, for the two ends of a range ("1.00 and 1.07", not "1 and 1.07").
 
-    >>> _kept(1.0), _kept(1.07), _kept(4472.4)
-    ('1.00', '1.07', '4,472')
+    >>> _kept(1.0), _kept(1.07), _kept(4472.4), _kept(100.0), _kept(99.5)
+    ('1.00', '1.07', '4,472', '100', '99.5')
     """
-    return _figure(x) if math.isfinite(x) and abs(x) >= 1000 else f"{x:#.3g}"
+    return _figure(x) if math.isfinite(x) and abs(x) >= 1000 else f"{x:#.3g}".rstrip(".")
 
 
 def _p_text(p: float) -> str:
@@ -210,12 +210,12 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
     each cost figure).
 
     >>> print(verdict_sentence("expected", 0.97, 1.0, 0.62, True, n_orderings=200, n_patients=3000, alpha=0.05))
-    PASS: over 200 random orderings of your patients (3,000 patients), the chosen code sets cost 0.97 per patient on average, within the promised 1 (one-sided t-test, p = 0.620). The cost guarantee held on this data.
+    PASS: over 200 random orderings of your patients (3,000 patients), the chosen code sets cost 97 per 100 charts on average, within the promised 100 per 100 charts (one-sided t-test, p = 0.620). The cost guarantee held on this data.
     """
     each = f" {unit}" if unit else ""
-    if control == "expected":
-        measured = f"the chosen code sets cost {_figure(mean)}{each} per patient on average"
-        promise = f"the promised {promised:g}{each}"
+    if control == "expected":  # per 100 charts, as the page's tiles
+        measured = f"the chosen code sets cost {_per_100(control, mean, unit)} on average"
+        promise = f"the promised {_per_100(control, promised, unit)}"
         holds = "The cost guarantee held on this data."
         broke = ("The cost guarantee did not hold on this data: the patients being coded do not look like the "
                  "calibration patients (drift or a non-random order), so do not rely on the target here.")
@@ -494,13 +494,12 @@ def _adaptive_group_sentence(who, held, worst, n_orderings, unit=None) -> str:
     """A group's verdict under an adaptive target: its mean within its own bound in every ordering.
 
     >>> _adaptive_group_sentence("segment A", True, -0.25, 200)
-    'PASS: in all 200 orderings where segment A had predicted patients, its mean cost stayed within its adaptive bound (closest: 0.25 below).'
+    'PASS: in all 200 orderings where segment A had predicted patients, its mean cost stayed within its adaptive bound (closest: 25 per 100 charts below).'
     """
-    each = f" {unit}" if unit else ""
     if held:
         return (f"PASS: in all {n_orderings} orderings where {who} had predicted patients, its mean cost stayed within "
-                f"its adaptive bound (closest: {_figure(-worst)}{each} below).")
-    return (f"FAIL: {who}'s mean cost exceeded its adaptive bound by up to {_figure(worst)}{each} per patient, which the "
+                f"its adaptive bound (closest: {_per_100('expected', -worst, unit)} below).")
+    return (f"FAIL: {who}'s mean cost exceeded its adaptive bound by up to {_per_100('expected', worst, unit)}, which the "
             "bound rules out for any order: report this as a bug.")
 
 
@@ -511,27 +510,27 @@ def adaptive_verdict(held, worst, observed_excess, bound, mean, target, p_value,
 
     >>> print(adaptive_verdict(True, -0.5, -0.4, 3.4, 1.33, 1.05, 0.0, n_orderings=200, n_patients=3000,
     ...                        n_predicted=2000))  # doctest: +NORMALIZE_WHITESPACE
-    PASS: the adaptive target promises that the mean cost over the 2,000 predicted patients stays at most 3.4
-    per patient in any order; it did in all 200 random orderings of your patients (3,000 patients) and in
-    their arrival order (the closest came within 0.4 of it). It does not promise an average of at most the
-    target 1.05: the orderings' mean was 1.33 (above; one-sided t-test against 1.05, p < 0.001); the target is what
-    the adaptive target steers the long-run mean to.
+    PASS: the adaptive target promises that the mean cost over the 2,000 predicted patients stays at most 340
+    per 100 charts in any order; it did in all 200 random orderings of your patients (3,000 patients) and in
+    their arrival order (the closest came within 40 per 100 charts of it). It does not promise an average of at
+    most the target of 105 per 100 charts: the orderings' mean was 133 per 100 charts (above; one-sided t-test
+    against the target, p < 0.001); the target is what the adaptive target steers the long-run mean to.
     """
-    each = f" {unit}" if unit else ""
     promise = (f"the adaptive target promises that the mean cost over the {n_predicted:,} predicted patients stays at "
-               f"most {_figure(bound)}{each} per patient in any order")
+               f"most {_per_100('expected', bound, unit)} in any order")
     where = f"{n_orderings} random orderings of your patients ({n_patients:,} patients)"
     if held:
         margin = -max(worst, observed_excess)
         head = (f"PASS: {promise}; it did in all {where} and in their arrival order (the closest came within "
-                f"{_figure(margin)} of it).")
+                f"{_per_100('expected', margin, unit)} of it).")
     else:
-        head = (f"FAIL: {promise}; the mean exceeded its bound by up to {_figure(max(worst, observed_excess))}"
-                f"{each} per patient, which the bound rules out for any order: report this as a bug.")
+        head = (f"FAIL: {promise}; the mean exceeded its bound by up to "
+                f"{_per_100('expected', max(worst, observed_excess), unit)}, which the bound rules out for any order: "
+                "report this as a bug.")
     relation = "within" if mean <= target + 1e-12 else "above"
-    return (f"{head} It does not promise an average of at most the target {target:g}{each}: the orderings' mean was "
-            f"{_figure(mean)} ({relation}; one-sided t-test against {target:g}, {_p_text(p_value)}); the target is what "
-            "the adaptive target steers the long-run mean to.")
+    return (f"{head} It does not promise an average of at most the target of {_per_100('expected', target, unit)}: the "
+            f"orderings' mean was {_per_100('expected', mean, unit)} ({relation}; one-sided t-test against the target, "
+            f"{_p_text(p_value)}); the target is what the adaptive target steers the long-run mean to.")
 
 
 def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=None) -> str:
@@ -541,9 +540,9 @@ def order_sentence(control, observed, statistic, order_p, alpha, adaptive, unit=
     'In the order your patients arrived, the '
     """
     what = "the mean cost was" if control == "expected" else "the violation rate was"
-    shown = (_figure(observed) + (f" {unit} per patient" if unit else "")) if control == "expected" else f"{100 * observed:.1f}%"
+    shown = _per_100(control, observed, unit) if control == "expected" else f"{100 * observed:.1f}%"
     low, high = np.quantile(statistic, [0.025, 0.975])
-    span = f"{_kept(low)} and {_kept(high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
+    span = f"{_kept(100 * low)} and {_kept(100 * high)}" if control == "expected" else f"{100 * low:.1f}% and {100 * high:.1f}%"
     text = f"In the order your patients arrived, {what} {shown} (random orderings: 95% between {span}; "
     if order_p < alpha:
         advice = ("the adaptive target is on and keeps the long-run mean within its bound."

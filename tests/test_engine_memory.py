@@ -126,8 +126,13 @@ def test_labels_of_bytes_are_not_copied():
 # Fifth round: the keyless walk's weights are filled after the sorted keys are dropped, the points are
 # ranked in batches of sorted queries and the sets are chosen in small steps: the same arrays.
 
+@pytest.mark.parametrize("chunk", [20_000, 7, 1])
 @pytest.mark.parametrize("options", CASES)
-def test_weights_filled_after_the_keys_are_the_ranking_pass_weights(options):
+def test_merged_points_and_later_weights_are_the_ranking_pass_points(options, chunk, monkeypatch):
+    # Sixth round: the keyless walk's points are ranked by merging sorted chunks (no sorted keys, no
+    # bisection); ranks, slots, heaviest weight, equal-key runs and the weights filled later are those
+    # of the pass over the sorted keys. chunk: patients per sorted run (1: a run per patient; some empty).
+    monkeypatch.setattr(engine, "_CHUNK", chunk)
     rng = np.random.RandomState(3)
     n_patients, n_codes = 120, 5
     probs = rng.choice([0.1, 0.25, 0.5, 0.8, 0.95], size=(n_patients, n_codes))
@@ -138,11 +143,33 @@ def test_weights_filled_after_the_keys_are_the_ranking_pass_weights(options):
                                       None, None, None, None, None)
     cands, realized, costs = session.rows()
     ptr, ranks, weights, keys = engine._expected_points(cands, realized, costs, session.score)
-    ptr2, ranks2, heaviest, keys2 = engine._expected_points(cands, realized, costs, session.score, weights=False)
+    ptr2, ranks2, heaviest, n_keys, sharing = engine._merged_points(cands, realized, costs, session.score)
     later = engine._point_weights(cands, realized, session.score, ptr2, heaviest)
-    for a, b in ((ptr, ptr2), (ranks, ranks2), (keys, keys2), (weights, later)):
+    for a, b in ((ptr, ptr2), (ranks, ranks2), (weights, later)):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
-    assert heaviest == int(weights.max()) > 0
+    assert heaviest == int(weights.max()) > 0 and n_keys == len(keys)
+    assert sharing == engine.longest_run(keys) > 1  # many equal keys here
+
+
+def test_merge_ranks_against_searchsorted():
+    from favmac.replay_kernels import merge_ranks, unsort_ranks
+
+    rng = np.random.RandomState(11)
+    for trial in range(400):
+        n = rng.randint(0, 200)
+        keys = rng.randint(0, rng.randint(1, 40), size=n).astype(float)
+        for special, share in ((np.inf, 0.05), (-np.inf, 0.05), (-0.0, 0.1), (np.nan, 0.1 * (trial % 3 == 0))):
+            keys[rng.rand(n) < share] = special
+        starts = np.concatenate([[0], np.sort(rng.randint(0, n + 1, size=rng.randint(0, 8))), [n]]).astype(np.int64)
+        work, ranks = keys.copy(), np.empty(n, dtype=np.int32)
+        for a, b in zip(starts[:-1], starts[1:]):  # each run sorted, its sort order kept (as _merged_points does)
+            order = np.argsort(work[a:b])
+            ranks[a:b], work[a:b] = order, work[a:b][order]
+        sharing = merge_ranks(work, starts)
+        unsort_ranks(work, starts, ranks)
+        expected = np.searchsorted(np.sort(keys), keys)  # numpy's order: -0.0 == 0.0, NaN last and equal to NaN
+        np.testing.assert_array_equal(ranks, expected)
+        assert sharing == (np.bincount(expected).max() if n else 0)
 
 
 @pytest.mark.parametrize("options", CASES[:2] + CASES[4:])
@@ -154,7 +181,7 @@ def test_small_steps_give_the_same_replay(options, monkeypatch):
     value, cost = AdditiveValue(rng.choice([1.0, 2.0], n_codes)), AdditiveCost(rng.choice([1.0, 0.5, 2.25], n_codes))
     targets = [0.3, 1.0, 2.5]
     default = replay(probs, labels, value, cost, targets, burn_in=10, **options)
-    for name, size in (("_RANK_BATCH", 5), ("_SELECT_CHUNK", 7), ("_POINTS_CHUNK", 3)):
+    for name, size in (("_RANK_BATCH", 5), ("_SELECT_CHUNK", 7), ("_POINTS_CHUNK", 3), ("_CHUNK", 11)):
         monkeypatch.setattr(engine, name, size)
     small = replay(probs, labels, value, cost, targets, burn_in=10, **options)
     for name in ("thresholds", "final_thresholds", "cost", "value", "exceeds"):

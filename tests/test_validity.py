@@ -88,6 +88,7 @@ def test_verdict_figures_carry_the_unit_and_no_exponent_form():
 
     text = verdict_sentence("expected", 4472.4, 5060.0, 1.0, True, n_orderings=200, n_patients=4000, alpha=0.05,
                             unit="dollars of unsupported payment")
-    assert "cost 4,472 dollars of unsupported payment per patient" in text and "the promised 5060 dollars" in text
+    # per 100 charts, as the page's tiles
+    assert "cost 447,240 dollars of unsupported payment per 100 charts" in text and "the promised 506,000 dollars" in text
     order = order_sentence("expected", 4350.0, np.array([4200.0, 4700.0]), 0.8, 0.05, False, unit="dollars")
-    assert "4,350 dollars per patient" in order and "e+" not in order
+    assert "435,000 dollars per 100 charts" in order and "e+" not in order and "421,250 and 468,750" in order

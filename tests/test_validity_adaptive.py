@@ -62,4 +62,4 @@ def test_adaptive_per_segment_rows_use_each_groups_own_bound():
 def test_a_broken_bound_reads_as_a_failure():
     text = adaptive_verdict(False, 0.3, -0.1, 2.0, 1.4, 1.0, 0.001, n_orderings=200, n_patients=1000, n_predicted=800,
                             unit="false flags")
-    assert text.startswith("FAIL:") and "exceeded its bound by up to 0.3 false flags" in text
+    assert text.startswith("FAIL:") and "exceeded its bound by up to 30 false flags per 100 charts" in text

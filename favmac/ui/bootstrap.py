@@ -24,7 +24,7 @@ import streamlit as st
 
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
-from favmac.ui import actions, jobs, widgets
+from favmac.ui import actions, jobs, tradeoffs, widgets
 from favmac.ui.session import Session, current
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
@@ -100,8 +100,6 @@ def warm_up(delay: float = 1.0) -> None:
     # the first Trade-offs run's process-wide parts, loaded once per server like the kernels above:
     # scipy.stats (the summaries' tests), the comparison table's pandas parts and the baselines'
     # kernels (3-decimal weights: the leaf and bound dtypes of a real cohort's); about 30 MB traced
-    from favmac.ui import tradeoffs
-
     weights = tuple(np.round(rng.uniform(0.1, 2.0, size=3), 3))
     for control in ("expected", "violation"):
         toy = RunSpec(value_kind="weighted_tp", cost_kind="weighted_fp", weights=weights, burn_in=5, control=control)

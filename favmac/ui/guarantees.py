@@ -74,15 +74,17 @@ def segment_display(result, settings: dict, grouping=None) -> pd.DataFrame:
         "patients": table["patients"],
         "predicted": table["predicted"],
         threshold_label(units, score): threshold_column(table["threshold"], units, score),
-        "mean cost": fixed(table["mean_cost"], 3),
-        "target c": [f"{t:g}" for t in table["target"]],
+        # per 100 charts, as the tiles and charts; under violation control c is a cost per chart (cost > c)
+        "mean cost": fixed(CHARTS * table["mean_cost"], 1),
+        **({"target c": [f"{t:g}" for t in table["target"]]} if settings["control"] == "violation"
+           else {"target": [per_100_charts(t) for t in table["target"]]}),
         "violation rate": fixed(100 * table["violation_rate"], 1, " %"),
     })
     if settings["control"] == "violation":
         shown["δ"] = [f"{d:g}" for d in table["delta"]]
     adaptive = table["bound"].notna().any()
     if adaptive:
-        shown["bound (adaptive)"] = fixed(table["bound"], 3)
+        shown["bound (adaptive)"] = fixed(CHARTS * table["bound"], 1)
     line = "bound" if adaptive else "target"
     shown["status"] = ["too small" if w else (f"within {line}" if ok else (f"over {line}" if ok is not None else "—"))
                        for w, ok in zip(table["warning"], table["within_target"])]
@@ -109,8 +111,11 @@ def segment_caption(result, settings: dict) -> str:
     rate = ("violation rate: share of its predicted charts over the target c" if settings.get("control") != "violation"
             else "violation rate: share of its predicted charts over c, promised at most δ")
     return (f"{threshold_label(units, score)}: each segment's own threshold as a rule. {rule} "
-            f"T (math): the same threshold on the {score} score. Mean cost and target c: {cost_unit(units)} per chart, "
-            f"over the segment's predicted patients; {rate}. "
+            f"T (math): the same threshold on the {score} score. Mean cost"
+            + (f": {cost_unit(units)} per 100 charts, over the segment's predicted patients; target c: the cost per chart "
+               "that counts as a violation" if settings.get("control") == "violation" else
+               f" and target: {cost_unit(units)} per 100 charts, over the segment's predicted patients")
+            + f"; {rate}. "
             + ("Bound (adaptive): the most the segment's mean cost can reach with the adaptive target, for any "
                "stream, in the same unit; status compares the mean cost with it. " if settings.get("adaptive_rate") is not None else "")
             + "Patients: the segment's patients in the data (burn-in "

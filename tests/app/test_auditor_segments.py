@@ -65,7 +65,7 @@ def test_per_cell_thresholds_in_dollars_read_as_dollars_on_every_page():
     table = next(t.value for t in at.table if "Value per false flag" in t.value.columns)
     assert all(shown(v).startswith("$") for v in table["Value per false flag"]) and "T (math)" in table.columns
     captions = " ".join(shown(c.value) for c in at.caption)
-    assert "Mean cost and target c: false flags per chart" in captions
+    assert "Mean cost and target: false flags per 100 charts" in captions
     at = settle_jobs(go(at, "online"))
     at.button(key="to_end").click().run()
     assert_clean(at)
@@ -93,8 +93,9 @@ def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
     at = settle_jobs(go(at, "validity").button(key="run_validity").click().run())
     assert_clean(at)
     verdict = shown(at.success[0].value)
-    assert "false flags per patient on average" in verdict and "the promised 1.05 false flags" in verdict
-    assert "the mean cost was" in verdict and verdict.count("false flags per patient") >= 2
+    # per 100 charts, as the tiles and the histogram
+    assert "false flags per 100 charts on average" in verdict and "the promised 105 false flags" in verdict
+    assert "the mean cost was" in verdict and verdict.count("false flags per 100 charts") >= 2
     assert any("false flags per 100 charts" in shown(c.value) for c in at.caption)  # the tiles and the histogram, per 100 charts
 
 

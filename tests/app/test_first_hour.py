@@ -89,7 +89,7 @@ def test_segment_table_counts_predicted_patients_and_prints_three_decimals():
     expected = segment_table(result_of(at))
     assert table["patients"].astype(int).sum() == 3000
     assert table["predicted"].astype(int).sum() == 3000 - at.session_state["settings"]["burn_in"]
-    assert table["mean cost"].tolist() == [f"{v:.3f}" for v in expected["mean_cost"]]  # 0.432, not "0.4320"
+    assert table["mean cost"].tolist() == [f"{100 * v:.1f}" for v in expected["mean_cost"]]  # 43.2 per 100 charts, not "0.4320"
 
 
 # --------------------------------------------------------------------------- the Data and Value & cost pages

@@ -32,12 +32,13 @@ def test_value_and_cost_table_counts_predicted_patients_and_prints_fixed_decimal
         assert row["patients"] == int((groups == row["segment"]).sum())  # burn-in included
         assert row["predicted"] == int((result.groups == row["segment"]).sum())  # after the burn-in
     assert shown["patients"].sum() == 900 and shown["predicted"].sum() == 900 - 150
-    assert all(re.fullmatch(r"\d+\.\d{3}", v) for v in shown["mean cost"])
-    assert all(re.fullmatch(r"\d+\.\d{3}", v) for v in shown["bound (adaptive)"])
+    assert all(re.fullmatch(r"\d+\.\d", v) for v in shown["mean cost"])  # per 100 charts, as the tiles
+    assert all(re.fullmatch(r"\d+\.\d", v) for v in shown["bound (adaptive)"])
+    assert set(shown["target"]) == {"60"}  # c = 0.6 per chart
     assert all(re.fullmatch(r"\d+\.\d %", v) for v in shown["violation rate"])
     table = result.cost[0]
     for _, row in shown.iterrows():
-        assert row["mean cost"] == f"{table[result.groups == row['segment']].mean():.3f}"
+        assert row["mean cost"] == f"{100 * table[result.groups == row['segment']].mean():.1f}"
 
 
 def test_violation_control_shows_delta_as_written():

@@ -50,7 +50,7 @@ def test_the_per_segment_table_shows_each_threshold_as_a_rule_with_its_unit():
         assert row["Value per false flag"] == threshold_tile(t, settings, "price")[1]
         assert row["T (math)"] == f"{t:.4g}"
     caption = segment_caption(result, settings)
-    assert "false flags per chart" in caption and "confirmed codes per expected false flag" in caption and "))" not in caption
+    assert "false flags per 100 charts" in caption and "confirmed codes per expected false flag" in caption and "))" not in caption
 
 
 def test_the_threshold_chart_per_segment_names_every_segment_beside_the_plot_with_its_unit():
