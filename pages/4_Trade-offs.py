@@ -94,5 +94,9 @@ widgets.table(out["table"], hide_index=True, key="comparison_table",
                                                "paper_value") if k in labels and labels[k] in out["table"].columns],
              column_config={c: st.column_config.NumberColumn(**tradeoffs.header(c), format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
 with st.expander("Every method × target"):
-    widgets.table(points, hide_index=True, column_config={"ttest_p": st.column_config.NumberColumn("t-test p (cost > c)", format="%.3g"),
-                                                         "binom_p": st.column_config.NumberColumn("binomial p (rate > δ)", format="%.3g")})
+    every = tradeoffs.points_display(points, settings)
+    widgets.table(every, hide_index=True, column_config={
+        **{c: st.column_config.NumberColumn(format=f) for c, f in tradeoffs.comparison_formats(every.drop(columns=["Patients predicted"])).items()
+           if not c.endswith("p (cost > c)") and not c.endswith("p (rate > δ)")},
+        "t-test p (cost > c)": st.column_config.NumberColumn(format="%.3g"),
+        "binomial p (rate > δ)": st.column_config.NumberColumn(format="%.3g")})

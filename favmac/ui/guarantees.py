@@ -200,6 +200,10 @@ def adaptive_figure(result, position: int, cost_unit: str) -> go.Figure:
                    f"Cost {per_charts()} ({plain_html(cost_unit)})", height=360, legend="bottom")  # four entries: under the plot
 
 
+#: Height (px) a legend entry takes under a chart (plotly draws a narrow chart's entries one per row).
+LEGEND_ROW = 22
+
+
 def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     """Running mean cost per 100 charts (as the tiles) per segment against the target, or the violation rate
     against delta."""
@@ -219,9 +223,10 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(rangemode="tozero", **({} if expected else {"tickformat": ".0%"}))  # as the pooled violation chart: 10%, not 0.1
     title = "Running mean cost per segment" if expected else "Running violation rate per segment"
-    # the legend (a line per segment and the target's) in rows under the plot: above it, it crowded the title
+    # the legend (a line per segment and the target's) in rows under the plot: above it, it crowded the title;
+    # the chart grows a row per entry, so eight segments do not squash the plot into a sliver
     return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} {per_charts()}" if expected else "Share of charts over the target (%)",
-                  height=360, legend="bottom")
+                  height=300 + LEGEND_ROW * len(fig.data), legend="bottom")
 
 
 def settings_with_provenance(settings_json: bytes, dataset, spec, weights_source: str, recalibration=None) -> bytes:

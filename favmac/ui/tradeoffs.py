@@ -407,6 +407,37 @@ def header(column: str) -> dict:
     return {} if short is None else {"label": short[0], "help": f"{column}: {short[1]}"}
 
 
+def points_display(points: pd.DataFrame, units: dict) -> pd.DataFrame:
+    """The "every method x target" table in the page's units (:func:`tradeoff_points` holds means per chart):
+    the target, cost and excess per 100 charts (under violation control the target c is a cost per chart),
+    the value as the summary table shows it (per 100 charts, the payment per patient), shares in %.
+
+    >>> row = pd.DataFrame({"method": ["FavMac"], "target": [0.36], "target_pct": [5.0], "n": [900], "mean_value": [0.5],
+    ...                     "mean_cost": [0.3], "excess_cost": [-0.06], "violation_freq": [0.2], "ttest_p": [0.9],
+    ...                     "binom_p": [0.1], "value_pct": [1.0]})
+    >>> [str(v) for v in points_display(row, {"cost_kind": "fp", "value_kind": "tp", "control": "expected"}).iloc[0]]
+    ['FavMac', '36.0', '5.0', '50.0', '30.0', '-6.0', '20.0', '900', '0.9', '0.1']
+    """
+    labels = comparison_columns(units)
+    violation = units.get("control") == "violation"
+    charts = 1 if "per_1000" in labels else CHARTS  # the payment per patient, as the summary table
+    columns = {
+        "method": ("Method", 1),
+        "target": ("Target c (cost per chart)" if violation else "Target (per 100 charts)", 1 if violation else CHARTS),
+        "target_pct": ("Target (% of C_max)", 1),
+        "mean_value": (labels["mean_value"], charts),
+        "mean_cost": (labels["mean_cost"], CHARTS),
+        "excess_cost": (labels["excess_cost"], CHARTS),
+        "violation_freq": (labels["violation_freq"], 100),
+        "n": ("Patients predicted", 1),
+        "ttest_p": ("t-test p (cost > c)", 1),
+        "binom_p": ("binomial p (rate > δ)", 1),
+    }
+    out = pd.DataFrame({label: points[key] * scale if scale != 1 else points[key]
+                        for key, (label, scale) in columns.items() if key in points.columns})
+    return out.reset_index(drop=True)
+
+
 def tradeoff_points(summaries: dict[str, pd.DataFrame], cmax: float, vscale: float) -> pd.DataFrame:
     """Stack per-method ``favmac.metrics.summarize`` tables into one plotting table.
 

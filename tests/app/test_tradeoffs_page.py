@@ -32,6 +32,13 @@ def test_default_comparison_runs_on_demand_and_matches_metrics():
     price = points[points["method"] == "FavMac (price)"]
     assert table.loc[0, "False flags per 100 charts"] == pytest.approx(price["mean_cost"].mean() * 100)
     assert table.loc[0, "Risk-weighted value captured per 100 charts"] == pytest.approx(price["mean_value"].mean() * 100)
+    # the expander's every method x target table: the same units (it showed the means per chart)
+    every = next(d.value for d in at.dataframe if "Target (per 100 charts)" in d.value.columns)
+    assert len(every) == len(points)
+    np.testing.assert_allclose(every["Target (per 100 charts)"], 100 * points["target"])
+    np.testing.assert_allclose(every["False flags per 100 charts"], 100 * points["mean_cost"])
+    np.testing.assert_allclose(every["Risk-weighted value captured per 100 charts"], 100 * points["mean_value"])
+    np.testing.assert_allclose(every["Charts over the target (%)"], 100 * points["violation_freq"])
 
 
 def test_grid_form_changes_targets_and_methods():

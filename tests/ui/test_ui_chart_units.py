@@ -122,3 +122,14 @@ def test_the_validity_histogram_is_per_100_charts_with_its_promise():
     fig = validity.histogram_figure(rates, "false flags")
     np.testing.assert_allclose(fig.data[0].x, [5.0, 8.0])  # in %, as before
     assert "Promise: δ = 10 %" in [t.name for t in fig.data]
+
+
+def test_the_per_segment_chart_grows_with_its_legend():
+    """Eight segments and the target under a half-width chart squashed the plot into a sliver (screenshot)."""
+    from favmac.ui.guarantees import LEGEND_ROW
+
+    two = segment_cost_figure(_run(groups=np.array(["North", "South"] * 200, dtype=object)), 400, FP)
+    eight = np.array([f"cell {i}" for i in range(8)] * 50, dtype=object)
+    many = segment_cost_figure(_run(groups=eight), 400, FP)
+    assert len(many.data) == 9 and many.layout.height - two.layout.height == 6 * LEGEND_ROW
+    assert many.layout.height - LEGEND_ROW * len(many.data) >= 300  # the plot keeps its own height
