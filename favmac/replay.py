@@ -832,9 +832,10 @@ class _Engine:
         Each calibration sum F(b) of the low engine is at most the exact one (divided by the same D)
         and each of the high engine at least, and both compare with floor(M / D): the exact
         threshold, the smallest key with F(b) > M, lies between the high engine's and the low
-        engine's. Where the two agree on every threshold of a target they are exact; the targets where
-        they do not (a near-tie finer than the coarse scale, more likely the longer the stream) are
-        replayed by the exact loop. None for costs without brackets (set costs)."""
+        engine's. Where the two agree a threshold is exact; where they differ (a near-tie finer than the
+        coarse scale, more likely the longer the stream) :meth:`_near_ties` decides it exactly, and only
+        when those are too many or too wide does the exact loop replay the targets concerned. None for
+        costs without brackets (set costs)."""
         engines = self._bracket_engines()
         if engines is None:
             return None
