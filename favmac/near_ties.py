@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .thresholds import INT64_LIMIT, ExactCosts, exact, floor_linear
+from .thresholds import INT64_LIMIT, ExactCosts, exact, floor_linear, limbs_fit
 
 __all__ = ["CostLimbs", "NearTieQueries", "fits", "resolve"]
 
@@ -102,9 +102,7 @@ class CostLimbs:
         return (self.low > q) | ((self.low == q) & (self.rest > r))
 
 
-def fits(divisor: int, n_codes: int) -> bool:
-    """Whether limbs of this divisor fit int64: a remainder sum is below (K + 1) D, and K + 2 of them are added."""
-    return divisor * (n_codes + 2) < INT64_LIMIT
+fits = limbs_fit  # the one rule (favmac.thresholds)
 
 
 def resolve(queries: NearTieQueries, chunks, costs, divisor: int, targets, group: np.ndarray, position: np.ndarray):
@@ -113,8 +111,7 @@ def resolve(queries: NearTieQueries, chunks, costs, divisor: int, targets, group
 
     ``chunks`` yields ``(rows, keys, cost_floor, cost_rest)`` per block of patients: the patients'
     indices, their candidates' keys (non-decreasing along each row) and the candidates' exact
-    realized costs split as ``floor`` and ``rest`` sums (each weight W_k at the exact scale as
-    ``floor(W_k / D)`` and ``W_k mod D``). ``group`` and ``position`` are each patient's group and
+    realized costs as two limbs, ``D * floor + rest`` (:class:`CostLimbs`; a rest below (K + 1) D). ``group`` and ``position`` are each patient's group and
     arrival position (its index in the arrival order)."""
     n_codes = len(costs.weights)
     if not fits(divisor, n_codes) or len(queries) > _QUERIES:

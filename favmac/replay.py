@@ -864,7 +864,7 @@ class _Engine:
         ``cells`` holds (target, group, arrived, lowest key, highest key) per query, the calibration
         patients being the group's first ``arrived`` labels in arrival order (the last ``window`` of them).
         None when there are too many or their brackets are too wide: the caller runs the exact loop."""
-        from .near_ties import NearTieQueries, fits, resolve
+        from .near_ties import CostLimbs, NearTieQueries, fits, resolve
 
         if not fits(floor_costs.divisor, len(self.costs.weights)):
             return None
@@ -880,12 +880,13 @@ class _Engine:
             count = int(np.searchsorted(members[g], stop))
             first = int(members[g][count - window]) if window and count > window else 0
             queries.add(int(t), int(g), first, int(stop), min(count, window) if window else count, float(low), float(high))
-        rest = self.costs.remainders(floor_costs.divisor)
+        limbs = (floor_costs.divisor, floor_costs, self.costs.remainders(floor_costs.divisor))
 
         def chunks():
             for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
-                part, labels = self.cands.subset(slice(start, stop)), s.labels[start:stop]
-                keys, floor_part, rest_part = part.scores(s.score), floor_costs.realized(part, labels), rest.realized(part, labels)
+                part = self.cands.subset(slice(start, stop))
+                exact = CostLimbs.realized(self.costs, part, s.labels[start:stop], limbs)
+                keys, floor_part, rest_part = part.scores(s.score), exact.low, exact.rest
                 if not part.nested:  # the full universe: its sets in key order
                     idx = np.argsort(keys, axis=1, kind="stable")
                     keys, floor_part, rest_part = (np.take_along_axis(a, idx, axis=1) for a in (keys, floor_part, rest_part))

@@ -43,6 +43,7 @@ __all__ = [
     "decimal_places",
     "exact",
     "expected_bounds",
+    "limbs_fit",
     "expected_margin",
     "floor_linear",
     "quantile_rank",
@@ -280,7 +281,7 @@ class ExactCosts:
             return None
         exact_weights = [int(w) for w in self.weights]
         divisor = (max(self.c_max_scaled, sum(exact_weights)) >> 31) + 1
-        if divisor * (len(exact_weights) + 2) >= INT64_LIMIT:
+        if not limbs_fit(divisor, len(exact_weights)):
             return None
         return divisor, self._divided(exact_weights, divisor, "down"), self._divided(exact_weights, divisor, "rest")
 
@@ -333,6 +334,16 @@ class ExactCosts:
         if costs.dtype != object and all(abs(b) < _INT64_SAFE for b in bounds):
             return costs > np.array(bounds, dtype=np.int64)[:, None]
         return np.array([[int(v) > b for v in row] for row, b in zip(costs, bounds)], dtype=bool).reshape(costs.shape)
+
+
+def limbs_fit(divisor: int, n_codes: int) -> bool:
+    """Whether costs as two int64 limbs ``divisor * low + rest`` stay in int64: a sum of the K remainders is
+    below (K + 1) D, and K + 2 of them are added (:meth:`ExactCosts.limbs`, :mod:`favmac.near_ties`).
+
+    >>> limbs_fit(2**40, 35), limbs_fit(2**60, 35)
+    (True, False)
+    """
+    return divisor * (n_codes + 2) < INT64_LIMIT
 
 
 # ---------------------------------------------------------------------------------------
