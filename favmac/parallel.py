@@ -1,0 +1,69 @@
+"""Threads inside one computation: how many a replay or a baseline may use for its own chunks.
+
+A computation that can split its work into independent chunks (per-chunk keys and sorts, per-chunk
+choices of sets) asks :func:`inner_threads` how many threads it may use and runs the chunks with
+:func:`map_chunks`. The caller decides, with :func:`using`: Trade-offs on an idle core runs its
+methods one after another, each on two threads, so only one method's memory is alive at a time.
+The default is one thread (the chunks in order, in the caller's thread). Results never depend on
+the number of threads: each chunk writes only its own slice, and :func:`map_chunks` returns the
+chunks' results in their order.
+
+>>> inner_threads()
+1
+>>> with using(2):
+...     (inner_threads(), map_chunks(lambda x: x * x, [1, 2, 3]))
+(2, [1, 4, 9])
+>>> inner_threads()
+1
+"""
+
+from __future__ import annotations
+
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+__all__ = ["inner_threads", "using", "map_chunks"]
+
+_THREADS: contextvars.ContextVar[int] = contextvars.ContextVar("favmac_inner_threads", default=1)
+
+
+def inner_threads() -> int:
+    """Threads the current computation may use for its own chunks (1 unless inside :func:`using`)."""
+    return _THREADS.get()
+
+
+@contextmanager
+def using(threads: int):
+    """Within the block, :func:`inner_threads` is ``threads`` (at least 1) in this thread."""
+    token = _THREADS.set(max(1, int(threads)))
+    try:
+        yield
+    finally:
+        _THREADS.reset(token)
+
+
+def map_chunks(fn, items, threads: int | None = None) -> list:
+    """``[fn(item) for item in items]``, on ``threads`` threads (default :func:`inner_threads`).
+
+    With one thread (or one item) the items run in order in this thread. With more, a pool of that
+    many threads runs them (the pool is the caller's own, so a chunk may itself call
+    :func:`map_chunks` without waiting on its own pool); the first exception is raised after every
+    chunk ended. ``fn`` must write only what belongs to its item. Inside the chunks
+    :func:`inner_threads` is 1, so nested work does not multiply the threads."""
+    items = list(items)
+    threads = inner_threads() if threads is None else max(1, int(threads))
+    if threads == 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+
+    def one(item):
+        with using(1):
+            return fn(item)
+
+    with ThreadPoolExecutor(max_workers=min(threads, len(items)), thread_name_prefix="favmac chunk") as pool:
+        futures = [pool.submit(one, item) for item in items]
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    return [f.result() for f in futures]
