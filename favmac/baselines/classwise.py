@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 from ..thresholds import exact, quantile_rank
-from .common import ThresholdSets, build_result, prepare, refuse_control
+from .common import ThresholdSets, build_result, chunk_ranges, prepare, refuse_control
 
 __all__ = ["classwise"]
 
@@ -71,17 +71,22 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     needs_by_size = np.empty((n_patients + 1, len(order)), dtype=np.int64)
     for i, t in enumerate(order):
         needs_by_size[:, i] = quantile_rank(betas[t], sizes)
-    from .. import fenwick
+    from .. import fenwick, parallel
     from .kernels import classwise_code, stable_argsort
 
     passed = np.empty((stream.n_codes, n_patients - stream.burn_in), dtype=np.uint8 if len(order) < 256 else np.int64)
     final = np.empty((stream.n_codes, len(order)))
-    tree = np.zeros(n_patients + 1, dtype=np.int32)
-    rank, below = np.empty(n_patients, dtype=np.int64), np.empty(n_patients, dtype=np.int64)
-    for k in range(stream.n_codes):  # one code at a time: its tree stays in cache
-        column = np.ascontiguousarray(stream.probs[:, k])
-        classwise_code(column, stable_argsort(column), np.ascontiguousarray(~stream.labels[:, k]), needs_by_size, stream.burn_in,
-                       stream.window_int, fenwick.top_bit(n_patients), passed[k], final[k], tree, rank, below)
+
+    def run_codes(codes_here):  # one code at a time: its tree stays in cache; the work space is this thread's own
+        tree = np.zeros(n_patients + 1, dtype=np.int32)
+        rank, below = np.empty(n_patients, dtype=np.int64), np.empty(n_patients, dtype=np.int64)
+        for k in codes_here:
+            column = np.ascontiguousarray(stream.probs[:, k])
+            classwise_code(column, stable_argsort(column), np.ascontiguousarray(~stream.labels[:, k]), needs_by_size,
+                           stream.burn_in, stream.window_int, fenwick.top_bit(n_patients), passed[k], final[k], tree, rank, below)
+
+    # the codes are independent (each writes its own row of passed and final): a group per inner thread
+    parallel.map_chunks(run_codes, chunk_ranges(stream.n_codes, parallel.inner_threads()))
     final = final.T
     place = np.empty(len(order), dtype=passed.dtype)  # target t is the place[t]-th of the order
     place[order] = np.arange(len(order))

@@ -40,16 +40,23 @@ def value_ranks(probs):
     >>> ranks.tolist(), n_values, longest
     ([[1, 0], [1, 2]], 3, 2)
     """
-    from .kernels import rank_sorted_keys, sorted_value_keys
+    from ..parallel import map_chunks
+    from .kernels import rank_sorted_keys, sorted_value_key_parts
 
     probs = np.asarray(probs, dtype=float)
     transposed = probs.ndim == 2 and not probs.flags.c_contiguous and probs.flags.f_contiguous
     rows = np.ascontiguousarray(probs.T if transposed else probs)  # no copy unless neither layout
     flat = rows.reshape(-1)
+    bits = flat.view(np.uint64)
     ranks = np.empty(rows.shape, dtype=np.int32 if flat.size < 2**31 else np.int64)
-    keys, shift = sorted_value_keys(flat)
-    n_values, longest = rank_sorted_keys(keys, flat.view(np.uint64), shift, ranks.reshape(-1))
-    return ranks.T if transposed else ranks, int(n_values), int(longest)
+    keys, shift, edges = sorted_value_key_parts(flat)
+    parts = [keys[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    # parts in value order, no value in two of them: a part's ranks start after the distinct values before it
+    counts = [0] if len(parts) == 1 else map_chunks(lambda part: int(rank_sorted_keys(part, bits, shift, ranks[:0].reshape(-1))[0]), parts)
+    firsts = np.cumsum([0] + counts[:-1])
+    found = map_chunks(lambda i: rank_sorted_keys(parts[i], bits, shift, ranks.reshape(-1), firsts[i]), range(len(parts)))
+    n_values, longest = sum(int(n) for n, _ in found), max(int(run) for _, run in found)
+    return ranks.T if transposed else ranks, n_values, longest
 
 
 def _position_values(ranks, n_values, probs, *answers):

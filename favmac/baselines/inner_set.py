@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 from ..thresholds import exact, quantile_rank
-from .common import ThresholdSets, build_result, prepare
+from .common import ThresholdSets, build_result, chunk_ranges, prepare
 
 __all__ = ["inner_set", "inner_set_scores"]
 
@@ -24,12 +24,17 @@ def inner_set_scores(probs, labels) -> np.ndarray:
     >>> inner_set_scores([[0.9, 0.3], [0.8, 0.6]], [[1, 0], [1, 1]]).tolist()
     [0.3, 0.0]
     """
+    from ..parallel import map_chunks
+
     probs = np.asarray(probs, dtype=float)
     labels = np.asarray(labels, dtype=bool)
     out = np.empty(probs.shape[0])
-    for start in range(0, probs.shape[0], _SCORE_ROWS):  # an (N, K) float temporary at once was 84 MB at 300,000 x 35
+
+    def score(start):  # an (N, K) float temporary at once was 84 MB at 300,000 x 35; each block writes its own rows
         rows = slice(start, start + _SCORE_ROWS)
         out[rows] = np.where(labels[rows], -np.inf, probs[rows]).max(axis=1, initial=0.0)
+
+    map_chunks(score, range(0, probs.shape[0], _SCORE_ROWS))
     return out
 
 
@@ -83,14 +88,20 @@ def inner_set(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
             beta = 1 - exact(target) / stream.costs.c_max
         ranks_needed[t] = quantile_rank(beta, sizes)
     scores = inner_set_scores(stream.probs, stream.labels)
-    from .. import fenwick
+    from .. import fenwick, parallel
     from .kernels import inner_set_kernel, stable_argsort
 
     order = stable_argsort(scores)
     rank = np.empty(n_patients, dtype=np.int64)
     rank[order] = np.arange(n_patients)
-    thresholds, final = inner_set_kernel(rank, scores[order], ranks_needed, stream.burn_in, stream.window_int,
-                                         fenwick.top_bit(n_patients))
+    sorted_scores = scores[order]
+    thresholds = np.empty((stream.targets.size, n_patients - stream.burn_in))
+    final = np.empty(stream.targets.size)
+    # the targets are independent: a group per inner thread, each with its own tree (rows of thresholds its own)
+    parallel.map_chunks(lambda group: inner_set_kernel(rank, sorted_scores, ranks_needed[group.start:group.stop], stream.burn_in,
+                                                       stream.window_int, fenwick.top_bit(n_patients),
+                                                       thresholds[group.start:group.stop], final[group.start:group.stop]),
+                        chunk_ranges(stream.targets.size, parallel.inner_threads()))
     settings = {"rule": "predict code k iff p_k > threshold"}
     sets = ThresholdSets(stream.probs[stream.burn_in:], thresholds, ">")
     return build_result("InnerSet", stream, thresholds, sets, value, cost, settings, final)

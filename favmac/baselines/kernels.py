@@ -74,21 +74,39 @@ def set_outcomes(selected, labels, cost_weights, value_weights, exact_weights, b
     return cost, value, exceeds
 
 
-@njit(cache=True, nogil=True)
 def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exact_weights, bounds):
     """:func:`set_outcomes` of the sets of a rule (:class:`favmac.baselines.common.ThresholdSets`):
     code k is chosen for target t at step s iff ``scores[s, k]`` is ``>=`` (``rule`` 0), ``>`` (1)
     or ``<=`` (2) ``levels[t, s]`` (``levels`` (T, 1): one level per target). The same numbers,
-    without the (T, S, K) booleans (each (t, s) sums its codes in code order, whatever the loops' order)."""
-    n_steps, n_codes = scores.shape
+    without the (T, S, K) booleans (each (t, s) sums its codes in code order, whatever the loops' order).
+
+    The steps are cut into :func:`favmac.baselines.common.work_chunks` run on
+    :func:`favmac.parallel.inner_threads` threads (:func:`rule_outcomes_rows`: each chunk writes its
+    own columns), so the numbers do not depend on the threads."""
+    from .. import parallel
+    from .common import work_chunks
+
+    n_steps = scores.shape[0]
     n_targets = levels.shape[0]
-    per_step = levels.shape[1] != 1
-    with_value = value_weights.shape[0] > 0
     cost = np.zeros((n_targets, n_steps))
     value = np.zeros((n_targets, n_steps))
     exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
+    parallel.map_chunks(lambda steps: rule_outcomes_rows(scores, levels, rule, labels, cost_weights, value_weights, exact_weights,
+                                                         bounds, steps.start, steps.stop, cost, value, exceeds),
+                        work_chunks(n_steps))
+    return cost, value, exceeds
+
+
+@njit(cache=True, nogil=True)
+def rule_outcomes_rows(scores, levels, rule, labels, cost_weights, value_weights, exact_weights, bounds, start, stop,
+                       cost, value, exceeds):
+    """:func:`rule_outcomes` of the steps ``start..stop - 1``, written into ``cost``, ``value`` and ``exceeds`` (T, S)."""
+    n_codes = scores.shape[1]
+    n_targets = levels.shape[0]
+    per_step = levels.shape[1] != 1
+    with_value = value_weights.shape[0] > 0
     chosen = np.empty(n_codes, dtype=np.bool_)
-    for s in range(n_steps):  # steps outside: a step's scores and labels are read once for every target
+    for s in range(start, stop):  # steps outside: a step's scores and labels are read once for every target
         for t in range(n_targets):
             level = levels[t, s] if per_step else levels[t, 0]
             for k in range(n_codes):
@@ -102,7 +120,6 @@ def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exa
             cost[t, s] = c
             value[t, s] = v
             exceeds[t, s] = exact > bounds[t]
-    return cost, value, exceeds
 
 
 @njit(cache=True, nogil=True)
@@ -155,14 +172,13 @@ def classwise_code(column, order, negative, needs_by_size, burn_in, window, top,
 
 
 @njit(cache=True, nogil=True)
-def inner_set_kernel(rank, sorted_scores, ranks_needed, burn_in, window, top):
-    """InnerSet's tau for every target and step (rule: predict k iff p_k > tau), and after the stream."""
+def inner_set_kernel(rank, sorted_scores, ranks_needed, burn_in, window, top, thresholds, final):
+    """InnerSet's tau for every target of ``ranks_needed`` and every step (rule: predict k iff
+    p_k > tau), written into ``thresholds`` (T, S), and after the stream into ``final`` (T,). Each
+    call keeps its own tree, so groups of targets can run on threads of their own."""
     n_patients = rank.shape[0]
     n_targets = ranks_needed.shape[0]
-    n_steps = n_patients - burn_in
     tree = np.zeros(n_patients + 1, dtype=np.int32)
-    thresholds = np.empty((n_targets, n_steps))
-    final = np.empty(n_targets)
     for n in range(n_patients + 1):
         if n >= burn_in:
             n_cal = calibration_count(n, window)
@@ -179,7 +195,6 @@ def inner_set_kernel(rank, sorted_scores, ranks_needed, burn_in, window, top):
             fenwick.add(tree, rank[n], 1)
             if window > 0 and n - window >= 0:
                 fenwick.add(tree, rank[n - window], -1)
-    return thresholds, final
 
 
 @njit(cache=True, nogil=True)
@@ -430,13 +445,32 @@ def _order_bits(bits):
 
 
 @njit(cache=True, nogil=True)
-def order_keys(bits, shift, keys):
+def order_keys(bits, shift, keys, first=0):
     """``keys[i]``: the top ``64 - shift`` bits of ``bits[i]``'s order (:func:`_order_bits`; ``bits``
-    is a float64 array viewed as uint64) above ``i`` in the low ``shift`` bits (``i < 2**shift``).
+    is a float64 array viewed as uint64) above the index ``first + i`` in the low ``shift`` bits
+    (``first + i < 2**shift``; ``first``: where a slice of the values starts).
     Sorting the keys sorts the indices by value, up to values that agree in the kept bits
     (:func:`rank_sorted_keys` orders those exactly). O(N), sequential."""
     for i in range(bits.shape[0]):
-        keys[i] = ((_order_bits(bits[i]) >> shift) << shift) | np.uint64(i)
+        keys[i] = ((_order_bits(bits[i]) >> shift) << shift) | np.uint64(first + i)
+
+
+@njit(cache=True, nogil=True)
+def split_keys(keys, pivot):
+    """Reorder ``keys`` in place so that those below ``pivot`` come first; returns how many there
+    are (Hoare's partition: one pass, swaps only). O(N)."""
+    lo = 0
+    hi = keys.shape[0] - 1
+    while True:
+        while lo <= hi and keys[lo] < pivot:
+            lo += 1
+        while lo <= hi and keys[hi] >= pivot:
+            hi -= 1
+        if lo >= hi:
+            return lo
+        keys[lo], keys[hi] = keys[hi], keys[lo]
+        lo += 1
+        hi -= 1
 
 
 @njit(cache=True, nogil=True)
@@ -482,12 +516,15 @@ def order_runs(keys, bits, shift):
 
 
 @njit(cache=True, nogil=True)
-def rank_sorted_keys(keys, bits, shift, ranks):
+def rank_sorted_keys(keys, bits, shift, ranks, first=0):
     """Along keys in value order (:func:`order_keys`, ``sort``, :func:`order_runs`): ``ranks[i]`` =
-    the position of value i among the distinct values (``np.unique``'s inverse). Keys whose kept
-    bits differ hold different values; within a run the full values are compared. Returns (the
-    number of distinct values, the most indices sharing one). O(N)."""
+    ``first`` + the position of value i among the distinct values of ``keys`` (``np.unique``'s
+    inverse; ``first``: the distinct values of the parts before these keys, which share no kept
+    bits with them, :func:`sorted_value_key_parts`). Keys whose kept bits differ hold different
+    values; within a run the full values are compared. Returns (the number of distinct values, the
+    most indices sharing one); an empty ``ranks`` only counts. O(N)."""
     n = keys.shape[0]
+    write = ranks.shape[0] > 0
     mask = (np.uint64(1) << shift) - np.uint64(1)
     n_distinct = 0
     longest = 0
@@ -507,27 +544,68 @@ def rank_sorted_keys(keys, bits, shift, ranks):
             run = 0
         run += 1
         longest = max(longest, run)
-        ranks[i] = n_distinct - 1
+        if write:
+            ranks[i] = first + n_distinct - 1
     return n_distinct, longest
+
+
+#: Values from which :func:`sorted_value_key_parts` cuts the keys into one part per inner thread
+#: (below it a part's sort is too short to pay for the partition pass).
+SPLIT_FROM = 1 << 20
+
+
+def sorted_value_key_parts(values):
+    """(keys, shift, edges): ``values`` (1-D float64, C-contiguous, no NaN) as uint64 keys in value
+    order, ties in index order, each key's index in its low ``shift`` bits; ``edges`` (0 = first <
+    ... <= last = N) cut the keys into parts whose kept bits differ from part to part, so a run of
+    keys sharing their kept bits (:func:`order_runs`) never straddles two parts.
+
+    :func:`order_keys` over index ranges, then, from :data:`SPLIT_FROM` values on with several
+    :func:`favmac.parallel.inner_threads`, one part per thread: pivots at a sample's quantiles
+    (rounded down to their kept bits) and :func:`split_keys`; each part sorted by numpy's
+    vectorized sort of integers (in place; it releases the GIL) and :func:`order_runs` on its
+    thread. The keys are distinct (their indices), so every split sorts them into the same array:
+    the result does not depend on the threads. 8 bytes per value, several times faster than an
+    argsort of the floats; the sample is at most 4,096 keys per part."""
+    from .. import parallel
+    from .common import chunk_ranges
+
+    n = values.size
+    shift = np.uint64(max(1, (n - 1).bit_length()))
+    keys = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return keys, shift, [0, 0]
+    bits = values.view(np.uint64)
+    threads = parallel.inner_threads()
+    parallel.map_chunks(lambda part: order_keys(bits[part.start:part.stop], shift, keys[part.start:part.stop], part.start),
+                        chunk_ranges(n, threads))
+    edges = [0]
+    parts = threads if n >= SPLIT_FROM else 1
+    if parts > 1:
+        sample = np.sort(keys[:: max(1, n // (4096 * parts))])
+        for j in range(1, parts):
+            pivot = (sample[len(sample) * j // parts] >> shift) << shift
+            start = edges[-1]
+            edges.append(start + int(split_keys(keys[start:], pivot)))
+    edges.append(n)
+
+    def sort(part):
+        keys[part.start:part.stop].sort()  # in place
+        order_runs(keys[part.start:part.stop], bits, shift)
+
+    parallel.map_chunks(sort, [range(a, b) for a, b in zip(edges[:-1], edges[1:])])
+    return keys, shift, edges
 
 
 def sorted_value_keys(values):
     """(keys, shift): ``values`` (1-D float64, C-contiguous, no NaN) as uint64 keys in value order,
-    ties in index order, each key's index in its low ``shift`` bits (:func:`order_keys`, numpy's
-    vectorized sort of integers, :func:`order_runs`): 8 bytes per value, several times faster than
-    an argsort of the floats.
+    ties in index order, each key's index in its low ``shift`` bits (:func:`sorted_value_key_parts`).
 
     >>> keys, shift = sorted_value_keys(np.array([0.5, 0.1, 0.5, 0.9]))
     >>> (keys & ((1 << int(shift)) - 1)).tolist()
     [1, 0, 2, 3]
     """
-    shift = np.uint64(max(1, (values.size - 1).bit_length()))
-    keys = np.empty(values.size, dtype=np.uint64)
-    if values.size:
-        bits = values.view(np.uint64)
-        order_keys(bits, shift, keys)
-        keys.sort()  # in place
-        order_runs(keys, bits, shift)
+    keys, shift, _ = sorted_value_key_parts(values)
     return keys, shift
 
 
