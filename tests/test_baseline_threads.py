@@ -112,7 +112,7 @@ def test_sorted_keys_in_parts_are_the_one_part_keys(threads, small_chunks):
         assert parted_shift == shift and np.array_equal(parted, keys)
         assert edges[0] == 0 and edges[-1] == values.size and list(edges) == sorted(edges)
         high = keys >> shift
-        if values.any():  # several kept bits: the keys really are cut
+        if len(np.unique(high)) > 100:  # many kept bits: the keys really are cut
             assert any(0 < e < values.size for e in edges[1:-1])
         assert all(high[e - 1] != high[e] for e in edges[1:-1] if 0 < e < values.size)
         with parallel.using(threads):
