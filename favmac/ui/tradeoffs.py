@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
+from favmac import parallel
 from favmac.functions import bind_rows
 from favmac.methods import applicability, get_method, method_labels, run_method
 from favmac.runspec import RunSpec
@@ -63,6 +64,21 @@ HEAVY_AT_ONCE = 2
 LIGHT_COST = {"CRC": 4.0, "ClassWise": 2.6, "RCPS": 2.6, "InnerSet": 1.0}
 
 
+#: The schedules of a Trade-offs run while a core is free (:func:`run_tradeoffs`' ``mode``):
+#: ``"inner"``: the methods one after another, each on :data:`TRADEOFF_WORKERS` threads inside
+#: itself (:func:`favmac.parallel.using`: its chunks, e.g. a baseline's outcomes or a replay's
+#: chunks), so only one method's memory is alive at a time, as on one thread;
+#: ``"side_by_side"``: :data:`TRADEOFF_WORKERS` methods at once (:func:`run_methods`, at most
+#: :data:`HEAVY_AT_ONCE` FavMac replays at once), each on one thread.
+TRADEOFF_MODES = ("inner", "side_by_side")
+
+#: The schedule the app uses while a core is free (one of :data:`TRADEOFF_MODES`; on a busy server
+#: both are one thread). Side by side until a quiet-machine run shows "inner" at least as fast at
+#: 300,000 x 35 (docs/large_cohorts.md, "Seventh round": side by side held 4.4x the data at its peak,
+#: "inner" one method's memory).
+TRADEOFF_MODE = "side_by_side"
+
+
 def machine_has_a_free_core() -> bool:
     """Whether the 1-minute load average leaves a core idle (below cores - 0.5); True where the
     load average cannot be read."""
@@ -85,7 +101,7 @@ def tradeoff_workers() -> int:
 
 
 def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None,
-                  recalibrate: int | None = None, members=None) -> dict:
+                  recalibrate: int | None = None, members=None, mode: str | None = None) -> dict:
     """Replay every applicable method over ``targets`` and summarise.
 
     Every method uses all earlier patients (no rolling window, no segments, a fixed target:
@@ -101,10 +117,13 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
     patients after the fold and burn-in.
 
-    The methods run on :func:`tradeoff_workers` threads (:func:`run_methods`: at most
-    :data:`HEAVY_AT_ONCE` FavMac replays at once; the price and ratio variants share their
-    candidate sets when they run one after another); the tables are those of running them one after another, to the last bit,
-    in the order of ``methods``. ``progress(fraction)`` gets the mean of the methods' fractions,
+    The methods run on :func:`tradeoff_workers` threads, scheduled by ``mode`` (default
+    :data:`TRADEOFF_MODE`, one of :data:`TRADEOFF_MODES`): ``"side_by_side"`` runs that many
+    methods at once (:func:`run_methods`: at most :data:`HEAVY_AT_ONCE` FavMac replays at once),
+    ``"inner"`` one method at a time on that many inner threads (:func:`favmac.parallel.using`).
+    The price and ratio variants share their candidate sets when they run one after another. The
+    tables are those of running the methods one after another on one thread, to the last bit, in
+    the order of ``methods``, in every mode. ``progress(fraction)`` gets the mean of the methods' fractions,
     from one thread at a time. When a method fails, the others still run to their end; then the
     first failing method's error (in the order of ``methods``) is raised, as a sequential run
     raises it, with the comparison of the methods that finished as its ``tradeoffs`` attribute
@@ -112,6 +131,9 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     """
     from favmac.metrics import compare_methods
 
+    mode = TRADEOFF_MODE if mode is None else mode
+    if mode not in TRADEOFF_MODES:
+        raise ValueError(f"mode: expected one of {', '.join(map(repr, TRADEOFF_MODES))} (favmac.ui.tradeoffs.TRADEOFF_MODES); got {mode!r}")
     reasons = method_applicability(spec.control, methods, len(codes))
     runnable = [m for m in methods if reasons[m] is None]
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
@@ -131,6 +153,8 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
     compiled = value.is_additive or getattr(value, "sequences", None) is not None
     workers = tradeoff_workers()
+    inner = workers if mode == "inner" else 1  # threads inside each method
+    workers = 1 if mode == "inner" else workers  # methods at once
     # A Candidates object fills caches as a replay reads it, so cheap candidate sets (additive values) are
     # shared only between replays that run one after another, and two replays at once each build their own.
     # The payment value's greedy is the expensive part (twice its work when each builds its own): its sets
@@ -176,7 +200,7 @@ def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, met
         tasks.append(lambda: payment_view.additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
         heavy.append(True)
         cost.append(0.0)
-    outcomes = run_methods(tasks, heavy, workers=workers, cost=cost)
+    outcomes = run_methods(tasks, heavy, workers=workers, cost=cost, inner=inner)
     additive = outcomes.pop() if compare else None
     summaries = {method: summary for method, (summary, error) in zip(runnable, outcomes) if error is None}
     failed = {method: error for method, (_, error) in zip(runnable, outcomes) if error is not None}
@@ -227,9 +251,11 @@ def replays_engine(method: str) -> bool:
     return record.is_favmac or record.key == "fpcp"
 
 
-def run_methods(tasks, heavy, workers: int | None = None, heavy_at_once: int | None = None, cost=None) -> list[tuple]:
+def run_methods(tasks, heavy, workers: int | None = None, heavy_at_once: int | None = None, cost=None,
+                inner: int = 1) -> list[tuple]:
     """Run every callable of ``tasks`` on ``workers`` threads (default :func:`tradeoff_workers`);
-    ``[(result, None) or (None, error)]`` in the order of ``tasks``.
+    ``[(result, None) or (None, error)]`` in the order of ``tasks``. Each task runs with ``inner``
+    threads of its own (:func:`favmac.parallel.using`; 1: its chunks in its thread).
 
     At most ``heavy_at_once`` (default :data:`HEAVY_AT_ONCE`) tasks marked in ``heavy`` (FavMac
     replays) run at the same time, and heavy tasks start in their order. A free thread takes the
@@ -262,7 +288,8 @@ def run_methods(tasks, heavy, workers: int | None = None, heavy_at_once: int | N
     def work():
         while (i := take()) is not None:
             try:
-                outcomes[i] = (tasks[i](), None)
+                with parallel.using(inner):
+                    outcomes[i] = (tasks[i](), None)
             except BaseException as error:  # noqa: BLE001 — returned with the task, raised by the caller
                 outcomes[i] = (None, error)
             finally:
