@@ -13,13 +13,20 @@ default changes) and methods (7 apply: FavMac price/ratio/value/prob, ClassWise,
 Each measurement runs in a fresh child process:
 
 * ``speed``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
-  then the Trade-offs computation (``favmac.ui.tradeoffs.run_tradeoffs``) as the app runs it
-  on an idle machine (its methods on ``TRADEOFF_WORKERS`` threads, ``HEAVY_AT_ONCE`` FavMac
-  replays at a time), the same with one FavMac replay at a time (the third round's schedule;
-  checkouts before ``HEAVY_AT_ONCE`` skip it), then with one thread (the methods one after
-  another); wall and CPU seconds (CPU: every thread of the process), and the machine's
-  load (``os.getloadavg``, 1 minute) before and after each step. The user waits wall time;
-  on a shared machine wall times follow the load, CPU times much less.
+  the same replay on ``TRADEOFF_WORKERS`` inner threads (``favmac.parallel.using``; checkouts
+  before ``TRADEOFF_MODES`` skip it), then the Trade-offs computation
+  (``favmac.ui.tradeoffs.run_tradeoffs``) on an idle machine in each schedule: its methods side
+  by side on ``TRADEOFF_WORKERS`` threads (``HEAVY_AT_ONCE`` FavMac replays at a time), the same
+  with one FavMac replay at a time (the third round's schedule; checkouts before
+  ``HEAVY_AT_ONCE`` skip it), the methods one after another each on ``TRADEOFF_WORKERS`` inner
+  threads (mode "inner", the seventh round), then with one thread (the methods one after
+  another); the app's schedule (``TRADEOFF_MODE``) is marked. Wall and CPU seconds (CPU: every
+  thread of the process), and the machine's load (``os.getloadavg``, 1 minute) before and after
+  each step. Trade-offs' wall time is printed against both replays (one thread, and inner
+  threads). The app's start-up warm-up (below) runs first, so no step pays the first
+  Trade-offs run's imports (scipy.stats, pandas parts: about 0.5 s, in the side-by-side step
+  before the seventh round). The user waits wall time; on a shared machine wall times follow
+  the load, CPU times much less.
 * ``memory``: the same steps under ``tracemalloc`` (numpy's arrays are traced); the peak
   of traced memory, data included, against the data's in-memory size (:func:`data_bytes`:
   probabilities float64, labels int8 and cost weights as loaded; the ids are printed apart).
@@ -117,7 +124,7 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
     from favmac.methods import run_method
     from favmac.ui import tradeoffs
 
-    if trace and not cold:  # the app's start-up warm-up (process-wide kernels), before tracing
+    if not cold:  # the app's start-up warm-up (process-wide kernels and modules), before tracing or timing
         try:
             from favmac.ui.bootstrap import warm_up
         except ImportError:
@@ -144,15 +151,23 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
         finally:
             tradeoffs.TRADEOFF_WORKERS = workers
 
-    def two_threads():  # the app's threads on an idle machine (it drops to one when no core is free)
+    modes = getattr(tradeoffs, "TRADEOFF_MODES", ())  # checkouts before the seventh round: side by side only
+
+    def two_threads(mode="side_by_side"):  # the app's threads on an idle machine (it drops to one when no core is free)
         free = getattr(tradeoffs, "machine_has_a_free_core", None)
         if free is not None:
             tradeoffs.machine_has_a_free_core = lambda: True
         try:
-            return tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)
+            return tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods, **({"mode": mode} if modes else {}))
         finally:
             if free is not None:
                 tradeoffs.machine_has_a_free_core = free
+
+    def replay_on_threads():  # the replay with TRADEOFF_WORKERS inner threads (favmac.parallel), as "inner" runs it
+        from favmac import parallel
+
+        with parallel.using(out["workers"]):
+            return run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)
 
     def one_replay_at_a_time():  # two threads, FavMac replays one at a time (the third round)
         heavy = tradeoffs.HEAVY_AT_ONCE
@@ -162,11 +177,16 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
         finally:
             tradeoffs.HEAVY_AT_ONCE = heavy
 
-    steps = [("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)),
-             ("tradeoffs", two_threads)]
+    steps = [("replay", lambda: run_method(grid_spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids))]
+    if modes:
+        steps.append(("replay_threads", replay_on_threads))
+    steps.append(("tradeoffs", two_threads))
     if hasattr(tradeoffs, "HEAVY_AT_ONCE"):
         steps.append(("one_replay", one_replay_at_a_time))
+    if "inner" in modes:
+        steps.append(("inner", lambda: two_threads("inner")))
     steps.append(("sequential", one_thread))
+    out["mode"] = getattr(tradeoffs, "TRADEOFF_MODE", "side_by_side")
     if cold:  # a fresh process's replay, nothing loaded before it
         steps = [("cold_replay", steps[0][1])]
     for name, step in steps:
@@ -285,9 +305,14 @@ def mb(n) -> str:
 def report(label: str, speed: dict, memory: dict) -> None:
     data = memory["data_bytes"]
     print(f"{label}: data {mb(data)} (probabilities, labels, weights; the ids another {mb(memory['id_bytes'])})")
+    workers, mode = speed.get("workers", 1), speed.get("mode", "side_by_side")
+    app = {"side_by_side": "tradeoffs", "inner": "inner"}.get(mode)
     steps = (("replay", "FavMac (price) replay, 10 targets"),
-             ("tradeoffs", f"Trade-offs, 7 methods x 10 targets, {speed.get('workers', 1)} threads (the app)"),
+             ("replay_threads", f"the same replay on {workers} inner threads (favmac.parallel.using)"),
+             ("tradeoffs", f"Trade-offs, 7 methods x 10 targets, {workers} threads, methods side by side"
+                           + (" (the app)" if app == "tradeoffs" else "")),
              ("one_replay", "Trade-offs, the same, one FavMac replay at a time"),
+             ("inner", f"Trade-offs, methods one after another, each on {workers} inner threads" + (" (the app)" if app == "inner" else "")),
              ("sequential", "Trade-offs, the same on 1 thread"))
     for name, title in steps:
         if f"{name}_wall" not in speed:  # a baseline checkout measured before the sequential step existed
@@ -299,10 +324,12 @@ def report(label: str, speed: dict, memory: dict) -> None:
     if "cold_replay_peak" in memory:
         print(f"  the replay in a fresh process, its kernels loaded during it (no warm-up before tracing): "
               f"peak {mb(memory['cold_replay_peak'])} = {memory['cold_replay_peak'] / data:.2f}x the data")
-    for name, title in steps[1:]:
+    threaded = "replay_threads_wall" in speed
+    for name, title in steps[2:]:
         if f"{name}_wall" in speed:
-            print(f"  {title} / replay: {speed[f'{name}_wall'] / speed['replay_wall']:.2f}x wall, "
-                  f"{speed[f'{name}_cpu'] / speed['replay_cpu']:.2f}x CPU")
+            print(f"  {title} / replay: {speed[f'{name}_wall'] / speed['replay_wall']:.2f}x wall"
+                  + (f" ({speed[f'{name}_wall'] / speed['replay_threads_wall']:.2f}x the replay on {workers} threads)" if threaded else "")
+                  + f", {speed[f'{name}_cpu'] / speed['replay_cpu']:.2f}x CPU")
     print(f"  child max RSS {mb(speed['max_rss'])}")
 
 
