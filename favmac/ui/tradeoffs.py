@@ -47,8 +47,9 @@ def value_scale(value, n_codes: int) -> float:
 RECALIBRATED_METHOD = "FavMac (price)"
 RECALIBRATED_LABEL = "FavMac (price) + recalibration"
 
-#: Threads computing one Trade-offs run's methods at the same time: this machine's two cores
-#: (the compiled kernels release the GIL). Used only while a core is free (:func:`tradeoff_workers`).
+#: Threads of one Trade-offs run: this machine's two cores (the compiled kernels release the GIL),
+#: as methods at the same time or as threads inside each method (:data:`TRADEOFF_MODE`). Used only
+#: while a core is free (:func:`tradeoff_workers`).
 TRADEOFF_WORKERS = 2
 
 #: FavMac replays (:func:`replays_engine`) that may run at the same time on those threads. Two:
