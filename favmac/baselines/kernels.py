@@ -1,7 +1,9 @@
 """Compiled loops of the baselines (numba), imported on first use so ``import favmac`` stays fast.
 
 Every kernel releases the GIL (``nogil=True``): the Trade-offs page runs a baseline on one
-thread while a FavMac replay runs on another (:func:`favmac.ui.tradeoffs.run_methods`).
+thread while a FavMac replay runs on another (:func:`favmac.ui.tradeoffs.run_methods`), or one
+baseline's chunks on :func:`favmac.parallel.inner_threads` threads (its outcomes by steps, CRC's
+keys by parts: :func:`rule_outcomes`, :func:`sorted_value_key_parts`).
 
 The Fenwick trees come from :mod:`favmac.fenwick`; the rank edge rule is
 :func:`favmac.thresholds.rank_edge`, compiled once in :mod:`favmac.replay_kernels`.
