@@ -28,6 +28,7 @@ from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .costs import exact_costs
 from .arrivals import ArrivalSchedule, check_label_delay
 from .functions import bind_rows
+from .parallel import inner_threads, map_chunks, ordered_chunks
 from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
 from .segments import GroupingResult, check_groupings, group_index
@@ -413,7 +414,8 @@ class _Session:
         compiled = _compiled_choice(cands, realized, bounds, self.cost, self.value)
         if compiled is not None:
             from .replay_kernels import choose_prefixes
-        for start, stop in _chunks(burn_in, n_patients, _SELECT_CHUNK):
+
+        def choose(start, stop):  # these patients' columns of every table (threads: only its own)
             part = cands.subset(slice(start, stop))
             steps_here = slice(start - burn_in, stop - burn_in)
             rows = np.arange(stop - start)
@@ -426,7 +428,7 @@ class _Session:
                 choose_prefixes(part.scores(self.score), part.best_prefix(), thresholds[:, steps_here], cost_table,
                                 value_table, exact_cost, compiled, chosen_index[:, steps_here],
                                 realized_cost[:, steps_here], realized_value[:, steps_here], exceeds[:, steps_here])
-                continue
+                return
             # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
             along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
             for t in range(n_targets):
@@ -440,6 +442,14 @@ class _Session:
             if along is not None:
                 realized_value[:, steps_here] = bind_rows(self.value, slice(start, stop)).prefixes(
                     part.order, chosen_index[:, steps_here], part_labels)
+
+        def choose_chunk(chunk):
+            for start, stop in _chunks(*chunk, _SELECT_CHUNK):
+                choose(start, stop)
+
+        # the compiled choice on the threads; the numpy loop (other values and costs, some of them
+        # Python functions of the rows) in this thread
+        map_chunks(choose_chunk, _chunks(burn_in, n_patients), threads=None if compiled is not None else 1)
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
         return chosen, realized_cost, realized_value, exceeds
@@ -908,17 +918,27 @@ class _Engine:
             mark_slots(table, bits)
         prefix = slot_prefix(bits)
         found = np.empty(int(prefix[-1]))
-        holders = marked_patients(ptr, ranks, bits)  # at 300,000 x 35 about one patient in seven
-        for start, stop in _chunks(0, self.cands.n_patients, _CHUNK):
-            rows = start + np.flatnonzero(holders[start:stop])
+        chunks = _chunks(0, self.cands.n_patients, _CHUNK)
+
+        def holders(chunk):  # the patients with a point in a marked slot: at 300,000 x 35 about one in seven
+            start, stop = chunk
+            return start + np.flatnonzero(marked_patients(ptr[start : stop + 1], ranks, bits))
+
+        def slot_points(rows):  # the ranks and keys of these patients' points, in point order
             if not len(rows):
-                continue
+                return None
             keys, increments = calibration_points(self.cands.subset(rows), _rows_of(self.realized, rows),
                                                   self.session.score)
-            counts = ptr[rows + 1] - ptr[rows]  # the points of these rows, in order
+            counts = ptr[rows + 1] - ptr[rows]
             points = np.repeat(ptr[rows] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-            record_slot_keys(ranks[points], keys[increments > 0], bits, prefix, found)
-            del keys, increments, points
+            return ranks[points], keys[increments > 0]
+
+        # the keys computed on the threads, recorded here in point order (the last write of a slot wins
+        # as on one thread: -0.0 and 0.0 share a slot)
+        for found_points in ordered_chunks(slot_points, map_chunks(holders, chunks)):
+            if found_points is not None:
+                record_slot_keys(*found_points, bits, prefix, found)
+            del found_points
         for table in answers:
             slot_keys(table, bits, prefix, found)
 
@@ -1170,7 +1190,7 @@ def _merged_points(cands, realized, costs, score):
     Each chunk of patients' keys is sorted as it is gathered (its sort order kept in ``ranks``), then
     the sorted chunks are merged (:func:`~favmac.replay_kernels.merge_ranks`): no sort of every key and
     no second pass of keys to bisect (the keys are computed once here)."""
-    from .replay_kernels import merge_ranks, unsort_ranks
+    from .replay_kernels import merge_part, split_runs, unsort_ranks
 
     counted = _point_counts(cands, realized, costs, score)
     if counted is None:
@@ -1179,7 +1199,9 @@ def _merged_points(cands, realized, costs, score):
     chunks = _chunks(0, cands.n_patients, _CHUNK)
     keys = np.empty(ptr[-1])  # each chunk's keys, sorted, then their ranks (merge_ranks)
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(keys) < 2**31 else np.int64)
-    for first, last in chunks:
+
+    def gather(chunk):  # one chunk's keys, sorted in place (threads: each chunk writes its own slices)
+        first, last = chunk
         part = keys[ptr[first] : ptr[last]]
         for start, stop in _chunks(first, last, _POINTS_CHUNK):  # the keys' temporaries are (rows, K) arrays
             step_keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
@@ -1188,10 +1210,14 @@ def _merged_points(cands, realized, costs, score):
         order = np.argsort(part)
         ranks[ptr[first] : ptr[last]] = order  # offsets in the chunk (below its points, so they fit)
         part[:] = part[order]
-        del part, order
+
+    map_chunks(gather, chunks)
     starts = ptr[[first for first, _ in chunks] + [cands.n_patients]] if chunks else np.zeros(1, dtype=np.int64)
-    sharing = merge_ranks(keys, starts)
-    unsort_ranks(keys, starts, ranks)
+    # the merge in key ranges, side by side on the threads (one range on one thread: merge_ranks)
+    threads = inner_threads()
+    parts = split_runs(keys, starts, 1 if threads == 1 else 2 * threads)
+    sharing = max(map_chunks(lambda part: merge_part(keys, *part), parts))
+    map_chunks(lambda r: unsort_ranks(keys, starts[r : r + 2], ranks), range(len(starts) - 1))
     return ptr, ranks, heaviest, len(keys), int(sharing)
 
 
@@ -1202,11 +1228,16 @@ def _point_counts(cands, realized, costs, score):
     if realized.dtype == object or not costs.exact_sums(n_patients):
         return None
     counts = np.zeros(n_patients, dtype=np.int64)
-    largest = 0  # the largest weight, for the weights' dtype
-    for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
-        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
-        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
-        largest = max(largest, int(increments.max(initial=0)))
+
+    def count(chunk):  # the largest weight of one chunk (threads: each chunk writes its own counts)
+        largest = 0
+        for start, stop in _chunks(*chunk, _POINTS_CHUNK):  # the weights' temporaries are (rows, K) arrays
+            increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
+            counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
+            largest = max(largest, int(increments.max(initial=0)))
+        return largest
+
+    largest = max(map_chunks(count, _chunks(0, n_patients)), default=0)  # the largest weight, for the weights' dtype
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return ptr, largest
 
@@ -1215,10 +1246,14 @@ def _point_weights(cands, realized, score, ptr, largest: int) -> np.ndarray:
     """The calibration points' weights (:func:`_expected_points`) in one pass over the patients,
     in the smallest integer dtype that holds ``largest``: the same integers in the same places."""
     out = np.empty(ptr[-1], dtype=smallest_int(largest))
-    for start, stop in _chunks(0, cands.n_patients, _POINTS_CHUNK):
-        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)
-        out[ptr[start] : ptr[stop]] = increments[increments > 0]
-        del increments
+
+    def fill(chunk):  # threads: each chunk writes its own points
+        for start, stop in _chunks(*chunk, _POINTS_CHUNK):
+            increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)
+            out[ptr[start] : ptr[stop]] = increments[increments > 0]
+            del increments
+
+    map_chunks(fill, _chunks(0, cands.n_patients))
     return out
 
 

@@ -37,8 +37,8 @@ from . import thresholds
 from .fenwick import add
 
 __all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "choose_prefixes", "expected_thresholds", "group_slots",
-           "mark_slots", "marked_patients", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
-           "slot_owner", "unique_slots", "unsort_ranks", "weight_totals"]
+           "mark_slots", "marked_patients", "merge_part", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
+           "slot_owner", "split_runs", "unique_slots", "unsort_ranks", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True, nogil=True)(thresholds.rank_edge)
@@ -505,15 +505,48 @@ def merge_ranks(keys, starts):
     is run r, sorted. Every key is replaced by its rank among all keys (as a float, exact below
     2^53): the number of keys strictly below it, i.e. ``np.searchsorted(np.sort(keys), key)``
     (equal keys share the first slot of their key). Returns the most keys sharing one rank (0 for none).
-    A heap of the runs' heads (their values kept beside it): O(P log runs), no second key-sized array."""
-    n_runs = starts.shape[0] - 1
-    pos = starts[:-1].copy()
+    A heap of the runs' heads (their values kept beside it): O(P log runs), no second key-sized array.
+    :func:`split_runs` and :func:`merge_part` do the same in parts that threads can merge side by side."""
+    return merge_part(keys, starts[:-1], starts[1:], 0)
+
+
+def split_runs(keys, starts, parts: int) -> list:
+    """Split the sorted runs of :func:`merge_ranks` into ``parts`` key ranges that :func:`merge_part`
+    ranks independently: ``[(lo, hi, first), ...]``, part k being ``keys[lo[r]:hi[r]]`` of every run r
+    (the keys of [v_k, v_{k+1}) in numpy's order, v_k sampled from the keys so that the parts are
+    about equal) and ``first`` the keys of the parts before it. Equal keys (-0.0 and 0.0, every NaN)
+    fall in one part, so each part's ranks plus ``first`` are the global ranks and the longest run of
+    equal keys is the longest of the parts'. O(runs parts log P + samples)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    n_runs = len(starts) - 1
+    total = int(starts[-1] - starts[0]) if n_runs >= 0 else 0
+    if parts <= 1 or total == 0:
+        return [(starts[:-1].copy(), starts[1:].copy(), 0)]
+    stride = max(1, total // (64 * parts))  # every sample stands for ``stride`` keys of its run
+    samples = np.sort(np.concatenate([keys[starts[r]:starts[r + 1]:stride] for r in range(n_runs)]))
+    splitters = samples[(np.arange(1, parts) * len(samples)) // parts]
+    cuts = np.empty((parts + 1, n_runs), dtype=np.int64)
+    cuts[0], cuts[-1] = starts[:-1], starts[1:]
+    for r in range(n_runs):  # numpy's order, as the runs were sorted: side "left" keeps equal keys together
+        cuts[1:-1, r] = starts[r] + np.searchsorted(keys[starts[r]:starts[r + 1]], splitters, side="left")
+    before = np.concatenate([[0], np.cumsum((cuts[1:] - cuts[:-1]).sum(axis=1))])
+    return [(cuts[k], cuts[k + 1], int(before[k])) for k in range(parts)]
+
+
+@njit(cache=True, nogil=True)
+def merge_part(keys, lo, hi, first):
+    """:func:`merge_ranks` of the segments ``keys[lo[r]:hi[r]]`` (each sorted), in place: each key
+    becomes ``first`` plus the number of the segments' keys strictly below it. Returns the most keys
+    sharing one rank (0 for none). Touches only the segments, so parts of :func:`split_runs` can be
+    merged on several threads at once."""
+    n_runs = lo.shape[0]
+    pos = lo.copy()
     head = np.empty(n_runs)  # the heap: each entry's run and its head's key
     run = np.empty(n_runs, dtype=np.int64)
     size = 0
     for r in range(n_runs):  # the non-empty runs, then heapified
-        if starts[r + 1] > starts[r]:
-            head[size], run[size] = keys[starts[r]], r
+        if hi[r] > lo[r]:
+            head[size], run[size] = keys[lo[r]], r
             size += 1
     for root in range(size // 2 - 1, -1, -1):
         _sift(head, run, size, root)
@@ -531,10 +564,10 @@ def merge_ranks(keys, starts):
             rank, shared, prev = j, 1, value
         if shared > best:
             best = shared
-        keys[pos[r]] = rank
+        keys[pos[r]] = first + rank
         pos[r] += 1
         j += 1
-        if pos[r] == starts[r + 1]:  # run r is done: the last entry takes the top
+        if pos[r] == hi[r]:  # run r is done: the last entry takes the top
             size -= 1
             head[0], run[0] = head[size], run[size]
         else:

@@ -1,0 +1,128 @@
+"""Benchmark: one FavMac (price) replay on one thread and on two (``favmac.parallel.using``), in one process.
+
+    python scripts/bench_replay_threads.py [--patients 300000] [--codes 35] [--weights 3-decimal|float]
+                                           [--repeat 2] [--trace]
+
+The cohort, spec and grid are ``scripts/bench_large_cohort.py``'s (10 targets, burn-in 1,000). Each
+repeat runs the replay with ``using(1)`` then ``using(2)`` (alternating which goes first), printing
+wall and CPU seconds (``time.process_time``: every thread), the 1-minute load average before each,
+and the wall seconds of each step of the engine (a timer around each; steps nest: the points'
+ranking holds the keys' gather, the merge and the unsort). ``--trace``: the traced peak
+(``tracemalloc``, data included, kernels warmed up first as the app does) of each, in the same process.
+Every run's result must be the same bit for bit (checked: a hash of every array).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import numpy as np  # noqa: E402
+
+from bench_large_cohort import cohort, grid, run_spec  # noqa: E402
+
+STEPS = defaultdict(float)
+
+
+def timed(owner, name, label):
+    """Wrap ``owner.name`` (a function or method) with a wall-clock timer added to STEPS[label]."""
+    inner = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        begin = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            STEPS[label] += time.perf_counter() - begin
+
+    setattr(owner, name, wrapper)
+
+
+def instrument():
+    import importlib
+
+    replay, replay_kernels = (importlib.import_module(f"favmac.{name}") for name in ("replay", "replay_kernels"))
+
+    timed(replay, "_candidates", "candidate sets")
+    timed(replay, "_point_counts", "ranking: counting pass")
+    timed(replay, "_merged_points", "ranking (all)")
+    timed(replay_kernels, "merge_part", "ranking: merge")
+    timed(replay_kernels, "unsort_ranks", "ranking: unsort")
+    timed(replay, "_point_weights", "weights")
+    timed(replay_kernels, "expected_thresholds", "walk (sequential)")
+    timed(replay._Engine, "_slot_keys", "slot keys")
+    timed(replay._Session, "select", "choosing the sets")
+
+
+def digest(result) -> str:
+    h = hashlib.sha256()
+    for array in (result.thresholds, result.cost, result.value, result.exceeds, result.final_thresholds,
+                  result.chosen.index):
+        h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()[:16]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patients", type=int, default=300_000)
+    parser.add_argument("--codes", type=int, default=35)
+    parser.add_argument("--weights", choices=["3-decimal", "float"], default="3-decimal")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--trace", action="store_true")
+    args = parser.parse_args(argv)
+
+    from favmac import parallel
+    from favmac.methods import run_method
+
+    probs, labels, weights, codes, ids = cohort(args.patients, args.codes, weights_kind=args.weights)
+    spec = run_spec(*probs.shape, weights)
+    targets, _ = grid(spec, args.codes)
+    spec = spec.replace(targets=tuple(float(t) for t in targets))
+    data = probs.nbytes + labels.nbytes + np.asarray(weights).nbytes
+    run = lambda: run_method(spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)  # noqa: E731
+    with parallel.using(2):
+        run_method(spec.replace(burn_in=10), "FavMac (price)", probs[:300], labels[:300])  # compile the kernels
+    print(f"{args.patients:,} x {args.codes}, {args.weights} weights, data {data / 1e6:.1f} MB")
+    if args.trace:
+        import tracemalloc
+
+        for threads in (1, 2):
+            gc.collect()
+            tracemalloc.start()
+            with parallel.using(threads):
+                kept = run()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            print(f"  peak traced, {threads} thread(s): {(peak + data) / 1e6:.0f} MB = {(peak + data) / data:.2f}x the data")
+            del kept
+        return 0
+    instrument()
+    hashes = set()
+    for repeat in range(args.repeat):
+        for threads in ((1, 2) if repeat % 2 == 0 else (2, 1)):
+            gc.collect()
+            STEPS.clear()
+            load = os.getloadavg()[0]
+            wall, cpu = time.perf_counter(), time.process_time()
+            with parallel.using(threads):
+                result = run()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            hashes.add(digest(result))
+            steps = ", ".join(f"{name} {seconds:.2f}" for name, seconds in STEPS.items())
+            print(f"  {threads} thread(s): wall {wall:.2f} s, CPU {cpu:.2f} s, load {load:.1f} | {steps}")
+            del result
+    print(f"  results: {'identical' if len(hashes) == 1 else 'DIFFER'} ({', '.join(sorted(hashes))})")
+    return 0 if len(hashes) == 1 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
