@@ -30,11 +30,21 @@ import numpy as np  # noqa: E402
 
 from bench_large_cohort import cohort, grid, run_spec  # noqa: E402
 
-STEPS = defaultdict(float)
+STEPS = defaultdict(list)  # label -> [(begin, end)] of every call (calls on several threads overlap)
+
+
+def wall(intervals) -> float:
+    """The wall seconds covered by some (begin, end) intervals (overlapping calls counted once)."""
+    total, reach = 0.0, -np.inf
+    for begin, end in sorted(intervals):
+        if end > reach:
+            total += end - max(begin, reach)
+            reach = end
+    return total
 
 
 def timed(owner, name, label):
-    """Wrap ``owner.name`` (a function or method) with a wall-clock timer added to STEPS[label]."""
+    """Wrap ``owner.name`` (a function or method) with a wall-clock timer recorded in STEPS[label]."""
     inner = getattr(owner, name)
 
     def wrapper(*args, **kwargs):
@@ -42,7 +52,7 @@ def timed(owner, name, label):
         try:
             return inner(*args, **kwargs)
         finally:
-            STEPS[label] += time.perf_counter() - begin
+            STEPS[label].append((begin, time.perf_counter()))
 
     setattr(owner, name, wrapper)
 
@@ -117,7 +127,7 @@ def main(argv=None) -> int:
                 result = run()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             hashes.add(digest(result))
-            steps = ", ".join(f"{name} {seconds:.2f}" for name, seconds in STEPS.items())
+            steps = ", ".join(f"{name} {wall(intervals):.2f}" for name, intervals in STEPS.items())
             print(f"  {threads} thread(s): wall {wall:.2f} s, CPU {cpu:.2f} s, load {load:.1f} | {steps}")
             del result
     print(f"  results: {'identical' if len(hashes) == 1 else 'DIFFER'} ({', '.join(sorted(hashes))})")
