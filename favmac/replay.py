@@ -1188,10 +1188,9 @@ def _merged_points(cands, realized, costs, score):
     points sharing one slot (the longest run of equal keys).
 
     Each chunk of patients' keys is sorted as it is gathered (its sort order kept in ``ranks``), then
-    the sorted chunks are merged (:func:`~favmac.replay_kernels.merge_ranks`): no sort of every key and
-    no second pass of keys to bisect (the keys are computed once here)."""
-    from .replay_kernels import merge_part, split_runs, unsort_ranks
-
+    the sorted chunks are merged (:func:`_rank_runs`): no sort of every key and no second pass of keys
+    to bisect (the keys are computed once here). The chunks run on the inner threads
+    (:mod:`favmac.parallel`), each writing only its own slices of the keys and ranks."""
     counted = _point_counts(cands, realized, costs, score)
     if counted is None:
         return None
@@ -1213,12 +1212,22 @@ def _merged_points(cands, realized, costs, score):
 
     map_chunks(gather, chunks)
     starts = ptr[[first for first, _ in chunks] + [cands.n_patients]] if chunks else np.zeros(1, dtype=np.int64)
-    # the merge in key ranges, side by side on the threads (one range on one thread: merge_ranks)
+    sharing = _rank_runs(keys, starts, ranks)
+    return ptr, ranks, heaviest, len(keys), sharing
+
+
+def _rank_runs(keys, starts, ranks) -> int:
+    """:func:`~favmac.replay_kernels.merge_ranks` then :func:`~favmac.replay_kernels.unsort_ranks` of the
+    sorted runs ``keys[starts[r]:starts[r + 1]]`` (their sort orders in ``ranks``), on the inner threads:
+    the merge in key ranges (:func:`~favmac.replay_kernels.split_runs`; two per thread, one on one
+    thread), the unsort run by run. Returns the longest run of equal keys; ``ranks`` holds the ranks."""
+    from .replay_kernels import merge_part, split_runs, unsort_ranks
+
     threads = inner_threads()
     parts = split_runs(keys, starts, 1 if threads == 1 else 2 * threads)
     sharing = max(map_chunks(lambda part: merge_part(keys, *part), parts))
     map_chunks(lambda r: unsort_ranks(keys, starts[r : r + 2], ranks), range(len(starts) - 1))
-    return ptr, ranks, heaviest, len(keys), int(sharing)
+    return int(sharing)
 
 
 def _point_counts(cands, realized, costs, score):

@@ -6,8 +6,11 @@
 The cohort, spec and grid are ``scripts/bench_large_cohort.py``'s (10 targets, burn-in 1,000). Each
 repeat runs the replay with ``using(1)`` then ``using(2)`` (alternating which goes first), printing
 wall and CPU seconds (``time.process_time``: every thread), the 1-minute load average before each,
-and the wall seconds of each step of the engine (a timer around each; steps nest: the points'
-ranking holds the keys' gather, the merge and the unsort). ``--trace``: the traced peak
+and per step of the engine (steps nest: the points' ranking holds the counting pass, the keys' gather,
+the merge and the unsort) its wall seconds and its critical-path CPU seconds: the main thread's CPU
+plus, for each parallel call, the busiest worker thread's CPU. On a loaded machine the wall seconds
+follow the load; the critical path estimates the wall time on idle cores (memory bandwidth shared by
+the two threads aside). ``--trace``: the traced peak
 (``tracemalloc``, data included, kernels warmed up first as the app does) of each, in the same process.
 Every run's result must be the same bit for bit (checked: a hash of every array).
 """
@@ -18,6 +21,7 @@ import gc
 import hashlib
 import os
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,9 +35,12 @@ import numpy as np  # noqa: E402
 from bench_large_cohort import cohort, grid, run_spec  # noqa: E402
 
 STEPS = defaultdict(list)  # label -> [(begin, end)] of every call (calls on several threads overlap)
+ESTIMATE = defaultdict(float)  # label -> the step's CPU on its critical path (main-thread calls only)
+CRITICAL = [0.0]  # the parallel calls' critical path so far: per call, the busiest worker's CPU seconds
+WORKERS = [None]  # the current parallel call's CPU seconds per worker thread
 
 
-def wall(intervals) -> float:
+def covered(intervals) -> float:
     """The wall seconds covered by some (begin, end) intervals (overlapping calls counted once)."""
     total, reach = 0.0, -np.inf
     for begin, end in sorted(intervals):
@@ -44,33 +51,80 @@ def wall(intervals) -> float:
 
 
 def timed(owner, name, label):
-    """Wrap ``owner.name`` (a function or method) with a wall-clock timer recorded in STEPS[label]."""
+    """Wrap ``owner.name`` (a function or method) with a wall-clock timer recorded in STEPS[label] and,
+    called in the main thread, its critical-path CPU (this thread's CPU plus the busiest worker's of
+    each parallel call inside it) in ESTIMATE[label]."""
     inner = getattr(owner, name)
 
     def wrapper(*args, **kwargs):
-        begin = time.perf_counter()
+        main = threading.current_thread() is threading.main_thread()
+        begin, cpu, critical = time.perf_counter(), time.thread_time(), CRITICAL[0]
         try:
             return inner(*args, **kwargs)
         finally:
             STEPS[label].append((begin, time.perf_counter()))
+            if main:
+                ESTIMATE[label] += time.thread_time() - cpu + CRITICAL[0] - critical
 
     setattr(owner, name, wrapper)
+
+
+def parallel_calls(module):
+    """Count each parallel call of ``module`` (map_chunks, ordered_chunks) on the critical path: the
+    CPU seconds of its busiest worker (favmac.parallel runs every chunk through ``_one_thread``)."""
+    for name in ("map_chunks", "ordered_chunks"):
+        inner = getattr(module, name, None)
+        if inner is None:
+            continue
+
+        def wrapper(*args, inner=inner, generator=name == "ordered_chunks", **kwargs):
+            saved, WORKERS[0] = WORKERS[0], defaultdict(float)
+            if not generator:
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    CRITICAL[0] += max(WORKERS[0].values(), default=0.0)
+                    WORKERS[0] = saved
+            return _generator(inner(*args, **kwargs), saved)
+
+        setattr(module, name, wrapper)
+
+
+def _generator(results, saved):
+    try:
+        yield from results
+    finally:
+        CRITICAL[0] += max(WORKERS[0].values(), default=0.0)
+        WORKERS[0] = saved
 
 
 def instrument():
     import importlib
 
-    replay, replay_kernels = (importlib.import_module(f"favmac.{name}") for name in ("replay", "replay_kernels"))
+    replay, replay_kernels, universe, parallel = (importlib.import_module(f"favmac.{name}")
+                                                  for name in ("replay", "replay_kernels", "universe", "parallel"))
+    one_thread = parallel._one_thread
 
+    def counted(fn, item):
+        cpu = time.thread_time()
+        try:
+            return one_thread(fn, item)
+        finally:
+            if WORKERS[0] is not None:
+                WORKERS[0][threading.get_ident()] += time.thread_time() - cpu
+
+    parallel._one_thread = counted
+    parallel_calls(replay)
+    parallel_calls(universe)
     timed(replay, "_candidates", "candidate sets")
     timed(replay, "_point_counts", "ranking: counting pass")
     timed(replay, "_merged_points", "ranking (all)")
-    timed(replay_kernels, "merge_part", "ranking: merge")
-    timed(replay_kernels, "unsort_ranks", "ranking: unsort")
+    timed(replay, "_rank_runs", "ranking: merge+unsort")
     timed(replay, "_point_weights", "weights")
     timed(replay_kernels, "expected_thresholds", "walk (sequential)")
     timed(replay._Engine, "_slot_keys", "slot keys")
     timed(replay._Session, "select", "choosing the sets")
+    timed(replay._Session, "run", "whole replay")
 
 
 def digest(result) -> str:
@@ -121,14 +175,15 @@ def main(argv=None) -> int:
         for threads in ((1, 2) if repeat % 2 == 0 else (2, 1)):
             gc.collect()
             STEPS.clear()
+            ESTIMATE.clear()
             load = os.getloadavg()[0]
             wall, cpu = time.perf_counter(), time.process_time()
             with parallel.using(threads):
                 result = run()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             hashes.add(digest(result))
-            steps = ", ".join(f"{name} {wall(intervals):.2f}" for name, intervals in STEPS.items())
-            print(f"  {threads} thread(s): wall {wall:.2f} s, CPU {cpu:.2f} s, load {load:.1f} | {steps}")
+            steps = ", ".join(f"{name} {covered(intervals):.2f}/{ESTIMATE[name]:.2f}" for name, intervals in STEPS.items())
+            print(f"  {threads} thread(s): wall {wall:.2f} s, CPU {cpu:.2f} s, load {load:.1f} | steps, wall/critical-path CPU: {steps}")
             del result
     print(f"  results: {'identical' if len(hashes) == 1 else 'DIFFER'} ({', '.join(sorted(hashes))})")
     return 0 if len(hashes) == 1 else 1
