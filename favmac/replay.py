@@ -807,7 +807,12 @@ class _Engine:
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
         arrived = s.schedule.ptr  # labels arrived before position n: arrived[n]
-        for start, stop in _chunks(0, n_patients + 1):
+        chunks = _chunks(0, n_patients + 1)
+        if keyless and inner_threads() > 1 and n_keys and len(chunks) > 1:  # the first chunk on one tree, then ranges
+            chunks, ranges = chunks[:1], chunks[1:]
+        else:
+            ranges = None
+        for start, stop in chunks:
             # the bounds of the calibration sizes this chunk can meet only: from the smallest
             # group's now to every label that arrives in the chunk (not a (T, N + 1) table)
             low = min(calibration_count(int(count), window) for count in counts)
@@ -816,12 +821,47 @@ class _Engine:
             expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds, low,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
+        if ranges:
+            self._walk_in_ranges(ptr, ranks, weights, n_keys, leaf, int(counts[0]), group, burn_in, window, evict, ranges,
+                                 out, final, report)
         if keyless:
             del leaf, btree, layout, weights
             self._slot_keys(ptr, ranks, n_keys, out, final)
             return _Thresholds(out, final)
         self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
         return _Thresholds(out, final)
+
+    def _walk_in_ranges(self, ptr, slots, weights, n_keys, leaf, arrived_count, group, burn_in, window, evict, chunks,
+                        out, final, report):
+        """The rest of a one-group keyless walk (positions ``chunks``) on the inner threads: the slots
+        split into one range per thread (:func:`_range_splits`, from where the answers so far fell), each
+        thread walking the stream over its own range of the one ``leaf`` array with its own block tree
+        (:func:`~favmac.replay_kernels.expected_slots_range`). Every answer is the one-range walk's
+        (integer sums, each written by the range that holds it); no key-sized array is added."""
+        from .replay_kernels import expected_slots_range, range_btree, weight_below
+
+        s = self.session
+        schedule = s.schedule
+        n_patients = len(group)
+        done = chunks[0][0]
+        edges = _range_splits(out[:, : max(0, done - burn_in)], n_keys, ptr[-1] / max(n_patients, 1), inner_threads())
+        ranges = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            state = np.array([arrived_count, leaf[:lo].sum(dtype=np.int64), leaf[lo:hi].sum(dtype=np.int64)], dtype=np.int64)
+            below = weight_below(ptr, slots, weights, lo) if lo else np.zeros(0, dtype=np.int64)
+            ranges.append((lo, hi, hi == n_keys, below, range_btree(leaf, lo, hi), state))
+        for start, stop in chunks:
+            low = calibration_count(int(ranges[0][-1][0]), window)
+            high = calibration_count(int(schedule.ptr[min(stop, n_patients)]), window)
+            bounds = expected_bounds(s.targets, self.costs, high, first=low)
+
+            def walk(part, start=start, stop=stop, low=low, bounds=bounds):
+                lo, hi, last, below, btree, state = part
+                expected_slots_range(ptr, slots, weights, lo, hi, last, below, schedule.order, schedule.ptr, evict,
+                                     bounds, low, burn_in, window, start, stop, leaf, btree, state, out, final)
+
+            map_chunks(walk, ranges)
+            report(stop / (n_patients + 1))
 
     def _bracket_engines(self):
         """Two engines over the same candidate sets at a coarser integer scale, with every cost weight
@@ -1228,6 +1268,27 @@ def _rank_runs(keys, starts, ranks) -> int:
     sharing = max(map_chunks(lambda part: merge_part(keys, *part), parts))
     map_chunks(lambda r: unsort_ranks(keys, starts[r : r + 2], ranks), range(len(starts) - 1))
     return int(sharing)
+
+
+def _range_splits(answers, n_keys: int, points_per_position: float, parts: int, query_cost: float = 4.0) -> np.ndarray:
+    """Slot edges ``0 = e_0 < ... < e_k = n_keys`` (k <= ``parts``) splitting a keyless walk's slots into
+    ranges of about equal work (:meth:`_Engine._walk_in_ranges`). A position's work in a range is its
+    joining points there (the slots are ranks: about (hi - lo) / n_keys of ``points_per_position``) and
+    ``query_cost`` (in joining points) per answer there, the answers' places estimated from the walk's
+    answers so far (``answers``: (T, positions) slots, +-inf; an answer stays near its place while the
+    stream is stationary). Any edges give the same answers: only the balance depends on them.
+
+    >>> answers = np.array([[10.0] * 5, [60.0] * 5, [np.inf] * 5])  # 3 targets, 5 positions
+    >>> _range_splits(answers, 100, 4.0, 2).tolist()  # each range: 2 joining points and 1 answer per position
+    [0, 50, 100]
+    """
+    grid = np.linspace(0, n_keys, 1025)
+    work = grid / n_keys * points_per_position  # the work of the slots below each grid point, per position
+    if answers.size:
+        finite = np.sort(answers[np.isfinite(answers)])
+        work = work + query_cost * np.searchsorted(finite, grid, side="left") / answers.shape[1]
+    places = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts)
+    return np.unique(np.concatenate([[0], np.ceil(grid[np.minimum(places, len(grid) - 1)]), [n_keys]])).astype(np.int64)
 
 
 def _point_counts(cands, realized, costs, score):

@@ -137,10 +137,10 @@ def assert_same(one, two, label):
         assert {k: v.tobytes() for k, v in a.final_thresholds.items()} == {k: v.tobytes() for k, v in b.final_thresholds.items()}
 
 
-def both(*args, **kwargs):
+def both(*args, threads=2, **kwargs):
     with parallel.using(1):
         one = replay(*args, **kwargs)
-    with parallel.using(2):
+    with parallel.using(threads):
         two = replay(*args, **kwargs)
     return one, two
 
@@ -169,9 +169,11 @@ NESTED = [("ratio", "price"), ("ratio", "cost"), ("prob", "price"), ("prob", "co
 def test_keyless_replay_on_two_threads_is_bit_for_bit(universe, score, seed, small_chunks):
     rng, probs, labels, value, cost, targets = random_stream(seed, n_codes=4 if universe == "full" else 6)
     for options in (dict(burn_in=10), dict(burn_in=10, window=25), dict(burn_in=5, label_delay=7),
-                    dict(burn_in=0, window=6, label_delay=3)):
-        one, two = both(probs, labels, value, cost, targets, universe=universe, score=score, **options)
-        assert_same(one, two, (universe, score, seed, options))
+                    dict(burn_in=0, window=6, label_delay=3), dict(burn_in=40)):  # burn-in past the first chunk
+        for threads in (2, 3, 5):  # the walk's slots in up to 2, 3 and 5 ranges
+            one, two = both(probs, labels, value, cost, targets, universe=universe, score=score, threads=threads,
+                            **options)
+            assert_same(one, two, (universe, score, seed, options, threads))
         assert np.isinf(one.thresholds).any() and np.isfinite(one.thresholds).any()
 
 
@@ -223,6 +225,25 @@ def test_signed_zero_keys_keep_the_last_written_key(small_chunks, monkeypatch):
     assert_same(one, two, "signed zeros")
     zeros = one.thresholds[one.thresholds == 0]
     assert len(zeros) and np.signbit(zeros).any()  # the case is exercised: -0.0 answers exist
+
+
+def test_walk_in_ranges_answers_like_one_range(monkeypatch):
+    """The keyless walk split into slot ranges (one per thread) writes each answer of the one-range walk,
+    whatever the edges (here forced: every split, also empty ranges), with a window (evictions)."""
+    _, probs, labels, value, cost, targets = random_stream(5, n_patients=90)
+    monkeypatch.setattr(engine, "_CHUNK", 9)
+    kwargs = dict(universe="ratio", score="price", burn_in=4, window=20, label_delay=2)
+    with parallel.using(1):
+        expected = replay(probs, labels, value, cost, targets, **kwargs)
+    splits = engine._range_splits
+    for edges in ([0, 1], [0, 0.5], [0, 0.1, 0.2, 0.9], [0, 0.999], [0, 0.3, 0.3, 0.6]):
+        def forced(answers, n_keys, points, parts, edges=edges):
+            return np.unique(np.concatenate([np.round(np.array(edges) * n_keys), [n_keys]])).astype(np.int64)
+
+        monkeypatch.setattr(engine, "_range_splits", forced)
+        with parallel.using(3):
+            assert_same(expected, replay(probs, labels, value, cost, targets, **kwargs), edges)
+    monkeypatch.setattr(engine, "_range_splits", splits)
 
 
 def test_chunks_run_on_two_threads(monkeypatch):
