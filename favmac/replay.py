@@ -14,6 +14,12 @@ once and Fenwick trees over ranks (numba, exact int64 weights at a decimal scale
 group, laid end to end) replace the QuantileTree. In expected-cost control the inserted
 points do not depend on the target — only the query level c(n+1) - C_max does — so one pass
 serves every target.
+
+Threads (:mod:`favmac.parallel`, ``using(n)``): the per-patient passes (counts, keys and their
+argsort, weights, slot lookup, the compiled choice of the sets), the merge of the sorted chunks (in
+key ranges) and the keyless walk (in slot ranges, :meth:`_Engine._walk_in_ranges`) run on
+``inner_threads()`` threads. Each thread writes only its own slices and every sum is an exact
+integer, so the results are the same bit for bit on any number of threads.
 """
 from __future__ import annotations
 

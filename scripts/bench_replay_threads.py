@@ -121,7 +121,8 @@ def instrument():
     timed(replay, "_merged_points", "ranking (all)")
     timed(replay, "_rank_runs", "ranking: merge+unsort")
     timed(replay, "_point_weights", "weights")
-    timed(replay_kernels, "expected_thresholds", "walk (sequential)")
+    timed(replay_kernels, "expected_thresholds", "walk: first chunk")
+    timed(replay._Engine, "_walk_in_ranges", "walk: in ranges")
     timed(replay._Engine, "_slot_keys", "slot keys")
     timed(replay._Session, "select", "choosing the sets")
     timed(replay._Session, "run", "whole replay")
@@ -153,8 +154,8 @@ def main(argv=None) -> int:
     spec = spec.replace(targets=tuple(float(t) for t in targets))
     data = probs.nbytes + labels.nbytes + np.asarray(weights).nbytes
     run = lambda: run_method(spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)  # noqa: E731
-    with parallel.using(2):
-        run_method(spec.replace(burn_in=10), "FavMac (price)", probs[:300], labels[:300])  # compile the kernels
+    with parallel.using(2):  # compile the kernels (the walk in ranges needs more than one chunk of patients)
+        run_method(spec.replace(burn_in=10), "FavMac (price)", probs[:50_000], labels[:50_000])
     print(f"{args.patients:,} x {args.codes}, {args.weights} weights, data {data / 1e6:.1f} MB")
     if args.trace:
         import tracemalloc
