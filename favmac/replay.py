@@ -453,9 +453,10 @@ class _Session:
             for start, stop in _chunks(*chunk, _SELECT_CHUNK):
                 choose(start, stop)
 
-        # the compiled choice on the threads; the numpy loop (other values and costs, some of them
-        # Python functions of the rows) in this thread
-        map_chunks(choose_chunk, _chunks(burn_in, n_patients), threads=None if compiled is not None else 1)
+        # additive values and costs on the threads; the others (formulas, the CMS payment, set costs:
+        # functions of the rows that may keep state) in this thread
+        additive = compiled is not None or (self.cost.is_additive and self.value.is_additive)
+        map_chunks(choose_chunk, _chunks(burn_in, n_patients), threads=None if additive else 1)
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
         return chosen, realized_cost, realized_value, exceeds
@@ -938,18 +939,18 @@ class _Engine:
             queries.add(int(t), int(g), first, int(stop), min(count, window) if window else count, float(low), float(high))
         limbs = (floor_costs.divisor, floor_costs, self.costs.remainders(floor_costs.divisor))
 
-        def chunks():
-            for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
-                part = self.cands.subset(slice(start, stop))
-                exact = CostLimbs.realized(self.costs, part, s.labels[start:stop], limbs)
-                keys, floor_part, rest_part = part.scores(s.score), exact.low, exact.rest
-                if not part.nested:  # the full universe: its sets in key order
-                    idx = np.argsort(keys, axis=1, kind="stable")
-                    keys, floor_part, rest_part = (np.take_along_axis(a, idx, axis=1) for a in (keys, floor_part, rest_part))
-                yield np.arange(start, stop), keys, floor_part, rest_part
+        def chunk(rows):  # computed on the inner threads, used by resolve in order
+            start, stop = rows
+            part = self.cands.subset(slice(start, stop))
+            exact = CostLimbs.realized(self.costs, part, s.labels[start:stop], limbs)
+            keys, floor_part, rest_part = part.scores(s.score), exact.low, exact.rest
+            if not part.nested:  # the full universe: its sets in key order
+                idx = np.argsort(keys, axis=1, kind="stable")
+                keys, floor_part, rest_part = (np.take_along_axis(a, idx, axis=1) for a in (keys, floor_part, rest_part))
+            return np.arange(start, stop), keys, floor_part, rest_part
 
-        return resolve(queries, chunks(), self.costs, floor_costs.divisor, s.targets, np.ascontiguousarray(group, dtype=np.int64),
-                       position)
+        return resolve(queries, ordered_chunks(chunk, _chunks(0, n_patients, _POINTS_CHUNK)), self.costs,
+                       floor_costs.divisor, s.targets, np.ascontiguousarray(group, dtype=np.int64), position)
 
     def _slot_keys(self, ptr, ranks, n_keys, *answers):
         """Replace the slots a keyless walk wrote in ``answers`` (2-D arrays) by their keys, in place:
