@@ -203,6 +203,17 @@ def test_many_decimal_weights_on_two_threads_are_bit_for_bit(universe, score, se
         assert_same(one, two, (universe, score, seed, options))
 
 
+@pytest.mark.parametrize("universe", ["ratio", "value"])
+def test_a_formula_value_on_two_threads_is_bit_for_bit(universe, small_chunks):
+    # a value given as a formula (not additive): its sets are chosen in this thread, the rest on the threads
+    from favmac.functions import FormulaValue
+
+    _, probs, labels, _, cost, targets = random_stream(2, n_patients=80, n_codes=4)
+    value = FormulaValue("sum_hits(v) + prod_hits(v / 2)", weights=[1.0, 2.0, 3.0, 1.5])
+    one, two = both(probs, labels, value, cost, targets, universe=universe, burn_in=10)
+    assert_same(one, two, universe)
+
+
 def test_signed_zero_keys_keep_the_last_written_key(small_chunks, monkeypatch):
     """Points of one slot may hold -0.0 and 0.0 (equal keys, other bits): an answered slot keeps the
     key of its last point in point order on two threads as on one."""
