@@ -1242,7 +1242,8 @@ def _merged_points(cands, realized, costs, score):
     if counted is None:
         return None
     ptr, heaviest = counted
-    chunks = _chunks(0, cands.n_patients, _CHUNK)
+    # on n threads, runs of 1/n the patients: n chunks' sort buffers at once take one chunk's memory
+    chunks = _chunks(0, cands.n_patients, max(1, _CHUNK // inner_threads()))
     keys = np.empty(ptr[-1])  # each chunk's keys, sorted, then their ranks (merge_ranks)
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(keys) < 2**31 else np.int64)
 

@@ -125,7 +125,7 @@ def instrument():
     timed(replay._Engine, "_walk_in_ranges", "walk: in ranges")
     timed(replay._Engine, "_slot_keys", "slot keys")
     timed(replay._Session, "select", "choosing the sets")
-    timed(replay._Engine, "_near_ties", "near-ties (sequential)")
+    timed(replay._Engine, "_near_ties", "near-ties")
     timed(replay._Session, "run", "whole replay")
 
 
