@@ -852,11 +852,14 @@ class _Engine:
         n_patients = len(group)
         done = chunks[0][0]
         edges = _range_splits(out[:, : max(0, done - burn_in)], n_keys, ptr[-1] / max(n_patients, 1), inner_threads())
-        ranges = []
-        for lo, hi in zip(edges[:-1], edges[1:]):
+
+        def prepare(edge):  # a range's walk state from the leaves so far: (lo, hi, last, below, btree, state)
+            lo, hi = edge
             state = np.array([arrived_count, leaf[:lo].sum(dtype=np.int64), leaf[lo:hi].sum(dtype=np.int64)], dtype=np.int64)
             below = weight_below(ptr, slots, weights, lo) if lo else np.zeros(0, dtype=np.int64)
-            ranges.append((lo, hi, hi == n_keys, below, range_btree(leaf, lo, hi), state))
+            return lo, hi, hi == n_keys, below, range_btree(leaf, lo, hi), state
+
+        ranges = map_chunks(prepare, zip(edges[:-1], edges[1:]))
         for start, stop in chunks:
             low = calibration_count(int(ranges[0][-1][0]), window)
             high = calibration_count(int(schedule.ptr[min(stop, n_patients)]), window)
