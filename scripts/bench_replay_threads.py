@@ -137,6 +137,12 @@ def digest(result) -> str:
     return h.hexdigest()[:16]
 
 
+def tables_digest(out) -> str:
+    """A hash of a Trade-offs run's points and table (their CSV)."""
+    text = "".join(getattr(out[name], "to_csv", lambda: repr(out[name]))() for name in ("points", "table"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patients", type=int, default=300_000)
@@ -144,6 +150,9 @@ def main(argv=None) -> int:
     parser.add_argument("--weights", choices=["3-decimal", "float"], default="3-decimal")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--tradeoffs", action="store_true",
+                        help="time the Trade-offs computation (favmac.ui.tradeoffs.run_tradeoffs, its methods one after "
+                             "another in this thread) instead of one replay")
     args = parser.parse_args(argv)
 
     from favmac import parallel
@@ -155,6 +164,12 @@ def main(argv=None) -> int:
     spec = spec.replace(targets=tuple(float(t) for t in targets))
     data = probs.nbytes + labels.nbytes + np.asarray(weights).nbytes
     run = lambda: run_method(spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)  # noqa: E731
+    if args.tradeoffs:
+        from favmac.ui import tradeoffs
+
+        tradeoffs.TRADEOFF_WORKERS = 1  # the methods one after another, each on the inner threads
+        _, methods = grid(spec, args.codes)
+        run = lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, spec.targets, methods)  # noqa: E731
     with parallel.using(2):  # compile the kernels (the walk in ranges needs more than one chunk of patients)
         run_method(spec.replace(burn_in=10), "FavMac (price)", probs[:50_000], labels[:50_000])
     print(f"{args.patients:,} x {args.codes}, {args.weights} weights, data {data / 1e6:.1f} MB")
@@ -179,13 +194,15 @@ def main(argv=None) -> int:
             STEPS.clear()
             ESTIMATE.clear()
             load = os.getloadavg()[0]
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu, main, critical = time.perf_counter(), time.process_time(), time.thread_time(), CRITICAL[0]
             with parallel.using(threads):
                 result = run()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            hashes.add(digest(result))
+            path = time.thread_time() - main + CRITICAL[0] - critical
+            hashes.add(digest(result) if not args.tradeoffs else tables_digest(result))
             steps = ", ".join(f"{name} {covered(intervals):.2f}/{ESTIMATE[name]:.2f}" for name, intervals in STEPS.items())
-            print(f"  {threads} thread(s): wall {wall:.2f} s, CPU {cpu:.2f} s, load {load:.1f} | steps, wall/critical-path CPU: {steps}")
+            print(f"  {threads} thread(s): wall {wall:.2f} s, CPU {cpu:.2f} s, critical-path CPU {path:.2f} s, load {load:.1f} | "
+                  f"steps, wall/critical-path CPU: {steps}")
             del result
     print(f"  results: {'identical' if len(hashes) == 1 else 'DIFFER'} ({', '.join(sorted(hashes))})")
     return 0 if len(hashes) == 1 else 1
