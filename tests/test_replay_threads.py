@@ -114,6 +114,20 @@ def test_ordered_chunks_raises_at_the_failing_chunk():
     assert seen == [0, 1, 2, 3, 4]
 
 
+def test_ordered_chunks_stopped_early_starts_nothing_more():
+    started = []
+
+    def work(i):
+        started.append(i)
+        return i
+
+    with parallel.using(2):
+        results = parallel.ordered_chunks(work, range(100))
+        assert [next(results) for _ in range(3)] == [0, 1, 2]
+        results.close()  # the caller stops (as near_ties.resolve does when a bracket is too wide)
+    assert len(started) <= 6 and sorted(started) == list(range(len(started)))
+
+
 # ---------------------------------------------------------------------------------------------
 # whole replays: one thread against two, small chunks forced
 # ---------------------------------------------------------------------------------------------
