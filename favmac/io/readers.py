@@ -117,6 +117,7 @@ class Dataset:
     groupings: dict | None = None  # segment column -> labels (N,), in the order asked; groups is the first
     label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
     label_available_column: str | None = None  # the column label_available_at was read from
+    rows: np.ndarray | None = None  # (N,) each patient's row in its file (header = row 1), for messages about patients
 
     def segment_columns(self) -> list[str]:
         """Columns that can serve as segments: the segment column(s) read, then the kept text columns."""
@@ -138,8 +139,10 @@ class Dataset:
         values = self.attributes[column]
         missing = values.isna() | (values.astype(str).str.strip() == "")
         if missing.any():
-            raise DataError(f"patient {values.index[int(np.argmax(missing.to_numpy()))]!r} has no label in this column.",
-                            file=self.name, column=column, fix="Give every patient a segment, or choose another column.")
+            i = int(np.argmax(missing.to_numpy()))
+            raise DataError(f"patient {values.index[i]!r} has no label in this column.", file=self.name, column=column,
+                            row=None if self.rows is None else int(self.rows[i]),
+                            fix="Give every patient a segment, or choose another column.")
         return np.array([str(v).strip() for v in values], dtype=object)
 
     @property
@@ -664,8 +667,8 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
 
 
 def _read_probabilities(source, name, segment_column, label_available_column=None):
-    """Probabilities frame, segment labels ({column: labels} or None) and label arrivals (or None)
-    of a probabilities file."""
+    """Probabilities frame, segment labels ({column: labels} or None), label arrivals (or None)
+    and file rows of a probabilities file."""
     text = (ID_COLUMN, *_MEMBER_TEXT, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
@@ -682,7 +685,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
     probs = _layout_frame(frame, rows, file, "probability")
     probs.attrs["members"] = member_context(members, probs.columns)
     probs.attrs["cell_text"] = cells
-    return probs, groups, arrivals
+    return probs, groups, arrivals, np.asarray(rows)
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -750,6 +753,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         groupings=groupings,
         label_available_at=arrivals,
         label_available_column=None if arrivals is None else label_available_column,
+        rows=np.asarray(rows),
     )
 
 
@@ -812,7 +816,7 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
             dataset.name = str(name)
         dataset.sources = file_digests(probs_source)
         return dataset
-    probs, groupings, arrivals = _read_probabilities(probs_source, None, segment_column, label_available_column)
+    probs, groupings, arrivals, rows = _read_probabilities(probs_source, None, segment_column, label_available_column)
     labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
                                                 *([label_available_column] if label_available_column else [])])
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
@@ -844,7 +848,8 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,
                    label_available_at=arrivals, members=probs.attrs.pop("members", None),
-                   label_available_column=None if arrivals is None else label_available_column)
+                   label_available_column=None if arrivals is None else label_available_column,
+                   rows=rows)
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
