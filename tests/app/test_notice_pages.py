@@ -43,3 +43,52 @@ def test_loading_such_data_turns_two_groupings_off_and_says_where():
     assert len(notes) == 1 and "later.csv" in notes[0] and "group '90+' has a single patient (the patient at row 9)" in notes[0]
     assert at.session_state["settings"].get("segment") is None
     assert_clean(go(at, "online"))
+
+
+# --------------------------------------------------------------------------- st.dataframe's own toolbar download
+
+FORMULA_ID = '=HYPERLINK("http://x.test/")'
+FORMULA_CODE = "@SUM(1+1)"
+HOSTILE = (
+    f"patient_id,prob_{FORMULA_CODE},label_{FORMULA_CODE},prob_B,label_B\n".encode()
+    + b"".join(f"{FORMULA_ID if i == 50 else f'P{i:03d}'},{(i % 10) / 10},{i % 2},{(i % 7) / 7:.4f},{(i // 2) % 2}\n".encode()
+               for i in range(80))
+)
+
+
+def every_cell(frame) -> list:
+    """Every text a table's "Download as CSV" or a copy would carry: cells, index labels, headers."""
+    cells = [v for column in frame.columns for v in frame[column].tolist()]
+    return cells + list(frame.index) + list(frame.index.names) + list(frame.columns)
+
+
+def test_tables_show_formula_cells_as_the_exports_write_them():
+    """st.dataframe's toolbar offers "Download as CSV" of what it shows (Streamlit 1.67 has no per-table
+    switch; client.disableDataExport is app-wide): widgets.table shows formula-like cells neutralized."""
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("hostile.csv", HOSTILE, "text/csv"))
+    at.run()
+    assert_clean(at)
+    seen = []
+    for page in ("data", "online", "patients", "export"):
+        go(at, page)
+        if page == "patients":
+            at.selectbox(key="patient_select").set_value(FORMULA_ID).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        for element in at.dataframe:
+            cells = [v for v in every_cell(element.value) if isinstance(v, str)]  # numbers stay numbers (-inf too)
+            assert not any(c.startswith(("=", "+", "-", "@")) for c in cells), (page, [c for c in cells if c.startswith(("=", "+", "-", "@"))])
+            seen += cells
+    assert "'" + FORMULA_ID in seen and "'" + FORMULA_CODE in seen  # shown, as the CSV exports write them
+
+
+def test_the_weights_editor_shows_codes_neutralized_and_an_untouched_table_is_no_edit():
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("hostile.csv", HOSTILE, "text/csv"))
+    at.run()
+    editor = next(e for e in at.dataframe if "weights_editor" in e.proto.id)
+    assert "'" + FORMULA_CODE in list(editor.value.index)
+    at.run()  # the editor hands back what it shows: neutralized labels must not read as an edit
+    assert_clean(at)
+    assert FORMULA_CODE in at.session_state["weights"].index
+    assert not at.session_state["weights_source"].endswith("(edited)"), at.session_state["weights_source"]
