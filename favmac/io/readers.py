@@ -592,7 +592,8 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     if labelled:
         for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"),
                                                      (label_codes, prob_codes, "label_", "prob_")):
-            missing = [c for c in have if c not in set(want)]
+            wanted = set(want)  # once: a set per column made this O(K^2) (25,000 codes: minutes)
+            missing = [c for c in have if c not in wanted]
             if missing:
                 raise DataError(
                     f"there is no matching {want_prefix}{missing[0]} column"
@@ -762,8 +763,9 @@ def _stem(file: str) -> str:
 
 
 def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
-    extra = [c for c in codes_b if c not in set(codes_a)]
-    missing = [c for c in codes_a if c not in set(codes_b)]
+    set_a, set_b = set(codes_a), set(codes_b)  # once each, not per code (O(K^2) with 25,000 codes)
+    extra = [c for c in codes_b if c not in set_a]
+    missing = [c for c in codes_a if c not in set_b]
     if not extra and not missing:
         return
     parts = []
@@ -976,7 +978,8 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
         )
     if codes is not None:
         codes = [str(c) for c in codes]
-        missing = [c for c in codes if c not in set(code_index)]
+        known = set(code_index)  # once, not per code
+        missing = [c for c in codes if c not in known]
         if missing:
             raise DataError(
                 f"{plural(len(missing), 'code')} in the data {'has' if len(missing) == 1 else 'have'} no weight: "

@@ -34,7 +34,7 @@ def test_the_online_violation_charts_name_the_target_in_its_unit():
                     delta=0.1, groups=np.where(np.arange(300) % 2, "a", "b"))
     series = playback.running_series(result)
     pooled = figures.cost_figure(series, "violation", 1.1, 0.1, "false flags").layout.title.text
-    assert pooled == "Running share of charts with more than 1.1 false flags"
+    assert pooled == "Charts over 1.1 false flags"  # a third of the page: short
     per_segment = segment_cost_figure(result, 300, FP).layout.title.text
     assert per_segment == "Running share of charts with more than 1.1 false flags, per segment"
     assert over_target(800, "dollars of unsupported payment") in segment_cost_figure(result, 300, DOLLARS).layout.title.text
