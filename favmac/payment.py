@@ -4,7 +4,7 @@ For a member with coefficient cell D, codes already on the record B and a chosen
 
     V(S; y) = RAF(D, B ∪ (S ∩ y)) - RAF(D, B)
 
-with RAF as hccinfhir computes it (hierarchies, V28's HCC 223 rule, disease interactions,
+with RAF as hccinfhir computes it (hierarchies, V28's HCC223 rule, disease interactions,
 payment-HCC counts D1 ... D10P, the cell's coefficients), times the payment adjustments
 (1 - coding_intensity) / normalization, times an annual base rate for dollars. The demographic
 terms of the RAF do not depend on the codes, so they cancel in V; :meth:`CmsHccValue.raf`

@@ -117,6 +117,7 @@ class Dataset:
     groupings: dict | None = None  # segment column -> labels (N,), in the order asked; groups is the first
     label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
     label_available_column: str | None = None  # the column label_available_at was read from
+    rows: np.ndarray | None = None  # (N,) each patient's row in its file (header = row 1), for messages about patients
 
     def segment_columns(self) -> list[str]:
         """Columns that can serve as segments: the segment column(s) read, then the kept text columns."""
@@ -138,8 +139,10 @@ class Dataset:
         values = self.attributes[column]
         missing = values.isna() | (values.astype(str).str.strip() == "")
         if missing.any():
-            raise DataError(f"patient {values.index[int(np.argmax(missing.to_numpy()))]!r} has no label in this column.",
-                            file=self.name, column=column, fix="Give every patient a segment, or choose another column.")
+            i = int(np.argmax(missing.to_numpy()))
+            raise DataError(f"patient {values.index[i]!r} has no label in this column.", file=self.name, column=column,
+                            row=None if self.rows is None else int(self.rows[i]),
+                            fix="Give every patient a segment, or choose another column.")
         return np.array([str(v).strip() for v in values], dtype=object)
 
     @property
@@ -589,7 +592,8 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     if labelled:
         for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"),
                                                      (label_codes, prob_codes, "label_", "prob_")):
-            missing = [c for c in have if c not in set(want)]
+            wanted = set(want)  # once: a set per column made this O(K^2) (25,000 codes: minutes)
+            missing = [c for c in have if c not in wanted]
             if missing:
                 raise DataError(
                     f"there is no matching {want_prefix}{missing[0]} column"
@@ -664,8 +668,8 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
 
 
 def _read_probabilities(source, name, segment_column, label_available_column=None):
-    """Probabilities frame, segment labels ({column: labels} or None) and label arrivals (or None)
-    of a probabilities file."""
+    """Probabilities frame, segment labels ({column: labels} or None), label arrivals (or None)
+    and file rows of a probabilities file."""
     text = (ID_COLUMN, *_MEMBER_TEXT, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
@@ -682,7 +686,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
     probs = _layout_frame(frame, rows, file, "probability")
     probs.attrs["members"] = member_context(members, probs.columns)
     probs.attrs["cell_text"] = cells
-    return probs, groups, arrivals
+    return probs, groups, arrivals, np.asarray(rows)
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -750,6 +754,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         groupings=groupings,
         label_available_at=arrivals,
         label_available_column=None if arrivals is None else label_available_column,
+        rows=np.asarray(rows),
     )
 
 
@@ -758,8 +763,9 @@ def _stem(file: str) -> str:
 
 
 def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
-    extra = [c for c in codes_b if c not in set(codes_a)]
-    missing = [c for c in codes_a if c not in set(codes_b)]
+    set_a, set_b = set(codes_a), set(codes_b)  # once each, not per code (O(K^2) with 25,000 codes)
+    extra = [c for c in codes_b if c not in set_a]
+    missing = [c for c in codes_a if c not in set_b]
     if not extra and not missing:
         return
     parts = []
@@ -812,7 +818,7 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
             dataset.name = str(name)
         dataset.sources = file_digests(probs_source)
         return dataset
-    probs, groupings, arrivals = _read_probabilities(probs_source, None, segment_column, label_available_column)
+    probs, groupings, arrivals, rows = _read_probabilities(probs_source, None, segment_column, label_available_column)
     labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
                                                 *([label_available_column] if label_available_column else [])])
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
@@ -844,7 +850,8 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,
                    label_available_at=arrivals, members=probs.attrs.pop("members", None),
-                   label_available_column=None if arrivals is None else label_available_column)
+                   label_available_column=None if arrivals is None else label_available_column,
+                   rows=rows)
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -971,7 +978,8 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
         )
     if codes is not None:
         codes = [str(c) for c in codes]
-        missing = [c for c in codes if c not in set(code_index)]
+        known = set(code_index)  # once, not per code
+        missing = [c for c in codes if c not in known]
         if missing:
             raise DataError(
                 f"{plural(len(missing), 'code')} in the data {'has' if len(missing) == 1 else 'have'} no weight: "
