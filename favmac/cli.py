@@ -337,9 +337,12 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
             number = float(text)
         except ValueError:
             raise DataError(f"{flag}: {text!r} is not a number.", fix="Write targets as numbers, e.g. 1,2,3.") from None
-        if not math.isfinite(number) or number < 0:
-            raise DataError(f"{flag}: target {text} must be a finite number >= 0.")
-        targets.append(_percent_target(number, c_max, flag) if percent else number)
+        if percent:  # the one percent rule (0 < P <= 100), also for negative and non-finite numbers
+            targets.append(_percent_target(number, c_max, flag))
+            continue
+        if not math.isfinite(number) or number < 0:  # RunSpec's wording, which 0 and numbers above C_max get
+            raise DataError(f"{flag} must be > 0 and <= C_max, in (0, C_max = {c_max:g}] cost units; got {number:g}.")
+        targets.append(number)
     if not targets:
         raise DataError(f"{flag}: no target given.", fix="For example --targets 1,2,3.")
     return targets

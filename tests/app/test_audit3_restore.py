@@ -1,0 +1,75 @@
+"""Third hostile-input audit of the app: settings the library and the command line accept (a
+``favmac calibrate --delta 0.0005`` file, ``--adaptive-rate 50``) restored into the app, and every
+option of a run combined in one settings file (tests/app/test_audit2_restore.py holds the second round)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from app_helpers import SAMPLES, assert_clean, go, open_page, shown
+
+
+def doc(settings: dict) -> bytes:
+    return json.dumps({"format": "favmac-studio-settings", "version": 1, "settings": settings}).encode()
+
+
+def drift_session():
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("drift.csv", (SAMPLES / "drift_calibration.csv").read_bytes(), "text/csv"))
+    at.run()
+    assert at.session_state["dataset"].name == "drift.csv"
+    return go(at, "export")
+
+
+def restore(at, raw: bytes, name: str = "s.json"):
+    at.file_uploader(key="upload_settings").set_value((name, raw, "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"Restored the settings from {name}" in shown(s.value) for s in at.success), [e.value for e in at.error]
+    return at
+
+
+@pytest.mark.parametrize("fields, key", [
+    ({"control": "violation", "delta": 0.0005}, "delta"),
+    ({"control": "violation", "delta": 0.9995}, "delta"),
+    ({"segment": "segment", "adaptive_rate": 0.0001}, "adaptive_rate"),
+    ({"segment": "segment", "adaptive_rate": 50.0}, "adaptive_rate"),
+])
+def test_a_restored_delta_or_rate_the_library_accepts_is_shown_and_kept(fields, key):
+    """Before: Value & cost died drawing its number input (StreamlitValueBelowMinError: 0.0005 is less
+    than the min_value 0.001; 50.0 above the rate's max 10), though RunSpec, the CLI and the settings
+    file accept both; the inputs now take RunSpec's range, and Apply keeps the value."""
+    at = restore(drift_session(), doc(fields))
+    assert at.session_state["settings"][key] == pytest.approx(fields[key])
+    at = go(at, "value_cost")
+    assert_clean(at)
+    assert at.number_input(key=key).value == pytest.approx(fields[key])
+    at.button(key="apply_settings").click().run()
+    assert_clean(at)
+    assert at.session_state["settings"][key] == pytest.approx(fields[key])
+
+
+def test_a_delta_of_zero_typed_in_the_wider_input_is_refused_on_apply():
+    at = open_page("value_cost")
+    at.radio(key="control").set_value("violation").run()
+    before = dict(at.session_state["settings"])
+    at.number_input(key="delta").set_value(0.0).run()
+    at.button(key="apply_settings").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("delta must be between 0 and 1" in shown(e.value) for e in at.error), [e.value for e in at.error]
+    assert at.session_state["settings"] == before
+
+
+def test_every_option_at_once_from_a_bom_crlf_settings_file_reaches_every_page():
+    """Segments, a label delay, a recalibration fold, the adaptive target and a window smaller than
+    the burn-in in one settings file saved by a Windows editor (BOM, CRLF): restored, every page clean."""
+    fields = {"segment": "segment", "adaptive_rate": 0.01, "label_delay": 50, "recalibrate": 200, "burn_in": 500,
+              "window": 300, "target": 1.1}
+    raw = b"\xef\xbb\xbf" + json.dumps({"format": "favmac-studio-settings", "version": 1, "settings": fields},
+                                       indent=2).encode().replace(b"\n", b"\r\n")
+    at = restore(drift_session(), raw, "windows.json")
+    for key, value in fields.items():
+        assert at.session_state["settings"][key] == value
+    for page in ("value_cost", "online", "patients", "export", "validity"):
+        at = go(at, page)
+        assert_clean(at)

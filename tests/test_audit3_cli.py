@@ -1,0 +1,56 @@
+"""Third hostile-input audit of the command line (tests/test_audit_cli.py, tests/test_audit2_cli.py
+hold the earlier rounds): target messages that agree with each other, and no numpy warnings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_cli import run, subprocess_run  # noqa: F401 - the in-process CLI fixture
+
+ALLOWED = "--targets must be > 0 and <= C_max, in (0, C_max = 2] cost units; got {}."
+
+
+def _cal(folder, subnormal=False):
+    rng = np.random.RandomState(1)
+    lines = ["patient_id,prob_A,label_A,prob_B,label_B"]
+    for i in range(200):
+        p = [float(x) for x in rng.rand(2)]
+        if subnormal and i % 3 == 0:
+            p[0] = 1e-320
+        if subnormal and i % 5 == 0:
+            p[1] = 1 - 1e-16
+        lines.append(f"{i:04d},{p[0]!r},{int(rng.rand() < p[0])},{p[1]!r},{int(rng.rand() < p[1])}")
+    (folder / "cal.csv").write_text("\n".join(lines) + "\n")
+    return folder / "cal.csv"
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--targets", "-1", ALLOWED.format("-1")),
+    ("--targets", "inf", ALLOWED.format("inf")),
+    ("--targets", "0", ALLOWED.format("0")),  # unchanged: RunSpec's message
+    ("--targets", "3", ALLOWED.format("3")),  # unchanged
+    ("--target-percents", "-5", "--target-percents: percent of C_max must be above 0 and at most 100; got -5"),
+    ("--target-percents", "0", "--target-percents: percent of C_max must be above 0 and at most 100; got 0"),
+])
+def test_a_target_out_of_range_gets_one_message(tmp_path, run, flag, value, words):
+    """Before: -1 got 'must be a finite number >= 0' while 0 got 'must be > 0 ...': two rules, one
+    contradicting the other (and a negative percent the cost rule)."""
+    proc = run("replay", "--calibration", _cal(tmp_path), flag, value, "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: " + words), proc.stderr
+    assert not (tmp_path / "steps.csv").exists()
+
+
+def test_subnormal_probabilities_print_no_warning(tmp_path):
+    """Before: 'favmac/universe.py:143: RuntimeWarning: overflow encountered in divide' on stderr."""
+    proc = subprocess_run("replay", "--calibration", _cal(tmp_path, subnormal=True), "--targets", "0.2,1",
+                          "--burn-in", "50", "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "0.2 " in proc.stdout
+
+
+def test_a_code_column_named_as_the_segment_column_is_refused_by_the_cli(tmp_path, run):
+    proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "1", "--segment-column", "prob_A",
+               "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 2
+    assert "error: cal.csv, row 1, column prob_A: the segment column 'prob_A' is the probability column of code 'A'" \
+        in proc.stderr
