@@ -73,3 +73,20 @@ def test_every_option_at_once_from_a_bom_crlf_settings_file_reaches_every_page()
     for page in ("value_cost", "online", "patients", "export", "validity"):
         at = go(at, page)
         assert_clean(at)
+
+
+def test_a_settings_file_from_favmac_calibrate_says_what_the_app_uses(tmp_path):
+    """Before: 'Ignored unknown field(s): calibration.' for the block 'favmac calibrate' writes, and its
+    three targets became the first alone without a word (the README: the app loads that file)."""
+    from favmac.cli import main
+
+    out = tmp_path / "calibrated.json"
+    assert main(["calibrate", "--data", str(SAMPLES / "drift_calibration.csv"), "--target-percents", "5,10,20",
+                 "--segment-column", "segment", "--scheduler", "synchronous", "--settings-out", str(out)]) == 0
+    at = restore(drift_session(), out.read_bytes(), "calibrated.json")
+    said = " ".join(shown(s.value) for s in at.success)
+    assert "Ignored unknown" not in said
+    assert "The thresholds 'favmac calibrate' stored in the file" in said
+    assert "The file holds 3 targets (0.6, 1.2, 2.4); the app uses the first, 0.6" in said
+    assert at.session_state["settings"]["target"] == pytest.approx(0.6)
+    assert at.session_state["settings"]["segment"] == "segment"
