@@ -577,6 +577,12 @@ def run_replay(args) -> int:
         pending, sizes = result.labels_pending, result.calibration_sizes
         print(f"labels pending: {pending.mean():.1f} on average, at most {pending.max()}; calibration patients: "
               f"{sizes[0]} at the first prediction, {sizes[-1]} at the last.", file=stream)
+    if args.adaptive_rate is not None:  # the app's warning (Value & cost, Online session), said here too
+        from .adaptive import delay_advice, result_lag
+
+        advice = delay_advice(args.adaptive_rate, result_lag(result))
+        if advice:
+            print(f"note: {advice}", file=stream)
     _print_recalibration(args, result)
     if result.group_thresholds is not None:
         from .segments import grouping_tables

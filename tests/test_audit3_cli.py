@@ -65,3 +65,14 @@ def test_the_librarys_note_is_one_line_without_the_source_path(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith("note: costs too large for exact int64 arithmetic"), proc.stderr
     assert "replay.py" not in proc.stderr and "UserWarning" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("rate, noted", [("0.05", True), ("0.001", False)])
+def test_an_adaptive_rate_too_fast_for_the_label_delay_is_noted(tmp_path, run, rate, noted):
+    """Before: the app warned (favmac.adaptive.delay_advice) and the command line, with the same settings
+    (the README's gamma x d > 1 example), said nothing."""
+    proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", "--burn-in", "50", "--adaptive-rate", rate,
+               "--label-delay", "40", "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 0, proc.stderr
+    said = "note: Labels arrive up to 40 patients after the prediction" in proc.stdout
+    assert said is noted and ("Use γ at most 0.025." in proc.stdout) is noted

@@ -834,7 +834,10 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
     segment_column : str or list of str, optional
         The column of segment labels (then required, in the wide or probabilities file).
         Without it a column named ``segment``, if present, is read as the segments. A list
-        of columns gives several groupings (:attr:`Dataset.groupings`).
+        of columns gives several groupings (:attr:`Dataset.groupings`). A segment column the
+        labels file also holds must give every patient the same label there (a code column of
+        both files named as the segment column does not); a wide file's ``prob_<code>`` or
+        ``label_<code>`` column is never a segment column.
     keep_columns : bool
         Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`. Both
         layouts: keep a ``cms_cell`` column's text there too (a candidate segment column; it is
