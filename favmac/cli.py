@@ -97,7 +97,7 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                              "RADV exposure, in the value's units)")
     method.add_argument("--delta", type=float, metavar="D",
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
-    method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
+    method.add_argument("--universe", choices=list(UNIVERSES),  # None: ratio, and replay knows it was not typed
                         help="candidate sets (default ratio, FavMac's)")
     method.add_argument("--score", choices=list(SCORES),
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
@@ -286,7 +286,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         control="expected" if args.delta is None else "violation",
         targets=(1.0,),
         delta=0.1 if args.delta is None else args.delta,
-        universe=args.universe,
+        universe=args.universe or "ratio",
         score=args.score,
         burn_in=burn_in,
         window=window,
@@ -544,6 +544,12 @@ def run_replay(args) -> int:
         spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
     c_max = _c_max(spec, data)
     method = get_method(args.method)
+    if method.key != "favmac":  # the other methods fix their universe and score: a typed one would be ignored
+        for flag, given, own in (("--universe", args.universe, method.universe), ("--score", args.score, method.score)):
+            if given is not None and given != own:
+                runs = f"the {own} {flag[2:]}" if own else f"no {flag[2:]} of FavMac's (a baseline)"
+                raise DataError(f"--method {method.key} runs {runs}; {flag} {given} would be ignored.",
+                                fix=f"Drop {flag}, or use --method favmac, which takes --universe and --score.")
     if spec.window is not None and not method.accepts("window"):
         raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",
                         fix="Drop --window or use --method favmac.")

@@ -76,3 +76,26 @@ def test_an_adaptive_rate_too_fast_for_the_label_delay_is_noted(tmp_path, run, r
     assert proc.returncode == 0, proc.stderr
     said = "note: Labels arrive up to 40 patients after the prediction" in proc.stdout
     assert said is noted and ("Use γ at most 0.025." in proc.stdout) is noted
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--method", "favmac_value", "--score", "price"), "--method favmac_value runs the cost score; --score price would be ignored."),
+    (("--method", "favmac_price", "--universe", "prob"), "--method favmac_price runs the ratio universe; --universe prob would be "
+                                                         "ignored."),
+    (("--method", "crc", "--score", "cost"), "--method crc runs no score of FavMac's (a baseline); --score cost would be ignored."),
+])
+def test_a_universe_or_score_the_method_would_ignore_is_refused(tmp_path, run, args, words):
+    """Before: --method favmac_value --score price ran the cost score, printed as 'FavMac (value)', without a word."""
+    proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", *args, "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: " + words), proc.stderr
+    assert "use --method favmac, which takes --universe and --score" in proc.stderr
+
+
+@pytest.mark.parametrize("args, label", [
+    (("--method", "favmac_value", "--universe", "value", "--score", "cost"), "FavMac (value)"),  # what it runs anyway
+    (("--method", "favmac", "--universe", "prob", "--score", "price"), "FavMac (prob, price)"),
+    (("--method", "crc"), "CRC"),
+])
+def test_a_universe_or_score_the_method_uses_still_runs(tmp_path, run, args, label):
+    proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", *args, "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 0 and proc.stdout.startswith(label + ":"), proc.stderr
