@@ -459,6 +459,9 @@ def _refuse_id_segments(args) -> None:
     would also say the file has no id column, which is wrong)."""
     from .io import ID_COLUMN
 
+    if any(not name.strip() for name in getattr(args, "segment_column", None) or ()):
+        raise DataError("--segment-column needs a column name; got an empty one.",
+                        fix="Name the column of segment labels, e.g. --segment-column segment, or leave the option out.")
     if ID_COLUMN in (getattr(args, "segment_column", None) or ()):
         raise DataError(f"--segment-column {ID_COLUMN}: the patient id column cannot be a segment column (every patient "
                         "would be a segment of one, calibrated on nobody).",
@@ -557,6 +560,8 @@ def run_replay(args) -> int:
     probs, labels, ids, groups = data.prob_array(), data.label_array(), data.patient_ids, _groups(args, data)
     members = data.members
     if args.shuffle is not None:
+        if not 0 <= args.shuffle < 2**32:  # numpy's own message names no option
+            raise DataError(f"--shuffle must be a seed from 0 to 2**32 - 1; got {args.shuffle}.")
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
         groups = None if groups is None else {k: v[order] for k, v in groups.items()} if isinstance(groups, dict) \

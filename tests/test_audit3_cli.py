@@ -99,3 +99,12 @@ def test_a_universe_or_score_the_method_would_ignore_is_refused(tmp_path, run, a
 def test_a_universe_or_score_the_method_uses_still_runs(tmp_path, run, args, label):
     proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", *args, "--out", tmp_path / "steps.csv")
     assert proc.returncode == 0 and proc.stdout.startswith(label + ":"), proc.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--segment-column=",), "--segment-column needs a column name; got an empty one."),  # was: "Add a  column"
+    (("--shuffle", "-1"), "--shuffle must be a seed from 0 to 2**32 - 1; got -1."),  # was numpy's "Seed must be ..."
+])
+def test_an_empty_segment_column_or_a_negative_seed_names_the_option(tmp_path, run, args, words):
+    proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", *args, "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: " + words), proc.stderr
