@@ -90,3 +90,27 @@ def test_a_settings_file_from_favmac_calibrate_says_what_the_app_uses(tmp_path):
     assert "The file holds 3 targets (0.6, 1.2, 2.4); the app uses the first, 0.6" in said
     assert at.session_state["settings"]["target"] == pytest.approx(0.6)
     assert at.session_state["settings"]["segment"] == "segment"
+
+
+def test_a_tables_own_csv_download_gets_formula_cells_as_text():
+    """Before: every st.dataframe showed '=HYPERLINK(...)' ids and segment values verbatim, and Streamlit's
+    table toolbar ("Download as CSV") wrote them so: a spreadsheet ran them, though the Export page's CSV
+    neutralizes the same cells. The tables now show them as the export writes them."""
+    hostile = '=HYPERLINK("http://evil","x")'
+    lines = ["patient_id,plan,prob_A,label_A,prob_B,label_B"]
+    quoted = hostile.replace('"', '""')
+    lines += [f'"{quoted if i == 0 else f"+{i}"}","{quoted if i % 2 else "@plan"}",0.{i % 9 + 1},{i % 2},0.5,{(i + 1) % 2}'
+              for i in range(60)]
+    at = open_page("data")
+    at.file_uploader(key="upload_wide").set_value(("evil.csv", "\n".join(lines).encode(), "text/csv"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    cells = []
+    for page in ("data", "patients"):
+        at = go(at, page)
+        for table in at.dataframe:
+            frame = table.value
+            cells += [v for c in frame.columns if frame[c].dtype == object for v in frame[c] if isinstance(v, str)]
+            cells += [v for v in frame.index if isinstance(v, str)]
+    assert any(v == "'" + hostile for v in cells), cells[:20]
+    assert not [v for v in cells if v.startswith(("=", "+", "@"))], [v for v in cells if v.startswith(("=", "+", "@"))][:5]
