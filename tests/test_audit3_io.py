@@ -113,3 +113,12 @@ def test_two_names_of_one_hcc_are_both_named(codes, pair):
     """Before: always "(e.g. 'HCC37' and '37')", whichever two columns it was."""
     with pytest.raises(ValueError, match=f"the same HCC appears twice: {pair} \\(HCC 37\\)"):
         CmsHccValue(codes)
+
+
+def test_the_segment_column_named_as_the_label_arrival_column_says_so(tmp_path):
+    """Before: "there is no column named 'plan' to read the label arrivals from" about a column the file has
+    (the segments had taken it)."""
+    path = _wide(tmp_path / "cal.csv")
+    with pytest.raises(DataError, match="column plan: the column 'plan' is the segment column; it cannot also say when "
+                                        "labels arrived"):
+        load_calibration(path, segment_column="plan", label_available_column="plan")

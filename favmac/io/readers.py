@@ -377,6 +377,15 @@ def _take_segments(frame, rows, file, segment_column):
     return frame, groupings or None
 
 
+def _arrivals_not_segments(column, groupings, file) -> None:
+    """The label-arrival column cannot also be a segment column (it was taken as one first, and would then
+    be reported missing)."""
+    if column is not None and column in (groupings or {}):
+        raise DataError(f"the column {column!r} is the segment column; it cannot also say when labels arrived.",
+                        file=file, row=1, column=column,
+                        fix="Name the column of label-arrival positions or dates, or leave the label-arrival column unset.")
+
+
 def _take_arrivals(frame, rows, file, column):
     """Remove the label-arrival column (and a ``predicted_at`` column) from ``frame``; return
     ``(frame, positions (N,) int64 or None)`` as the module docstring says."""
@@ -706,6 +715,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
+    _arrivals_not_segments(label_available_column, groups, file)
     if check_segments is not None and groups:
         check_segments(groups, patient_ids(frame, rows, file), file)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
@@ -760,6 +770,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     frame, rows, file = parse_table(source, name, text_columns=text)
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
+    _arrivals_not_segments(label_available_column, groupings, file)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
     cells = _cell_text(frame, groupings)
     frame, members = take_members(frame, rows, file)
