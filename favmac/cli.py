@@ -553,6 +553,8 @@ def run_replay(args) -> int:
                 runs = f"the {own} {flag[2:]}" if own else f"no {flag[2:]} of FavMac's (a baseline)"
                 raise DataError(f"--method {method.key} runs {runs}; {flag} {given} would be ignored.",
                                 fix=f"Drop {flag}, or use --method favmac, which takes --universe and --score.")
+        if method.is_favmac:  # the settings the provenance record states are the ones the run uses
+            spec = spec.replace(universe=method.universe, score=method.score)
     if spec.window is not None and not method.accepts("window"):
         raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",
                         fix="Drop --window or use --method favmac.")

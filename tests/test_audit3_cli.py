@@ -108,3 +108,16 @@ def test_a_universe_or_score_the_method_uses_still_runs(tmp_path, run, args, lab
 def test_an_empty_segment_column_or_a_negative_seed_names_the_option(tmp_path, run, args, words):
     proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", *args, "--out", tmp_path / "steps.csv")
     assert proc.returncode == 2 and proc.stderr.startswith("error: " + words), proc.stderr
+
+
+@pytest.mark.parametrize("method, universe, score", [("favmac_value", "value", "cost"), ("favmac_price", "ratio", "price"),
+                                                      ("favmac_full", "full", "cost")])
+def test_the_provenance_record_states_the_universe_and_score_the_method_ran(tmp_path, run, method, universe, score):
+    """Before: --method favmac_value ran the value universe with the cost score and its provenance record
+    said universe 'ratio', score 'price' (the defaults of the options it does not take)."""
+    import json
+
+    proc = run("replay", "--calibration", _cal(tmp_path), "--targets", "0.5", "--method", method, "--out", tmp_path / "s.csv")
+    assert proc.returncode == 0, proc.stderr
+    stated = json.loads((tmp_path / "s.csv.provenance.json").read_text())["settings"]["run"]
+    assert (stated["universe"], stated["score"]) == (universe, score)
