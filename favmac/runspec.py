@@ -666,7 +666,10 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
     if not isinstance(given, dict):
         raise SettingsError("settings file", "has no \"settings\" object of fields")
     notes = []
-    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS + _PAYMENT_FIELDS and k not in extras)
+    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS + _PAYMENT_FIELDS + ("calibration",) and k not in extras)
+    if "calibration" in given and "calibration" not in extras:  # written by 'favmac calibrate'
+        notes.append("The thresholds 'favmac calibrate' stored in the file (its \"calibration\" block) are not used here: "
+                     "the run calibrates on the loaded data.")
     if unknown:
         notes.append(f"Ignored unknown field(s): {', '.join(unknown[:10])}.")
     changes = {}

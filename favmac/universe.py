@@ -141,7 +141,7 @@ def step_prices(cost_steps, value_steps) -> np.ndarray:
     """
     cost_steps = np.asarray(cost_steps, dtype=float)
     value_steps = np.asarray(value_steps, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # over: a subnormal value step, +inf as 1/0
         prices = cost_steps / value_steps
     return np.where(value_steps == 0, np.inf, prices) + 0.0
 

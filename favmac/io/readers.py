@@ -327,6 +327,40 @@ def _segment_list(segment_column) -> list:
     return [segment_column] if isinstance(segment_column, str) else [str(c) for c in segment_column]
 
 
+def _code_column_as_segment(column, file, what) -> DataError:
+    return DataError(f"the segment column {column!r} is {what}, not a column of segment labels.", file=file, row=1,
+                     column=column, fix="Name the column that holds each patient's segment (e.g. its plan or region), "
+                     "or turn segments off.")
+
+
+def check_not_code_columns(columns, names, file) -> None:
+    """Refuse a segment column that is a wide file's ``prob_<code>`` or ``label_<code>`` column (its
+    twin is in ``names``): its numbers would silently become segment labels and the code would vanish."""
+    for column in columns:
+        for prefix, twin, what in (("prob_", "label_", "probability"), ("label_", "prob_", "label")):
+            code = column[len(prefix):]
+            if column.startswith(prefix) and twin + code in names:
+                raise _code_column_as_segment(column, file, f"the {what} column of code {code!r}")
+
+
+def _check_segments_agree(groupings, probs_ids, taken, p_file, l_file) -> None:
+    """A segment column that the labels file also has must hold the same label for every patient in both
+    files; a probabilities file's code column named as the segment column does not (a probability against 0/1)."""
+    for column, (ids, values, rows) in taken.items():
+        if column not in groupings:
+            continue
+        ours = pd.Series(groupings[column], index=probs_ids).reindex(ids).to_numpy()
+        differ = np.flatnonzero(pd.notna(ours) & (ours != values))  # a patient of one file only is refused later
+        if len(differ):
+            i = int(differ[0])
+            raise DataError(
+                f"the segment column {column!r} holds {str(values[i])!r} for patient {str(ids[i])!r} here but "
+                f"{str(ours[i])!r} in {p_file}: a column of both files is either a code (a probability there, a 0/1 "
+                "label here), which is not a segment column, or segment labels, which must agree.",
+                file=l_file, row=int(rows[i]), column=column,
+                fix="Name the column that holds each patient's segment (e.g. its plan or region), or turn segments off.")
+
+
 def _take_segments(frame, rows, file, segment_column):
     """Remove the segment column(s) from ``frame``; return ``(frame, {column: labels} or None)``.
 
@@ -337,12 +371,22 @@ def _take_segments(frame, rows, file, segment_column):
     if len(set(columns)) != len(columns):
         raise DataError(f"the segment column {join_few([c for c in columns if columns.count(c) > 1][:1])} is "
                         "given twice.", file=file, fix="Name each segment column once.")
+    check_not_code_columns(columns, [str(c) for c in frame.columns], file)
     groupings = {}
     for column in columns or [SEGMENT_COLUMN]:
         frame, labels = _take_segment(frame, rows, file, column, required=bool(columns))
         if labels is not None:
             groupings[column] = labels
     return frame, groupings or None
+
+
+def _arrivals_not_segments(column, groupings, file) -> None:
+    """The label-arrival column cannot also be a segment column (it was taken as one first, and would then
+    be reported missing)."""
+    if column is not None and column in (groupings or {}):
+        raise DataError(f"the column {column!r} is the segment column; it cannot also say when labels arrived.",
+                        file=file, row=1, column=column,
+                        fix="Name the column of label-arrival positions or dates, or leave the label-arrival column unset.")
 
 
 def _take_arrivals(frame, rows, file, column):
@@ -569,6 +613,7 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     for column in asked:
         if column not in names:
             raise _no_segment_column(column, file)
+    check_not_code_columns(asked, names, file)
     present = asked or ([SEGMENT_COLUMN] if SEGMENT_COLUMN in names else [])
     segment = present[0] if present else None
     rest = [c for c in names if c != ID_COLUMN and c not in present and not c.startswith(UNNAMED)
@@ -667,13 +712,16 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
     return _read_probabilities(source, name, None)[0]
 
 
-def _read_probabilities(source, name, segment_column, label_available_column=None):
+def _read_probabilities(source, name, segment_column, label_available_column=None, check_segments=None):
     """Probabilities frame, segment labels ({column: labels} or None), label arrivals (or None)
-    and file rows of a probabilities file."""
+    and file rows of a probabilities file. ``check_segments(groups, ids, file)`` sees the segments first."""
     text = (ID_COLUMN, *_MEMBER_TEXT, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
+    _arrivals_not_segments(label_available_column, groups, file)
+    if check_segments is not None and groups:
+        check_segments(groups, patient_ids(frame, rows, file), file)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
     cells = _cell_text(frame, groups)
     frame, members = take_members(frame, rows, file)
@@ -697,12 +745,17 @@ def read_labels(source, name=None) -> pd.DataFrame:
     return _read_labels(source, name, [SEGMENT_COLUMN])
 
 
-def _read_labels(source, name, columns):
-    """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out."""
+def _read_labels(source, name, columns, taken: dict | None = None):
+    """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out (into
+    ``taken``, when given: column -> (patient ids, labels, rows))."""
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
+    found = {}
     for column in columns:
-        frame, _ = _take_segment(frame, rows, file, column, required=False, members=False)
-    return _layout_frame(frame, rows, file, "label")
+        frame, found[column] = _take_segment(frame, rows, file, column, required=False, members=False)
+    labels = _layout_frame(frame, rows, file, "label")
+    if taken is not None:
+        taken.update({c: (labels.index.to_numpy(), v, rows) for c, v in found.items() if v is not None})
+    return labels
 
 
 def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = False,
@@ -721,6 +774,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     frame, rows, file = parse_table(source, name, text_columns=text)
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
+    _arrivals_not_segments(label_available_column, groupings, file)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
     cells = _cell_text(frame, groupings)
     frame, members = take_members(frame, rows, file)
@@ -797,7 +851,10 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
     segment_column : str or list of str, optional
         The column of segment labels (then required, in the wide or probabilities file).
         Without it a column named ``segment``, if present, is read as the segments. A list
-        of columns gives several groupings (:attr:`Dataset.groupings`).
+        of columns gives several groupings (:attr:`Dataset.groupings`). A segment column the
+        labels file also holds must give every patient the same label there (a code column of
+        both files named as the segment column does not); a wide file's ``prob_<code>`` or
+        ``label_<code>`` column is never a segment column.
     keep_columns : bool
         Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`. Both
         layouts: keep a ``cms_cell`` column's text there too (a candidate segment column; it is
@@ -818,12 +875,15 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
             dataset.name = str(name)
         dataset.sources = file_digests(probs_source)
         return dataset
-    probs, groupings, arrivals, rows = _read_probabilities(probs_source, None, segment_column, label_available_column)
-    labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
-                                                *([label_available_column] if label_available_column else [])])
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
     if p_file == l_file:
         p_file, l_file = f"{p_file} (probabilities)", f"{l_file} (labels)"
+    taken = {}
+    labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+                                                *([label_available_column] if label_available_column else [])], taken)
+    probs, groupings, arrivals, rows = _read_probabilities(
+        probs_source, None, segment_column, label_available_column,
+        check_segments=lambda groups, ids, _: _check_segments_agree(groups, ids, taken, p_file, l_file))
     _compare_codes(
         list(probs.columns), p_file, list(labels.columns), l_file,
         fix="Both files need the same code columns (in any order).",

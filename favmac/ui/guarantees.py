@@ -11,9 +11,10 @@ import streamlit as st
 
 from favmac.adaptive import adaptive_series, delay_advice, result_lag
 from favmac.provenance import provenance, provenance_json
+from favmac.runspec import MAX_ADAPTIVE_RATE
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
-from favmac.ui.formats import fixed
+from favmac.ui.formats import INPUT_FORMAT, fixed
 from favmac.ui.text import md, md_frame, plain_html
 from favmac.ui.units import (CHARTS, cost_unit, counts_styled, over_target, per_100_charts, per_charts, target_per_100, threshold_column, threshold_label,
                              threshold_rule)
@@ -55,8 +56,8 @@ def settings_fields(current: dict, dataset) -> dict:
                            key="use_adaptive",
                            help="The target moves with the cost of each chosen set: c(n+1) = c(n) + γ (c − C(n)). "
                                 "The mean cost stays within c + (c + γ C_max)/(γ S) for ANY stream, drifting or not.")
-    rate = st.number_input("Adaptive rate γ", min_value=0.001, max_value=10.0,
-                           value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format="%.3f",
+    rate = st.number_input("Adaptive rate γ", min_value=0.0, max_value=float(MAX_ADAPTIVE_RATE),  # RunSpec's range
+                           value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format=INPUT_FORMAT,
                            key="adaptive_rate", disabled=not adaptive)
     segment = None if not (on and columns) else [column, *more] if more else column
     return {"segment": segment, "adaptive_rate": float(rate) if adaptive else None}

@@ -34,7 +34,7 @@ import re
 import pandas as pd
 
 from favmac.io.csv_parsing import BIDI_CONTROLS
-from favmac.io.safe_csv import FORMULA_START, neutralize
+from favmac.io.safe_csv import FORMULA_START, neutralize, neutralize_frame
 
 __all__ = ["md", "md_frame", "plain_html", "sheet_frame", "show_bidi"]
 
@@ -121,23 +121,10 @@ def sheet_frame(frame):
     """
     if not isinstance(frame, pd.DataFrame):
         return frame
-    columns = [c for c in frame.columns if _text_dtype(frame[c].dtype)]
-    risky = {c: _formula_like(frame[c].to_numpy(dtype=object)).to_numpy() for c in columns}
-    risky = {c: rows for c, rows in risky.items() if rows.any()}
-    index = _formula_like(frame.index).to_numpy() if _text_dtype(frame.index.dtype) else None
-    headers = _formula_like(list(frame.columns)).to_numpy()
-    if not risky and (index is None or not index.any()) and not headers.any():
-        return frame
-    out = frame.copy()
-    for column, rows in risky.items():
-        cells = out[column].astype(object).to_numpy(copy=True)
-        cells[rows] = [neutralize(v) for v in cells[rows]]
-        out[column] = cells
-    if index is not None and index.any():
-        out.index = out.index.map(neutralize)
-    if headers.any():
-        out.columns = [neutralize(c) for c in out.columns]
-    return out
+    risky = (any(_formula_like(frame[c].to_numpy(dtype=object)).any() for c in frame.columns if _text_dtype(frame[c].dtype))
+             or (_text_dtype(frame.index.dtype) and _formula_like(frame.index).any())
+             or _formula_like(list(frame.columns)).any())
+    return neutralize_frame(frame) if risky else frame
 
 
 def plain_html(text) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from favmac.io.safe_csv import neutralize
 from favmac.runspec import SettingsError
 from favmac.ui import settings_form
 from favmac.ui.formats import decimals_needed, significant_decimals
@@ -49,6 +50,7 @@ def table(frame, *, where=st, **kwargs) -> None:
     frame = sheet_frame(frame)
     given = dict(kwargs.pop("column_config", None) or {})
     if isinstance(frame, pd.DataFrame):
+        given = {neutralize(c): config for c, config in given.items()}
         given = {**{c: st.column_config.NumberColumn(format=f) for c, f in number_formats(frame).items() if c not in given}, **given}
     where.dataframe(frame, column_config=given or None, **kwargs)
 
