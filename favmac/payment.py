@@ -4,7 +4,7 @@ For a member with coefficient cell D, codes already on the record B and a chosen
 
     V(S; y) = RAF(D, B ∪ (S ∩ y)) - RAF(D, B)
 
-with RAF as hccinfhir computes it (hierarchies, V28's HCC 223 rule, disease interactions,
+with RAF as hccinfhir computes it (hierarchies, V28's HCC223 rule, disease interactions,
 payment-HCC counts D1 ... D10P, the cell's coefficients), times the payment adjustments
 (1 - coding_intensity) / normalization, times an annual base rate for dollars. The demographic
 terms of the RAF do not depend on the codes, so they cancel in V; :meth:`CmsHccValue.raf`
@@ -111,7 +111,10 @@ class CmsHccValue:
             raise ValueError(f"codes: {len(bad)} code(s) are not payment HCCs of CMS-HCC {self.model} ({self.year} tables): "
                              f"{shown}. Use the model's HCC names (e.g. HCC37 or 37), or another model version.")
         if len(set(numbers_)) != len(numbers_):
-            raise ValueError("codes: the same HCC appears twice (e.g. 'HCC37' and '37')")
+            j = next(j for j, n in enumerate(numbers_) if n in numbers_[:j])
+            twice = (self.codes[numbers_.index(numbers_[j])], self.codes[j])
+            raise ValueError(f"codes: the same HCC appears twice: {twice[0]!r} and {twice[1]!r} (HCC "
+                             f"{hcc_number(twice[0])}); keep one column per HCC")
         self.numbers = numbers_
         self.normalization = _number(normalization, "normalization", positive=True)
         self.coding_intensity = _number(coding_intensity, "coding_intensity", below_one=True)

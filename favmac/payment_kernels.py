@@ -444,7 +444,7 @@ def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, 
 def _monotone_counts(fam_ptr, sub_ptr, sub_count):
     """Per family: is its (capped) survivor count non-decreasing in the set of present codes?
 
-    Chains (HCC 37/38, CKD 326-329, ...) are; a parent that removes two children which do not
+    Chains (HCC37/38, CKD 326-329, ...) are; a parent that removes two children which do not
     remove each other is not (docs/payment.md "Monotonicity")."""
     n_fam = len(fam_ptr) - 1
     out = np.ones(n_fam, dtype=np.bool_)

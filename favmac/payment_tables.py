@@ -2,12 +2,12 @@
 
 hccinfhir computes a member's risk score from a set of HCCs in four steps (its
 ``model_calculate.calculate_raf`` after the diagnosis mapping): ``apply_hierarchies``
-(V28's HCC 223 rule, then every present HCC removes its hierarchy children),
+(V28's HCC223 rule, then every present HCC removes its hierarchy children),
 ``apply_interactions`` (diagnostic categories, disease interactions, payment-HCC counts
 D1 ... D10P), ``apply_coefficients`` (coefficient ``<prefix><variable>`` of the member's cell,
 missing names count 0) and the sum. This module reads the same data and turns it into:
 
-* **families**: the codes linked by a hierarchy edge (or by V28's HCC 223 rule) form a
+* **families**: the codes linked by a hierarchy edge (or by V28's HCC223 rule) form a
   family; what survives of a family depends on that family's present codes only. For each
   family and each subset of its codes, the table holds the survivors' count, which
   interaction atoms they hit and the sum of their coefficients per cell.
@@ -162,13 +162,13 @@ def model_tables(model: str = "V28", year: int = 2026) -> ModelTables:
             hccs.add(match.group(2))
     hccs = tuple(sorted(hccs, key=int))
     children = {p: frozenset(c) for (p, m), c in hierarchies_all.items() if m == name and p in hccs}
-    # hccinfhir's V28 rule: HCC 223 counts only with another heart-failure HCC; read it off its function
+    # hccinfhir's V28 rule: HCC223 counts only with another heart-failure HCC; read it off its function
     rule_223 = None
     if apply_hierarchies({"223"}, name, {}) == set():
         rule_223 = ("223", ("221", "222", "224", "225", "226"))
         for other in rule_223[1]:
             if apply_hierarchies({"223", other}, name, {}) != {"223", other}:
-                raise RuntimeError("hccinfhir's HCC 223 rule changed; favmac.payment_tables needs updating")
+                raise RuntimeError("hccinfhir's HCC223 rule changed; favmac.payment_tables needs updating")
 
     demo = SimpleNamespace(disabled=1, non_aged=1)
 

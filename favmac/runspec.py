@@ -584,7 +584,8 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
     Every field that refers to the data is checked: the weights' count and the targets
     against C_max (the codes), the universe against K, the burn-in against N
     (:meth:`RunSpec.validate`), a formula (compiled), and the segment column, which must be one
-    of ``dataset.segment_columns()`` with a label for every patient, and the label-arrival column,
+    of ``dataset.segment_columns()`` with a label for every patient (several: no group of a single
+    patient, named by its file row), and the label-arrival column,
     which must be the one the data's arrivals were read from; the CMS-HCC payment value is built
     (its model must pay the data's codes and know its cells). A settings file written for
     other data is refused here, before anything is restored.
@@ -603,6 +604,14 @@ def check_against_data(spec: RunSpec, dataset) -> RunSpec:
             dataset.segments(column)
         except DataError as err:
             raise SettingsError("segment", f"column {column!r} cannot be used: {err}") from None
+    if not isinstance(spec.segment, str) and len(spec.segment or ()) > 1:  # several groupings: no one-patient group
+        from .segments import check_groupings
+
+        try:
+            check_groupings({c: dataset.segments(c) for c in spec.segment}, dataset.n_patients, rows=getattr(dataset, "rows", None))
+        except ValueError as err:
+            raise SettingsError("segment", f"({', '.join(map(repr, spec.segment))}) cannot be used on the loaded data "
+                                f"({dataset.name}): {err}") from None
     arrivals = spec.label_available_column
     if arrivals is not None and arrivals != getattr(dataset, "label_available_column", None):
         read = getattr(dataset, "label_available_column", None)
@@ -657,7 +666,10 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
     if not isinstance(given, dict):
         raise SettingsError("settings file", "has no \"settings\" object of fields")
     notes = []
-    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS + _PAYMENT_FIELDS and k not in extras)
+    unknown = sorted(str(k) for k in given if k not in _JSON_FIELDS + _PAYMENT_FIELDS + ("calibration",) and k not in extras)
+    if "calibration" in given and "calibration" not in extras:  # written by 'favmac calibrate'
+        notes.append("The thresholds 'favmac calibrate' stored in the file (its \"calibration\" block) are not used here: "
+                     "the run calibrates on the loaded data.")
     if unknown:
         notes.append(f"Ignored unknown field(s): {', '.join(unknown[:10])}.")
     changes = {}

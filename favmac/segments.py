@@ -32,11 +32,28 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["GroupingResult", "check_group_labels", "check_groupings", "group_index", "group_rows", "grouping_tables", "min_calibration",
-           "running_by_segment", "segment_table", "smallest_group_thresholds", "too_small_reason"]
+           "patient_row", "running_by_segment", "segment_table", "smallest_group_thresholds", "too_small_reason"]
 
 
-def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.ndarray:
-    """One text label per patient, as an object array; refuses missing labels, naming the first row.
+def patient_row(i: int, rows=None) -> str:
+    """Where patient ``i`` (0-based array index) is, as a refusal names it: its file row.
+
+    Rows are counted as :mod:`favmac.io` counts them in every message (a spreadsheet's rows: the
+    header is row 1, so the first patient is row 2). ``rows`` are the patients' own file rows
+    (:attr:`favmac.io.Dataset.rows`: blank lines skipped); without them the rows of a file with
+    a header and no blank line, with the array index for array callers.
+
+    >>> patient_row(7), patient_row(7, rows=[2, 3, 5, 6, 7, 8, 9, 10])
+    ('row 9 (the header is row 1; array index 7)', 'row 10')
+    """
+    if rows is not None:
+        return f"row {int(rows[i])}"
+    return f"row {i + 2} (the header is row 1; array index {i})"
+
+
+def check_group_labels(groups, n_patients: int, *, name: str = "groups", rows=None) -> np.ndarray:
+    """One text label per patient, as an object array; refuses missing labels, naming the first
+    one's file row (:func:`patient_row`; ``rows``: the patients' file rows, if known).
 
     >>> check_group_labels(["a", 2, "a"], 3).tolist()
     ['a', '2', 'a']
@@ -49,8 +66,8 @@ def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.n
         text = np.empty(len(distinct), dtype=object)
         for j, g in enumerate(distinct.tolist()):
             if isinstance(g, str) and not g.strip():
-                raise ValueError(f"{name}: patient {int(np.argmax(inverse == j))} (0-based) has no group label; "
-                                 "every patient needs one")
+                raise ValueError(f"{name}: the patient at {patient_row(int(np.argmax(inverse == j)), rows)} has no "
+                                 "group label; every patient needs one")
             text[j] = g.strip() if isinstance(g, str) else str(g)
         return text[inverse]
     arr = np.asarray(groups, dtype=object)
@@ -75,7 +92,7 @@ def check_group_labels(groups, n_patients: int, *, name: str = "groups") -> np.n
         return out
     for i, g in enumerate(values):
         if g is None or (isinstance(g, float) and math.isnan(g)) or (isinstance(g, str) and not g.strip()):
-            raise ValueError(f"{name}: patient {i} (0-based) has no group label; every patient needs one")
+            raise ValueError(f"{name}: the patient at {patient_row(i, rows)} has no group label; every patient needs one")
         out[i] = g.strip() if isinstance(g, str) else str(g)
     return out
 
@@ -92,7 +109,7 @@ def group_index(labels) -> tuple[list, np.ndarray]:
     return names, np.array([position[g] for g in values], dtype=np.int64)
 
 
-def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
+def check_groupings(groups, n_patients: int, *, rows=None) -> list[tuple[str, np.ndarray]]:
     """The groupings of ``groups`` as ``[(name, labels (N,) object)]`` ([] for None).
 
     Accepted: a 1-D array-like of labels (ONE grouping, named "segment"); a list or tuple of
@@ -100,7 +117,9 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
     (N, G) or a DataFrame with one column per grouping (named by its columns); a dict
     name -> labels. Labels are checked as :func:`check_group_labels` (no empty cell). With
     several groupings a group holding a single patient is refused: it is never calibrated
-    (its patient always gets the empty set), which is almost always a mislabelled row.
+    (its patient always gets the empty set), which is almost always a mislabelled row. Refusals
+    name the group value and the patient's file row (:func:`patient_row`; ``rows``: the
+    patients' file rows, :attr:`favmac.io.Dataset.rows`, when the labels come from a file).
 
     >>> [(name, labels.tolist()) for name, labels in check_groupings([[1, 1, 2, 2], ["a", "b", "a", "b"]], 4)]
     [('grouping 1', ['1', '1', '2', '2']), ('grouping 2', ['a', 'b', 'a', 'b'])]
@@ -133,7 +152,7 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
     out = []
     for i, (name, labels) in enumerate(named):
         where = f"groups[{i}] ({name})" if len(named) > 1 else "groups"
-        out.append((name, check_group_labels(labels, n_patients, name=where)))
+        out.append((name, check_group_labels(labels, n_patients, name=where, rows=rows)))
     if len(out) > 1:
         for i, (name, labels) in enumerate(out):
             values, index = group_index(labels)
@@ -141,9 +160,9 @@ def check_groupings(groups, n_patients: int) -> list[tuple[str, np.ndarray]]:
             if (counts == 1).any():
                 j = int(np.argmax(counts == 1))
                 first = int(np.argmax(index == j))
-                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (patient {first}, "
-                                 "0-based); a one-patient group is never calibrated, so that patient would always get "
-                                 "the empty set. Merge the group into another one, or correct its label.")
+                raise ValueError(f"groups[{i}] ({name}): group {str(values[j])!r} has a single patient (the patient at "
+                                 f"{patient_row(first, rows)}); a one-patient group is never calibrated, so that patient "
+                                 "would always get the empty set. Merge the group into another one, or correct its label.")
     return out
 
 

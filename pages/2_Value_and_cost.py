@@ -30,8 +30,8 @@ def guarantee_inputs() -> dict:
                              format=INPUT_FORMAT, key="target",
                              help=f"For example 1.1 = at most 1.1 false flags per chart on average (110 per 100 charts). "
                                   f"The most a chart can cost, C_max, is {cmax_fp:g} false flags (FP count) or {cmax_w:.4g} (risk-weighted).")
-    delta = st.number_input("Share of charts allowed over the target, δ (violation control only)", min_value=0.001, max_value=0.999,
-                            value=float(current["delta"]), step=0.01, format="%.3f", key="delta", disabled=control != "violation")
+    delta = st.number_input("Share of charts allowed over the target, δ (violation control only)", min_value=0.0, max_value=1.0,  # RunSpec's (0, 1): a restored 0.0005 shows
+                            value=float(current["delta"]), step=0.01, format=INPUT_FORMAT, key="delta", disabled=control != "violation")
     options = form.universe_options(ds.n_codes)
     # a radio: three or four choices read at a glance (and no select box's code for a first visit to fetch)
     universe = st.radio("Universe of candidate sets", options, index=options.index(current["universe"]) if current["universe"] in options else 0,

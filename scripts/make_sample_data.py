@@ -155,7 +155,7 @@ def classifier_probabilities(rng, labels: pd.DataFrame):
 
     Suspicions cluster within hierarchy families, as real models' do: the evidence for one
     severity level (a diabetes diagnosis, a CKD lab) also raises the scores of its siblings, so
-    a patient with HCC 37 often gets a high probability for HCC 38 (and CKD stage 4 for stage 3).
+    a patient with HCC37 often gets a high probability for HCC38 (and CKD stage 4 for stage 3).
     """
     y = labels.to_numpy()
     n, k = y.shape

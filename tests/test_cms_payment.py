@@ -34,7 +34,7 @@ CELL_MEMBERS = {
 }
 
 # Codes from several V28 families with interactions between them (diabetes x heart failure,
-# heart failure x lung / kidney / HCC 238, lung x respiratory failure, substance use x psychiatric,
+# heart failure x lung / kidney / HCC238, lung x respiratory failure, substance use x psychiatric,
 # cancer and neuro for the disabled interactions), plus singletons for the count variables.
 V28_CLUSTER = ["17", "18", "19", "23", "35", "36", "37", "38", "221", "222", "223", "224", "226", "238", "211",
                "213", "276", "280", "326", "327", "329", "135", "151", "155", "180", "190", "199", "379", "48", "93"]
@@ -238,8 +238,8 @@ def test_compiled_greedy_equals_a_slow_reference_greedy():
         literal_order, literal_vhat = _reference_greedy(value.take(i), probs[i], steps[i])
         assert order[i].tolist() == literal_order
         np.testing.assert_allclose(vhat[i], literal_vhat, atol=1e-12)
-    # a lower code of a family whose higher code is already in S adds little and waits: alone HCC 38
-    # would come second (0.9 x 0.166 / 0.5 > 0.2 x 0.319 / 0.8), after HCC 37 it pays only if 37 fails
+    # a lower code of a family whose higher code is already in S adds little and waits: alone HCC38
+    # would come second (0.9 x 0.166 / 0.5 > 0.2 x 0.319 / 0.8), after HCC37 it pays only if 37 fails
     fam = CmsHccValue(["HCC37", "HCC38", "HCC280"])
     o, v = fam.sequences([[0.9, 0.9, 0.2]], [[0.1, 0.5, 0.8]])
     assert o[0].tolist() == [0, 2, 1]

@@ -98,9 +98,9 @@ def test_bad_groupings_are_refused_clearly():
     probs, labels = np.full((6, 2), 0.5), np.zeros((6, 2))
     args = (probs, labels, AdditiveValue(), AdditiveCost(), [1.0])
     plan = ["a", "a", "a", "b", "b", "b"]
-    with pytest.raises(ValueError, match=r"groups\[1\] \(band\): group 'old' has a single patient \(patient 5"):
+    with pytest.raises(ValueError, match=r"groups\[1\] \(band\): group 'old' has a single patient \(the patient at row 7 \(the header is row 1; array index 5\)\)"):
         replay(*args, groups={"plan": plan, "band": ["y", "y", "y", "y", "y", "old"]})
-    with pytest.raises(ValueError, match=r"groups\[1\] \(grouping 2\): patient 2 \(0-based\) has no group label"):
+    with pytest.raises(ValueError, match=r"groups\[1\] \(grouping 2\): the patient at row 4 \(the header is row 1; array index 2\) has no group label"):
         replay(*args, groups=[plan, ["y", "y", "", "y", "z", "z"]])
     with pytest.raises(ValueError, match=r"groups\[0\] \(grouping 1\): expected one group label per patient"):
         replay(*args, groups=[plan[:5], plan])

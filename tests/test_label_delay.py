@@ -150,7 +150,7 @@ def test_bad_delays_and_arrivals_are_refused_clearly():
         replay(*args, label_delay=5)
     with pytest.raises(ValueError, match="label_delay: expected a whole number"):
         replay(*args, label_delay=1.5)
-    with pytest.raises(ValueError, match=r"label_available_at: patient 2 \(0-based\) gets its labels at position 1, "
+    with pytest.raises(ValueError, match=r"label_available_at: the patient at row 4 \(the header is row 1; array index 2\) gets its labels at position 1, "
                                          "before its own position 2"):
         replay(*args, label_available_at=[0, 1, 1, 3, 4])
     with pytest.raises(ValueError, match="label_available_at: expected one arrival position per patient"):

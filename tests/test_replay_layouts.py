@@ -79,7 +79,7 @@ def test_numpy_labels_read_like_lists():
     for labels in (rng.choice(["x", " y", "z "], size=50), rng.randint(0, 4, size=50), rng.rand(50) < 0.5):
         assert check_group_labels(labels, 50).tolist() == check_group_labels(labels.tolist(), 50).tolist()
     bad = np.array(["a", "b", " ", "a"])
-    with pytest.raises(ValueError, match="patient 2 .* has no group label"):
+    with pytest.raises(ValueError, match=r"the patient at row 4 \(the header is row 1; array index 2\) has no group label"):
         check_group_labels(bad, 4)
 
 

@@ -278,7 +278,7 @@ def test_a_segment_column_with_a_blank_label_or_no_text_column_is_refused():
     from favmac.io import load_calibration
     from favmac.runspec import check_against_data
     blank = wide_dataset(["N"] * 5 + [" "] + ["S"] * 6)
-    with pytest.raises(SettingsError, match=r"segment column 'region' cannot be used: wide.csv, column region: patient 'P5' has no label"):
+    with pytest.raises(SettingsError, match=r"segment column 'region' cannot be used: wide.csv, row 7, column region: patient 'P5' has no label"):
         check_against_data(RunSpec(segment="region"), blank)
     plain = load_calibration(io.BytesIO(b"patient_id,prob_A,label_A\nP1,0.5,1\nP2,0.25,0\n"), name="plain.csv")
     with pytest.raises(SettingsError, match="it has no text column to read segments from"):

@@ -18,7 +18,7 @@ from favmac.costs import SetCosts, exact_costs
 from tests import oracle
 from tests.test_cms_payment import _demographics, hccinfhir_raf
 
-# HCC 221 removes 222 and 223 with a lower coefficient (the tables are not monotone there),
+# HCC221 removes 222 and 223 with a lower coefficient (the tables are not monotone there),
 # 37/38 a diabetes family, 226 heart failure (DIABETES_HF_V28), 280 lung (HF_CHR_LUNG_V28)
 HCCS = ["37", "38", "221", "222", "226", "280"]
 CODES = [f"HCC{h}" for h in HCCS]

@@ -150,7 +150,7 @@ def test_adaptive_target_with_several_groupings_stays_refused():
     with pytest.raises(ValueError, match="adaptive_rate: the adaptive target is for one grouping at most; got 2"):
         validity_check(probs, labels, AdditiveValue(), AdditiveCost(), 0.8, burn_in=50, adaptive_rate=0.05,
                        groups=[plan, band])
-    with pytest.raises(ValueError, match="label_available_at: patient 3 .* before its own position 3"):
+    with pytest.raises(ValueError, match=r"label_available_at: the patient at row 5 \(the header is row 1; array index 3\) .* before its own position 3"):
         validity_check(probs, labels, AdditiveValue(), AdditiveCost(), 0.8, burn_in=50,
                        label_available_at=np.r_[np.arange(3), 2, np.arange(4, 200)])
 

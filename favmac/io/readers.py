@@ -117,6 +117,7 @@ class Dataset:
     groupings: dict | None = None  # segment column -> labels (N,), in the order asked; groups is the first
     label_available_at: np.ndarray | None = None  # (N,) int64 arrival positions (label_available_column)
     label_available_column: str | None = None  # the column label_available_at was read from
+    rows: np.ndarray | None = None  # (N,) each patient's row in its file (header = row 1), for messages about patients
 
     def segment_columns(self) -> list[str]:
         """Columns that can serve as segments: the segment column(s) read, then the kept text columns."""
@@ -138,8 +139,10 @@ class Dataset:
         values = self.attributes[column]
         missing = values.isna() | (values.astype(str).str.strip() == "")
         if missing.any():
-            raise DataError(f"patient {values.index[int(np.argmax(missing.to_numpy()))]!r} has no label in this column.",
-                            file=self.name, column=column, fix="Give every patient a segment, or choose another column.")
+            i = int(np.argmax(missing.to_numpy()))
+            raise DataError(f"patient {values.index[i]!r} has no label in this column.", file=self.name, column=column,
+                            row=None if self.rows is None else int(self.rows[i]),
+                            fix="Give every patient a segment, or choose another column.")
         return np.array([str(v).strip() for v in values], dtype=object)
 
     @property
@@ -324,6 +327,40 @@ def _segment_list(segment_column) -> list:
     return [segment_column] if isinstance(segment_column, str) else [str(c) for c in segment_column]
 
 
+def _code_column_as_segment(column, file, what) -> DataError:
+    return DataError(f"the segment column {column!r} is {what}, not a column of segment labels.", file=file, row=1,
+                     column=column, fix="Name the column that holds each patient's segment (e.g. its plan or region), "
+                     "or turn segments off.")
+
+
+def check_not_code_columns(columns, names, file) -> None:
+    """Refuse a segment column that is a wide file's ``prob_<code>`` or ``label_<code>`` column (its
+    twin is in ``names``): its numbers would silently become segment labels and the code would vanish."""
+    for column in columns:
+        for prefix, twin, what in (("prob_", "label_", "probability"), ("label_", "prob_", "label")):
+            code = column[len(prefix):]
+            if column.startswith(prefix) and twin + code in names:
+                raise _code_column_as_segment(column, file, f"the {what} column of code {code!r}")
+
+
+def _check_segments_agree(groupings, probs_ids, taken, p_file, l_file) -> None:
+    """A segment column that the labels file also has must hold the same label for every patient in both
+    files; a probabilities file's code column named as the segment column does not (a probability against 0/1)."""
+    for column, (ids, values, rows) in taken.items():
+        if column not in groupings:
+            continue
+        ours = pd.Series(groupings[column], index=probs_ids).reindex(ids).to_numpy()
+        differ = np.flatnonzero(pd.notna(ours) & (ours != values))  # a patient of one file only is refused later
+        if len(differ):
+            i = int(differ[0])
+            raise DataError(
+                f"the segment column {column!r} holds {str(values[i])!r} for patient {str(ids[i])!r} here but "
+                f"{str(ours[i])!r} in {p_file}: a column of both files is either a code (a probability there, a 0/1 "
+                "label here), which is not a segment column, or segment labels, which must agree.",
+                file=l_file, row=int(rows[i]), column=column,
+                fix="Name the column that holds each patient's segment (e.g. its plan or region), or turn segments off.")
+
+
 def _take_segments(frame, rows, file, segment_column):
     """Remove the segment column(s) from ``frame``; return ``(frame, {column: labels} or None)``.
 
@@ -334,12 +371,22 @@ def _take_segments(frame, rows, file, segment_column):
     if len(set(columns)) != len(columns):
         raise DataError(f"the segment column {join_few([c for c in columns if columns.count(c) > 1][:1])} is "
                         "given twice.", file=file, fix="Name each segment column once.")
+    check_not_code_columns(columns, [str(c) for c in frame.columns], file)
     groupings = {}
     for column in columns or [SEGMENT_COLUMN]:
         frame, labels = _take_segment(frame, rows, file, column, required=bool(columns))
         if labels is not None:
             groupings[column] = labels
     return frame, groupings or None
+
+
+def _arrivals_not_segments(column, groupings, file) -> None:
+    """The label-arrival column cannot also be a segment column (it was taken as one first, and would then
+    be reported missing)."""
+    if column is not None and column in (groupings or {}):
+        raise DataError(f"the column {column!r} is the segment column; it cannot also say when labels arrived.",
+                        file=file, row=1, column=column,
+                        fix="Name the column of label-arrival positions or dates, or leave the label-arrival column unset.")
 
 
 def _take_arrivals(frame, rows, file, column):
@@ -566,6 +613,7 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     for column in asked:
         if column not in names:
             raise _no_segment_column(column, file)
+    check_not_code_columns(asked, names, file)
     present = asked or ([SEGMENT_COLUMN] if SEGMENT_COLUMN in names else [])
     segment = present[0] if present else None
     rest = [c for c in names if c != ID_COLUMN and c not in present and not c.startswith(UNNAMED)
@@ -589,7 +637,8 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
     if labelled:
         for have, want, have_prefix, want_prefix in ((prob_codes, label_codes, "prob_", "label_"),
                                                      (label_codes, prob_codes, "label_", "prob_")):
-            missing = [c for c in have if c not in set(want)]
+            wanted = set(want)  # once: a set per column made this O(K^2) (25,000 codes: minutes)
+            missing = [c for c in have if c not in wanted]
             if missing:
                 raise DataError(
                     f"there is no matching {want_prefix}{missing[0]} column"
@@ -663,13 +712,16 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
     return _read_probabilities(source, name, None)[0]
 
 
-def _read_probabilities(source, name, segment_column, label_available_column=None):
-    """Probabilities frame, segment labels ({column: labels} or None) and label arrivals (or None)
-    of a probabilities file."""
+def _read_probabilities(source, name, segment_column, label_available_column=None, check_segments=None):
+    """Probabilities frame, segment labels ({column: labels} or None), label arrivals (or None)
+    and file rows of a probabilities file. ``check_segments(groups, ids, file)`` sees the segments first."""
     text = (ID_COLUMN, *_MEMBER_TEXT, *(_segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
     frame, rows, file = parse_table(source, name, text_columns=text)
     frame, groups = _take_segments(frame, rows, file, segment_column)
+    _arrivals_not_segments(label_available_column, groups, file)
+    if check_segments is not None and groups:
+        check_segments(groups, patient_ids(frame, rows, file), file)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
     cells = _cell_text(frame, groups)
     frame, members = take_members(frame, rows, file)
@@ -682,7 +734,7 @@ def _read_probabilities(source, name, segment_column, label_available_column=Non
     probs = _layout_frame(frame, rows, file, "probability")
     probs.attrs["members"] = member_context(members, probs.columns)
     probs.attrs["cell_text"] = cells
-    return probs, groups, arrivals
+    return probs, groups, arrivals, np.asarray(rows)
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -693,12 +745,17 @@ def read_labels(source, name=None) -> pd.DataFrame:
     return _read_labels(source, name, [SEGMENT_COLUMN])
 
 
-def _read_labels(source, name, columns):
-    """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out."""
+def _read_labels(source, name, columns, taken: dict | None = None):
+    """The labels frame; the segment (and label-arrival) ``columns``, if present, are left out (into
+    ``taken``, when given: column -> (patient ids, labels, rows))."""
     frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *columns))
+    found = {}
     for column in columns:
-        frame, _ = _take_segment(frame, rows, file, column, required=False, members=False)
-    return _layout_frame(frame, rows, file, "label")
+        frame, found[column] = _take_segment(frame, rows, file, column, required=False, members=False)
+    labels = _layout_frame(frame, rows, file, "label")
+    if taken is not None:
+        taken.update({c: (labels.index.to_numpy(), v, rows) for c, v in found.items() if v is not None})
+    return labels
 
 
 def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = False,
@@ -717,6 +774,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     frame, rows, file = parse_table(source, name, text_columns=text)
     ids = patient_ids(frame, rows, file)
     frame, groupings = _take_segments(frame, rows, file, segment_column)
+    _arrivals_not_segments(label_available_column, groupings, file)
     frame, arrivals = _take_arrivals(frame, rows, file, label_available_column)
     cells = _cell_text(frame, groupings)
     frame, members = take_members(frame, rows, file)
@@ -750,6 +808,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
         groupings=groupings,
         label_available_at=arrivals,
         label_available_column=None if arrivals is None else label_available_column,
+        rows=np.asarray(rows),
     )
 
 
@@ -758,8 +817,9 @@ def _stem(file: str) -> str:
 
 
 def _compare_codes(codes_a, file_a, codes_b, file_b, fix):
-    extra = [c for c in codes_b if c not in set(codes_a)]
-    missing = [c for c in codes_a if c not in set(codes_b)]
+    set_a, set_b = set(codes_a), set(codes_b)  # once each, not per code (O(K^2) with 25,000 codes)
+    extra = [c for c in codes_b if c not in set_a]
+    missing = [c for c in codes_a if c not in set_b]
     if not extra and not missing:
         return
     parts = []
@@ -791,7 +851,10 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
     segment_column : str or list of str, optional
         The column of segment labels (then required, in the wide or probabilities file).
         Without it a column named ``segment``, if present, is read as the segments. A list
-        of columns gives several groupings (:attr:`Dataset.groupings`).
+        of columns gives several groupings (:attr:`Dataset.groupings`). A segment column the
+        labels file also holds must give every patient the same label there (a code column of
+        both files named as the segment column does not); a wide file's ``prob_<code>`` or
+        ``label_<code>`` column is never a segment column.
     keep_columns : bool
         Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`. Both
         layouts: keep a ``cms_cell`` column's text there too (a candidate segment column; it is
@@ -812,12 +875,15 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
             dataset.name = str(name)
         dataset.sources = file_digests(probs_source)
         return dataset
-    probs, groupings, arrivals = _read_probabilities(probs_source, None, segment_column, label_available_column)
-    labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
-                                                *([label_available_column] if label_available_column else [])])
     p_file, l_file = source_name(probs_source, None), source_name(labels_source, None)
     if p_file == l_file:
         p_file, l_file = f"{p_file} (probabilities)", f"{l_file} (labels)"
+    taken = {}
+    labels = _read_labels(labels_source, None, [*(_segment_list(segment_column) or [SEGMENT_COLUMN]),
+                                                *([label_available_column] if label_available_column else [])], taken)
+    probs, groupings, arrivals, rows = _read_probabilities(
+        probs_source, None, segment_column, label_available_column,
+        check_segments=lambda groups, ids, _: _check_segments_agree(groups, ids, taken, p_file, l_file))
     _compare_codes(
         list(probs.columns), p_file, list(labels.columns), l_file,
         fix="Both files need the same code columns (in any order).",
@@ -844,7 +910,8 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,
                    label_available_at=arrivals, members=probs.attrs.pop("members", None),
-                   label_available_column=None if arrivals is None else label_available_column)
+                   label_available_column=None if arrivals is None else label_available_column,
+                   rows=rows)
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -971,7 +1038,8 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
         )
     if codes is not None:
         codes = [str(c) for c in codes]
-        missing = [c for c in codes if c not in set(code_index)]
+        known = set(code_index)  # once, not per code
+        missing = [c for c in codes if c not in known]
         if missing:
             raise DataError(
                 f"{plural(len(missing), 'code')} in the data {'has' if len(missing) == 1 else 'have'} no weight: "

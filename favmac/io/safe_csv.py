@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["FLOAT_FORMAT", "FORMULA_START", "neutralize", "to_safe_csv"]
+__all__ = ["FLOAT_FORMAT", "FORMULA_START", "neutralize", "neutralize_frame", "to_safe_csv"]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -49,6 +49,27 @@ def _neutralize_column(col: pd.Series) -> pd.Series:
         return col
     out = col.astype(object)
     out.iloc[np.flatnonzero(risky)] = [neutralize(v) for v in col.to_numpy(dtype=object)[risky]]
+    return out
+
+
+def neutralize_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose text cells, text index values and column names are :func:`neutralize`\ d;
+    numbers stay numbers. For a table any tool can save as CSV as it is shown (the app's tables:
+    Streamlit's own "Download as CSV" writes cells verbatim).
+
+    >>> neutralize_frame(pd.DataFrame({"id": ["=1+1", "a"], "x": [-1, 2]})).to_dict("list")
+    {'id': ["'=1+1", 'a'], 'x': [-1, 2]}
+    """
+    out = df.copy()
+    for j in range(out.shape[1]):
+        col = out.iloc[:, j]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.astype(object)
+        if pd.api.types.is_string_dtype(col) or pd.api.types.is_object_dtype(col):
+            out.isetitem(j, _neutralize_column(col))
+    out.columns = [neutralize(c) for c in out.columns]
+    if pd.api.types.is_string_dtype(out.index) or pd.api.types.is_object_dtype(out.index):
+        out.index = out.index.map(neutralize).rename(neutralize(out.index.name))
     return out
 
 

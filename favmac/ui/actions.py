@@ -17,6 +17,7 @@ from __future__ import annotations
 from favmac import io as fio
 from favmac.functions import FormulaError
 from favmac.runspec import SettingsError
+from favmac.segments import check_groupings
 from favmac.ui import parsing, payment_view, playback, samples, settings_form, weights_view
 from favmac.ui.session import Session
 
@@ -123,6 +124,12 @@ def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patien
     if missing:
         notes.append(f"Per-segment control turned off: this data has no column {missing[0]!r}.")
         ss.settings = {**ss.settings, "segment": None}
+    elif segment and not isinstance(segment, str):  # several groupings: each group needs two patients or more
+        try:
+            check_groupings({c: dataset.segments(c) for c in segment}, dataset.n_patients, rows=dataset.rows)
+        except ValueError as err:  # a one-patient group, named by its value and file row (as Apply refuses it)
+            notes.append(f"Per-segment control turned off ({dataset.name}): {err}")
+            ss.settings = {**ss.settings, "segment": None}
     arrivals = ss.settings.get("label_available_column")
     if arrivals is not None and arrivals != dataset.label_available_column:
         notes.append(f"Labels now arrive all at once: this data has no label-arrival column {arrivals!r}.")

@@ -22,6 +22,7 @@ import time
 import numpy as np
 import streamlit as st
 
+from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.ui import actions, jobs, tradeoffs, widgets
@@ -104,6 +105,16 @@ def warm_up(delay: float = 1.0) -> None:
     for control in ("expected", "violation"):
         toy = RunSpec(value_kind="weighted_tp", cost_kind="weighted_fp", weights=weights, burn_in=5, control=control)
         tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, toy, [0.5, 1.0], tradeoffs.DEFAULT_METHODS)
+    # a replay on both cores (Trade-offs' inner threads) of a stream longer than one chunk: the merge in key
+    # ranges and the walk in slot ranges are kernels of their own, which the 20-patient stream never starts
+    longer = rng.random_sample((WARM_UP_PATIENTS, 3))
+    with parallel.using(2):
+        run_method(toy.replace(control="expected"), "FavMac (price)", longer, rng.random_sample(longer.shape) < longer)
+
+
+#: Patients of the warm-up's two-thread replay: more than one of the replay's chunks (20,000 patients),
+#: so that its walk splits into slot ranges as a real cohort's does.
+WARM_UP_PATIENTS = 25_000
 
 
 def _start_warm_up() -> None:

@@ -228,7 +228,9 @@ def cost_figure(series: pd.DataFrame, control: str, target: float, delta: float,
     fig.add_hline(y=delta, line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"δ = {delta:g}", line={"color": OKABE_ITO["black"], "dash": "dash"})
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
-    return _layout(fig, f"Running share of patients with cost > {target:g}", "Stream position (patients)", "Violation rate (% of patients)", height=320)
+    # the title says what a violation is in the cost's unit, short enough for a third of the page
+    return _layout(fig, f"Charts over {float(target):g} {plain_html(cost_unit)}", "Stream position (patients)",
+                   "Running share of charts (%)", height=320)
 
 
 def value_figure(series: pd.DataFrame, value_unit: str, charts: int = CHARTS) -> go.Figure:

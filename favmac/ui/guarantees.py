@@ -11,11 +11,12 @@ import streamlit as st
 
 from favmac.adaptive import adaptive_series, delay_advice, result_lag
 from favmac.provenance import provenance, provenance_json
+from favmac.runspec import MAX_ADAPTIVE_RATE
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
-from favmac.ui.formats import fixed
+from favmac.ui.formats import INPUT_FORMAT, fixed
 from favmac.ui.text import md, md_frame, plain_html
-from favmac.ui.units import (CHARTS, cost_unit, counts_styled, per_100_charts, per_charts, target_per_100, threshold_column, threshold_label,
+from favmac.ui.units import (CHARTS, cost_unit, counts_styled, over_target, per_100_charts, per_charts, target_per_100, threshold_column, threshold_label,
                              threshold_rule)
 
 __all__ = ["DEFAULT_RATE", "adaptive_figure", "new_patient_threshold", "provenance_bytes", "segment_caption", "segment_cost_figure",
@@ -55,8 +56,8 @@ def settings_fields(current: dict, dataset) -> dict:
                            key="use_adaptive",
                            help="The target moves with the cost of each chosen set: c(n+1) = c(n) + γ (c − C(n)). "
                                 "The mean cost stays within c + (c + γ C_max)/(γ S) for ANY stream, drifting or not.")
-    rate = st.number_input("Adaptive rate γ", min_value=0.001, max_value=10.0,
-                           value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format="%.3f",
+    rate = st.number_input("Adaptive rate γ", min_value=0.0, max_value=float(MAX_ADAPTIVE_RATE),  # RunSpec's range
+                           value=float(current.get("adaptive_rate") or DEFAULT_RATE), step=0.01, format=INPUT_FORMAT,
                            key="adaptive_rate", disabled=not adaptive)
     segment = None if not (on and columns) else [column, *more] if more else column
     return {"segment": segment, "adaptive_rate": float(rate) if adaptive else None}
@@ -222,7 +223,8 @@ def segment_cost_figure(result, position: int, settings: dict) -> go.Figure:
     fig.add_scatter(x=[None], y=[None], mode="lines", name=f"Target: {target_per_100(line)}" if expected else f"δ = {line:g}",
                     line={"color": OKABE_ITO["black"], "dash": "dash"})  # the dashed line's legend entry
     fig.update_yaxes(rangemode="tozero", **({} if expected else {"tickformat": ".0%"}))  # as the pooled violation chart: 10%, not 0.1
-    title = "Running mean cost per segment" if expected else "Running violation rate per segment"
+    title = ("Running mean cost per segment" if expected
+             else f"Running share of charts with {plain_html(over_target(settings['target'], cost_unit(settings)))}, per segment")
     # the legend (a line per segment and the target's) in rows under the plot: above it, it crowded the title;
     # the chart grows a row per entry, so eight segments do not squash the plot into a sliver
     return layout(fig, title, "Stream position (patients)", f"Mean {cost_unit(settings)} {per_charts()}" if expected else "Share of charts over the target (%)",

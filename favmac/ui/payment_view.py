@@ -111,7 +111,7 @@ def members_summary(dataset) -> tuple[pd.DataFrame, dict]:
 
 def _hcc(code) -> str:
     number = hcc_number(code)
-    return f"HCC {number}" if number is not None else str(code)
+    return f"HCC{number}" if number is not None else str(code)  # as CMS and hccinfhir write them
 
 
 def breakdown_rows(value, selected, labels=None, row: int = 0) -> tuple[pd.DataFrame, dict]:

@@ -302,7 +302,10 @@ def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weight
     parsed = read_settings_json(raw, codes=codes, n_patients=n_patients, base=to_spec(current, base_weights), dataset=dataset)
     grid = validate_grid(restore_grid(current.get("grid", {}), parsed.extras.get("grid", {})))
     restored = dict(zip(codes, parsed.spec.weights)) if parsed.weights_restored else None
-    return from_spec(parsed.spec, grid), restored, list(parsed.notes)
+    many = [f"{t:g}" for t in parsed.spec.targets]  # a 'favmac calibrate --targets' file: the app runs one target
+    notes = [f"The file holds {len(many)} targets ({', '.join(many[:10])}); the app uses the first, {many[0]} "
+             "(Trade-offs compares a range of targets)."] if len(many) > 1 else []
+    return from_spec(parsed.spec, grid), restored, [*parsed.notes, *notes]
 
 
 FORMULA_EXAMPLE = (

@@ -9,7 +9,10 @@ passes through one of these before it is shown:
 
 * :func:`md` — one piece of text inside Markdown (captions, messages, labels);
 * :func:`md_frame` — a whole table for ``st.table`` (every text cell, the index, the headers);
-* :func:`plain_html` — one piece of text inside a plotly figure (names, labels, hover text).
+* :func:`plain_html` — one piece of text inside a plotly figure (names, labels, hover text);
+* :func:`sheet_frame` — a whole table for ``st.dataframe`` (``favmac.ui.widgets.table``): its
+  toolbar's "Download as CSV" and a copy to the clipboard carry the cells as shown, so a cell a
+  spreadsheet would run as a formula is shown as our CSV files write it, with a leading quote.
 
 Direction-control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C, see
 ``favmac.io.csv_parsing.BIDI_CONTROLS``) would make the text around them display in another
@@ -28,9 +31,12 @@ from __future__ import annotations
 
 import re
 
-from favmac.io.csv_parsing import BIDI_CONTROLS
+import pandas as pd
 
-__all__ = ["md", "md_frame", "plain_html", "show_bidi"]
+from favmac.io.csv_parsing import BIDI_CONTROLS
+from favmac.io.safe_csv import FORMULA_START, neutralize, neutralize_frame
+
+__all__ = ["md", "md_frame", "plain_html", "sheet_frame", "show_bidi"]
 
 # CommonMark lets a backslash escape any ASCII punctuation. Escaped everywhere: what starts
 # links, emphasis, code, autolinks, strikethrough, tables and LaTeX. A colon is escaped unless a
@@ -87,6 +93,38 @@ def md_frame(frame):
     out.index.name = None if out.index.name is None else md(out.index.name)
     out.columns = [cell(c) for c in out.columns]
     return out
+
+
+def _text_dtype(dtype) -> bool:
+    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+
+
+def _formula_like(values) -> "pd.Series":
+    """Which of ``values`` (an Index or Series) are text that :func:`favmac.io.neutralize` changes."""
+    text = pd.Series(values, dtype=object).astype(object)
+    is_text = text.map(lambda v: isinstance(v, str)).astype(bool)
+    if not is_text.any():
+        return is_text
+    shown = text.where(is_text, "")
+    return is_text & (shown.str.startswith(FORMULA_START) | shown.str.contains("\r", regex=False))
+
+
+def sheet_frame(frame):
+    """``frame`` for ``st.dataframe`` with text cells, index labels and headers that a spreadsheet
+    would run as a formula (``= + - @``, tab or carriage return first) neutralized as every CSV
+    export writes them (:func:`favmac.io.neutralize`: a leading quote); ``frame`` itself when
+    none is. The toolbar's "Download as CSV" and a copy of cells to the clipboard then carry no
+    formula; the app's own download buttons stay the way to export. Numbers are kept.
+
+    >>> sheet_frame(pd.DataFrame({"id": ["=HYPERLINK(1)", "P2"], "x": [-1.5, 2.0]})).to_dict("list")
+    {'id': ["'=HYPERLINK(1)", 'P2'], 'x': [-1.5, 2.0]}
+    """
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    risky = (any(_formula_like(frame[c].to_numpy(dtype=object)).any() for c in frame.columns if _text_dtype(frame[c].dtype))
+             or (_text_dtype(frame.index.dtype) and _formula_like(frame.index).any())
+             or _formula_like(list(frame.columns)).any())
+    return neutralize_frame(frame) if risky else frame
 
 
 def plain_html(text) -> str:

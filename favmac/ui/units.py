@@ -24,7 +24,7 @@ import math
 from favmac.ui.formats import significant_decimals
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label", "value_charts", "per_charts",
-           "target_per_100",
+           "target_per_100", "over_target",
            "target_text", "payment_rates", "value_amount", "value_phrase", "cost_step", "in_dollars", "amount_format", "bracketed", "value_shown", "plain_number", "COUNT_COLUMNS", "counts_styled", "cost_short", "value_short", "cost_amount", "value_tile", "threshold_label", "threshold_rule", "threshold_text", "threshold_tile", "threshold_column", "amount_decimals", "universe_math", "UNIVERSE_PLAIN", "UNIVERSE_MATH"]
 
 #: Rates are given per this many charts (patients): "2.5 false flags per 100 charts".
@@ -354,11 +354,20 @@ def value_tile(mean_value: float, settings: dict) -> tuple[str, str, str]:
             f"{value_per_100_label(settings)}: the running mean value per chart × 100, in {value_unit(settings)}.")
 
 
+def over_target(target: float, unit: str) -> str:
+    """What makes a chart a violation, in the cost's unit (violation control's promise, its charts' titles).
+
+    >>> over_target(1.1, "false flags")
+    'more than 1.1 false flags'
+    """
+    return f"more than {float(target):g} {unit}"
+
+
 def target_text(settings: dict) -> str:
     """The promise in the user's units (expected cost: mean per chart; violation: share of charts)."""
     target, unit = float(settings["target"]), cost_unit(settings)
     if settings["control"] == "violation":
-        return f"at most {100 * float(settings['delta']):g} % of charts with more than {target:g} {unit}"
+        return f"at most {100 * float(settings['delta']):g} % of charts with {over_target(target, unit)}"
     if settings.get("adaptive_rate"):  # SPEC "Adaptive target under drift": a bound for any order, not E[C] <= c
         return (f"a long-run mean steered to {target:g} {unit} per chart ({per_100_charts(target)} per 100 charts) by the "
                 f"adaptive target; in any order, the mean over S predicted charts stays within c + (c + γ C_max) / (γ S)")

@@ -13,8 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from favmac.ui.figures import OKABE_ITO, layout
+from favmac.ui.text import plain_html
 from favmac.ui.formats import fixed
-from favmac.ui.units import CHARTS, cost_unit, per_100_charts, per_charts
+from favmac.ui.units import CHARTS, cost_unit, over_target, per_100_charts, per_charts
 from favmac.validity import MIN_ORDERINGS
 
 __all__ = ["MIN_ORDERINGS", "grouping_frames", "histogram_figure", "segment_frame", "table_caption", "verdict_kind"]
@@ -58,7 +59,9 @@ def histogram_figure(report, unit: str) -> go.Figure:
         fig.add_vline(x=report.observed * scale, line={"color": OKABE_ITO["vermillion"]})
         fig.add_scatter(x=[None], y=[None], mode="lines", name="Arrival order", line={"color": OKABE_ITO["vermillion"]})
     x_title = f"Mean cost {per_charts()} ({unit})" if expected else "Violation rate (% of patients)"
-    return layout(fig, "Outcome over random orderings of your patients", x_title, "Orderings", height=360)
+    title = (f"Mean {plain_html(unit)} {per_charts()}" if expected
+             else f"Share of charts with {plain_html(over_target(report.target, unit))}") + ", over random orderings of your patients"
+    return layout(fig, title, x_title, "Orderings", height=360)
 
 
 def segment_frame(report, grouping: str | None = None) -> pd.DataFrame | None:

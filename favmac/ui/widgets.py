@@ -6,12 +6,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from favmac.io.safe_csv import neutralize
 from favmac.runspec import SettingsError
 from favmac.ui import settings_form
 from favmac.ui.formats import decimals_needed, significant_decimals
 from favmac.ui.navigation import DATA, PAGES
 from favmac.ui.session import current
-from favmac.ui.text import md
+from favmac.ui.text import md, sheet_frame
 
 _LEVELS = {"error": st.error, "warning": st.warning, "success": st.success, "info": st.info}
 # Where a chart or table will be, during a session's first page run (favmac.ui.bootstrap.page_setup).
@@ -39,12 +40,17 @@ def chart(figure, *, key: str, where=st) -> None:
 
 def table(frame, *, where=st, **kwargs) -> None:
     """``where.dataframe(frame, **kwargs)``; in the session's first page run a note instead. Number
-    columns the page gives no ``column_config`` for are drawn by :func:`number_formats`."""
+    columns the page gives no ``column_config`` for are drawn by :func:`number_formats`. Cells a
+    spreadsheet would run as a formula are shown as the CSV exports write them
+    (:func:`favmac.ui.text.sheet_frame`), so the table toolbar's "Download as CSV" and a copy to the
+    clipboard are as safe as the app's own download buttons."""
     if first_page_run():
         where.caption(LATER_NOTE)
         return
+    frame = sheet_frame(frame)
     given = dict(kwargs.pop("column_config", None) or {})
     if isinstance(frame, pd.DataFrame):
+        given = {neutralize(c): config for c, config in given.items()}
         given = {**{c: st.column_config.NumberColumn(format=f) for c, f in number_formats(frame).items() if c not in given}, **given}
     where.dataframe(frame, column_config=given or None, **kwargs)
 
@@ -101,11 +107,41 @@ def tiles(items, where=st) -> None:
 
 def editor(frame, **kwargs):
     """``st.data_editor(frame, **kwargs)`` (the edited table); in the session's first page run a note
-    instead, and ``frame`` unedited."""
+    instead, and ``frame`` unedited. Formula-like cells are shown neutralized as :func:`table` shows
+    them (the editor's toolbar downloads a CSV too); every cell the user left as shown comes back as
+    it was in ``frame``, so only real edits change the table."""
     if first_page_run():
         st.caption(LATER_NOTE)
         return frame
-    return st.data_editor(frame, **kwargs)
+    shown = sheet_frame(frame)
+    edited = st.data_editor(shown, **kwargs)
+    return edited if shown is frame else unshown(edited, shown, frame)
+
+
+def unshown(edited: pd.DataFrame, shown: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """``edited`` (the editor's result for ``shown``, :func:`favmac.ui.text.sheet_frame` of ``frame``)
+    with the headers, index labels and untouched cells of ``frame``: neutralizing is for the screen
+    and the toolbar's CSV, not an edit.
+
+    >>> frame = pd.DataFrame({"w": [1.0, 2.0], "d": ["=x", "=y"]}, index=["=A", "B"])
+    >>> edited = sheet_frame(frame).assign(w=[1.0, 3.0], d=["'=x", "new"])
+    >>> unshown(edited, sheet_frame(frame), frame).to_dict("index")
+    {'=A': {'w': 1.0, 'd': '=x'}, 'B': {'w': 3.0, 'd': 'new'}}
+    """
+    out = edited.copy()
+    out.columns = [dict(zip(shown.columns, frame.columns)).get(c, c) for c in edited.columns]
+    same_rows = min(len(out), len(frame))
+    if out.index[:same_rows].equals(shown.index[:same_rows]):
+        out.index = frame.index[:same_rows].append(out.index[same_rows:])
+    for before, after in zip(shown.columns, frame.columns):
+        if after not in out.columns or out[after].dtype != object and not pd.api.types.is_string_dtype(out[after].dtype):
+            continue
+        kept = (out[after].iloc[:same_rows].to_numpy(dtype=object) == shown[before].iloc[:same_rows].to_numpy(dtype=object))
+        if kept.any():
+            cells = out[after].to_numpy(dtype=object, copy=True)
+            cells[:same_rows][kept] = frame[after].iloc[:same_rows].to_numpy(dtype=object)[kept]
+            out[after] = pd.Series(cells, index=out.index, dtype=frame[after].dtype)
+    return out
 
 
 def show_menu() -> None:

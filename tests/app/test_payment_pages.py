@@ -93,7 +93,7 @@ def test_patients_shows_the_marginal_payments_of_the_breakdown():
     table = next(d.value for d in at.dataframe if "Marginal given the others" in d.value.columns)
     assert list(table["Marginal given the others"]) == [money(p["marginal"], True) for p in parts["codes"]]
     assert list(table["Alone"]) == [money(p["alone"], True) for p in parts["codes"]]
-    lines = [shown(m.value) for m in at.markdown if shown(m.value).startswith("- HCC ")]
+    lines = [shown(m.value) for m in at.markdown if shown(m.value).startswith("- HCC")]
     assert len(lines) == len(parts["codes"])
     text = " ".join(shown(c.value) for c in at.caption)
     assert f"pays {money(parts['value'], True)}" in text

@@ -118,7 +118,8 @@ def test_the_validity_histogram_is_per_100_charts_with_its_promise():
     assert vertical == [36.0, 33.0]  # the promise and the arrival order, on the bars' scale
     assert "Promise: 36 per 100 charts (c = 0.36)" in [t.name for t in fig.data]
     assert fig.layout.xaxis.title.text == "Mean cost per 100 charts (false flags)"
-    rates = SimpleNamespace(control="violation", statistic=np.array([0.05, 0.08]), promised=0.1, predicted_spread=0.01, observed=None)
+    rates = SimpleNamespace(control="violation", statistic=np.array([0.05, 0.08]), promised=0.1, predicted_spread=0.01, observed=None,
+                            target=1.1)
     fig = validity.histogram_figure(rates, "false flags")
     np.testing.assert_allclose(fig.data[0].x, [5.0, 8.0])  # in %, as before
     assert "Promise: δ = 10 %" in [t.name for t in fig.data]

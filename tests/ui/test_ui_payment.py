@@ -88,17 +88,17 @@ def test_breakdown_rows_follow_the_value():
         selected = np.array([0, 1, 1, 1, 0], bool)
         frame, totals = pv.breakdown_rows(value, selected)
         parts = value.breakdown(selected)
-        assert list(frame["Code"]) == ["HCC 37", "HCC 38", "HCC 226"]
+        assert list(frame["Code"]) == ["HCC37", "HCC38", "HCC226"]
         for row, part in zip(frame.itertuples(), parts["codes"]):
             assert row[3] == pv.money(part["marginal"], base_rate is not None) and unit in row[3]
         hcc38 = frame["Why"][1]
-        assert hcc38.startswith("HCC 38: +") and "HCC 37 is flagged and ranks above it" in hcc38
+        assert hcc38.startswith("HCC38: +") and "HCC37 is flagged and ranks above it" in hcc38
         assert parts["codes"][1]["marginal"] == pytest.approx(0.0)
         assert totals["interactions"] == parts["interactions"] and totals["count"] == parts["count"]
-        assert parts["interactions"] == ["DIABETES_HF_V28"]  # diabetes (HCC 37) x heart failure (HCC 226)
+        assert parts["interactions"] == ["DIABETES_HF_V28"]  # diabetes (HCC37) x heart failure (HCC226)
     known = CmsHccValue(codes, known=np.array([1, 0, 0, 0, 0], bool), base_rate=1.0)
     frame, _ = pv.breakdown_rows(known, np.array([0, 1, 0, 0, 0], bool))
-    assert frame["Why"][0] == "HCC 37: +$0, HCC 36 is on record and ranks above it"
+    assert frame["Why"][0] == "HCC37: +$0, HCC36 is on record and ranks above it"
 
 
 def test_realized_payment_and_the_additive_row(hcc):
