@@ -15,15 +15,24 @@ chunks' results in their order.
 (2, [1, 4, 9])
 >>> inner_threads()
 1
+
+When the chunks' results must be used in order by the caller (e.g. "the last write wins"), and
+all of them together would be too large to keep, :func:`ordered_chunks` yields them one by one
+while at most ``threads`` more are being computed:
+
+>>> with using(2):
+...     [x for x in ordered_chunks(lambda x: -x, range(5))]
+[0, -1, -2, -3, -4]
 """
 
 from __future__ import annotations
 
 import contextvars
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-__all__ = ["inner_threads", "using", "map_chunks"]
+__all__ = ["inner_threads", "using", "map_chunks", "ordered_chunks"]
 
 _THREADS: contextvars.ContextVar[int] = contextvars.ContextVar("favmac_inner_threads", default=1)
 
@@ -56,14 +65,41 @@ def map_chunks(fn, items, threads: int | None = None) -> list:
     if threads == 1 or len(items) <= 1:
         return [fn(item) for item in items]
 
-    def one(item):
-        with using(1):
-            return fn(item)
-
     with ThreadPoolExecutor(max_workers=min(threads, len(items)), thread_name_prefix="favmac chunk") as pool:
-        futures = [pool.submit(one, item) for item in items]
+        futures = [pool.submit(_one_thread, fn, item) for item in items]
         errors = [f.exception() for f in futures]
     for error in errors:
         if error is not None:
             raise error
     return [f.result() for f in futures]
+
+
+def _one_thread(fn, item):
+    with using(1):
+        return fn(item)
+
+
+def ordered_chunks(fn, items, threads: int | None = None):
+    """Yield ``fn(item)`` for each item in order, computing the next ``threads`` items (default
+    :func:`inner_threads`) on threads while the caller uses the current one: at most ``threads`` + 1
+    results are alive at once, whatever the number of items. With one thread: ``fn(item)`` lazily,
+    in this thread. An item's exception is raised when its turn comes (the pool then waits for the
+    chunks already started and starts no other). Inside the chunks :func:`inner_threads` is 1."""
+    threads = inner_threads() if threads is None else max(1, int(threads))
+    if threads == 1:
+        for item in items:
+            yield fn(item)
+        return
+    items = iter(items)
+    pending = deque()
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="favmac chunk") as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(_one_thread, fn, item))
+                if len(pending) > threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:  # the caller stopped early or a chunk failed: start nothing more
+                future.cancel()

@@ -14,6 +14,12 @@ once and Fenwick trees over ranks (numba, exact int64 weights at a decimal scale
 group, laid end to end) replace the QuantileTree. In expected-cost control the inserted
 points do not depend on the target — only the query level c(n+1) - C_max does — so one pass
 serves every target.
+
+Threads (:mod:`favmac.parallel`, ``using(n)``): the per-patient passes (counts, keys and their
+argsort, weights, slot lookup, the compiled choice of the sets), the merge of the sorted chunks (in
+key ranges) and the keyless walk (in slot ranges, :meth:`_Engine._walk_in_ranges`) run on
+``inner_threads()`` threads. Each thread writes only its own slices and every sum is an exact
+integer, so the results are the same bit for bit on any number of threads.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .costs import exact_costs
 from .arrivals import ArrivalSchedule, check_label_delay
 from .functions import bind_rows
+from .parallel import inner_threads, map_chunks, ordered_chunks
 from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
 from .segments import GroupingResult, check_groupings, group_index
@@ -413,7 +420,8 @@ class _Session:
         compiled = _compiled_choice(cands, realized, bounds, self.cost, self.value)
         if compiled is not None:
             from .replay_kernels import choose_prefixes
-        for start, stop in _chunks(burn_in, n_patients, _SELECT_CHUNK):
+
+        def choose(start, stop):  # these patients' columns of every table (threads: only its own)
             part = cands.subset(slice(start, stop))
             steps_here = slice(start - burn_in, stop - burn_in)
             rows = np.arange(stop - start)
@@ -426,7 +434,7 @@ class _Session:
                 choose_prefixes(part.scores(self.score), part.best_prefix(), thresholds[:, steps_here], cost_table,
                                 value_table, exact_cost, compiled, chosen_index[:, steps_here],
                                 realized_cost[:, steps_here], realized_value[:, steps_here], exceeds[:, steps_here])
-                continue
+                return
             # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
             along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
             for t in range(n_targets):
@@ -440,6 +448,15 @@ class _Session:
             if along is not None:
                 realized_value[:, steps_here] = bind_rows(self.value, slice(start, stop)).prefixes(
                     part.order, chosen_index[:, steps_here], part_labels)
+
+        def choose_chunk(chunk):
+            for start, stop in _chunks(*chunk, _SELECT_CHUNK):
+                choose(start, stop)
+
+        # additive values and costs on the threads; the others (formulas, the CMS payment, set costs:
+        # functions of the rows that may keep state) in this thread
+        additive = compiled is not None or (self.cost.is_additive and self.value.is_additive)
+        map_chunks(choose_chunk, _chunks(burn_in, n_patients), threads=None if additive else 1)
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
         return chosen, realized_cost, realized_value, exceeds
@@ -797,7 +814,12 @@ class _Engine:
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
         arrived = s.schedule.ptr  # labels arrived before position n: arrived[n]
-        for start, stop in _chunks(0, n_patients + 1):
+        chunks = _chunks(0, n_patients + 1)
+        if keyless and inner_threads() > 1 and n_keys and len(chunks) > 1:  # the first chunk on one tree, then ranges
+            chunks, ranges = chunks[:1], chunks[1:]
+        else:
+            ranges = None
+        for start, stop in chunks:
             # the bounds of the calibration sizes this chunk can meet only: from the smallest
             # group's now to every label that arrives in the chunk (not a (T, N + 1) table)
             low = min(calibration_count(int(count), window) for count in counts)
@@ -806,12 +828,50 @@ class _Engine:
             expected_thresholds(ptr, layout[0], weights, *layout[1:], *self._schedule_args(group), evict, bounds, low,
                                 burn_in, window, start, stop, leaf, btree, counts, out, final)
             report(stop / (n_patients + 1))
+        if ranges:
+            self._walk_in_ranges(ptr, ranks, weights, n_keys, leaf, int(counts[0]), group, burn_in, window, evict, ranges,
+                                 out, final, report)
         if keyless:
             del leaf, btree, layout, weights
             self._slot_keys(ptr, ranks, n_keys, out, final)
             return _Thresholds(out, final)
         self._done(leaf, full=not window and layout[1] is sorted_keys)  # no window, the stream's own keys
         return _Thresholds(out, final)
+
+    def _walk_in_ranges(self, ptr, slots, weights, n_keys, leaf, arrived_count, group, burn_in, window, evict, chunks,
+                        out, final, report):
+        """The rest of a one-group keyless walk (positions ``chunks``) on the inner threads: the slots
+        split into one range per thread (:func:`_range_splits`, from where the answers so far fell), each
+        thread walking the stream over its own range of the one ``leaf`` array with its own block tree
+        (:func:`~favmac.replay_kernels.expected_slots_range`). Every answer is the one-range walk's
+        (integer sums, each written by the range that holds it); no key-sized array is added."""
+        from .replay_kernels import expected_slots_range, range_btree, weight_below
+
+        s = self.session
+        schedule = s.schedule
+        n_patients = len(group)
+        done = chunks[0][0]
+        edges = _range_splits(out[:, : max(0, done - burn_in)], n_keys, ptr[-1] / max(n_patients, 1), inner_threads())
+
+        def prepare(edge):  # a range's walk state from the leaves so far: (lo, hi, last, below, btree, state)
+            lo, hi = edge
+            state = np.array([arrived_count, leaf[:lo].sum(dtype=np.int64), leaf[lo:hi].sum(dtype=np.int64)], dtype=np.int64)
+            below = weight_below(ptr, slots, weights, lo) if lo else np.zeros(0, dtype=np.int64)
+            return lo, hi, hi == n_keys, below, range_btree(leaf, lo, hi), state
+
+        ranges = map_chunks(prepare, zip(edges[:-1], edges[1:]))
+        for start, stop in chunks:
+            low = calibration_count(int(ranges[0][-1][0]), window)
+            high = calibration_count(int(schedule.ptr[min(stop, n_patients)]), window)
+            bounds = expected_bounds(s.targets, self.costs, high, first=low)
+
+            def walk(part, start=start, stop=stop, low=low, bounds=bounds):
+                lo, hi, last, below, btree, state = part
+                expected_slots_range(ptr, slots, weights, lo, hi, last, below, schedule.order, schedule.ptr, evict,
+                                     bounds, low, burn_in, window, start, stop, leaf, btree, state, out, final)
+
+            map_chunks(walk, ranges)
+            report(stop / (n_patients + 1))
 
     def _bracket_engines(self):
         """Two engines over the same candidate sets at a coarser integer scale, with every cost weight
@@ -882,18 +942,18 @@ class _Engine:
             queries.add(int(t), int(g), first, int(stop), min(count, window) if window else count, float(low), float(high))
         limbs = (floor_costs.divisor, floor_costs, self.costs.remainders(floor_costs.divisor))
 
-        def chunks():
-            for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
-                part = self.cands.subset(slice(start, stop))
-                exact = CostLimbs.realized(self.costs, part, s.labels[start:stop], limbs)
-                keys, floor_part, rest_part = part.scores(s.score), exact.low, exact.rest
-                if not part.nested:  # the full universe: its sets in key order
-                    idx = np.argsort(keys, axis=1, kind="stable")
-                    keys, floor_part, rest_part = (np.take_along_axis(a, idx, axis=1) for a in (keys, floor_part, rest_part))
-                yield np.arange(start, stop), keys, floor_part, rest_part
+        def chunk(rows):  # computed on the inner threads, used by resolve in order
+            start, stop = rows
+            part = self.cands.subset(slice(start, stop))
+            exact = CostLimbs.realized(self.costs, part, s.labels[start:stop], limbs)
+            keys, floor_part, rest_part = part.scores(s.score), exact.low, exact.rest
+            if not part.nested:  # the full universe: its sets in key order
+                idx = np.argsort(keys, axis=1, kind="stable")
+                keys, floor_part, rest_part = (np.take_along_axis(a, idx, axis=1) for a in (keys, floor_part, rest_part))
+            return np.arange(start, stop), keys, floor_part, rest_part
 
-        return resolve(queries, chunks(), self.costs, floor_costs.divisor, s.targets, np.ascontiguousarray(group, dtype=np.int64),
-                       position)
+        return resolve(queries, ordered_chunks(chunk, _chunks(0, n_patients, _POINTS_CHUNK)), self.costs,
+                       floor_costs.divisor, s.targets, np.ascontiguousarray(group, dtype=np.int64), position)
 
     def _slot_keys(self, ptr, ranks, n_keys, *answers):
         """Replace the slots a keyless walk wrote in ``answers`` (2-D arrays) by their keys, in place:
@@ -908,17 +968,27 @@ class _Engine:
             mark_slots(table, bits)
         prefix = slot_prefix(bits)
         found = np.empty(int(prefix[-1]))
-        holders = marked_patients(ptr, ranks, bits)  # at 300,000 x 35 about one patient in seven
-        for start, stop in _chunks(0, self.cands.n_patients, _CHUNK):
-            rows = start + np.flatnonzero(holders[start:stop])
+        chunks = _chunks(0, self.cands.n_patients, _CHUNK)
+
+        def holders(chunk):  # the patients with a point in a marked slot: at 300,000 x 35 about one in seven
+            start, stop = chunk
+            return start + np.flatnonzero(marked_patients(ptr[start : stop + 1], ranks, bits))
+
+        def slot_points(rows):  # the ranks and keys of these patients' points, in point order
             if not len(rows):
-                continue
+                return None
             keys, increments = calibration_points(self.cands.subset(rows), _rows_of(self.realized, rows),
                                                   self.session.score)
-            counts = ptr[rows + 1] - ptr[rows]  # the points of these rows, in order
+            counts = ptr[rows + 1] - ptr[rows]
             points = np.repeat(ptr[rows] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-            record_slot_keys(ranks[points], keys[increments > 0], bits, prefix, found)
-            del keys, increments, points
+            return ranks[points], keys[increments > 0]
+
+        # the keys computed on the threads, recorded here in point order (the last write of a slot wins
+        # as on one thread: -0.0 and 0.0 share a slot)
+        for found_points in ordered_chunks(slot_points, map_chunks(holders, chunks)):
+            if found_points is not None:
+                record_slot_keys(*found_points, bits, prefix, found)
+            del found_points
         for table in answers:
             slot_keys(table, bits, prefix, found)
 
@@ -1168,18 +1238,20 @@ def _merged_points(cands, realized, costs, score):
     points sharing one slot (the longest run of equal keys).
 
     Each chunk of patients' keys is sorted as it is gathered (its sort order kept in ``ranks``), then
-    the sorted chunks are merged (:func:`~favmac.replay_kernels.merge_ranks`): no sort of every key and
-    no second pass of keys to bisect (the keys are computed once here)."""
-    from .replay_kernels import merge_ranks, unsort_ranks
-
+    the sorted chunks are merged (:func:`_rank_runs`): no sort of every key and no second pass of keys
+    to bisect (the keys are computed once here). The chunks run on the inner threads
+    (:mod:`favmac.parallel`), each writing only its own slices of the keys and ranks."""
     counted = _point_counts(cands, realized, costs, score)
     if counted is None:
         return None
     ptr, heaviest = counted
-    chunks = _chunks(0, cands.n_patients, _CHUNK)
+    # on n threads, runs of 1/n the patients: n chunks' sort buffers at once take one chunk's memory
+    chunks = _chunks(0, cands.n_patients, max(1, _CHUNK // inner_threads()))
     keys = np.empty(ptr[-1])  # each chunk's keys, sorted, then their ranks (merge_ranks)
     ranks = np.empty(ptr[-1], dtype=np.int32 if len(keys) < 2**31 else np.int64)
-    for first, last in chunks:
+
+    def gather(chunk):  # one chunk's keys, sorted in place (threads: each chunk writes its own slices)
+        first, last = chunk
         part = keys[ptr[first] : ptr[last]]
         for start, stop in _chunks(first, last, _POINTS_CHUNK):  # the keys' temporaries are (rows, K) arrays
             step_keys, increments = calibration_points(cands.subset(slice(start, stop)), realized[start:stop], score)
@@ -1188,11 +1260,46 @@ def _merged_points(cands, realized, costs, score):
         order = np.argsort(part)
         ranks[ptr[first] : ptr[last]] = order  # offsets in the chunk (below its points, so they fit)
         part[:] = part[order]
-        del part, order
+
+    map_chunks(gather, chunks)
     starts = ptr[[first for first, _ in chunks] + [cands.n_patients]] if chunks else np.zeros(1, dtype=np.int64)
-    sharing = merge_ranks(keys, starts)
-    unsort_ranks(keys, starts, ranks)
-    return ptr, ranks, heaviest, len(keys), int(sharing)
+    sharing = _rank_runs(keys, starts, ranks)
+    return ptr, ranks, heaviest, len(keys), sharing
+
+
+def _rank_runs(keys, starts, ranks) -> int:
+    """:func:`~favmac.replay_kernels.merge_ranks` then :func:`~favmac.replay_kernels.unsort_ranks` of the
+    sorted runs ``keys[starts[r]:starts[r + 1]]`` (their sort orders in ``ranks``), on the inner threads:
+    the merge in key ranges (:func:`~favmac.replay_kernels.split_runs`; two per thread, one on one
+    thread), the unsort run by run. Returns the longest run of equal keys; ``ranks`` holds the ranks."""
+    from .replay_kernels import merge_part, split_runs, unsort_ranks
+
+    threads = inner_threads()
+    parts = split_runs(keys, starts, 1 if threads == 1 else 2 * threads)
+    sharing = max(map_chunks(lambda part: merge_part(keys, *part), parts))
+    map_chunks(lambda r: unsort_ranks(keys, starts[r : r + 2], ranks), range(len(starts) - 1))
+    return int(sharing)
+
+
+def _range_splits(answers, n_keys: int, points_per_position: float, parts: int, query_cost: float = 4.0) -> np.ndarray:
+    """Slot edges ``0 = e_0 < ... < e_k = n_keys`` (k <= ``parts``) splitting a keyless walk's slots into
+    ranges of about equal work (:meth:`_Engine._walk_in_ranges`). A position's work in a range is its
+    joining points there (the slots are ranks: about (hi - lo) / n_keys of ``points_per_position``) and
+    ``query_cost`` (in joining points) per answer there, the answers' places estimated from the walk's
+    answers so far (``answers``: (T, positions) slots, +-inf; an answer stays near its place while the
+    stream is stationary). Any edges give the same answers: only the balance depends on them.
+
+    >>> answers = np.array([[10.0] * 5, [60.0] * 5, [np.inf] * 5])  # 3 targets, 5 positions
+    >>> _range_splits(answers, 100, 4.0, 2).tolist()  # each range: 2 joining points and 1 answer per position
+    [0, 50, 100]
+    """
+    grid = np.linspace(0, n_keys, 1025)
+    work = grid / n_keys * points_per_position  # the work of the slots below each grid point, per position
+    if answers.size:
+        finite = np.sort(answers[np.isfinite(answers)])
+        work = work + query_cost * np.searchsorted(finite, grid, side="left") / answers.shape[1]
+    places = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts)
+    return np.unique(np.concatenate([[0], np.ceil(grid[np.minimum(places, len(grid) - 1)]), [n_keys]])).astype(np.int64)
 
 
 def _point_counts(cands, realized, costs, score):
@@ -1202,11 +1309,16 @@ def _point_counts(cands, realized, costs, score):
     if realized.dtype == object or not costs.exact_sums(n_patients):
         return None
     counts = np.zeros(n_patients, dtype=np.int64)
-    largest = 0  # the largest weight, for the weights' dtype
-    for start, stop in _chunks(0, n_patients, _POINTS_CHUNK):
-        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
-        counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
-        largest = max(largest, int(increments.max(initial=0)))
+
+    def count(chunk):  # the largest weight of one chunk (threads: each chunk writes its own counts)
+        largest = 0
+        for start, stop in _chunks(*chunk, _POINTS_CHUNK):  # the weights' temporaries are (rows, K) arrays
+            increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)  # no keys
+            counts[start:stop] = np.count_nonzero(increments > 0, axis=1)
+            largest = max(largest, int(increments.max(initial=0)))
+        return largest
+
+    largest = max(map_chunks(count, _chunks(0, n_patients)), default=0)  # the largest weight, for the weights' dtype
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return ptr, largest
 
@@ -1215,10 +1327,14 @@ def _point_weights(cands, realized, score, ptr, largest: int) -> np.ndarray:
     """The calibration points' weights (:func:`_expected_points`) in one pass over the patients,
     in the smallest integer dtype that holds ``largest``: the same integers in the same places."""
     out = np.empty(ptr[-1], dtype=smallest_int(largest))
-    for start, stop in _chunks(0, cands.n_patients, _POINTS_CHUNK):
-        increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)
-        out[ptr[start] : ptr[stop]] = increments[increments > 0]
-        del increments
+
+    def fill(chunk):  # threads: each chunk writes its own points
+        for start, stop in _chunks(*chunk, _POINTS_CHUNK):
+            increments = calibration_weights(cands.subset(slice(start, stop)), realized[start:stop], score)
+            out[ptr[start] : ptr[stop]] = increments[increments > 0]
+            del increments
+
+    map_chunks(fill, _chunks(0, cands.n_patients))
     return out
 
 

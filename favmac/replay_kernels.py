@@ -36,9 +36,9 @@ from numba import njit
 from . import thresholds
 from .fenwick import add
 
-__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "choose_prefixes", "expected_thresholds", "group_slots",
-           "mark_slots", "marked_patients", "merge_ranks", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
-           "slot_owner", "unique_slots", "unsort_ranks", "weight_totals"]
+__all__ = ["BLOCK", "adaptive_thresholds", "calibration_count", "choose_prefixes", "expected_slots_range", "expected_thresholds", "group_slots",
+           "mark_slots", "marked_patients", "merge_part", "merge_ranks", "range_btree", "rank_order", "record_slot_keys", "slot_keys", "slot_prefix", "violation_thresholds", "rank_edge",
+           "slot_owner", "split_runs", "unique_slots", "unsort_ranks", "weight_below", "weight_totals"]
 
 #: :func:`favmac.thresholds.rank_edge`, compiled for the kernels.
 rank_edge = njit(cache=True, nogil=True)(thresholds.rank_edge)
@@ -393,6 +393,126 @@ def expected_thresholds(ptr, slots, weights, keys, lstart, lsize, bstart, owner,
 
 
 @njit(cache=True, nogil=True)
+def weight_below(ptr, slots, weights, lo):
+    """(N,) int64: each patient's weight in the slots below ``lo`` (:func:`expected_slots_range`). O(points)."""
+    out = np.zeros(ptr.shape[0] - 1, dtype=np.int64)
+    for i in range(ptr.shape[0] - 1):
+        total = 0
+        for q in range(ptr[i], ptr[i + 1]):
+            if slots[q] < lo:
+                total += weights[q]
+        out[i] = total
+    return out
+
+
+@njit(cache=True, nogil=True)
+def range_btree(leaf, lo, hi):
+    """The block region (:func:`block_count`) of the slots [lo, hi) of ``leaf``, built from the leaves:
+    block totals, then the superblocks' Fenwick tree. O(hi - lo)."""
+    size = hi - lo
+    n_blocks = (size + BLOCK - 1) >> _SHIFT
+    btree = np.zeros(n_blocks + ((n_blocks + BLOCK - 1) >> _SHIFT) + 1, dtype=np.int64)
+    for j in range(size):
+        btree[j >> _SHIFT] += leaf[lo + j]
+    tree = btree[n_blocks:]
+    for block in range(n_blocks):
+        add(tree, block >> _SHIFT, btree[block])
+    return btree
+
+
+@njit(cache=True, nogil=True)
+def _move_range(leaf, btree, lo, hi, n_blocks, ptr, slots, weights, i, sign):
+    """:func:`_move` of patient i's points in the slots [lo, hi) only; returns the weight moved."""
+    moved = 0
+    for q in range(ptr[i], ptr[i + 1]):
+        slot = slots[q]
+        if lo <= slot < hi:
+            leaf[slot] += sign * weights[q]
+            btree[(slot - lo) >> _SHIFT] += sign * weights[q]
+            moved += weights[q]
+    if moved:
+        tree = btree[n_blocks:]
+        for q in range(ptr[i], ptr[i + 1]):
+            slot = slots[q]
+            if lo <= slot < hi:
+                add(tree, (slot - lo) >> (2 * _SHIFT), sign * weights[q])
+    return sign * moved
+
+
+@njit(cache=True, nogil=True)
+def _answer_range(leaf, btree, lstart, lsize, bstart, owner, bounds, m, base, total, last, out, column, mine, where, acc):
+    """The answers in slots [lo, hi) (``lstart[0]``, ``lsize[0]``) of the queries ``bounds[:, m]``:
+    the first slot whose running total over every slot exceeds the bound lies in this range when
+    ``base`` (the weight below lo) <= bound < base + ``total`` (the weight in the range); -inf for a
+    negative bound (the first range writes it), +inf beyond every slot (the last range)."""
+    n_targets = bounds.shape[0]
+    lo = lstart[0]
+    for t in range(n_targets):  # the blocks of all this range's queries first, then the leaf scans
+        bound = bounds[t, m]
+        mine[t] = False
+        if bound < 0:
+            if lo == 0:
+                out[t, column] = -np.inf
+            continue
+        if bound >= base + total:
+            if last:
+                out[t, column] = np.inf
+            continue
+        if bound < base:
+            continue
+        mine[t] = True
+        where[t], acc[t] = _locate(btree, lsize, bstart, 0, bound - base)
+    for t in range(n_targets):
+        if mine[t]:
+            pos = _scan(leaf, lstart, lsize, owner, 0, bounds[t, m] - base, where[t], acc[t])
+            out[t, column] = float(lo + pos)
+
+
+@njit(cache=True, nogil=True)
+def expected_slots_range(ptr, slots, weights, lo, hi, last, below, order, arrival_ptr, evict, bounds, low, burn_in,
+                         window, start, stop, leaf, btree, state, out, final):
+    """:func:`expected_thresholds` of one group without keys (the answers are slots), restricted to the
+    slots [lo, hi): this range's points join and leave its leaves ``leaf[lo:hi]`` and its own block
+    region ``btree`` (:func:`range_btree`), and it writes the answers that fall in it
+    (:func:`_answer_range`). Ranges that split the slots, walked side by side on several threads over
+    one leaf array, write every answer of the one-range walk exactly once. ``below[i]``: patient i's
+    weight below ``lo`` (:func:`weight_below`; empty when ``lo`` is 0). ``state``: int64
+    (arrived patients, weight arrived below lo, weight in the range), kept between calls."""
+    n_patients = arrival_ptr.shape[0] - 1
+    size = hi - lo
+    n_blocks = (size + BLOCK - 1) >> _SHIFT
+    lstart = np.full(1, lo, dtype=np.int64)
+    lsize = np.full(1, size, dtype=np.int64)
+    bstart = np.array([0, btree.shape[0]], dtype=np.int64)
+    owner = np.zeros(0, dtype=np.int8)
+    n_targets = bounds.shape[0]
+    mine = np.zeros(n_targets, dtype=np.bool_)
+    where = np.zeros(n_targets, dtype=np.int64)
+    acc = np.zeros(n_targets, dtype=np.int64)
+    some_below = below.shape[0] > 0
+    for n in range(start, stop):
+        if n == n_patients or n >= burn_in:
+            m = calibration_count(state[0], window) - low
+            if n == n_patients:
+                _answer_range(leaf, btree, lstart, lsize, bstart, owner, bounds, m, state[1], state[2], last, final, 0,
+                              mine, where, acc)
+                continue
+            _answer_range(leaf, btree, lstart, lsize, bstart, owner, bounds, m, state[1], state[2], last, out,
+                          n - burn_in, mine, where, acc)
+        for e in range(arrival_ptr[n], arrival_ptr[n + 1]):
+            i = order[e]
+            state[2] += _move_range(leaf, btree, lo, hi, n_blocks, ptr, slots, weights, i, 1)
+            state[0] += 1
+            if some_below:
+                state[1] += below[i]
+            gone = evict[e]
+            if gone >= 0:
+                state[2] += _move_range(leaf, btree, lo, hi, n_blocks, ptr, slots, weights, gone, -1)
+                if some_below:
+                    state[1] -= below[gone]
+
+
+@njit(cache=True, nogil=True)
 def _kth_largest(leaf, btree, keys, lstart, lsize, bstart, owner, g, k, m):
     edge = rank_edge(k, m)
     if not math.isnan(edge):
@@ -505,15 +625,48 @@ def merge_ranks(keys, starts):
     is run r, sorted. Every key is replaced by its rank among all keys (as a float, exact below
     2^53): the number of keys strictly below it, i.e. ``np.searchsorted(np.sort(keys), key)``
     (equal keys share the first slot of their key). Returns the most keys sharing one rank (0 for none).
-    A heap of the runs' heads (their values kept beside it): O(P log runs), no second key-sized array."""
-    n_runs = starts.shape[0] - 1
-    pos = starts[:-1].copy()
+    A heap of the runs' heads (their values kept beside it): O(P log runs), no second key-sized array.
+    :func:`split_runs` and :func:`merge_part` do the same in parts that threads can merge side by side."""
+    return merge_part(keys, starts[:-1], starts[1:], 0)
+
+
+def split_runs(keys, starts, parts: int) -> list:
+    """Split the sorted runs of :func:`merge_ranks` into ``parts`` key ranges that :func:`merge_part`
+    ranks independently: ``[(lo, hi, first), ...]``, part k being ``keys[lo[r]:hi[r]]`` of every run r
+    (the keys of [v_k, v_{k+1}) in numpy's order, v_k sampled from the keys so that the parts are
+    about equal) and ``first`` the keys of the parts before it. Equal keys (-0.0 and 0.0, every NaN)
+    fall in one part, so each part's ranks plus ``first`` are the global ranks and the longest run of
+    equal keys is the longest of the parts'. O(runs parts log P + samples)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    n_runs = len(starts) - 1
+    total = int(starts[-1] - starts[0]) if n_runs >= 0 else 0
+    if parts <= 1 or total == 0:
+        return [(starts[:-1].copy(), starts[1:].copy(), 0)]
+    stride = max(1, total // (64 * parts))  # every sample stands for ``stride`` keys of its run
+    samples = np.sort(np.concatenate([keys[starts[r]:starts[r + 1]:stride] for r in range(n_runs)]))
+    splitters = samples[(np.arange(1, parts) * len(samples)) // parts]
+    cuts = np.empty((parts + 1, n_runs), dtype=np.int64)
+    cuts[0], cuts[-1] = starts[:-1], starts[1:]
+    for r in range(n_runs):  # numpy's order, as the runs were sorted: side "left" keeps equal keys together
+        cuts[1:-1, r] = starts[r] + np.searchsorted(keys[starts[r]:starts[r + 1]], splitters, side="left")
+    before = np.concatenate([[0], np.cumsum((cuts[1:] - cuts[:-1]).sum(axis=1))])
+    return [(cuts[k], cuts[k + 1], int(before[k])) for k in range(parts)]
+
+
+@njit(cache=True, nogil=True)
+def merge_part(keys, lo, hi, first):
+    """:func:`merge_ranks` of the segments ``keys[lo[r]:hi[r]]`` (each sorted), in place: each key
+    becomes ``first`` plus the number of the segments' keys strictly below it. Returns the most keys
+    sharing one rank (0 for none). Touches only the segments, so parts of :func:`split_runs` can be
+    merged on several threads at once."""
+    n_runs = lo.shape[0]
+    pos = lo.copy()
     head = np.empty(n_runs)  # the heap: each entry's run and its head's key
     run = np.empty(n_runs, dtype=np.int64)
     size = 0
     for r in range(n_runs):  # the non-empty runs, then heapified
-        if starts[r + 1] > starts[r]:
-            head[size], run[size] = keys[starts[r]], r
+        if hi[r] > lo[r]:
+            head[size], run[size] = keys[lo[r]], r
             size += 1
     for root in range(size // 2 - 1, -1, -1):
         _sift(head, run, size, root)
@@ -531,10 +684,10 @@ def merge_ranks(keys, starts):
             rank, shared, prev = j, 1, value
         if shared > best:
             best = shared
-        keys[pos[r]] = rank
+        keys[pos[r]] = first + rank
         pos[r] += 1
         j += 1
-        if pos[r] == starts[r + 1]:  # run r is done: the last entry takes the top
+        if pos[r] == hi[r]:  # run r is done: the last entry takes the top
             size -= 1
             head[0], run[0] = head[size], run[size]
         else:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .parallel import map_chunks
+
 __all__ = [
     "UNIVERSES",
     "MAX_FULL_CODES",
@@ -573,9 +575,12 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
     # (N, K) temporaries, which at 10^6 x 35 would be gigabytes.
     cost_weights = cost.weights_for(n_codes)
     order = np.empty((n_patients, n_codes), dtype=order_dtype(n_codes))
-    for start in range(0, n_patients, _ROWS):
+
+    def fill(start):  # threads (favmac.parallel): each chunk writes its own rows
         rows = slice(start, start + _ROWS)
         order[rows] = greedy_order(probs[rows], value, cost, universe)
+
+    map_chunks(fill, range(0, n_patients, _ROWS))
 
     def chat(rows=slice(None)):  # the same sums, row by row, as a table built once
         return _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
