@@ -410,7 +410,8 @@ class Candidates:
             steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
         out = Candidates(self.universe, chat, vhat, order=order, subsets=self.subsets,
                          monotone=self.monotone, steps_source=steps)
-        out._cache.update({name: cached[rows] for name, cached in self._cache.items()})  # all per patient
+        # all per patient; a snapshot (one C-level copy), as another thread may fill a cache meanwhile
+        out._cache.update({name: cached[rows] for name, cached in dict(self._cache).items()})
         return out
 
     @classmethod
