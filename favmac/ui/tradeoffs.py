@@ -74,10 +74,11 @@ LIGHT_COST = {"CRC": 4.0, "ClassWise": 2.6, "RCPS": 2.6, "InnerSet": 1.0}
 TRADEOFF_MODES = ("inner", "side_by_side")
 
 #: The schedule the app uses while a core is free (one of :data:`TRADEOFF_MODES`; on a busy server
-#: both are one thread). Side by side until a quiet-machine run shows "inner" at least as fast at
-#: 300,000 x 35 (docs/large_cohorts.md, "Seventh round": side by side held 4.4x the data at its peak,
-#: "inner" one method's memory).
-TRADEOFF_MODE = "side_by_side"
+#: both are one thread). "inner": on a quiet 2-core machine at 300,000 x 35 (docs/large_cohorts.md,
+#: "Seventh round, all branches together") it took 2.40-2.96x one (one-thread) FavMac replay's wall time
+#: at a 2.85x-the-data peak (one method's memory); side by side was faster (2.23-2.59x) but held two
+#: replays' memory, 4.39x the data.
+TRADEOFF_MODE = "inner"
 
 
 def machine_has_a_free_core() -> bool:
@@ -92,10 +93,10 @@ def machine_has_a_free_core() -> bool:
 
 def tradeoff_workers() -> int:
     """Threads for a Trade-offs run started now: :data:`TRADEOFF_WORKERS` while a core is free,
-    else one. On an idle 2-core machine the second thread cut a 300,000 x 35 comparison's wall
-    time by 27 % and added a baseline's peak memory beside the FavMac replay (docs/large_cohorts.md);
-    on a busy server (other sessions computing) it buys no time, so only the memory would grow.
-    The tables are the same either way."""
+    else one. On an idle 2-core machine the second thread, inside each method (:data:`TRADEOFF_MODE`
+    "inner"), cut a 300,000 x 35 comparison's wall time by 40 % at one method's peak memory
+    (docs/large_cohorts.md, "Seventh round"); on a busy server (other sessions computing) it buys no
+    time. The tables are the same either way."""
     if TRADEOFF_WORKERS <= 1:
         return 1
     return TRADEOFF_WORKERS if machine_has_a_free_core() else 1

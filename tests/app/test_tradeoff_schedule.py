@@ -46,6 +46,7 @@ def test_two_replays_at_once_give_the_sequential_tables(monkeypatch):
     spec = _spec(n_patients, n_codes, weights, "expected", "weighted_fp")
     targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 5, False)
     monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)
+    monkeypatch.setattr(tradeoffs, "TRADEOFF_MODE", "side_by_side")  # two methods at once (the app's default is "inner")
     built = []
     real_candidate_sets = tradeoffs.candidate_sets
 
