@@ -142,16 +142,19 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="favmac",
+        usage="%(prog)s [-h] {predict,replay,calibrate} ...",
         description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
-        "  predict  calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
-        "  replay   walks a labelled file as an online stream (FavMac or a baseline) and writes per-step results\n"
-        "           plus a summary table.\n"
-        "  calibrate computes the final thresholds over a very large file set exactly on Dask (local or a\n"
-        "           cluster) and writes a settings file that the app and 'predict --settings' load.\n\n"
+        "commands:\n"
+        "  predict    calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
+        "  replay     walks a labelled file as an online stream (FavMac or a baseline) and writes per-step\n"
+        "             results plus a summary table.\n"
+        "  calibrate  computes the final thresholds over a very large file set exactly on Dask (local or a\n"
+        "             cluster) and writes a settings file that the app and 'predict --settings' load.\n\n"
         "Run 'favmac <command> --help' for the options of each.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate}")
+    # the commands are listed in the description (one line each), not again by argparse
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate}", help=argparse.SUPPRESS)
 
     predict = sub.add_parser(
         "predict", help="calibrate on labelled patients and choose code sets for new patients",

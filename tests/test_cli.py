@@ -247,8 +247,13 @@ def test_help_names_the_program_and_explains_each_command(run):
     proc = run("--help")
     assert proc.returncode == 0
     assert proc.stdout.startswith("usage: favmac ")
-    assert "predict  calibrates FavMac on a labelled file" in proc.stdout
-    assert "replay   walks a labelled file as an online stream" in proc.stdout
+    assert "predict    calibrates FavMac on a labelled file" in proc.stdout
+    assert "replay     walks a labelled file as an online stream" in proc.stdout
+    assert "calibrate  computes the final thresholds" in proc.stdout
+    # each command listed once (argparse's own list of the sub-commands is suppressed)
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    for command in ("predict", "replay", "calibrate"):
+        assert sum(line.split(" ")[0] == command for line in lines) == 1, command
 
 
 def test_replay_method_choices_come_from_the_registry(tmp_path, run):
