@@ -1,4 +1,4 @@
-"""Command line: ``favmac predict|replay|calibrate`` (also ``python -m favmac``).
+"""Command line: ``favmac predict|replay|calibrate|samples`` (also ``python -m favmac``).
 
 ``predict`` calibrates FavMac on a labelled file and writes the chosen code set of every
 new (unlabelled) patient; ``replay`` walks a labelled file as an online stream and writes
@@ -142,19 +142,22 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="favmac",
-        usage="%(prog)s [-h] {predict,replay,calibrate} ...",
+        usage="%(prog)s [-h] {predict,replay,calibrate,samples} ...",
         description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
         "commands:\n"
         "  predict    calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
         "  replay     walks a labelled file as an online stream (FavMac or a baseline) and writes per-step\n"
         "             results plus a summary table.\n"
         "  calibrate  computes the final thresholds over a very large file set exactly on Dask (local or a\n"
-        "             cluster) and writes a settings file that the app and 'predict --settings' load.\n\n"
+        "             cluster) and writes a settings file that the app and 'predict --settings' load.\n"
+        "  samples    'samples path' prints the folder holding the bundled sample files, for examples that\n"
+        "             run from any directory: --calibration \"$(favmac samples path)/hcc_calibration.csv\".\n\n"
         "Run 'favmac <command> --help' for the options of each.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # the commands are listed in the description (one line each), not again by argparse
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate}", help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate,samples}",
+                                help=argparse.SUPPRESS)
 
     predict = sub.add_parser(
         "predict", help="calibrate on labelled patients and choose code sets for new patients",
@@ -225,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--progress", action="store_true",
                            help="show dask's progress bar for every pass on standard error (default: only when it "
                            "is a terminal)")
+
+    samples = sub.add_parser("samples", prog="favmac samples", help="where the bundled sample files are",
+                             description="The bundled sample data (favmac.samples): 'favmac samples path' prints "
+                             "the folder holding its files.")
+    samples.add_argument("action", choices=["path"], help="path: print the folder holding the bundled sample files")
     return parser
 
 
@@ -887,6 +895,14 @@ def _predict_distributed(args) -> int:
     return 0
 
 
+def run_samples(args) -> int:
+    """``favmac samples path``: the sample folder (favmac.samples), so examples run from any directory."""
+    from .samples import samples_dir
+
+    print(samples_dir())
+    return 0
+
+
 # ----------------------------------------------------------------------------- entry point
 
 
@@ -902,7 +918,7 @@ def _note(message, category, filename, lineno, file=None, line=None):
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
-    command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
+    command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate, "samples": run_samples}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _note

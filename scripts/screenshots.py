@@ -6,9 +6,9 @@ Runs the page-loading browser test (tests/browser/test_end_to_end.py), which sta
 ``streamlit run app.py`` on a free loopback port, opens each page in Debian's chromium
 (/usr/bin/chromium) on the bundled sample data and saves full-page screenshots to
 artifacts/screenshots/<page>.png (gitignored; the tests' ``screenshot_dir`` through
-$FAVMAC_SCREENSHOT_DIR). When the test passes, the README's pictures (Home, Online session) are
-copied to docs/screenshots/: this script is the only thing that writes there, so a test run never
-changes tracked files. Extra arguments are passed to pytest (e.g. ``-k online_session``).
+$FAVMAC_SCREENSHOT_DIR). When the test passes, the pictures the README and docs/guide.md show
+(``DOC_SCREENSHOTS``) are copied to docs/screenshots/: this script is the only thing that writes
+there, so a test run never changes tracked files. Extra arguments are passed to pytest (e.g. ``-k online_session``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
 DOCS_SHOTS = ROOT / "docs" / "screenshots"
-README_SCREENSHOTS = ("home.png", "online_session.png")
+# the pictures the README (online_session) and docs/guide.md use; the other pages stay in artifacts/
+DOC_SCREENSHOTS = ("home.png", "value_and_cost.png", "online_session.png", "trade_offs.png")
 
 
 def main(argv: list[str]) -> int:
@@ -37,7 +38,7 @@ def main(argv: list[str]) -> int:
         print(f"pytest failed (exit {code}): docs/screenshots left as they were", file=sys.stderr)
         return code
     for shot in taken:
-        if shot.name in README_SCREENSHOTS:
+        if shot.name in DOC_SCREENSHOTS:
             DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(shot, DOCS_SHOTS / shot.name)
             print(f"copied to {(DOCS_SHOTS / shot.name).relative_to(ROOT)}")
