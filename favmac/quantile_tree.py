@@ -77,8 +77,8 @@ _DECIMAL_SCALE = 10**_DECIMAL_PLACES
 _FAST_DECIMAL_LIMIT = 1e6  # below it, round(x * 1e9) finds those decimals exactly
 _MAX_SCALE_BITS = 4096
 _BINARY_ROOM = 32  # extra bits of scale taken when a finer binary weight arrives
-_DEFAULT_LOAD = 24  # leaves of 8-32 keys (measured: scripts/bench_quantile_tree.py, docs/benchmarks.md)
-_DEFAULT_FANOUT = 48  # groups of 16-64 leaves
+_DEFAULT_LOAD = 32  # leaves of 8-32 keys (measured: scripts/bench_quantile_tree.py, docs/benchmarks.md)
+_DEFAULT_FANOUT = 32  # groups of 16-64 leaves
 _CACHE_LIMIT = 4096  # entries kept in each of the weight and denominator caches
 
 
@@ -228,7 +228,15 @@ class QuantileTree:
         >>> t = QuantileTree(); t.insert(1.0); t.insert(1.0, 0.5); t.total
         1.5
         """
-        value = self._int_cache.get(weight) if type(weight) is float else None
+        value = None
+        if type(weight) is float:
+            value = self._int_cache.get(weight)
+            if value is None and 0.0 < weight < _FAST_DECIMAL_LIMIT and round(weight * 1e9) / 1e9 != weight:
+                # _ratio's rule, its hot case inlined: not a decimal of <= 9 places, so the exact binary value
+                numerator, denominator = weight.as_integer_ratio()
+                factor = self._factors.get(denominator)
+                if factor is not None:
+                    value = numerator * factor
         if value is None:
             value = self._to_int(weight)
         if value:
