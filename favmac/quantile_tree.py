@@ -77,8 +77,8 @@ _DECIMAL_SCALE = 10**_DECIMAL_PLACES
 _FAST_DECIMAL_LIMIT = 1e6  # below it, round(x * 1e9) finds those decimals exactly
 _MAX_SCALE_BITS = 4096
 _BINARY_ROOM = 32  # extra bits of scale taken when a finer binary weight arrives
-_DEFAULT_LOAD = 32  # leaves of 8-32 keys (measured: scripts/bench_quantile_tree.py, docs/benchmarks.md)
-_DEFAULT_FANOUT = 32  # groups of 16-64 leaves
+_DEFAULT_LOAD = 24  # leaves of 12-48 keys (measured: scripts/bench_quantile_tree.py, docs/benchmarks.md)
+_DEFAULT_FANOUT = 48  # groups of 24-96 leaves
 _CACHE_LIMIT = 4096  # entries kept in each of the weight and denominator caches
 
 
