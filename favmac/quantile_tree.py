@@ -9,10 +9,14 @@ and one bisection; an update adds its weight to the running sums after it in one
 (O(load)) and to O(log n) Fenwick entries. Nothing is lazy: every sum is current after every
 update, so a query costs the same right after an update as after a run of queries. A leaf
 split or merge rebuilds its group's Fenwick tree (O(fanout)); a group split or merge the
-top one (O(n / (load * fanout)), at C speed). Why this layout, measured: pure Python touches
-few objects per operation this way (CPU caches), and Python integers keep every sum exact
-whatever the weights' scale (random float weights need 100-bit integers), which int64
-kernels (numba) cannot.
+top one (O(n / (load * fanout)), at C speed: one slice addition per tree level).
+
+Why pure Python: Python integers keep every sum exact whatever the weights' scale (random
+float weights need integers of about 100 bits), which int64 kernels (numba) cannot. Why
+this layout (measured with ``scripts/bench_quantile_tree.py``, docs/benchmarks.md): in
+CPython an operation costs mostly the separate objects it touches and its bytecodes; the
+running sums make a query's last step one bisection, and the Fenwick trees keep an update's
+work above the leaf at O(log n) entries instead of shifting per-leaf sums in a group.
 
 Weights are stored as exact integers at a common scale (an integer multiple of every
 weight's denominator), so sums never drift and ties compare exactly. How a number is read:
@@ -810,11 +814,11 @@ def _read_numerators(numerators, denominator) -> tuple[np.ndarray, int]:
             values = np.array([index(x) for x in array.reshape(-1).tolist()], dtype=object)
         except TypeError:
             bad = next(i for i, x in enumerate(array.reshape(-1).tolist()) if not _is_index(x))
-            raise QuantileTreeError(f"from_arrays: weights[{bad}] = {array.reshape(-1)[bad]!r} must be an integer numerator "
+            raise QuantileTreeError(f"from_arrays: weights[{bad}] = {array.reshape(-1).tolist()[bad]!r} must be an integer numerator "
                                     f"(with a denominator, weights are integers)") from None
     negative = np.flatnonzero(values < 0)
     if len(negative):
-        raise QuantileTreeError(f"from_arrays: weights[{negative[0]}] = {values[negative[0]]} must be >= 0")
+        raise QuantileTreeError(f"from_arrays: weights[{negative[0]}] = {values.tolist()[negative[0]]!r} must be >= 0")
     return values, scale
 
 
@@ -847,7 +851,7 @@ def _read_weights(weights) -> tuple[np.ndarray, int]:
     negative = np.flatnonzero(numerators < 0)
     if len(negative):
         i = negative[0]
-        raise QuantileTreeError(f"from_arrays: weights[{i}] = {array.reshape(-1)[i]!r} must be >= 0")
+        raise QuantileTreeError(f"from_arrays: weights[{i}] = {array.reshape(-1).tolist()[i]!r} must be >= 0")
     scale = 1
     for d in np.unique(denominators).tolist():
         if scale % d:
@@ -890,7 +894,7 @@ def _read_float_weights(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
     if len(bad):
         i = bad[0]
-        raise QuantileTreeError(f"from_arrays: weights[{i}] = {w[i]!r} must be a finite number >= 0")
+        raise QuantileTreeError(f"from_arrays: weights[{i}] = {w[i].item()!r} must be a finite number >= 0")
     numerators = np.zeros(len(w), dtype=np.int64)
     denominators = np.ones(len(w), dtype=np.int64)
     integral = np.floor(w) == w
