@@ -1,26 +1,35 @@
 """Benchmark: QuantileTree against sortedcontainers.SortedList, measured in the same run.
 
-Times are CPU time of the process. Queries and online steps alternate with their baseline
-in batches of 250 operations, so the load of a shared machine falls on both alike; the
-ratio is the figure to read.
+Times are CPU time of the process. Every tree operation alternates with its SortedList
+baseline in batches of 250 operations, so the load of a shared machine falls on both alike;
+the ratio is the figure to read.
 
-    python scripts/bench_quantile_tree.py [--n 1000000] [--queries 20000]
+    python scripts/bench_quantile_tree.py [--n 10000 100000 1000000] [--queries 20000]
+                                          [--weights float decimal] [--baseline-src /work/main]
 
-Cases, each next to its SortedList baseline from this process:
+For each n and each kind of weights (``float``: random floats, stored as exact binary
+integers, the hard case; ``decimal``: 3-decimal weights), with n random keys:
 
-* building n keys with random float weights (weighted conformal prediction: weights that
-  are not short decimals, stored as exact binary integers) and with 3-decimal weights,
-  against ``SortedList.add``;
-* queries at n keys (``search_greater``, ``quantile``, ``cdf``) against a SortedList
-  positional lookup ``sl[i]`` (what a rank query costs there), after a warm-up pass;
-* the online step at n keys: insert one point, then query a threshold, against
-  ``SortedList.add`` + a positional lookup;
-* a naive numpy re-sort + cumsum per query, for scale.
+* bulk build: ``QuantileTree.from_arrays(keys, weights)`` from unsorted numpy arrays (one
+  numpy sort) against ``SortedList(keys)`` from the same keys as a list (which sorts them);
+  a checkout without ``from_arrays`` builds by inserting the points one by one;
+* insert: one new point into the n-key tree, against ``SortedList.add``;
+* ``search_greater`` (the T_c strict search), ``quantile`` and ``cdf`` at n keys, against a
+  SortedList positional lookup ``sl[i]`` (what a rank query costs there); both get their
+  arguments precomputed (the bound m for the tree, the position for SortedList);
+* the online step: insert one point, then one threshold search (``search_greater``),
+  against ``SortedList.add`` + ``sl[i]``.
+
+Queries run on the tree as the online steps left it, with no warm-up pass. ``--baseline-src
+DIR`` runs the same measurements in a child process on another checkout (e.g. main) and
+prints its table too: a before/after from one run.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,9 +37,7 @@ from pathlib import Path
 import numpy as np
 from sortedcontainers import SortedList
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from favmac import QuantileTree  # noqa: E402
+HERE = Path(__file__).resolve().parents[1]
 
 
 def clock() -> float:
@@ -39,24 +46,9 @@ def clock() -> float:
     return time.process_time()
 
 
-def per_op(seconds: float, count: int) -> float:
-    return seconds / count * 1e6
-
-
-def timed(fn, items, repeats: int = 1) -> float:
-    """Best of ``repeats`` passes (the machine is shared: the minimum is the least disturbed)."""
-    best = float("inf")
-    for _ in range(repeats):
-        started = clock()
-        for item in items:
-            fn(item)
-        best = min(best, clock() - started)
-    return per_op(best, len(items))
-
-
 def paired(fn, items, baseline_fn, baseline_items, batch: int = 250) -> tuple[float, float]:
-    """Per-op times of ``fn`` and ``baseline_fn``, run in alternating batches so that the load
-    of a shared machine falls on both alike."""
+    """Per-op times (us) of ``fn`` and ``baseline_fn``, run in alternating batches so that the
+    load of a shared machine falls on both alike."""
     spent = spent_baseline = 0.0
     for start in range(0, len(items), batch):
         begin = clock()
@@ -67,88 +59,89 @@ def paired(fn, items, baseline_fn, baseline_items, batch: int = 250) -> tuple[fl
             baseline_fn(item)
         spent += middle - begin
         spent_baseline += clock() - middle
-    return per_op(spent, len(items)), per_op(spent_baseline, len(baseline_items))
+    return spent / len(items) * 1e6, spent_baseline / len(baseline_items) * 1e6
 
 
 def row(name: str, us: float, baseline_name: str, baseline_us: float) -> str:
-    return f"{name:<46} {us:>9.2f} us   {baseline_name:<34} {baseline_us:>8.2f} us   {us / baseline_us:>6.2f}x"
+    return f"  {name:<34} {us:>10.2f} us   {baseline_name:<26} {baseline_us:>10.2f} us   {us / baseline_us:>6.2f}x"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--queries", type=int, default=20_000)
-    args = parser.parse_args(argv)
-    n, n_queries = args.n, args.queries
-    rng = random.Random(0)
+def bench(QuantileTree, n: int, kind: str, n_queries: int) -> list[str]:
+    rng = random.Random(n)
     keys = [rng.random() for _ in range(n)]
-    float_weights = [rng.random() for _ in range(n)]
-    decimal_weights = [rng.choice([0.331, 0.166, 1.0, 0.421]) for _ in range(n)]
-    lines = [f"QuantileTree benchmark, n = {n:,} keys, one process (ratios against SortedList from the same run)"]
+    if kind == "float":
+        draw = rng.random
+    else:
+        def draw():
+            return round(rng.random(), 3) or 0.001
+    weights = [draw() for _ in range(n)]
+    lines = [f"n = {n:,} keys, {'random float' if kind == 'float' else '3-decimal'} weights"]
 
-    reference = SortedList()
+    key_array, weight_array = np.array(keys), np.array(weights)
     started = clock()
-    for key in keys:
-        reference.add(key)
-    sorted_add = per_op(clock() - started, n)
-
-    tree = QuantileTree()
+    if hasattr(QuantileTree, "from_arrays"):
+        tree = QuantileTree.from_arrays(key_array, weight_array)
+        how = "from_arrays (bulk build)"
+    else:
+        tree = QuantileTree(zip(keys, weights))
+        how = "bulk build (one by one)"
+    built = clock() - started
     started = clock()
-    for key, weight in zip(keys, float_weights):
-        tree.insert(key, weight)
-    float_insert = per_op(clock() - started, n)
+    reference = SortedList(keys)
+    reference_built = clock() - started
+    lines.append(row(how, built * 1e6 / n, "SortedList(keys)", reference_built * 1e6 / n))
 
-    decimal_tree = QuantileTree()
-    started = clock()
-    for key, weight in zip(keys, decimal_weights):
-        decimal_tree.insert(key, weight)
-    decimal_insert = per_op(clock() - started, n)
-    del decimal_tree
-    lines.append(row("insert n keys, random float weights", float_insert, "SortedList.add, n keys", sorted_add))
-    lines.append(row("insert n keys, 3-decimal weights", decimal_insert, "SortedList.add, n keys", sorted_add))
-
-    # queries at n keys: every query lands in a random sublist
-    total = tree.total
-    levels = [rng.random() for _ in range(n_queries)]
-    positions = [rng.randrange(n) for _ in range(n_queries)]
-    # warm-up pass: both structures build their lazy indexes (SortedList's positional index;
-    # the tree's group running sums, per-sublist blocks and full running sums) as a session's first queries do
-    for q, i in zip(levels, positions):
-        tree.quantile(q)
-        reference[i]
-    # both sides get their arguments precomputed: the cdf bound m for the tree, the position for SortedList
-    bounds = [q * total for q in levels]
-    search, lookup = paired(tree.search_greater, bounds, reference.__getitem__, positions)
-    lines.append(row("search_greater at n keys", search, "SortedList sl[i] at n keys", lookup))
-    quantile, lookup = paired(tree.quantile, levels, reference.__getitem__, positions)
-    lines.append(row("quantile at n keys", quantile, "SortedList sl[i] at n keys", lookup))
-    cdf, lookup = paired(tree.cdf, levels, reference.__getitem__, positions)
-    lines.append(row("cdf at n keys", cdf, "SortedList sl[i] at n keys", lookup))
-
-    # the online step: one new point, then a threshold query
     new_keys = [rng.random() for _ in range(n_queries)]
-    new_weights = [rng.random() for _ in range(n_queries)]
+    new_weights = [draw() for _ in range(n_queries)]
+    positions = [rng.randrange(n) for _ in range(n_queries)]
+    levels = [rng.random() for _ in range(n_queries)]
+    half = n_queries // 2
+    insert, add = paired(lambda i: tree.insert(new_keys[i], new_weights[i]), range(half),
+                         lambda i: reference.add(new_keys[i]), range(half))
+    lines.append(row("insert", insert, "SortedList.add", add))
+
+    total = tree.total
 
     def tree_step(i):
         tree.insert(new_keys[i], new_weights[i])
-        tree.search_greater(levels[i] * total)
+        tree.search_greater(bounds[i])
 
     def sorted_step(i):
         reference.add(new_keys[i])
         reference[positions[i]]
 
-    step_tree, step_sorted = paired(tree_step, range(n_queries), sorted_step, range(n_queries))
-    lines.append(row("online step: insert + search_greater", step_tree, "SortedList.add + sl[i]", step_sorted))
+    bounds = [q * total for q in levels]
+    step, step_sorted = paired(tree_step, range(half, n_queries), sorted_step, range(half, n_queries))
 
-    key_arr, weight_arr = np.array(keys), np.array(float_weights)
-    started = clock()
-    for q in levels[:10]:
-        order = np.argsort(key_arr)
-        cumulative = np.cumsum(weight_arr[order])
-        key_arr[order[np.searchsorted(cumulative, q * cumulative[-1], side="right")]]
-    naive = per_op(clock() - started, 10)
-    lines.append(row("naive numpy re-sort + cumsum per query", naive, "QuantileTree.search_greater", search))
-    print("\n".join(lines))
+    search, lookup = paired(tree.search_greater, bounds, reference.__getitem__, positions)
+    lines.append(row("search_greater", search, "sl[i]", lookup))
+    quantile, lookup = paired(tree.quantile, levels, reference.__getitem__, positions)
+    lines.append(row("quantile", quantile, "sl[i]", lookup))
+    cdf, lookup = paired(tree.cdf, levels, reference.__getitem__, positions)
+    lines.append(row("cdf", cdf, "sl[i]", lookup))
+    lines.append(row("online step: insert + search", step, "SortedList.add + sl[i]", step_sorted))
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--weights", nargs="+", choices=["float", "decimal"], default=["float", "decimal"])
+    parser.add_argument("--queries", type=int, default=20_000)
+    parser.add_argument("--src", type=Path, default=HERE, help="the checkout whose favmac to measure (default: this one)")
+    parser.add_argument("--baseline-src", type=Path, help="also measure this checkout (e.g. /work/main), in a child process")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(args.src))
+    from favmac.quantile_tree import QuantileTree
+
+    print(f"QuantileTree benchmark, {args.src}: CPU time per operation; ratios against SortedList from the same run", flush=True)
+    for n in args.n:
+        for kind in args.weights:
+            print("\n".join(bench(QuantileTree, n, kind, args.queries)), flush=True)
+    if args.baseline_src:
+        command = [sys.executable, __file__, "--src", str(args.baseline_src), "--queries", str(args.queries),
+                   "--n", *map(str, args.n), "--weights", *args.weights]
+        subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(args.baseline_src)})
     return 0
 
 

@@ -9,6 +9,7 @@ import random
 from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from favmac import QuantileTree, QuantileTreeError
@@ -277,104 +278,207 @@ def test_insert_many_and_delete_many_match_single_operations():
         tree.insert_many([1.0], [-1])
 
 
-def test_lazy_indexes_stay_exact_through_query_runs_and_single_updates():
-    """Runs of queries build a sublist's full running sums (after _FULL_AFTER queries); single
-    updates between queries leave group, inner and block running sums stale from the changed
-    entry on. Every answer matches the brute force and ``_check`` holds after every step."""
+def test_tiny_leaves_and_groups_split_and_merge_exactly():
+    """load=2, fanout=2: leaves of 1-4 keys, groups of 1-4 leaves, so nearly every update
+    splits or merges a leaf, and groups split and merge (the top Fenwick tree is rebuilt) all
+    along. Inserts, whole-key deletes and partial deletes in an online pattern (one update,
+    then queries); every answer matches the brute force and ``_check`` holds after every step."""
     rng = random.Random(2024)
-    tree, brute = QuantileTree(load=4), BruteForce()
-    for _ in range(300):
-        key, weight = round(rng.uniform(0, 10), 2), rng.choice([rng.random(), 0.25, 1, 0.331])
-        tree.insert(key, weight)
-        brute.insert(key, weight)
-    saw_full = saw_stale_groups = saw_stale_blocks = False
-    for step in range(400):
-        if step % 100 < 60:  # a run of queries only: full running sums get built
-            m = rng.random() * float(brute.total())
-            assert tree.search_greater(m) == brute.search_greater(m)
-        else:  # one update, then one query of each kind
-            key = round(rng.uniform(0, 10), 2)
-            if key in brute.weights and rng.random() < 0.4:
-                tree.delete(key, brute.weights[key])
-                brute.delete(key, brute.weights[key])
-            else:
-                weight = rng.choice([rng.random(), 0.1, 2])
-                tree.insert(key, weight)
-                brute.insert(key, weight)
-            saw_stale_groups |= tree._group_sums is not None and tree._group_stale < len(tree._group_running)
-            saw_stale_blocks |= any(m is not None and m[6] < len(m[1]) for m in tree._marks)
-            probe = rng.uniform(0, 10)
-            assert tree.cdf_exact(probe) == brute.cdf(probe)
-            q = rng.random()
-            assert tree.quantile(q) == brute.quantile(q)
-        saw_full |= any(m is not None and m[4] is not None for m in tree._marks)
-        tree._check()
-    assert saw_full and saw_stale_groups and saw_stale_blocks
-
-
-def test_update_keeps_full_running_sums_as_a_fresh_prefix():
-    """After a run of queries built a sublist's running sums of all weights, an update there
-    keeps them fresh below the updated position (instead of freeing them); queries answered
-    from that prefix, from the blocks beyond it, and after the rebuild all match brute force."""
-    tree, brute = QuantileTree(load=16), BruteForce()
-    for k in range(20):  # one sublist of 20 keys, weights 1..20
-        tree.insert(float(k), k + 1)
-        brute.insert(float(k), k + 1)
-    for _ in range(12):  # more than _FULL_AFTER queries: the full running sums get built
-        assert tree.search_greater(7) == brute.search_greater(7)
-    assert tree._marks[0][4] is not None and tree._marks[0][7] is None
-    tree.insert(10.5, 3)  # new position 11
-    brute.insert(10.5, 3)
-    marks = tree._marks[0]
-    assert marks[4] is None and marks[7] is not None and marks[8] == 11
-    tree._check()
-    tree.delete(4.0, 2)  # position 4 keeps its key: fresh below it
-    brute.delete(4.0, 2)
-    assert tree._marks[0][8] == 4
-    tree._check()
-    for m in [0, 2.5, 5, 9, 9.5, 14, 50, 120, 200.5, 211, 212, 500]:
-        assert tree.search_greater(m) == brute.search_greater(m), m
-        assert tree.cdf_exact(m / 10) == brute.cdf(m / 10), m
-        tree._check()
-    assert tree._marks[0][4] is not None and tree._marks[0][7] is None and tree._marks[0][8] == 0  # rebuilt
-    running, expected = 0, []
-    for weight in tree._weights[0]:
-        running += weight
-        expected.append(running)
-    assert tree._marks[0][4] == expected
-
-
-def test_block_bounds_stay_separators_through_block_splits_and_emptied_blocks():
-    """An update finds its block by bisecting the block bounds with its key. Deleting a block's
-    first key leaves its bound as a separator; emptying a block (the first one too) drops a
-    bound; a block grown past 2 * _block splits at a new bound. Online-session pattern (one
-    update, one query), sublists of 64-128 keys in blocks of 2-4."""
-    rng = random.Random(4242)
-    tree, brute = QuantileTree(load=64), BruteForce()
-    for _ in range(250):
-        key, weight = round(rng.uniform(0, 10), 3), rng.choice([rng.random(), 0.5, 3])
-        tree.insert(key, weight)
-        brute.insert(key, weight)
-    saw_bounds = False
-    for step in range(500):
+    tree, brute = QuantileTree(load=2, fanout=2), BruteForce()
+    group_counts = set()
+    grew = shrank = False
+    for step in range(1500):
         present = sorted(brute.weights)
-        if present and rng.random() < 0.45:
-            # delete a whole key, often the smallest of the tree or of a block
-            key = present[0] if step % 7 == 0 else rng.choice(present)
-            tree.delete(key, brute.weights[key])
-            brute.delete(key, brute.weights[key])
-        elif present and rng.random() < 0.2:  # more weight on a stored key: same positions
-            key = rng.choice(present)
-            tree.insert(key, 0.25)
-            brute.insert(key, 0.25)
+        before = len(tree._maxes)
+        phase_deletes = (step // 300) % 2 == 1  # alternate growing and shrinking phases
+        if present and rng.random() < (0.7 if phase_deletes else 0.3):
+            key = present[0] if step % 7 == 0 else rng.choice(present)  # often the smallest key
+            weight = brute.weights[key] if rng.random() < 0.7 else min(brute.weights[key], Fraction(1, 4))
+            tree.delete(key, weight)
+            brute.delete(key, weight)
         else:
-            key, weight = round(rng.uniform(0, 10), 3), rng.random()
+            key = rng.choice([round(rng.uniform(0, 10), 2), math.inf, -math.inf, 0.0, -0.0]) if rng.random() < 0.1 \
+                else round(rng.uniform(0, 10), 2)
+            weight = rng.choice([rng.random(), 0.25, 1, 0.331, Fraction(1, 3)])
             tree.insert(key, weight)
             brute.insert(key, weight)
-        saw_bounds |= any(m is not None and len(m[2]) > 3 for m in tree._marks)
+        grew |= len(tree._maxes) > before
+        shrank |= len(tree._maxes) < before
+        group_counts.add(len(tree._maxes))
+        tree._check()
+        total = brute.total()
+        m = rng.choice([rng.random() * float(total), total, 0, -1, brute.cdf(rng.uniform(0, 10))])
+        assert tree.search_greater(m) == brute.search_greater(m)
+        probe = rng.choice([rng.uniform(-1, 11), math.inf, -math.inf, 0.0])
+        assert tree.cdf_exact(probe) == brute.cdf(probe)
+        q = rng.choice([0, 1.0, rng.random()])
+        assert tree.quantile(q) == brute.quantile(q)
+        assert len(tree) == len(brute.weights)
+    assert grew and shrank and max(group_counts) >= 8
+
+
+def test_minus_zero_and_zero_are_one_key_stored_as_zero():
+    tree = QuantileTree()
+    tree.insert(-0.0, 1)
+    tree.insert(0.0, 2)
+    assert len(tree) == 1 and tree.cdf_exact(-0.0) == 3 and tree.cdf_exact(0.0) == 3
+    assert math.copysign(1.0, tree.search_greater(0)) == 1.0  # 0.0, not -0.0
+    tree.delete(0.0, 1)
+    tree.delete(-0.0, 2)
+    assert len(tree) == 0 and tree.total_exact == 0
+    tree._check()
+
+
+def random_points(rng, n, weight_kind):
+    """n points with repeated keys, +-inf, -0.0 and 0.0, zero weights; weights of one kind."""
+    keys = [rng.choice([-math.inf, math.inf, 0.0, -0.0]) if rng.random() < 0.08 else round(rng.uniform(-3, 3), rng.choice([1, 3, 12]))
+            for _ in range(n)]
+
+    def weight():
+        if weight_kind == "float":
+            return rng.choice([rng.random(), rng.random() * 2.0 ** rng.randint(-40, 10), 0.0])
+        if weight_kind == "decimal":
+            return rng.choice([0.331, 0.1, 1.0, 0.0, 4.1, 1e-05, 0.5])
+        if weight_kind == "int":
+            return rng.randint(0, 5)
+        return rng.choice([Fraction(rng.randint(0, 9), rng.choice([3, 7, 10])), 2, 0.25, rng.random()])  # mixed
+    return keys, [weight() for _ in keys]
+
+
+def assert_same_tree(built, reference, brute, rng):
+    """``built`` answers every query as ``reference`` (the points inserted one by one) and the brute force do."""
+    built._check()
+    assert list(built.items()) == list(reference.items())
+    assert len(built) == len(reference) == len(brute.weights)
+    assert built.total_exact == reference.total_exact == brute.total()
+    for key, cdf in brute.cdfs():
+        assert built.cdf_exact(key) == cdf
+        assert built.search_greater(cdf) == brute.search_greater(cdf)  # a tie: the next key
+        assert built.search_greater(cdf - Fraction(1, 10**15)) == key
+    for _ in range(30):
+        probe = rng.uniform(-4, 4)
+        assert built.cdf_exact(probe) == brute.cdf(probe)
+        q = rng.choice([0, 1.0, 0.5, rng.random()])
+        assert built.quantile(q) == reference.quantile(q) == brute.quantile(q)
+        m = rng.random() * float(brute.total())
+        assert built.search_greater(m) == brute.search_greater(m)
+
+
+@pytest.mark.parametrize("weight_kind", ["float", "decimal", "int", "mixed"])
+@pytest.mark.parametrize("seed", range(3))
+def test_from_arrays_equals_inserting_one_by_one(weight_kind, seed):
+    rng = random.Random(1000 * seed + len(weight_kind))
+    keys, weights = random_points(rng, rng.choice([1, 2, 7, 150, 400]), weight_kind)
+    reference, brute = QuantileTree(load=3, fanout=2), BruteForce()
+    for key, weight in zip(keys, weights):
+        reference.insert(key, weight)
+        brute.insert(key, weight)
+    as_numpy = weight_kind in ("float", "int") and rng.random() < 0.5
+    given = np.array(weights) if as_numpy else weights
+    built = QuantileTree.from_arrays(np.array(keys), given, load=3, fanout=2)
+    assert_same_tree(built, reference, brute, rng)
+    # sorted keys (no sort needed) and the default layout give the same content
+    order = sorted(range(len(keys)), key=lambda i: keys[i])
+    in_order = QuantileTree.from_arrays([keys[i] for i in order], [weights[i] for i in order])
+    assert_same_tree(in_order, reference, brute, rng)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_from_arrays_then_updates_match_the_brute_force(seed):
+    """A bulk-built tree (full leaves, tiny load) continues exactly under inserts and deletes."""
+    rng = random.Random(seed)
+    keys, weights = random_points(rng, 300, "mixed")
+    brute = BruteForce()
+    for key, weight in zip(keys, weights):
+        brute.insert(key, weight)
+    tree = QuantileTree.from_arrays(keys, weights, load=2, fanout=2)
+    stored = [(k, w) for k, w in zip(keys, weights) if reading(w) > 0]
+    for step in range(600):
+        if stored and rng.random() < 0.5:
+            key, weight = stored.pop(rng.randrange(len(stored)))
+            tree.delete(key, weight)
+            brute.delete(key, weight)
+        else:
+            key, weight = round(rng.uniform(-3, 3), 2), rng.choice([rng.random(), 0.1, 3])
+            tree.insert(key, weight)
+            brute.insert(key, weight)
+            stored.append((key, weight))
+        if step % 20 == 0:
+            tree._check()
         m = rng.random() * float(brute.total())
         assert tree.search_greater(m) == brute.search_greater(m)
-        probe = rng.uniform(0, 10)
+        probe = rng.uniform(-3, 3)
         assert tree.cdf_exact(probe) == brute.cdf(probe)
-        tree._check()
-    assert saw_bounds
+    tree._check()
+
+
+@pytest.mark.parametrize("weight_kind", ["float", "decimal", "mixed"])
+def test_to_arrays_round_trip_continues_alike(weight_kind):
+    """from_arrays(*to_arrays()) is the same tree with the same scale: it answers alike and
+    stays alike under the same further updates (a snapshot and its reopening)."""
+    rng = random.Random(len(weight_kind))
+    keys, weights = random_points(rng, 200, weight_kind)
+    tree = QuantileTree(load=3, fanout=2)
+    for key, weight in zip(keys, weights):
+        tree.insert(key, weight)
+    snapshot_keys, numerators, denominator = tree.to_arrays()
+    assert snapshot_keys.dtype == np.float64 and numerators.dtype in (np.int64, object) and denominator == tree._scale
+    reopened = QuantileTree.from_arrays(snapshot_keys, numerators, denominator, load=5)
+    brute = BruteForce()
+    for key, weight in zip(keys, weights):
+        brute.insert(key, weight)
+    assert_same_tree(reopened, tree, brute, rng)
+    assert reopened._scale == tree._scale
+    for _ in range(100):
+        key, weight = round(rng.uniform(-3, 3), 2), rng.choice([rng.random(), 0.2, Fraction(1, 7)])
+        for t in (tree, reopened):
+            t.insert(key, weight)
+        m = rng.random() * float(tree.total)
+        assert reopened.search_greater(m) == tree.search_greater(m)
+    assert list(reopened.items()) == list(tree.items()) and reopened._scale == tree._scale
+
+
+def test_from_arrays_of_int64_numerators_and_big_numerators():
+    small = QuantileTree.from_arrays(np.array([3.0, 1.0, 3.0]), np.array([5, 2, 1], dtype=np.int64), 1000)
+    assert list(small.items()) == [(1.0, 0.002), (3.0, 0.006)] and small.total_exact == Fraction(8, 1000)
+    big = [2**70 + 1, 2**80, 3]
+    tree = QuantileTree.from_arrays([0.5, 0.25, 0.75], np.array(big, dtype=object), 2**75)
+    assert tree.total_exact == Fraction(sum(big), 2**75)
+    assert tree.cdf_exact(0.5) == Fraction(2**80 + 2**70 + 1, 2**75)
+    huge = QuantileTree.from_arrays(np.linspace(0, 1, 5000), np.full(5000, 2**61, dtype=np.int64))  # int64 sums would overflow
+    assert huge.total_exact == 5000 * 2**61
+    huge._check()
+
+
+def test_from_arrays_rejects_bad_input_naming_the_index():
+    with pytest.raises(QuantileTreeError, match=r"keys\[1\] is NaN"):
+        QuantileTree.from_arrays([1.0, float("nan")], [1, 1])
+    with pytest.raises(QuantileTreeError, match=r"weights\[2\] = -0.5 must be"):
+        QuantileTree.from_arrays([1.0, 2.0, 3.0], [1.0, 0.5, -0.5])
+    with pytest.raises(QuantileTreeError, match=r"weights\[0\] = inf"):
+        QuantileTree.from_arrays(np.array([1.0]), np.array([np.inf]))
+    with pytest.raises(QuantileTreeError, match=r"weights\[1\] = -1 must be >= 0"):
+        QuantileTree.from_arrays([1.0, 2.0], [Fraction(1, 3), -1])
+    with pytest.raises(QuantileTreeError, match="2 keys but 3 weights"):
+        QuantileTree.from_arrays([1.0, 2.0], [1, 1, 1])
+    with pytest.raises(QuantileTreeError, match="must be an integer numerator"):
+        QuantileTree.from_arrays([1.0, 2.0], [1, 0.5], 10)
+    with pytest.raises(QuantileTreeError, match="denominator must be a positive integer"):
+        QuantileTree.from_arrays([1.0], [1], 0)
+    assert len(QuantileTree.from_arrays([], [])) == 0 and QuantileTree.from_arrays([], []).search_greater(0) == math.inf
+    assert len(QuantileTree.from_arrays([1.0, 2.0], [0.0, 0])) == 0
+
+
+def test_large_float_weights_and_subnormal_weights_read_like_insert():
+    """Floats past the vectorized range (>= 1e6, non-integer; integers >= 2^62) and subnormal
+    ones: from_arrays reads them by the scalar rule, like insert."""
+    weights = [1234567.891, 2.0**70, 5e-324, 0.1, 3e6 + 0.5, 1e300]
+    keys = [float(i) for i in range(len(weights))]
+    reference = QuantileTree()
+    for key, weight in zip(keys, weights):
+        reference.insert(key, weight)
+    built = QuantileTree.from_arrays(np.array(keys), np.array(weights))
+    read = [Fraction(n, built._scale) for n in built.to_arrays()[1].tolist()]
+    assert read == [Fraction(n, reference._scale) for n in reference.to_arrays()[1].tolist()]
+    assert read[1] == 2**70 and read[5] == int(1e300)  # integral floats: their exact (binary) integer value
+    assert [read[i] for i in (0, 2, 3, 4)] == [reading(weights[i]) for i in (0, 2, 3, 4)]
