@@ -93,7 +93,7 @@ def _probs(probs, n: int, codes, batch: str) -> np.ndarray:
     bad = ~np.isfinite(arr) | (arr < 0) | (arr > 1)
     if bad.any():
         row, column = (int(v) for v in np.argwhere(bad)[0])
-        value = arr[row, column]
+        value = float(arr[row, column])
         raise DataError(f"{value!r} is not a probability (a number from 0 to 1)"
                         + (f"; {int(bad.sum()) - 1} more cells are not either" if bad.sum() > 1 else "") + ".",
                         file=batch, row=row + 2, column=codes[column], fix="Probabilities must be numbers in [0, 1].")
@@ -116,7 +116,9 @@ def _labels(labels, n: int, codes, batch: str) -> np.ndarray:
         ok = np.zeros(arr.shape, dtype=bool)
     if not np.all(ok):
         row, column = (int(v) for v in np.argwhere(~ok)[0])
-        raise DataError(f"{arr[row, column]!r} is not a label (0 or 1).", file=batch, row=row + 2, column=codes[column])
+        value = arr[row, column]
+        shown = repr(value.item() if hasattr(value, "item") else value)
+        raise DataError(f"{shown} is not a label (0 or 1).", file=batch, row=row + 2, column=codes[column])
     return arr.astype(bool)
 
 
