@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .access import AccessDenied
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
@@ -142,19 +143,20 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="favmac",
-        usage="%(prog)s [-h] {predict,replay,calibrate} ...",
+        usage="%(prog)s [-h] {predict,replay,calibrate,program} ...",
         description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
         "commands:\n"
         "  predict    calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
         "  replay     walks a labelled file as an online stream (FavMac or a baseline) and writes per-step\n"
         "             results plus a summary table.\n"
         "  calibrate  computes the final thresholds over a very large file set exactly on Dask (local or a\n"
-        "             cluster) and writes a settings file that the app and 'predict --settings' load.\n\n"
+        "             cluster) and writes a settings file that the app and 'predict --settings' load.\n"
+        "  program    programs that last: create, predict, label, settings, status, decisions, export (a store).\n\n"
         "Run 'favmac <command> --help' for the options of each.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # the commands are listed in the description (one line each), not again by argparse
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate}", help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate,program}", help=argparse.SUPPRESS)
 
     predict = sub.add_parser(
         "predict", help="calibrate on labelled patients and choose code sets for new patients",
@@ -225,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--progress", action="store_true",
                            help="show dask's progress bar for every pass on standard error (default: only when it "
                            "is a terminal)")
+    from .store.cli import register  # favmac program ... (its own module)
+
+    register(sub)
     return parser
 
 
@@ -902,7 +907,7 @@ def _note(message, category, filename, lineno, file=None, line=None):
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
-    command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
+    command = getattr(args, "run", None) or {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _note
@@ -910,6 +915,8 @@ def main(argv=None) -> int:
             return command(args)
     except SettingsError as err:
         print(f"error: settings: {err}", file=sys.stderr)
+    except (LookupError, AccessDenied, RuntimeError) as err:  # a program not found, access refused, a store that cannot be used
+        print(f"error: {str(err).strip(chr(39))}", file=sys.stderr)
     except (DataError, FormulaError) as err:
         print(f"error: {err}", file=sys.stderr)
     except ValueError as err:  # the library validates its own arguments with ValueError

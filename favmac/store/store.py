@@ -30,6 +30,7 @@ from .state import ProgramState, check_program_spec
 __all__ = ["Store", "open_store"]
 
 logger = logging.getLogger("favmac.store")
+logger.addHandler(logging.NullHandler())  # the application decides where refusals are logged
 
 
 class ProgramNotFound(LookupError):
