@@ -138,6 +138,8 @@ def batch_members(members, n: int, codes, *, batch: str) -> BatchMembers:
                             fix="Give one value per patient, in the batch's order.")
         if name in _CELL_KEYS:
             raw["cells"] = [None if v is None or (isinstance(v, float) and v != v) else v for v in arr.tolist()]
+            columns["cms_cell"] = np.array(["" if v is None else str(v).strip().upper() for v in raw["cells"]],
+                                           dtype=object)  # also a segment column (per-cell guarantees), as the readers keep it
         elif name == "known_codes":
             raw["known_codes"] = [None if v is None or (isinstance(v, float) and v != v) else v for v in arr.tolist()]
         elif is_member_column(name):  # known_<code>

@@ -4,8 +4,7 @@ The tables are append-only where they hold the truth: a program's ``events`` (on
 arrays as one binary payload), the ``patients`` it was given and the ``labels`` that arrived (one
 row each, unique per program and patient id: the database itself refuses a patient recorded twice),
 its settings ``versions``; ``programs.last_seq`` is the one row a writer updates, under a lock, to
-serialize writers. ``snapshots`` are derived (a cache of the calibration state, rebuilt from the
-log when missing), ``refusals`` record every access refused, and ``workspace_items`` hold each
+serialize writers. ``refusals`` record every access refused, and ``workspace_items`` hold each
 user's uploads and settings.
 
 A schema change is a new migration in ``migrations/versions`` and the matching change here.
@@ -15,7 +14,7 @@ from __future__ import annotations
 from sqlalchemy import (BigInteger, Column, DateTime, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table,
                         Text, UniqueConstraint)
 
-__all__ = ["metadata", "programs", "versions", "events", "patients", "labels", "refusals", "workspace_items", "snapshots"]
+__all__ = ["metadata", "programs", "versions", "events", "patients", "labels", "refusals", "workspace_items"]
 
 metadata = MetaData()
 
@@ -103,17 +102,6 @@ workspace_items = Table(
     Column("sha256", String(64), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("user_id", "name", name="uq_workspace_user_name"),
-)
-
-snapshots = Table(
-    "snapshots", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("program_id", Integer, ForeignKey("programs.id"), nullable=False),
-    Column("seq", Integer, nullable=False),
-    Column("version", Integer, nullable=False),
-    Column("data", LargeBinary, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    UniqueConstraint("program_id", "seq", name="uq_snapshots_program_seq"),
 )
 
 Index("ix_refusals_at", refusals.c.at)

@@ -1,4 +1,4 @@
-"""Workspaces (each user's uploads and settings), snapshots of a program's calibration state, an index on refusals.
+"""Workspaces (each user's uploads and settings) and an index on refusals.
 
 Revision ID: 0002
 Revises: 0001
@@ -25,20 +25,9 @@ def upgrade():
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.UniqueConstraint("user_id", "name", name="uq_workspace_user_name"),
     )
-    op.create_table(
-        "snapshots",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("program_id", sa.Integer, sa.ForeignKey("programs.id"), nullable=False),
-        sa.Column("seq", sa.Integer, nullable=False),
-        sa.Column("version", sa.Integer, nullable=False),
-        sa.Column("data", sa.LargeBinary, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.UniqueConstraint("program_id", "seq", name="uq_snapshots_program_seq"),
-    )
     op.create_index("ix_refusals_at", "refusals", ["at"])
 
 
 def downgrade():
     op.drop_index("ix_refusals_at", table_name="refusals")
-    op.drop_table("snapshots")
     op.drop_table("workspace_items")
