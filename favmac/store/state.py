@@ -51,7 +51,7 @@ from ..thresholds import calibration_points, exact, expected_margin, rank_edge, 
 from ..universe import candidate_sets
 from .members import BatchMembers, labels_of
 
-__all__ = ["Decisions", "ProgramState", "build_tree", "check_program_spec", "segment_columns"]
+__all__ = ["Decisions", "ProgramState", "check_program_spec", "insert_points", "segment_columns"]
 
 _POOLED = (-1, "")  # the part of a program without groupings
 
@@ -91,16 +91,20 @@ def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
     return spec.validate(n_codes=len(codes))
 
 
-def build_tree(points) -> QuantileTree:
-    """A QuantileTree holding ``points``: (keys, numerators, denominator) triples inserted in order.
+def insert_points(tree: QuantileTree, keys, numerators, denominator) -> None:
+    """Add many points to ``tree`` at once: ``keys`` and ``numerators`` (arrays of one shape; zero weights
+    are skipped) with the weights ``numerators / denominator``.
 
-    The one place a tree is built from many points at once (a faster bulk constructor can replace
-    the loop here). O(m (log n + load)) for m points.
+    The one place a tree takes many points at once (a bulk constructor of the QuantileTree can replace
+    the body): the points go in sorted by key, so each insert lands next to the previous one.
+    O(m log m + m (log n + load)) for m points.
     """
-    tree = QuantileTree()
-    for keys, numerators, denominator in points:
-        tree.insert_many(keys, numerators, denominator)
-    return tree
+    keys = np.asarray(keys).ravel()
+    numerators = np.asarray(numerators).ravel()
+    positive = numerators > 0
+    keys, numerators = keys[positive], numerators[positive]
+    order = np.argsort(keys, kind="stable")
+    tree.insert_many(keys[order].tolist(), numerators[order].tolist(), denominator)
 
 
 @dataclass
@@ -342,17 +346,30 @@ class ProgramState:
         if self.delta is None:
             keys, increments = calibration_points(cands, realized, self.spec.score)
             scale = self.costs.scale
-            points = [(row_keys[row_inc > 0].tolist(), row_inc[row_inc > 0].tolist(), scale)
-                      for row_keys, row_inc in zip(keys, increments)]
         else:
-            scores = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)
-            points = [([score], [1], 1) for score in scores.tolist()]
+            keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
+            increments, scale = np.ones(keys.shape, dtype=np.int64), 1
         paid = None if chosen is None or self.rule is None else realized[np.arange(len(probs)), chosen]
         keys_of = [[(g, label) for label in labels_g.tolist()] for g, labels_g in enumerate(groups)] or \
             [[_POOLED] * len(probs)]
-        for row in range(len(probs)):
+        if self.spec.window is None:  # no window: each part's points go in at once, sorted (build_points)
             for part_keys in keys_of:
-                self._enter(self._part(part_keys[row]), (arrival, int(positions[row])), points[row],
+                rows_of = {}
+                for row, key in enumerate(part_keys):
+                    rows_of.setdefault(key, []).append(row)
+                for key, rows in rows_of.items():
+                    part = self._part(key)
+                    part.count += len(rows)
+                    insert_points(part.tree, keys[rows], increments[rows], scale)
+                    if paid is not None:
+                        for row in rows:
+                            part.current = self.rule.step(part.current, int(paid[row]))
+            return
+        for row in range(len(probs)):
+            positive = increments[row] > 0
+            points = (keys[row][positive].tolist(), increments[row][positive].tolist(), scale)
+            for part_keys in keys_of:
+                self._enter(self._part(part_keys[row]), (arrival, int(positions[row])), points,
                             None if paid is None else int(paid[row]))
 
     def _enter(self, part: _Part, order_key, points, paid) -> None:
@@ -396,7 +413,3 @@ class ProgramState:
     def check_columns(self, members: BatchMembers, batch: str) -> None:
         """A DataError unless ``members`` hold every grouping column these settings use, with no empty label."""
         self._groups_of(members, batch)
-
-
-def missing_columns_error(column: str, batch: str) -> DataError:
-    return DataError(f"there is no member column {column!r}.", file=batch, column=column)
