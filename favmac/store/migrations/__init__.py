@@ -1,1 +1,0 @@
-"""Alembic migrations of the store, shipped in the package and run by :func:`favmac.store.database.migrate`."""
