@@ -3,7 +3,8 @@ a program against one replay of its patients (docs/programs.md). Ratios measured
 
 For each store size n (labelled patients in the program's history), on SQLite and PostgreSQL:
 
-* predict: ``program.predict`` of b = 10,000 new patients / ``replay`` of those 10,000 patients (burn-in 0);
+* predict: ``program.predict`` of b = 10,000 new patients / ``replay`` of those 10,000 patients (burn-in 0; the
+  fastest of three replays);
 * label: ``program.label`` of those 10,000 patients / the same replay;
 * open: ``store.program(name)`` (the state rebuilt from the log) / ``replay`` of the program's n + b patients;
 * bytes per patient: the database's size over the patients it holds.
@@ -62,11 +63,15 @@ def take(members, rows):
     return None if members is None else {k: v[rows] for k, v in members.items()}
 
 
-def replay_seconds(spec, codes, probs, labels, members) -> float:
+def replay_seconds(spec, codes, probs, labels, members, repeat: int = 1) -> float:
+    """The fastest of ``repeat`` replays of these patients (a shared machine: the minimum is the least disturbed)."""
     value, cost = spec.build(codes, None if members is None else {"cells": members["cms_cell"], "known": members["known"]})
-    start = time.perf_counter()
-    favmac.replay(probs, labels, value, cost, [spec.targets[0]], score=spec.score, universe=spec.universe)
-    return time.perf_counter() - start
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        favmac.replay(probs, labels, value, cost, [spec.targets[0]], score=spec.score, universe=spec.universe)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def postgres_url():
@@ -104,7 +109,7 @@ def run(case: str, n: int, backend: str) -> dict:
         program = store.create_program("bench", spec, ids[history], probs[history], labels[history], codes=codes,
                                        members=take(members, history))
         create = time.perf_counter() - start
-        baseline = replay_seconds(spec, codes, probs[new], labels[new], take(members, new))
+        baseline = replay_seconds(spec, codes, probs[new], labels[new], take(members, new), repeat=3)
         start = time.perf_counter()
         program.predict(ids[new], probs[new], members=take(members, new))
         predict = time.perf_counter() - start
