@@ -22,18 +22,16 @@ import math
 from datetime import datetime, timezone
 
 import numpy as np
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 
-from ..access import LOCAL_USER  # noqa: F401  (documented default of the acting user)
 from ..io.errors import DataError, join_few, plural
 from ..runspec import RunSpec, read_settings_json
-from ..thresholds import exact
 from . import schema
 from .members import BatchMembers, batch_members
 from .payload import pack, unpack
-from .state import Decisions, ProgramState, check_program_spec, segment_columns
+from .state import Decisions, ProgramState, check_program_spec
 
-__all__ = ["Program"]
+__all__ = ["Program", "batch_ids", "batch_labels", "batch_probs", "members_arrays"]
 
 MAX_BATCH = 2_000_000  # patients in one batch
 
@@ -42,7 +40,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _ids(ids, batch: str) -> np.ndarray:
+def batch_ids(ids, batch: str) -> np.ndarray:
     """Patient ids as text, unique in the batch, none empty; a DataError naming the batch and rows otherwise."""
     if isinstance(ids, (str, bytes)):
         raise DataError("ids must be a list of patient ids, not one string.", file=batch, column="patient_id")
@@ -70,14 +68,14 @@ def _ids(ids, batch: str) -> np.ndarray:
     return out
 
 
-def _probs(probs, n: int, codes, batch: str) -> np.ndarray:
+def batch_probs(probs, n: int, codes, batch: str) -> np.ndarray:
     """(n, K) probabilities in [0, 1]; a DataError naming the batch, the row and the code otherwise."""
     if hasattr(probs, "columns") and hasattr(probs, "to_numpy"):  # a DataFrame: columns by code name
         columns = [str(c) for c in probs.columns]
         if sorted(columns) != sorted(codes):
             missing = [c for c in codes if c not in columns]
             extra = [c for c in columns if c not in codes]
-            raise DataError(f"the batch's codes differ from the program's: "
+            raise DataError("the batch's codes differ from the program's: "
                             + "; ".join(part for part in (f"missing {join_few(missing)}" if missing else "",
                                                           f"not the program's {join_few(extra)}" if extra else "") if part)
                             + ".", file=batch, row=1, fix=f"Give exactly the program's {len(codes)} codes.")
@@ -100,7 +98,7 @@ def _probs(probs, n: int, codes, batch: str) -> np.ndarray:
     return arr
 
 
-def _labels(labels, n: int, codes, batch: str) -> np.ndarray:
+def batch_labels(labels, n: int, codes, batch: str) -> np.ndarray:
     if hasattr(labels, "columns") and hasattr(labels, "to_numpy"):
         columns = [str(c) for c in labels.columns]
         if sorted(columns) != sorted(codes):
@@ -253,8 +251,8 @@ class Program:
         store._authorize("predict", self)
         number = self._ledger.n_predict_events + 1
         label = f"predict batch {number}" + (f" ({batch})" if batch else "")
-        ids = _ids(ids, label)
-        probs = _probs(probs, len(ids), self.codes, label)
+        ids = batch_ids(ids, label)
+        probs = batch_probs(probs, len(ids), self.codes, label)
         context = batch_members(members, len(ids), self.codes, batch=label)
         with store._writing() as connection:
             last = self._locked(connection)
@@ -264,7 +262,7 @@ class Program:
             decisions = self._state.decide(probs, context, batch=label)
             seq = last + 1
             arrays = {"probs": probs, "chosen": np.packbits(decisions.chosen, axis=1), "thresholds": decisions.thresholds,
-                      "targets": decisions.targets, **_members_arrays(context)}
+                      "targets": decisions.targets, **members_arrays(context)}
             arrays.update({f"grouping_{g}": values for g, values in enumerate(decisions.by_grouping.values())})
             doc = {"ids": ids.tolist(), "columns": {k: v.tolist() for k, v in context.columns.items()},
                    "cells": None if context.cells is None else context.cells.tolist(),
@@ -306,8 +304,8 @@ class Program:
         store = self._store
         store._authorize("label", self)
         label = f"label batch {self._ledger.n_label_events + 1}" + (f" ({batch})" if batch else "")
-        ids = _ids(ids, label)
-        labels = _labels(labels, len(ids), self.codes, label)
+        ids = batch_ids(ids, label)
+        labels = batch_labels(labels, len(ids), self.codes, label)
         with store._writing() as connection:
             last = self._locked(connection)
             self._sync(connection, last)
@@ -435,7 +433,7 @@ class Program:
         return self._state
 
 
-def _members_arrays(context: BatchMembers) -> dict:
+def members_arrays(context: BatchMembers) -> dict:
     return {} if context.known is None else {"known": np.packbits(context.known, axis=1)}
 
 

@@ -43,7 +43,6 @@ from sortedcontainers import SortedList
 
 from ..adaptive import AdaptiveTarget
 from ..costs import exact_costs, is_set_cost
-from ..io.errors import DataError
 from ..quantile_tree import QuantileTree
 from ..recalibration import fit_recalibration
 from ..runspec import RunSpec, SettingsError

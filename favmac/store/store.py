@@ -19,12 +19,11 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from ..access import LOCAL_USER, AccessDenied, Identity, authorize
-from ..io.errors import DataError
 from . import schema
 from .database import connect, writing
 from .members import batch_members
 from .payload import pack
-from .program import Program, _apply, _ids, _labels, _Ledger, _members_arrays, _probs
+from .program import Program, batch_ids, batch_labels, batch_probs, members_arrays
 from .state import ProgramState, check_program_spec
 
 __all__ = ["Store", "open_store"]
@@ -140,9 +139,9 @@ class Store:
         if not codes or len(set(codes)) != len(codes):
             raise ValueError("codes: give the program's codes, each once")
         label = "history"
-        ids = _ids(ids, label)
-        probs = _probs(probs, len(ids), codes, label)
-        labels = _labels(labels, len(ids), codes, label)
+        ids = batch_ids(ids, label)
+        probs = batch_probs(probs, len(ids), codes, label)
+        labels = batch_labels(labels, len(ids), codes, label)
         context = batch_members(members, len(ids), codes, batch=label)
         spec = check_program_spec(spec, codes, len(ids))
         state = ProgramState(spec, codes)
@@ -150,7 +149,7 @@ class Store:
         now = datetime.now(timezone.utc)
         user = self.identity
         settings = spec.to_json(codes).decode()
-        payload = pack({"probs": probs, "labels": np.packbits(labels, axis=1), **_members_arrays(context)},
+        payload = pack({"probs": probs, "labels": np.packbits(labels, axis=1), **members_arrays(context)},
                        {"ids": ids.tolist(), "columns": {k: v.tolist() for k, v in context.columns.items()},
                         "cells": None if context.cells is None else context.cells.tolist()})
         try:

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 from sqlalchemy import func, select
 
 import favmac
