@@ -21,6 +21,7 @@ _EXPORTS = {
     "inner_set": "baselines",
     "rcps": "baselines",
     "FavMac": "controller",
+    "open_store": "store",
     "CMS_MODELS": "io",
     "CMS_SEGMENTS": "io",
     "DataError": "io",

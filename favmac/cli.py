@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .access import AccessDenied
 from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
@@ -142,7 +143,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="favmac",
-        usage="%(prog)s [-h] {predict,replay,calibrate,samples} ...",
+        usage="%(prog)s [-h] {predict,replay,calibrate,program,samples} ...",
         description="FavMac: value-maximizing code sets with conformal cost control.\n\n"
         "commands:\n"
         "  predict    calibrates FavMac on a labelled file, then writes the chosen code set of every new patient.\n"
@@ -150,13 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
         "             results plus a summary table.\n"
         "  calibrate  computes the final thresholds over a very large file set exactly on Dask (local or a\n"
         "             cluster) and writes a settings file that the app and 'predict --settings' load.\n"
+        "  program    programs that last: create, predict, label, settings, status, decisions, export (a store).\n"
         "  samples    'samples path' prints the folder holding the bundled sample files, for examples that\n"
         "             run from any directory: --calibration \"$(favmac samples path)/hcc_calibration.csv\".\n\n"
         "Run 'favmac <command> --help' for the options of each.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # the commands are listed in the description (one line each), not again by argparse
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate,samples}",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{predict,replay,calibrate,program,samples}",
                                 help=argparse.SUPPRESS)
 
     predict = sub.add_parser(
@@ -233,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
                              description="The bundled sample data (favmac.samples): 'favmac samples path' prints "
                              "the folder holding its files.")
     samples.add_argument("action", choices=["path"], help="path: print the folder holding the bundled sample files")
+    from .store.cli import register  # favmac program ... (its own module)
+
+    register(sub)
     return parser
 
 
@@ -918,7 +923,8 @@ def _note(message, category, filename, lineno, file=None, line=None):
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
-    command = {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate, "samples": run_samples}[args.command]
+    command = getattr(args, "run", None) or {"predict": run_predict, "replay": run_replay, "calibrate": run_calibrate,
+                                            "samples": run_samples}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _note
@@ -926,6 +932,8 @@ def main(argv=None) -> int:
             return command(args)
     except SettingsError as err:
         print(f"error: settings: {err}", file=sys.stderr)
+    except (LookupError, AccessDenied, RuntimeError) as err:  # a program not found, access refused, a store that cannot be used
+        print(f"error: {str(err).strip(chr(39))}", file=sys.stderr)
     except (DataError, FormulaError) as err:
         print(f"error: {err}", file=sys.stderr)
     except ValueError as err:  # the library validates its own arguments with ValueError

@@ -1,0 +1,414 @@
+"""The calibration state of a program under one settings version, kept up to date event by event.
+
+A program (SPEC "Programs: a standing FavMac in a store") is FavMac running for months: labelled
+patients given at creation (the history), then batches of new patients to predict and, weeks
+later, their confirmed codes. :class:`ProgramState` is what the program knows at any moment,
+derived from its events only:
+
+* **history** (:meth:`ProgramState.add_history`): the first R patients are the recalibration fold
+  when the settings have one (the per-code maps are fitted on them; they never calibrate); the rest
+  are burn-in: they calibrate from the start, in their order, and never move an adaptive target;
+* **predict** (:meth:`ProgramState.decide`, then :meth:`ProgramState.add_predicted`): every patient
+  of a batch gets its set from the thresholds current when the batch arrives: for each grouping the
+  threshold of its group (each group of each grouping is calibrated on its own patients only; no
+  grouping: one pooled calibration), and the smallest of them;
+* **label** (:meth:`ProgramState.add_labels`): confirmed codes of predicted patients. Each joins the
+  calibration of its groups; with an adaptive target its group's target moves by
+  gamma (c - C_i), C_i the realized cost of the set it was given (under these settings).
+
+This is exactly :func:`favmac.replay` over the history followed by the predicted patients in
+prediction order, with the history as the stream's head (its first R the fold, the rest burn-in)
+and ``label_available_at[i]`` the stream position of the last patient predicted before patient i's
+label event (never, for a label still pending): between two predict batches nothing is queried,
+so every label that arrives there joins "after the prediction of the last patient predicted
+before it". Labels arriving at one position join in stream order (replay's rule), which only a
+rolling window can see: a window holds the W latest patients by (arrival, stream position) —
+:class:`_Part` keeps its members sorted by that key, so label batches may come in any order.
+
+Cost of the steps (b patients in a batch, K codes, n calibration points in a part, G groupings):
+a predict batch O(b K log K) for the candidate sets plus O(G (distinct groups) log n) thresholds;
+a label batch O(b K log K) plus O(b K G log n) QuantileTree inserts (and window deletes).
+
+The threshold arithmetic is :class:`favmac.FavMac`'s (the same exact integers at the costs' decimal
+scale, :func:`~favmac.thresholds.expected_margin`, :func:`~favmac.thresholds.violation_rank`, the
+same :class:`~favmac.quantile_tree.QuantileTree` queries), part by part.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from ..adaptive import AdaptiveTarget
+from ..costs import exact_costs, is_set_cost
+from ..quantile_tree import QuantileTree
+from ..recalibration import fit_recalibration
+from ..runspec import RunSpec, SettingsError
+from ..thresholds import calibration_points, exact, expected_margin, rank_edge, violation_rank, violation_scores
+from ..universe import candidate_sets
+from .members import BatchMembers, labels_of
+
+__all__ = ["Decisions", "ProgramState", "check_program_spec", "insert_points", "segment_columns"]
+
+_POOLED = (-1, "")  # the part of a program without groupings
+
+
+def segment_columns(spec: RunSpec) -> list:
+    """The grouping columns of a spec, in order ([] for none)."""
+    if spec.segment is None:
+        return []
+    return [spec.segment] if isinstance(spec.segment, str) else list(spec.segment)
+
+
+def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
+    """``spec`` as a program runs it, or a SettingsError naming the field.
+
+    A program runs one target; its labels arrive as label events (so no ``label_delay`` or
+    ``label_available_column``); its burn-in is the history after the fold (``burn_in`` is set to
+    ``history_size - R``); the unsupported-payment cost is refused (its C_max depends on the cells
+    of every patient the program will ever see).
+    """
+    if not isinstance(spec, RunSpec):
+        raise SettingsError("spec", f"must be a favmac.RunSpec; got {type(spec).__name__}")
+    if len(spec.targets) != 1:
+        raise SettingsError("targets", f"a program runs one target; got {len(spec.targets)} "
+                            f"({', '.join(f'{t:g}' for t in spec.targets[:5])}). Give one target")
+    if spec.label_delay is not None or spec.label_available_column is not None:
+        field_name = "label_delay" if spec.label_delay is not None else "label_available_column"
+        raise SettingsError(field_name, "is not used by a program: its labels arrive as label events (program.label); "
+                            "leave it unset")
+    if spec.cost_kind == "cms_unsupported":
+        raise SettingsError("cost_kind", "cms_unsupported cannot be used by a program yet: its C_max depends on the cells "
+                            "of every patient the program will see. Choose fp or weighted_fp")
+    fold = spec.recalibrate or 0
+    if fold > history_size:
+        raise SettingsError("recalibrate", f"R = {fold} fold patients, but the program's history holds {history_size} "
+                            "labelled patients; use R <= the history's size, or leave recalibrate unset")
+    spec = spec.replace(burn_in=history_size - fold)
+    return spec.validate(n_codes=len(codes))
+
+
+def insert_points(tree: QuantileTree, keys, numerators, denominator) -> None:
+    """Add many points to ``tree`` at once: ``keys`` and ``numerators`` (arrays of one shape; zero weights
+    are skipped) with the weights ``numerators / denominator``.
+
+    The one place a tree takes many points at once (a bulk constructor of the QuantileTree can replace
+    the body): the points go in sorted by key, so each insert lands next to the previous one.
+    O(m log m + m (log n + load)) for m points.
+    """
+    keys = np.asarray(keys).ravel()
+    numerators = np.asarray(numerators).ravel()
+    positive = numerators > 0
+    keys, numerators = keys[positive], numerators[positive]
+    order = np.argsort(keys, kind="stable")
+    tree.insert_many(keys[order].tolist(), numerators[order].tolist(), denominator)
+
+
+@dataclass
+class Decisions:
+    """The sets chosen for a predict batch, before they are recorded.
+
+    Attributes
+    ----------
+    chosen : ndarray (b, K) bool
+        Each patient's set, in the program's code order.
+    index : ndarray (b,) int
+        The chosen candidate (0 = the empty set).
+    thresholds : ndarray (b,)
+        The threshold each patient's set was chosen under (the smallest of its groups').
+    by_grouping : dict
+        Grouping column -> (b,) that grouping's threshold of each patient (empty without groupings).
+    targets : ndarray (b,)
+        The target in force (c_n with an adaptive target, else c).
+    probs : ndarray (b, K)
+        The probabilities the sets were chosen from (through the recalibration maps, if any).
+    """
+
+    chosen: np.ndarray
+    index: np.ndarray
+    thresholds: np.ndarray
+    by_grouping: dict
+    targets: np.ndarray
+    probs: np.ndarray
+
+
+@dataclass
+class _Part:
+    """The calibration of one group of one grouping (or the pooled stream): its tree and size, the
+    window's members by (arrival, stream position) with their points, and its adaptive target (an
+    integer at the rule's scale)."""
+
+    tree: QuantileTree
+    current: int | None
+    count: int = 0
+    members: SortedList | None = None
+    points: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return self.count if self.members is None else len(self.members)
+
+
+@dataclass
+class _Batch:
+    """Patients of one event after the fold, as the state needs them again when their labels come."""
+
+    ids: np.ndarray
+    probs: np.ndarray  # (b, K), through the maps
+    members: BatchMembers
+    groups: list  # per grouping: (b,) labels
+    positions: np.ndarray  # stream positions (after the fold)
+    chosen: np.ndarray | None  # predicted: the chosen candidate under these settings
+    labelled: np.ndarray  # (b,) bool
+
+
+class ProgramState:
+    """The state of a program under the settings ``spec`` (checked with :func:`check_program_spec`).
+
+    Parameters
+    ----------
+    spec : RunSpec
+    codes : list of str
+        The program's codes, in the order of every probability and label array.
+    """
+
+    def __init__(self, spec: RunSpec, codes):
+        self.spec = spec
+        self.codes = [str(c) for c in codes]
+        self.n_codes = len(self.codes)
+        self.columns = segment_columns(spec)
+        self.delta = spec.control_delta
+        self.target = float(spec.targets[0])
+        self.fold = spec.recalibrate or 0
+        _, cost = spec.build(self.codes, None)
+        if is_set_cost(cost):
+            raise SettingsError("cost_kind", "a set cost cannot be used by a program yet")
+        self.costs = exact_costs(cost, self.n_codes, None)
+        self.rule = None if spec.adaptive_rate is None else AdaptiveTarget(self.target, spec.adaptive_rate, self.costs.scale)
+        self.maps = None
+        self.parts: dict = {}
+        self.batches: list[_Batch] = []
+        self.where: dict = {}  # patient id -> (batch number, row); the fold's patients -> (-1, row)
+        self.n_stream = 0  # stream positions given so far (after the fold)
+        self.n_predicted = 0
+        self.n_labelled = 0  # predicted patients whose labels arrived
+
+    # ------------------------------------------------------------------ parts
+    def _part(self, key) -> _Part:
+        part = self.parts.get(key)
+        if part is None:
+            part = _Part(QuantileTree(), None if self.rule is None else self.rule.start,
+                         members=SortedList() if self.spec.window is not None else None)
+            self.parts[key] = part
+        return part
+
+    def _peek(self, key) -> _Part:
+        """The part of ``key`` without creating it (an empty one for a group never seen)."""
+        return self.parts.get(key) or _Part(QuantileTree(), None if self.rule is None else self.rule.start)
+
+    def target_of(self, part: _Part):
+        """The target in force in a part (exact)."""
+        return exact(self.target) if self.rule is None else self.rule.as_fraction(part.current)
+
+    def threshold_of(self, part: _Part) -> float:
+        """The part's threshold now (SPEC "Thresholds"; -inf when the part is too small for the target)."""
+        n = part.size
+        if self.delta is None:
+            margin = expected_margin(self.target_of(part), self.costs.c_max, n)
+            if margin < 0:
+                return -math.inf
+            return part.tree.search_greater(margin)
+        k = violation_rank(self.delta, n)
+        edge = rank_edge(k, n)
+        if not math.isnan(edge):
+            return edge
+        return part.tree.search_greater(n - k)
+
+    def part_keys(self) -> list:
+        """Keys of the parts: (grouping index, label), or the pooled part's."""
+        return sorted(self.parts)
+
+    # ------------------------------------------------------------------ batches
+    def _groups_of(self, members: BatchMembers, batch: str, first_row: int = 0) -> list:
+        return [labels_of(members, column, batch=batch, first_row=first_row) for column in self.columns]
+
+    def _build(self, probs, members: BatchMembers):
+        """(candidates, cost) of patients with these (mapped) probabilities and member context."""
+        value, cost = self.spec.build(self.codes, members.for_value(len(probs), self.spec.cms_segment))
+        return candidate_sets(probs, value, cost, self.spec.universe), cost
+
+    def _mapped(self, probs, groups) -> np.ndarray:
+        if self.maps is None:
+            return probs
+        segments = groups[0] if self.spec.recalibrate_by == "segment" else None
+        return self.maps.apply(probs, groups=segments)
+
+    def add_history(self, ids, probs, labels, members: BatchMembers, *, batch: str = "history") -> None:
+        """The labelled patients a program starts from: the fold (its first R), then burn-in."""
+        ids = np.asarray(ids, dtype=object)
+        groups = self._groups_of(members, batch)
+        fold = self.fold
+        if fold:
+            segments = groups[0] if self.spec.recalibrate_by == "segment" else None
+            self.maps = fit_recalibration(probs[:fold], labels[:fold], self.spec.recalibration, codes=self.codes,
+                                          by=self.spec.recalibrate_by, groups=None if segments is None else segments[:fold])
+            for row, patient in enumerate(ids[:fold].tolist()):
+                self.where[patient] = (-1, row)
+        rest = slice(fold, None)
+        groups = [labels[rest] for labels in groups]
+        kept = members.take(rest)
+        mapped = self._mapped(probs[rest], groups)
+        number = len(self.batches)
+        n = len(mapped)
+        batch_state = _Batch(ids[rest], mapped, kept, groups, self.n_stream + np.arange(n), None, np.ones(n, dtype=bool))
+        self.batches.append(batch_state)
+        for row, patient in enumerate(batch_state.ids.tolist()):
+            self.where[patient] = (number, row)
+        self.n_stream += n
+        self._join(mapped, labels[rest], kept, groups, batch_state.positions, arrival=-1, chosen=None)
+
+    def decide(self, probs, members: BatchMembers, *, batch: str = "batch") -> Decisions:
+        """The sets of a new batch under the current thresholds (changes nothing). O(b K log K)."""
+        groups = self._groups_of(members, batch)
+        mapped = self._mapped(probs, groups)
+        cands, _ = self._build(mapped, members)
+        n = len(mapped)
+        thresholds = np.full(n, math.inf)
+        targets = np.full(n, self.target)
+        by_grouping = {}
+        if self.columns:
+            for g, (column, labels) in enumerate(zip(self.columns, groups)):
+                names, inverse = np.unique(labels.astype(str), return_inverse=True)
+                parts = [self._peek((g, name)) for name in names.tolist()]
+                values = np.array([self.threshold_of(part) for part in parts])[inverse.ravel()]
+                by_grouping[column] = values
+                thresholds = np.minimum(thresholds, values)
+                if self.rule is not None and g == 0:
+                    targets = np.array([float(self.target_of(part)) for part in parts])[inverse.ravel()]
+        else:
+            part = self._peek(_POOLED)
+            thresholds[:] = self.threshold_of(part)
+            targets[:] = float(self.target_of(part))
+        index = cands.choose(thresholds, self.spec.score)
+        return Decisions(cands.masks(index), np.asarray(index, dtype=np.int64), thresholds, by_grouping, targets, mapped)
+
+    def add_predicted(self, ids, members: BatchMembers, decisions: Decisions, *, batch: str = "batch") -> None:
+        """Record a predicted batch (its decisions from :meth:`decide` on the same state). O(b)."""
+        ids = np.asarray(ids, dtype=object)
+        n = len(ids)
+        groups = self._groups_of(members, batch)
+        number = len(self.batches)
+        self.batches.append(_Batch(ids, decisions.probs, members, groups, self.n_stream + np.arange(n),
+                                   decisions.index, np.zeros(n, dtype=bool)))
+        for row, patient in enumerate(ids.tolist()):
+            self.where[patient] = (number, row)
+        self.n_stream += n
+        self.n_predicted += n
+
+    def add_labels(self, ids, labels) -> None:
+        """Confirmed codes of predicted, not yet labelled patients (checked by the caller)."""
+        places = [self.where[patient] for patient in np.asarray(ids, dtype=object).tolist()]
+        numbers = np.array([number for number, _ in places], dtype=np.int64)
+        rows = np.array([row for _, row in places], dtype=np.int64)
+        labels = np.asarray(labels, dtype=bool)
+        # gather the patients batch by batch, then join them in stream order (replay's order for labels
+        # arriving at one position)
+        probs, members, groups, positions, chosen, given = [], [], [[] for _ in self.columns], [], [], []
+        for number in np.unique(numbers).tolist():
+            picked = np.flatnonzero(numbers == number)
+            batch_state = self.batches[number]
+            here = rows[picked]
+            batch_state.labelled[here] = True
+            probs.append(batch_state.probs[here])
+            members.append((batch_state.members.take(here), len(here)))
+            for g in range(len(self.columns)):
+                groups[g].append(batch_state.groups[g][here])
+            positions.append(batch_state.positions[here])
+            chosen.append(batch_state.chosen[here])
+            given.append(labels[picked])
+        positions = np.concatenate(positions)
+        order = np.argsort(positions, kind="stable")
+        self._join(np.concatenate(probs)[order], np.concatenate(given)[order],
+                   BatchMembers.concatenate(members, self.n_codes).take(order),
+                   [np.concatenate(g)[order] for g in groups], positions[order],
+                   arrival=self.n_stream - 1, chosen=np.concatenate(chosen)[order])
+        self.n_labelled += len(positions)
+
+    def _join(self, probs, labels, members: BatchMembers, groups, positions, *, arrival: int, chosen) -> None:
+        """Patients whose labels arrived (in stream order) join the calibration of their parts."""
+        if not len(probs):
+            return
+        cands, cost = self._build(probs, members)
+        realized = self.costs.realized(cands, labels, cost)
+        if self.delta is None:
+            keys, increments = calibration_points(cands, realized, self.spec.score)
+            scale = self.costs.scale
+        else:
+            keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
+            increments, scale = np.ones(keys.shape, dtype=np.int64), 1
+        paid = None if chosen is None or self.rule is None else realized[np.arange(len(probs)), chosen]
+        keys_of = [[(g, label) for label in labels_g.tolist()] for g, labels_g in enumerate(groups)] or \
+            [[_POOLED] * len(probs)]
+        if self.spec.window is None:  # no window: each part's points go in at once, sorted (build_points)
+            for part_keys in keys_of:
+                rows_of = {}
+                for row, key in enumerate(part_keys):
+                    rows_of.setdefault(key, []).append(row)
+                for key, rows in rows_of.items():
+                    part = self._part(key)
+                    part.count += len(rows)
+                    insert_points(part.tree, keys[rows], increments[rows], scale)
+                    if paid is not None:
+                        for row in rows:
+                            part.current = self.rule.step(part.current, int(paid[row]))
+            return
+        for row in range(len(probs)):
+            positive = increments[row] > 0
+            points = (keys[row][positive].tolist(), increments[row][positive].tolist(), scale)
+            for part_keys in keys_of:
+                self._enter(self._part(part_keys[row]), (arrival, int(positions[row])), points,
+                            None if paid is None else int(paid[row]))
+
+    def _enter(self, part: _Part, order_key, points, paid) -> None:
+        part.count += 1
+        part.tree.insert_many(*points)
+        if part.members is not None:
+            part.members.add(order_key)
+            part.points[order_key] = points
+            if len(part.members) > self.spec.window:
+                oldest = part.members.pop(0)
+                part.tree.delete_many(*part.points.pop(oldest))
+        if paid is not None:
+            part.current = self.rule.step(part.current, paid)
+
+    # ------------------------------------------------------------------ reading
+    def is_known(self, patient) -> bool:
+        return patient in self.where
+
+    def is_predicted(self, patient) -> bool:
+        place = self.where.get(patient)
+        return place is not None and place[0] >= 0 and self.batches[place[0]].chosen is not None
+
+    def is_labelled(self, patient) -> bool:
+        place = self.where.get(patient)
+        return place is not None and place[0] >= 0 and bool(self.batches[place[0]].labelled[place[1]])
+
+    def current_thresholds(self) -> dict:
+        """Part -> (threshold, target in force, calibration size), for status and the timeline."""
+        out = {}
+        for key in self.part_keys():
+            part = self.parts[key]
+            out[key] = (self.threshold_of(part), float(self.target_of(part)), part.size)
+        return out
+
+    def pooled_threshold(self) -> float:
+        """The threshold of a new patient without groupings (NaN with groupings: it depends on the groups)."""
+        if self.columns:
+            return math.nan
+        return self.threshold_of(self._peek(_POOLED))
+
+    def check_columns(self, members: BatchMembers, batch: str) -> None:
+        """A DataError unless ``members`` hold every grouping column these settings use, with no empty label."""
+        self._groups_of(members, batch)
