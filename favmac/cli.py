@@ -33,7 +33,8 @@ from .methods import get_method, method_keys, run_method
 from .payment_tables import CELL_NAMES
 from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, as_recalibration
 from .runspec import MAX_CODING_INTENSITY, MIN_NORMALIZATION, RunSpec, SettingsError, target_from_percent
-from .universe import SCORES, UNIVERSES, default_score
+from .scores import SCORES, default_score
+from .universe import UNIVERSES
 
 if TYPE_CHECKING:
     import pandas as pd

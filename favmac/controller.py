@@ -23,7 +23,8 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_score, check_universe, default_score
+from .scores import check_score, default_score
+from .universe import candidate_sets, check_universe
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class FavMac:
         patient gets the same false-flag budget) or the price score (running max of the
         step prices Chat increment / Vhat increment: one budget spent across patients where
         each flag is most likely to pay off). "price" needs a nested universe (not "full").
-        None (the default): :func:`favmac.universe.default_score` — "price" under expected-cost
+        None (the default): :func:`favmac.scores.default_score` — "price" under expected-cost
         control, "cost" under violation control and on the "full" universe.
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it

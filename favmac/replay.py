@@ -52,8 +52,8 @@ from .thresholds import (
     violation_ranks,
     violation_scores,
 )
-from .universe import (Candidates, ChosenSets, candidate_sets, check_score, check_universe, default_score,
-                       smallest_int)
+from .scores import check_score, default_score
+from .universe import Candidates, ChosenSets, candidate_sets, check_universe, smallest_int
 from .validation import check_stream
 
 __all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "method_name"]
@@ -85,7 +85,7 @@ class ReplayOptions:
 
     ``replay(p, y, value, cost, targets, options=ReplayOptions(delta=0.1, window=500))`` is
     ``replay(p, y, value, cost, targets, delta=0.1, window=500)``. ``score=None`` is
-    :func:`favmac.universe.default_score` of the universe and control.
+    :func:`favmac.scores.default_score` of the universe and control.
 
     >>> ReplayOptions(burn_in=10, label_delay=3).control
     'expected'
@@ -185,7 +185,7 @@ def replay(
     score : {"cost", "price"} or None
         What the threshold is on: Chat (the paper's) or the price score
         (:meth:`favmac.universe.Candidates.scores`; nested universes only). None:
-        :func:`favmac.universe.default_score`.
+        :func:`favmac.scores.default_score`.
     label_delay : int, optional
         Labels arrive ``label_delay`` stream positions after the prediction: patient n is
         calibrated on positions < n - d (burn-in patients are labelled from the start).

@@ -16,42 +16,13 @@ from ..thresholds import INT64_LIMIT, ExactCosts
 from ..validation import check_stream
 
 __all__ = ["Stream", "ThresholdSets", "prepare", "refuse_control", "calibration_sizes", "build_result", "grid_costs",
-           "no_progress", "chunk_ranges", "work_chunks", "CHUNKS_PER_THREAD"]
+           "no_progress"]
 
 CONTROL_NAMES = {"expected": "expected-cost control (delta=None)", "violation": "violation control (delta in (0, 1))"}
 
 
 def no_progress(fraction: float) -> None:
     """Default progress callback: ignore."""
-
-
-#: Chunks per inner thread (:func:`favmac.parallel.inner_threads`) in :func:`work_chunks`: a few per
-#: thread, so a thread that another process slows leaves its last chunks to the other.
-CHUNKS_PER_THREAD = 4
-
-
-def chunk_ranges(n: int, parts: int) -> list[range]:
-    """``range(n)`` cut into at most ``parts`` consecutive, non-empty ranges of near-equal length
-    (none when ``n`` is 0): what each thread of a chunk-parallel part owns.
-
-    >>> chunk_ranges(10, 3)
-    [range(0, 3), range(3, 6), range(6, 10)]
-    >>> chunk_ranges(2, 4), chunk_ranges(0, 2)
-    ([range(0, 1), range(1, 2)], [])
-    """
-    parts = max(1, min(int(parts), int(n)))
-    edges = [n * j // parts for j in range(parts + 1)]
-    return [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
-def work_chunks(n: int) -> list[range]:
-    """The chunks of ``n`` independent rows (steps, patients) for :func:`favmac.parallel.map_chunks`:
-    the whole range on one inner thread (the one-thread run is unchanged), else
-    :data:`CHUNKS_PER_THREAD` per thread. Results never depend on the cut (each row is its own)."""
-    from ..parallel import inner_threads
-
-    threads = inner_threads()
-    return chunk_ranges(n, 1 if threads == 1 else threads * CHUNKS_PER_THREAD)
 
 
 @dataclass

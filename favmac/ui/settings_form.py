@@ -39,7 +39,8 @@ from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
 from favmac.ui.samples import content_key
 from favmac.ui.tradeoff_grid import default_grid, restore_grid, validate_grid
 from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
-from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
+from favmac.scores import default_score
+from favmac.universe import MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
@@ -112,7 +113,7 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
 
 
 def default_score_of(settings: dict) -> str:
-    """The default score of the settings' control and universe (:func:`favmac.universe.default_score`)."""
+    """The default score of the settings' control and universe (:func:`favmac.scores.default_score`)."""
     return default_score(settings["universe"], settings["delta"] if settings["control"] == "violation" else None)
 
 

@@ -2,7 +2,7 @@
 
 "inner": the methods one after another, each on TRADEOFF_WORKERS inner threads (favmac.parallel);
 "side_by_side": that many methods at once, each on one thread; a busy server: one thread, one method
-at a time, whatever the mode. Small chunks are forced (favmac.baselines.common.CHUNKS_PER_THREAD,
+at a time, whatever the mode. Small chunks are forced (favmac.parallel.CHUNKS_PER_THREAD,
 favmac.baselines.kernels.SPLIT_FROM), so the baselines' chunk-parallel parts really run on threads.
 """
 import threading
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from favmac import parallel
-from favmac.baselines import common, kernels
+from favmac.baselines import kernels
 from favmac.ui import tradeoffs
 
 from test_tradeoff_summaries import ALL_METHODS, _spec, _stream
@@ -29,7 +29,7 @@ def _inputs(seed, control):
 
 @pytest.mark.parametrize("control", ["expected", "violation"])
 def test_every_mode_gives_the_one_thread_tables(monkeypatch, control):
-    monkeypatch.setattr(common, "CHUNKS_PER_THREAD", 50)
+    monkeypatch.setattr(parallel, "CHUNKS_PER_THREAD", 50)
     monkeypatch.setattr(kernels, "SPLIT_FROM", 1)
     monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)
     probs, labels, codes, ids, spec, targets = _inputs(23, control)
