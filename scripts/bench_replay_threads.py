@@ -101,8 +101,9 @@ def _generator(results, saved):
 def instrument():
     import importlib
 
-    replay, replay_kernels, universe, parallel = (importlib.import_module(f"favmac.{name}")
-                                                  for name in ("replay", "replay_kernels", "universe", "parallel"))
+    engine, points, session, replay_kernels, universe, parallel = (
+        importlib.import_module(f"favmac.{name}")
+        for name in ("replay.engine", "replay.points", "replay.session", "replay_kernels", "universe", "parallel"))
     one_thread = parallel._one_thread
 
     def counted(fn, item):
@@ -114,19 +115,19 @@ def instrument():
                 WORKERS[0][threading.get_ident()] += time.thread_time() - cpu
 
     parallel._one_thread = counted
-    parallel_calls(replay)
-    parallel_calls(universe)
-    timed(replay, "_candidates", "candidate sets")
-    timed(replay, "_point_counts", "ranking: counting pass")
-    timed(replay, "_merged_points", "ranking (all)")
-    timed(replay, "_rank_runs", "ranking: merge+unsort")
-    timed(replay, "_point_weights", "weights")
+    for module in (engine, points, session, universe):  # each module's own map_chunks / ordered_chunks
+        parallel_calls(module)
+    timed(session, "candidates_in_chunks", "candidate sets")
+    timed(points, "point_counts", "ranking: counting pass")  # called by points.merged_points
+    timed(engine, "merged_points", "ranking (all)")  # as the engine calls them
+    timed(points, "rank_runs", "ranking: merge+unsort")
+    timed(engine, "point_weights", "weights")
     timed(replay_kernels, "expected_thresholds", "walk: first chunk")
-    timed(replay._Engine, "_walk_in_ranges", "walk: in ranges")
-    timed(replay._Engine, "_slot_keys", "slot keys")
-    timed(replay._Session, "select", "choosing the sets")
-    timed(replay._Engine, "_near_ties", "near-ties")
-    timed(replay._Session, "run", "whole replay")
+    timed(engine.Engine, "_walk_in_ranges", "walk: in ranges")
+    timed(engine.Engine, "_slot_keys", "slot keys")
+    timed(session.Session, "select", "choosing the sets")
+    timed(engine.Engine, "_near_ties", "near-ties")
+    timed(session.Session, "run", "whole replay")
 
 
 def digest(result) -> str:
