@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
-from ..io.readers import column_layout
+from ..io.layouts import column_layout
 from ..recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, fit_recalibration
 from ..segments import group_rows
 from ..thresholds import (

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..export import chosen_sets
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
-from ..io.readers import column_layout
+from ..io.layouts import column_layout
 from ..replay import method_name
 from ..segments import smallest_group_thresholds, too_small_reason
 from ..thresholds import ExactCosts

@@ -13,7 +13,7 @@ import pytest
 
 from favmac import io as fio
 from favmac.functions import AdditiveCost, AdditiveValue, bind_rows
-from favmac.io.readers import Dataset
+from favmac.io.dataset import Dataset
 from favmac.runspec import RunSpec, SettingsError
 from favmac.ui import payment_view, settings_form, tradeoff_grid as tg
 
