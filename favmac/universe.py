@@ -538,7 +538,7 @@ def prefix_masks(order: np.ndarray) -> np.ndarray:
     return ranks[:, None, :] < np.arange(n_codes + 1)[None, :, None]
 
 
-def setset_proxies(function, masks, probs) -> np.ndarray:
+def set_proxies(function, masks, probs) -> np.ndarray:
     """(N, M) proxies of candidate sets ``masks`` (N, M, K) per patient (rows bound to ``function``)."""
     if masks.shape[0] == 0:
         return np.zeros(masks.shape[:2])
@@ -567,7 +567,7 @@ def set_cost_candidates(probs, value, cost, universe: str = "ratio") -> Candidat
         key = probs if universe == "prob" else probs * value.weights_for(n_codes)
         order = np.argsort(-key, axis=1, kind="stable").astype(np.int64)
         masks = prefix_masks(order)
-        chat = cost.prefixset_proxies(probs, order) if hasattr(cost, "prefix_proxies") else set_proxies(cost, masks, probs)
+        chat = cost.prefix_proxies(probs, order) if hasattr(cost, "prefix_proxies") else set_proxies(cost, masks, probs)
         vhat = (value.sequences(probs, np.zeros_like(probs), order)[1] if hasattr(value, "sequences")
                 else set_proxies(value, masks, probs))
     chat = np.maximum.accumulate(chat, axis=1)
