@@ -139,8 +139,8 @@ def digest(result) -> str:
 
 
 def tables_digest(out) -> str:
-    """A hash of a Trade-offs run's points and table (their CSV)."""
-    text = "".join(getattr(out[name], "to_csv", lambda: repr(out[name]))() for name in ("points", "table"))
+    """A hash of a Trade-offs run's points and each method's summary (their CSV)."""
+    text = "".join(frame.to_csv() for frame in (out["points"], *out["summaries"].values()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--tradeoffs", action="store_true",
-                        help="time the Trade-offs computation (favmac.ui.tradeoffs.run_tradeoffs, its methods one after "
+                        help="time the Trade-offs computation (favmac.tradeoffs.run_comparison, its methods one after "
                              "another in this thread) instead of one replay")
     args = parser.parse_args(argv)
 
@@ -166,11 +166,11 @@ def main(argv=None) -> int:
     data = probs.nbytes + labels.nbytes + np.asarray(weights).nbytes
     run = lambda: run_method(spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)  # noqa: E731
     if args.tradeoffs:
-        from favmac.ui import tradeoffs
+        from favmac import tradeoffs
 
         tradeoffs.TRADEOFF_WORKERS = 1  # the methods one after another, each on the inner threads
         _, methods = grid(spec, args.codes)
-        run = lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, spec.targets, methods)  # noqa: E731
+        run = lambda: tradeoffs.run_comparison(probs, labels, codes, ids, spec, spec.targets, methods)  # noqa: E731
     with parallel.using(2):  # compile the kernels (the walk in ranges needs more than one chunk of patients)
         run_method(spec.replace(burn_in=10), "FavMac (price)", probs[:50_000], labels[:50_000])
     print(f"{args.patients:,} x {args.codes}, {args.weights} weights, data {data / 1e6:.1f} MB")

@@ -13,7 +13,8 @@ Three rules (STYLE.md "Everywhere", issue 30 "Rooms by job"):
 (b) No private name crosses a module boundary: no ``from favmac.x import _name`` (dunder names such as
     ``__version__`` are public), and no ``module._name`` where ``module`` is a name bound to a favmac
     module by an import. If two modules need a helper, it is public in one of them.
-(c) streamlit and plotly are imported only under ``favmac/ui/`` (the library never needs them).
+(c) streamlit and plotly are imported only under ``favmac/ui/`` (the library never needs them), and no
+    module outside ``favmac/ui/`` imports ``favmac.ui`` (the app's layer sits on the library, not under it).
 """
 from __future__ import annotations
 
@@ -160,7 +161,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_scan_sees_the_package():
     """The rules below are checked on the real package: its modules and some known edges are found."""
-    assert {"favmac", "favmac.replay", "favmac.universe", "favmac.scores", "favmac.cli", "favmac.io.readers"} <= set(MODULES)
+    assert {"favmac", "favmac.replay", "favmac.universe", "favmac.scores", "favmac.cli", "favmac.io.readers",
+            "favmac.tradeoffs", "favmac.target_grid"} <= set(MODULES)
     assert "favmac.scores" in SCAN["favmac.universe"].edges
     assert "favmac.thresholds" in SCAN["favmac.costs"].edges
 
@@ -193,3 +195,29 @@ def test_streamlit_and_plotly_only_in_ui():
                if not (module == "favmac.ui" or module.startswith("favmac.ui."))
                for root, line in found.roots if root in UI_ONLY]
     assert not outside, "the library imports a UI package:\n" + "\n".join(sorted(outside))
+
+
+def test_the_library_does_not_import_the_app_layer():
+    def ui(module):
+        return module == "favmac.ui" or module.startswith("favmac.ui.")
+
+    upward = [f"{module} -> {edge}" for module, found in SCAN.items() if not ui(module)
+              for edge in sorted(found.edges) if ui(edge)]
+    assert not upward, "library modules importing favmac.ui:\n" + "\n".join(upward)
+
+
+def test_scripts_use_the_library_services_not_the_ui():
+    """The trade-off comparison and the target grid are library services (favmac.tradeoffs,
+    favmac.target_grid): a script reads them there, not through the app's favmac.ui layer."""
+    offenders = []
+    for path in sorted((ROOT / "scripts").glob("*.py")):
+        for node in ast.walk(_parse(path)):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            offenders += [f"{path.name} line {node.lineno}: {name}" for name in names
+                          if name.startswith(("favmac.ui.tradeoffs", "favmac.ui.tradeoff_grid"))]
+    assert not offenders, "\n".join(offenders)

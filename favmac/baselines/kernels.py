@@ -1,7 +1,7 @@
 """Compiled loops of the baselines (numba), imported on first use so ``import favmac`` stays fast.
 
 Every kernel releases the GIL (``nogil=True``): the Trade-offs page runs a baseline on one
-thread while a FavMac replay runs on another (:func:`favmac.ui.tradeoffs.run_methods`), or one
+thread while a FavMac replay runs on another (:func:`favmac.tradeoffs.run_methods`), or one
 baseline's chunks on :func:`favmac.parallel.inner_threads` threads (its outcomes by steps, CRC's
 keys by parts: :func:`rule_outcomes`, :func:`sorted_value_key_parts`).
 

@@ -7,7 +7,7 @@ No Streamlit (plain functions, unit-tested directly):
 * ``settings_form`` — the settings form's dict and its bridge to ``favmac.runspec.RunSpec``.
 * ``data_views``    — prevalence and reliability tables of the Data page.
 * ``playback``      — the Online session: its replay, running series and playback state machine.
-* ``tradeoffs``     — the Trade-offs comparison over the method registry (``favmac.methods``).
+* ``tradeoffs``     — the Trade-offs page's comparison table over ``favmac.tradeoffs`` (the library's comparison).
 * ``patients``      — one patient's codes, the greedy cut and the chosen set's numbers.
 * ``navigation``    — the page table (file, title, icon, URL path) used by ``studio.py`` and the menu,
   and ``EXPLAIN``, one-line explanations of C_max, universe, burn-in, exchangeable.

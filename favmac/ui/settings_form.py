@@ -17,7 +17,7 @@ burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
 label_delay    labels arrive this many patients after the prediction, or None (label_available_column: the
                calibration file's column of arrivals instead; favmac.ui.arrivals_view)
-grid           trade-off grid: {"low", "high", "unit", "n_targets", "methods", ...} (favmac.ui.tradeoff_grid)
+grid           trade-off grid: {"low", "high", "unit", "n_targets", "methods", ...} (favmac.target_grid)
 =============  ==============================================================
 
 Everything that *uses* the settings goes through :func:`to_spec`: validation, the value and
@@ -37,7 +37,7 @@ from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
 from favmac.ui.samples import content_key
-from favmac.ui.tradeoff_grid import default_grid, restore_grid, validate_grid
+from favmac.target_grid import default_grid, restore_grid, validate_grid
 from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
 from favmac.scores import default_score
 from favmac.universe import MAX_FULL_CODES, UNIVERSES
