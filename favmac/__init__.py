@@ -37,7 +37,7 @@ _EXPORTS = {
     "AdditiveValue": "functions",
     "FormulaError": "functions",
     "FormulaValue": "functions",
-    "bind_rows": "functions",
+    "bind_rows": "protocols",
     "CmsHccValue": "payment",
     "CmsHccCost": "payment",
     "compare_methods": "metrics",

@@ -42,14 +42,10 @@ from fractions import Fraction
 import numpy as np
 
 from .thresholds import INT64_LIMIT, ExactCosts, common_scale, exact, scaled_int
+from .protocols import is_set_cost
 from .universe import prefix_masks
 
-__all__ = ["exact_costs", "SetCosts", "is_set_cost"]
-
-
-def is_set_cost(cost) -> bool:
-    """True for a cost that is a set function (no per-code weights), e.g. ``CmsHccCost``."""
-    return not getattr(cost, "is_additive", True)
+__all__ = ["exact_costs", "SetCosts"]
 
 
 def exact_costs(cost, n_codes: int, c_max=None):

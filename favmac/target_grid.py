@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .functions import bind_rows
+from .protocols import bind_rows, is_additive
 from .methods import method_labels
 from .runspec import COST_KINDS, SettingsError, as_integer, as_number, target_from_percent
 from .wording import plain_number
@@ -185,7 +185,7 @@ def cost_key(cost_kind: str, base_rate=None) -> str:
 
 def _alone(function, n: int, k: int, hit: bool) -> np.ndarray:
     """(n, k): each code's value (``hit``: the code true) or cost (the code false) alone, per patient."""
-    if getattr(function, "is_additive", False):
+    if is_additive(function):
         return np.broadcast_to(np.asarray(function.weights_for(k), dtype=float), (n, k))
     out = np.empty((n, k))
     selected = np.zeros((n, k), dtype=bool)

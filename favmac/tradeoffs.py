@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from . import parallel
-from .functions import bind_rows
+from .protocols import bind_rows, is_additive, n_rows, own_sequences, prefix_values
 from .methods import applicability, get_method, method_labels, run_method
 from .runspec import RunSpec
-from .universe import candidate_sets
+from .universe import PerRows, candidate_sets
 
 __all__ = ["method_applicability", "applicable_methods", "value_max", "value_scale", "RECALIBRATED_METHOD",
            "RECALIBRATED_LABEL", "ADDITIVE_LABEL", "TRADEOFF_WORKERS", "HEAVY_AT_ONCE", "LIGHT_COST", "TRADEOFF_MODES",
@@ -45,8 +45,8 @@ def applicable_methods(labels, control: str, n_codes: int) -> list[str]:
 
 def value_max(value, n_codes: int) -> float:
     """Largest value any set can have (all codes chosen and present); scales value to 0–100."""
-    n_rows = getattr(value, "n_rows", None)  # a per-patient value (the CMS payment): the largest over the patients
-    everything = np.ones(n_codes if n_rows is None else (n_rows, n_codes), dtype=bool)
+    rows = n_rows(value)  # a per-patient value (the CMS payment): the largest over the patients
+    everything = np.ones(n_codes if rows is None else (rows, n_codes), dtype=bool)
     return float(np.max(value(everything, everything)))
 
 
@@ -171,7 +171,7 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     cmax = spec.c_max(n_codes, codes, members)
     vscale = value_scale(value, n_codes)
     # built outside the replays: additive values, and values with their own compiled greedy (the CMS payment)
-    compiled = value.is_additive or getattr(value, "sequences", None) is not None
+    compiled = is_additive(value) or own_sequences(value) is not None
     workers = tradeoff_workers()
     inner = workers if mode == "inner" else 1  # threads inside each method
     workers = 1 if mode == "inner" else workers  # methods at once
@@ -180,7 +180,7 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     # The payment value's greedy is the expensive part (twice its work when each builds its own): its sets
     # are built once, under a lock, with every lazy part settled (:func:`_settled`), and then only read.
     overlap = workers > 1 and HEAVY_AT_ONCE > 1
-    expensive = compiled and not value.is_additive
+    expensive = compiled and not is_additive(value)
     sharing = shared_universes([m for m in runnable if m not in extra]) if compiled and (expensive or not overlap) else {}
     shared = {}  # universe -> its candidates, while a method still to start needs them
     building = threading.Lock()
@@ -251,10 +251,10 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
 def _settled(candidates):
     """``candidates`` with every part a replay would compute on first read already computed (Chat, Vhat and
     the steps, unless computed per row selection), so threads that share them only read."""
-    if not getattr(candidates.chat_source, "takes_rows", False):
+    if not isinstance(candidates.chat_source, PerRows):
         candidates.chat
     candidates.vhat
-    if candidates.steps_source is not None and not getattr(candidates.steps_source, "takes_rows", False):
+    if candidates.steps_source is not None and not isinstance(candidates.steps_source, PerRows):
         candidates.steps
     return candidates
 
@@ -431,8 +431,9 @@ def realized_payment(result, value, labels):
     labels = np.asarray(labels)[result.burn_in:].astype(bool)
     scored = bind_rows(value, slice(result.burn_in, result.burn_in + labels.shape[0]))
     chosen = result.chosen
-    if chosen is not None and chosen.order is not None and hasattr(scored, "prefixes"):  # one compiled pass, no (T, S, K) sets
-        paid = scored.prefixes(chosen.order, chosen.index, labels)
+    along = prefix_values(scored)
+    if chosen is not None and chosen.order is not None and along is not None:  # one compiled pass, no (T, S, K) sets
+        paid = along(chosen.order, chosen.index, labels)
     else:
         paid = np.stack([np.asarray(scored(result.selected[t], labels), dtype=float) for t in range(len(result.targets))])
     return dataclasses.replace(result, value=paid.reshape(np.shape(result.value)))

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .parallel import map_chunks
+from .protocols import (bind_rows, compiled_formula, is_additive, is_set_cost, joint_sequences, own_sequences,
+                        prefix_proxies)
 from .scores import GAIN_TOLERANCE, check_score, price_scores, value_increments
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "general_sequences",
     "first_tied_maximum",
     "Candidates",
+    "PerRows",
     "ChosenSets",
     "candidate_sets",
     "set_cost_candidates",
@@ -136,7 +139,7 @@ def greedy_order(probs, value, cost, universe: str = "ratio") -> np.ndarray:
         key = probs
     elif universe == "value":
         key = probs * value.weights_for(n_codes)
-    elif value.is_additive:
+    elif is_additive(value):
         key = ratio_keys(probs * value.weights_for(n_codes), (1.0 - probs) * cost.weights_for(n_codes))
     else:
         return general_sequences(probs, value, cost)[0]
@@ -170,13 +173,11 @@ def general_sequences(probs, value, cost, order=None, *, reference: bool = False
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     cost_steps = (1.0 - probs) * cost.weights_for(n_codes)
-    own = None if reference else getattr(value, "sequences", None)
+    own = None if reference else own_sequences(value)
     if own is not None:  # a value with its own compiled greedy (e.g. favmac.payment.CmsHccValue)
         return own(probs, cost_steps, order, GAIN_TOLERANCE)
-    compiled = None if reference else getattr(value, "compiled", lambda n: None)(n_codes)
+    compiled = None if reference else compiled_formula(value, n_codes)
     if compiled is None:
-        from .functions import bind_rows
-
         if order is None:
             sequences = [_greedy_ratio_reference(p, bind_rows(value, i), cost_steps[i]) for i, p in enumerate(probs)]
         else:
@@ -253,6 +254,25 @@ def all_subsets(n_codes: int) -> np.ndarray:
     return ((rows >> np.arange(n_codes)[None, :]) & 1).astype(bool)
 
 
+class PerRows:
+    """A part of :class:`Candidates` computed for a row selection when asked (``part(rows)``; all rows by
+    default): a subset of the candidates computes only its own rows' part (a replay's chunks: no (N, M)
+    table is kept).
+
+    >>> double = PerRows(lambda rows: np.arange(6)[rows] * 2)
+    >>> double(slice(1, 3)).tolist(), double().tolist()[-1]
+    ([2, 4], 10)
+    """
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __call__(self, rows=slice(None)):
+        return self.compute(rows)
+
+
 @dataclass
 class Candidates:
     """The candidate sets of a batch of patients and their proxies.
@@ -260,14 +280,14 @@ class Candidates:
     For nested universes ``order`` is (N, K) (:func:`order_dtype`) and candidate j of patient i
     is the first j codes of ``order[i]`` (M = K + 1 candidates). For ``full``, ``subsets``
     (M, K) is shared by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M); both may be
-    given as a zero-argument function and are then computed on first use; a Chat function
-    with a true ``takes_rows`` attribute also takes a row selection, so that :meth:`subset`
-    computes only its own rows' Chat (a replay's chunks: no (N, M) table is kept). ``monotone`` says Vhat never
+    given as a zero-argument function and are then computed on first use; a Chat given as
+    :class:`PerRows` takes a row selection, so that :meth:`subset` computes only its own rows'
+    Chat (a replay's chunks: no (N, M) table is kept). ``monotone`` says Vhat never
     decreases along a nested sequence (additive value), so S_hat is simply the last prefix
     under the threshold and Vhat is not needed to choose. ``steps_source`` (nested universes;
     an array pair or a zero-argument function) gives the (N, K) Chat and Vhat increments of
-    every step, which the price score divides; a function with a true ``takes_rows`` attribute
-    also takes a row selection, so that :meth:`subset` computes only its own rows' steps.
+    every step, which the price score divides; given as :class:`PerRows`, :meth:`subset`
+    computes only its own rows' steps.
     """
 
     universe: str
@@ -320,12 +340,12 @@ class Candidates:
         vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
         chat_source = self.chat_source
         if callable(chat_source):
-            chat = (lambda: chat_source(rows)) if getattr(chat_source, "takes_rows", False) else (lambda: self.chat[rows])
+            chat = (lambda: chat_source(rows)) if isinstance(chat_source, PerRows) else (lambda: self.chat[rows])
         else:
             chat = chat_source[rows]
         order = None if self.order is None else self.order[rows]
         source = self.steps_source
-        if callable(source) and getattr(source, "takes_rows", False):
+        if isinstance(source, PerRows):
             steps = lambda: source(rows)  # noqa: E731 — these patients' steps only, never the whole stream's
         else:
             steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
@@ -469,23 +489,21 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
-    if not getattr(cost, "is_additive", True):  # a set-function cost, e.g. the unsupported payment
+    if is_set_cost(cost):  # a set-function cost, e.g. the unsupported payment
         return set_cost_candidates(probs, value, cost, universe)
-    if universe != "full" and value.is_additive:
+    if universe != "full" and is_additive(value):
         cost_terms = None
     else:
         cost_terms = (1.0 - probs) * cost.weights_for(n_codes)
     if universe == "full":
         subsets = all_subsets(n_codes)
         chat = np.sum(subsets[None, :, :] * cost_terms[:, None, :], axis=2)
-        if value.is_additive:
+        if is_additive(value):
             vhat = np.sum(subsets[None, :, :] * (probs * value.weights_for(n_codes))[:, None, :], axis=2)
         else:
-            from .functions import bind_rows
-
             vhat = np.stack([bind_rows(value, i).proxy(subsets, p) for i, p in enumerate(probs)]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
-    if universe == "ratio" and not value.is_additive:
+    if universe == "ratio" and not is_additive(value):
         order, vhat = general_sequences(probs, value, cost)
         order = order.astype(order_dtype(n_codes))
         return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order,
@@ -502,17 +520,13 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
 
     map_chunks(fill, range(0, n_patients, _ROWS))
 
-    def chat(rows=slice(None)):  # the same sums, row by row, as a table built once
-        return _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
-
-    chat.takes_rows = True  # a subset computes its own rows' Chat: no (N, K + 1) table is kept
-    if value.is_additive:
+    # the same sums, row by row, as a table built once; a subset computes its own rows' Chat: no (N, K + 1) table is kept
+    chat = PerRows(lambda rows: _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows]))
+    if is_additive(value):
         value_weights = value.weights_for(n_codes)
-
-        def steps(rows=slice(None)):
-            return _along((1.0 - probs[rows]) * cost_weights, order[rows]), _along(probs[rows] * value_weights, order[rows])
-
-        steps.takes_rows = True  # a subset computes its own rows' steps (a replay's chunks): no (N, K) pair kept
+        # a subset computes its own rows' steps (a replay's chunks): no (N, K) pair kept
+        steps = PerRows(lambda rows: (_along((1.0 - probs[rows]) * cost_weights, order[rows]),
+                                      _along(probs[rows] * value_weights, order[rows])))
         return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order,
                           monotone=True, steps_source=steps)
     _, vhat = general_sequences(probs, value, cost, order)
@@ -560,16 +574,16 @@ def set_cost_candidates(probs, value, cost, universe: str = "ratio") -> Candidat
         masks = np.broadcast_to(subsets[None], (n_patients, *subsets.shape))
         return Candidates(universe, set_proxies(cost, masks, probs), set_proxies(value, masks, probs), subsets=subsets)
     if universe == "ratio":
-        compiled = getattr(cost, "joint_sequences", None)
+        compiled = joint_sequences(cost)
         found = None if compiled is None else compiled(value, probs)
         order, vhat, chat = joint_greedy(probs, value, cost) if found is None else found
     else:
         key = probs if universe == "prob" else probs * value.weights_for(n_codes)
         order = np.argsort(-key, axis=1, kind="stable").astype(np.int64)
         masks = prefix_masks(order)
-        chat = cost.prefix_proxies(probs, order) if hasattr(cost, "prefix_proxies") else set_proxies(cost, masks, probs)
-        vhat = (value.sequences(probs, np.zeros_like(probs), order)[1] if hasattr(value, "sequences")
-                else set_proxies(value, masks, probs))
+        own_chat, own_vhat = prefix_proxies(cost), own_sequences(value)
+        chat = own_chat(probs, order) if own_chat is not None else set_proxies(cost, masks, probs)
+        vhat = own_vhat(probs, np.zeros_like(probs), order)[1] if own_vhat is not None else set_proxies(value, masks, probs)
     chat = np.maximum.accumulate(chat, axis=1)
     order = order.astype(np.int16 if n_codes < 2**15 else np.int64)
     steps = lambda: (np.diff(chat, axis=1), value_increments(vhat))  # noqa: E731

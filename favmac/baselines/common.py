@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..protocols import bind_rows, is_additive, n_rows, per_target_values
 from ..result import ReplayResult
 from ..thresholds import INT64_LIMIT, ExactCosts
 from ..validation import check_stream
@@ -113,7 +114,7 @@ def prepare(probs, labels, cost, targets, *, delta, burn_in, window, c_max, code
     """Check every input (one wording, :mod:`favmac.validation`) and read the cost exactly."""
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
-    if not getattr(cost, "is_additive", False) or not hasattr(cost, "weights_for"):
+    if not is_additive(cost):
         raise ValueError("cost: the baselines need an additive cost (favmac.AdditiveCost); got " + repr(cost))
     costs = ExactCosts.of(cost, probs.shape[1], c_max)
     report = progress if progress is not None else no_progress
@@ -152,7 +153,7 @@ def grid_costs(costs: ExactCosts, n_patients: int):
 
 def _additive_weights(function, n_codes):
     """Float per-code weights of an additive ``function``, or None when it is not additive."""
-    if not (getattr(function, "is_additive", False) and hasattr(function, "weights_for")):
+    if not is_additive(function):
         return None
     return np.asarray(function.weights_for(n_codes), dtype=float)
 
@@ -165,13 +166,12 @@ def _realized(function, selected, labels, hit):
         from .kernels import masked_sums
 
         return masked_sums(selected, np.ascontiguousarray(np.where(labels == hit, weights[None, :], 0.0)))
-    rows = getattr(function, "n_rows", None)
+    rows = n_rows(function)
     if rows is not None:  # per-patient context (favmac.payment.CmsHccValue): the steps are the stream's last rows
-        from ..functions import bind_rows
-
         bound = bind_rows(function, slice(rows - n_steps, rows))
-        if hasattr(bound, "per_target"):  # every target's sets in one compiled pass
-            return np.asarray(bound.per_target(selected, labels), dtype=float).reshape(n_targets, n_steps)
+        along = per_target_values(bound)
+        if along is not None:  # every target's sets in one compiled pass
+            return np.asarray(along(selected, labels), dtype=float).reshape(n_targets, n_steps)
         return np.array([bound(selected[t], labels) for t in range(n_targets)], dtype=float).reshape(n_targets, n_steps)
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
 

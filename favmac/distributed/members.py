@@ -23,13 +23,14 @@ import numpy as np
 
 from ..io.errors import DataError, join_few
 from ..io.text_columns import CELL_COLUMN, KNOWN_CODES_COLUMN, is_member_column, member_context, take_members
+from ..protocols import has_member_context
 
 __all__ = ["MemberContext", "member_context_of", "takes_members"]
 
 
 def takes_members(value) -> bool:
-    """True for a value whose patients differ by cell and known codes (it has ``with_context``)."""
-    return callable(getattr(value, "with_context", None))
+    """True for a value whose patients differ by cell and known codes (:class:`favmac.protocols.ValueContext`)."""
+    return has_member_context(value)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..adaptive import AdaptiveTarget
-from ..functions import bind_rows
+from ..protocols import bind_rows
 from ..parallel import inner_threads, map_chunks, ordered_chunks
 from ..thresholds import (
     INT64_LIMIT,

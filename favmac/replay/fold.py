@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..functions import bind_rows
+from ..protocols import bind_rows
 from ..segments import check_groupings
 from ..validation import check_stream
 

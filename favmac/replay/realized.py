@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..functions import bind_rows
+from ..protocols import bind_rows
 from ..thresholds import ExactCosts
 from .sizes import patient_chunks
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..adaptive import check_adaptive_rate
 from ..arrivals import ArrivalSchedule, check_label_delay
 from ..costs import exact_costs
-from ..functions import bind_rows
+from ..protocols import bind_rows, is_additive, own_sequences, prefix_values
 from ..parallel import map_chunks
 from ..result import ReplayResult
 from ..scores import check_score
@@ -153,9 +153,9 @@ class Session:
             steps_here = slice(start - burn_in, stop - burn_in)
             rows = np.arange(stop - start)
             part_labels = self.labels[start:stop]
-            cost_table = (part.totals(self.cost.contributions(part_labels)) if self.cost.is_additive
+            cost_table = (part.totals(self.cost.contributions(part_labels)) if is_additive(self.cost)
                           else realized[start:stop] / costs.scale)
-            value_table = part.totals(self.value.contributions(part_labels)) if self.value.is_additive else None
+            value_table = part.totals(self.value.contributions(part_labels)) if is_additive(self.value) else None
             exact_cost = realized[start:stop]
             if compiled is not None:  # every target's choice, cost, value and flag in one compiled pass (no (rows, M) temporaries)
                 choose_prefixes(part.scores(self.score), part.best_prefix(), thresholds[:, steps_here], cost_table,
@@ -163,7 +163,7 @@ class Session:
                                 realized_cost[:, steps_here], realized_value[:, steps_here], exceeds[:, steps_here])
                 return
             # a value with a compiled pass over nested sets (the CMS payment) scores every target's sets at once
-            along = None if value_table is not None or not part.nested else getattr(self.value, "prefixes", None)
+            along = None if value_table is not None or not part.nested else prefix_values(self.value)
             for t in range(n_targets):
                 index = part.choose(thresholds[t, steps_here], self.score)
                 chosen_index[t, steps_here] = index
@@ -182,7 +182,7 @@ class Session:
 
         # additive values and costs on the threads; the others (formulas, the CMS payment, set costs:
         # functions of the rows that may keep state) in this thread
-        additive = compiled is not None or (self.cost.is_additive and self.value.is_additive)
+        additive = compiled is not None or (is_additive(self.cost) and is_additive(self.value))
         map_chunks(choose_chunk, patient_chunks(burn_in, n_patients), threads=None if additive else 1)
         tail = slice(burn_in, n_patients)
         chosen = ChosenSets(chosen_index, order=None if cands.order is None else cands.order[tail], subsets=cands.subsets)
@@ -242,8 +242,8 @@ class Session:
 def candidates_in_chunks(probs, value, cost, universe, report):
     """candidate_sets, in chunks with progress reports when the value is a (slow) formula."""
     # a value with its own compiled greedy (the CMS payment, a few us per patient) takes the large chunks
-    size = sizes.CHUNK if getattr(value, "sequences", None) is not None else sizes.FORMULA_CHUNK
-    if value.is_additive or len(probs) <= size:
+    size = sizes.CHUNK if own_sequences(value) is not None else sizes.FORMULA_CHUNK
+    if is_additive(value) or len(probs) <= size:
         return candidate_sets(probs, value, cost, universe)
     parts = []
     for start in range(0, len(probs), size):
@@ -269,7 +269,7 @@ def shared_candidates(candidates, session) -> Candidates:
 def _compiled_choice(cands, realized, bounds, cost, value):
     """The bounds as an int64 array when :func:`~favmac.replay_kernels.choose_prefixes` can choose the
     sets (nested sequences, additive cost and value, integer realized costs and bounds within int64), else None."""
-    if not (cands.nested and cost.is_additive and value.is_additive) or np.dtype(realized.dtype).kind != "i":
+    if not (cands.nested and is_additive(cost) and is_additive(value)) or np.dtype(realized.dtype).kind != "i":
         return None
     if any(not -INT64_LIMIT < bound < INT64_LIMIT for bound in bounds):
         return None
