@@ -6,7 +6,7 @@ Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides e
 from ._lazy import lazy_exports
 from ._version import __version__
 
-# ``replay`` is both a submodule and a function: importing the submodule anywhere would set
+# ``replay`` is both a subpackage (favmac/replay/) and a function: importing the subpackage anywhere would set
 # the package attribute to the module, so the function is bound here, eagerly (numpy only).
 from .replay import ReplayOptions, predict_with_threshold, replay
 
@@ -38,7 +38,7 @@ _EXPORTS = {
     "AdditiveValue": "functions",
     "FormulaError": "functions",
     "FormulaValue": "functions",
-    "bind_rows": "functions",
+    "bind_rows": "protocols",
     "CmsHccValue": "payment",
     "CmsHccCost": "payment",
     "compare_methods": "metrics",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .functions import bind_rows
+from .protocols import bind_rows, cost_for_value, is_additive
 from .quantile_tree import QuantileTree
 from .recalibration import (DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
                             check_recalibrate_by, check_recalibration, fit_recalibration)
@@ -23,7 +23,8 @@ from .thresholds import (
     violation_rank,
     violation_scores,
 )
-from .universe import candidate_sets, check_score, check_universe, default_score
+from .scores import check_score, default_score
+from .universe import candidate_sets, check_universe
 from .validation import check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class FavMac:
         patient gets the same false-flag budget) or the price score (running max of the
         step prices Chat increment / Vhat increment: one budget spent across patients where
         each flag is most likely to pay off). "price" needs a nested universe (not "full").
-        None (the default): :func:`favmac.universe.default_score` — "price" under expected-cost
+        None (the default): :func:`favmac.scores.default_score` — "price" under expected-cost
         control, "cost" under violation control and on the "full" universe.
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
@@ -293,8 +294,7 @@ class FavMac:
     def _cost_for(self, value):
         """The cost of the patients ``value`` is bound to: a set cost built on a value's member
         context (the unsupported payment) follows that value; other costs are returned as they are."""
-        with_value = getattr(self.cost, "with_value", None)
-        return self.cost if value is None or with_value is None else with_value(value)
+        return cost_for_value(self.cost, value)
 
     def _insert(self, cands, realized) -> None:
         scale = self._costs.scale
@@ -452,7 +452,7 @@ class FavMac:
                 "code": [codes[k] for k in order],
                 "prob": probs[0, order],
                 "value_weight": value.weights_for(n_codes)[order],
-                "cost_weight": (self.cost.weights_for(n_codes)[order] if self.cost.is_additive
+                "cost_weight": (self.cost.weights_for(n_codes)[order] if is_additive(self.cost)
                                 else np.diff(cands.chat[0])),  # a set cost: its score's increments
                 "chat": cands.chat[0, 1:],
                 "vhat": cands.vhat[0, 1:],

@@ -3,13 +3,13 @@
 Both proxies are expectations of the same RAF under independent labels: Vhat with
 y ~ Bernoulli(p), Chat with y ~ Bernoulli(1 - p) (the false flags). Each is kept per family
 exactly as :mod:`favmac.payment_kernels` keeps the value's (expected coefficient sum, survivor
-count distribution, interaction miss probabilities; its ``_family``, ``_convolve_into`` and
-``_weights_from``), one state per side, so each step costs what the value's own greedy step
+count distribution, interaction miss probabilities; its ``family_summary``, ``convolve_into`` and
+``weights_from``), one state per side, so each step costs what the value's own greedy step
 costs, twice. Each step adds argmax_k gain_V(k) / gain_C(k) with the shared rules of every
 compiled greedy (:func:`favmac.formula_kernels.offer` and ``lowest_tied``: round-off-sized gains
-are zero, x / 0 = +inf for x > 0, ties to the lowest code index). :func:`favmac.costs.set_cost_candidates`
+are zero, x / 0 = +inf for x > 0, ties to the lowest code index). :func:`favmac.universe.set_cost_candidates`
 calls :func:`payment_cost_sequences`; ``tests/test_unsupported_payment.py`` checks it against the
-numpy reference (``favmac.costs.joint_greedy``), which tries every code with both exact proxies.
+numpy reference (``favmac.universe.joint_greedy``), which tries every code with both exact proxies.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 
 from .formula_kernels import lowest_tied, offer
-from .payment_kernels import _CAP, _context, _convolve_into, _family, _fixed_gain, _masks, _patterns, _weights_from
+from .payment_kernels import (COUNT_CAP, convolve_into, family_fixed_gain, family_masks, family_patterns, family_summary,
+                              interaction_context, weights_from)
 
 __all__ = ["payment_cost_sequences"]
 
@@ -44,44 +45,44 @@ def _side_gains(p, cell, known_i, chosen, code_fam, code_bit, fam_ptr, fam_codes
             position[f] = n_l
             nontrivial[n_l] = f
             n_l += 1
-    prefix = np.zeros((n_fam + 1, _CAP + 1))
-    suffix = np.zeros((n_fam + 1, _CAP + 1))
+    prefix = np.zeros((n_fam + 1, COUNT_CAP + 1))
+    suffix = np.zeros((n_fam + 1, COUNT_CAP + 1))
     prefix[0, 0] = 1.0
     for j in range(n_l):
         f = nontrivial[j]
-        _convolve_into(prefix[j], dist[f], min(fam_ptr[f + 1] - fam_ptr[f], _CAP), prefix[j + 1])
+        convolve_into(prefix[j], dist[f], min(fam_ptr[f + 1] - fam_ptr[f], COUNT_CAP), prefix[j + 1])
     suffix[n_l, 0] = 1.0
     for j in range(n_l - 1, -1, -1):
         f = nontrivial[j]
-        _convolve_into(suffix[j + 1], dist[f], min(fam_ptr[f + 1] - fam_ptr[f], _CAP), suffix[j])
-    weight_total = np.zeros(_CAP + 1)
-    _weights_from(prefix[n_l], count_coef[cell], largest, weight_total)
-    weight = np.zeros((n_fam, _CAP + 1))
-    rest = np.empty(_CAP + 1)
+        convolve_into(suffix[j + 1], dist[f], min(fam_ptr[f + 1] - fam_ptr[f], COUNT_CAP), suffix[j])
+    weight_total = np.zeros(COUNT_CAP + 1)
+    weights_from(prefix[n_l], count_coef[cell], largest, weight_total)
+    weight = np.zeros((n_fam, COUNT_CAP + 1))
+    rest = np.empty(COUNT_CAP + 1)
     o1 = np.ones(m1.shape)  # per family and touching interaction: the other families' products (payment_kernels._context)
     o2 = np.ones(m1.shape)
     o12 = np.ones(m1.shape)
     for f in range(n_fam):
         if has_candidates[f]:
-            _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
+            interaction_context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
     for f in range(n_fam):
         if has_candidates[f] and not trivial[f]:
             j = position[f]
-            _convolve_into(prefix[j], suffix[j + 1], _CAP, rest)
-            _weights_from(rest, count_coef[cell], min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
+            convolve_into(prefix[j], suffix[j + 1], COUNT_CAP, rest)
+            weights_from(rest, count_coef[cell], min(fam_ptr[f + 1] - fam_ptr[f], COUNT_CAP), weight[f])
     for k in range(n_codes):
         gains[k] = 0.0
         if chosen[k] or known_i[k]:
             continue
         f = code_fam[k]
         if not valid[k]:
-            c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr,
+            c_ecoef[k] = family_summary(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr,
                                  sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr, fi_idx, c_dist[k], c_m1[k], c_m2[k],
                                  c_m12[k], scratch_w, scratch_l)
             valid[k] = True
-        gain = _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx,
+        gain = family_fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx,
                            inter_atoms, inter_coef)
-        size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
+        size = min(fam_ptr[f + 1] - fam_ptr[f], COUNT_CAP)
         for m in range(size + 1):
             w = weight_total[m] if trivial[f] else weight[f, m]
             gain += (c_dist[k, m] - dist[f, m]) * w
@@ -98,18 +99,18 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
         width = max(width, fi_ptr[f + 1] - fi_ptr[f])
     largest = np.int64(0)
     for f in range(n_fam):
-        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), _CAP)
+        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), COUNT_CAP)
     uncertain = np.zeros(n_fam, dtype=np.int64)
     fixed = np.zeros(n_fam, dtype=np.int64)
     empty = np.zeros(n_fam, dtype=np.int64)
     trivial = np.zeros((2, n_fam), dtype=np.bool_)
     ecoef = np.zeros((2, n_fam))
-    dist = np.zeros((2, n_fam, _CAP + 1))
+    dist = np.zeros((2, n_fam, COUNT_CAP + 1))
     m1 = np.ones((2, n_fam, width))
     m2 = np.ones((2, n_fam, width))
     m12 = np.ones((2, n_fam, width))
     c_ecoef = np.zeros((2, n_codes))
-    c_dist = np.zeros((2, n_codes, _CAP + 1))
+    c_dist = np.zeros((2, n_codes, COUNT_CAP + 1))
     c_m1 = np.ones((2, n_codes, width))
     c_m2 = np.ones((2, n_codes, width))
     c_m12 = np.ones((2, n_codes, width))
@@ -119,7 +120,7 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
     keys = np.empty(n_codes)
     value_gains = np.empty(n_codes)
     side_p = np.empty((2, n_codes))
-    scratch_w, scratch_l = _patterns(fam_ptr)
+    scratch_w, scratch_l = family_patterns(fam_ptr)
     for i in range(n_patients):
         cell = cells[i]
         for k in range(n_codes):
@@ -127,12 +128,12 @@ def _joint(probs, known, cells, tolerance, code_fam, code_bit, fam_ptr, fam_code
             side_p[1, k] = 1.0 - probs[i, k]
         chosen[:] = False
         valid[:, :] = False
-        _masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
+        family_masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
         for f in range(n_fam):
             uncertain[f] = 0
         for s in range(2):
             for f in range(n_fam):
-                ecoef[s, f] = _family(f, 0, fixed[f], side_p[s], cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
+                ecoef[s, f] = family_summary(f, 0, fixed[f], side_p[s], cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
                                       sub_coef, inter_atoms, fi_ptr, fi_idx, dist[s, f], m1[s, f], m2[s, f], m12[s, f],
                                       scratch_w, scratch_l)
                 trivial[s, f] = dist[s, f, 0] == 1.0

@@ -15,12 +15,12 @@ that is a set function — the unsupported payment C(S; y) = RAF(D, B ∪ (S \\ 
   With unit = a / b, a cost in cost units times ``scale`` = lcm(b, 10^d(C_max)) is the integer
   raw x a x (scale / b), so every comparison with a target (read as its decimal) is exact and
   no factor is applied to a float;
-* :func:`set_cost_candidates` — the universes for such a cost (called by
+* the universes for such a cost are :func:`favmac.universe.set_cost_candidates` (called by
   :func:`favmac.universe.candidate_sets`): the ratio universe adds, at each step,
   argmax_k (Vhat(S+k) - Vhat(S)) / (Chat(S+k) - Chat(S)) with both proxies exact (SPEC
   "Universes"): compiled for the payment value with its own unsupported payment
-  (:mod:`favmac.cost_kernels`), else :func:`joint_greedy` (numpy, every code tried);
-  ``prob`` and ``value`` keep their orders.
+  (:mod:`favmac.cost_kernels`), else :func:`favmac.universe.joint_greedy` (numpy, every code
+  tried); ``prob`` and ``value`` keep their orders.
 
 Chat of a set cost need not be monotone along a sequence: CMS's tables are not (a hierarchy
 parent with a lower coefficient than a child it removes; docs/payment.md). The "cost" score of
@@ -42,21 +42,10 @@ from fractions import Fraction
 import numpy as np
 
 from .thresholds import INT64_LIMIT, ExactCosts, common_scale, exact, scaled_int
-from .universe import (
-    _GAIN_TOLERANCE,
-    Candidates,
-    _ratio_keys,
-    _value_increments,
-    all_subsets,
-    check_universe,
-)
+from .protocols import is_set_cost
+from .universe import prefix_masks
 
-__all__ = ["exact_costs", "SetCosts", "set_cost_candidates", "joint_greedy", "is_set_cost"]
-
-
-def is_set_cost(cost) -> bool:
-    """True for a cost that is a set function (no per-code weights), e.g. ``CmsHccCost``."""
-    return not getattr(cost, "is_additive", True)
+__all__ = ["exact_costs", "SetCosts"]
 
 
 def exact_costs(cost, n_codes: int, c_max=None):
@@ -141,100 +130,8 @@ class SetCosts:
         if candidates.subsets is not None:
             masks = np.broadcast_to(candidates.subsets[None], (n_patients, *candidates.subsets.shape))
         else:
-            masks = _prefix_masks(candidates.order)
+            masks = prefix_masks(candidates.order)
         cost = self.cost if cost is None else cost
         return self._times(cost.raw_unsupported(masks, labels[:, None, :]))
 
-
-def _prefix_masks(order: np.ndarray) -> np.ndarray:
-    """(N, K + 1, K) bool: candidate j of patient i is the first j codes of ``order[i]``."""
-    n_patients, n_codes = order.shape
-    ranks = np.empty(order.shape, dtype=np.int64)
-    np.put_along_axis(ranks, np.asarray(order, dtype=np.int64), np.arange(n_codes)[None, :], axis=1)
-    return ranks[:, None, :] < np.arange(n_codes + 1)[None, :, None]
-
-
-def _proxies(function, masks, probs) -> np.ndarray:
-    """(N, M) proxies of candidate sets ``masks`` (N, M, K) per patient (rows bound to ``function``)."""
-    if masks.shape[0] == 0:
-        return np.zeros(masks.shape[:2])
-    return np.asarray(function.proxy(masks, probs[:, None, :]), dtype=float).reshape(masks.shape[:2])
-
-
-def set_cost_candidates(probs, value, cost, universe: str = "ratio") -> Candidates:
-    """Candidate sets with Chat = ``cost.proxy`` and Vhat = ``value.proxy`` (``value`` and ``cost``
-    bound to the rows of ``probs``).
-
-    Nested universes: ``chat`` is the running max of Chat along the sequence (the module's
-    note); ``full``: Chat of every subset.
-    """
-    probs = np.atleast_2d(np.asarray(probs, dtype=float))
-    n_patients, n_codes = probs.shape
-    check_universe(universe, n_codes)
-    if universe == "full":
-        subsets = all_subsets(n_codes)
-        masks = np.broadcast_to(subsets[None], (n_patients, *subsets.shape))
-        return Candidates(universe, _proxies(cost, masks, probs), _proxies(value, masks, probs), subsets=subsets)
-    if universe == "ratio":
-        compiled = getattr(cost, "joint_sequences", None)
-        found = None if compiled is None else compiled(value, probs)
-        order, vhat, chat = joint_greedy(probs, value, cost) if found is None else found
-    else:
-        key = probs if universe == "prob" else probs * value.weights_for(n_codes)
-        order = np.argsort(-key, axis=1, kind="stable").astype(np.int64)
-        masks = _prefix_masks(order)
-        chat = cost.prefix_proxies(probs, order) if hasattr(cost, "prefix_proxies") else _proxies(cost, masks, probs)
-        vhat = (value.sequences(probs, np.zeros_like(probs), order)[1] if hasattr(value, "sequences")
-                else _proxies(value, masks, probs))
-    chat = np.maximum.accumulate(chat, axis=1)
-    order = order.astype(np.int16 if n_codes < 2**15 else np.int64)
-    steps = lambda: (np.diff(chat, axis=1), _value_increments(vhat))  # noqa: E731
-    return Candidates(universe, chat, vhat, order=order, steps_source=steps)
-
-
-def joint_greedy(probs, value, cost):
-    """The ratio universe with both proxies general: order (N, K), Vhat and Chat of every prefix (N, K + 1).
-
-    The reference (and the path for values other than the cost's own payment value); the
-    payment value with its unsupported payment runs compiled (:mod:`favmac.cost_kernels`).
-
-    All patients advance one step at a time; at step j every remaining code of every patient is
-    tried (value and cost proxies of S + k, exact). Gains within round-off (1e-12 relative) of
-    zero are zero; ties go to the lowest code index (:func:`favmac.universe.first_tied_maximum`'s
-    rule, row by row).
-    """
-    n_patients, n_codes = probs.shape
-    chosen = np.zeros((n_patients, n_codes), dtype=bool)
-    order = np.empty((n_patients, n_codes), dtype=np.int64)
-    vhat = np.empty((n_patients, n_codes + 1))
-    chat = np.empty((n_patients, n_codes + 1))
-    if n_patients == 0:
-        return order, vhat, chat
-    vhat[:, 0] = _proxies(value, chosen[:, None, :], probs)[:, 0]
-    chat[:, 0] = _proxies(cost, chosen[:, None, :], probs)[:, 0]
-    rows = np.arange(n_patients)[:, None]
-    for step in range(n_codes):
-        left = n_codes - step
-        remaining = np.argsort(chosen, axis=1, kind="stable")[:, :left]  # unchosen codes, ascending
-        trials = np.repeat(chosen[:, None, :], left, axis=1)
-        trials[rows, np.arange(left)[None, :], remaining] = True
-        trial_v = _proxies(value, trials, probs)
-        trial_c = _proxies(cost, trials, probs)
-        v_now, c_now = vhat[:, step : step + 1], chat[:, step : step + 1]
-        allowance = _GAIN_TOLERANCE * np.maximum(1.0, np.abs(v_now))
-        gains = trial_v - v_now
-        gains[np.abs(gains) <= allowance] = 0.0
-        cost_gains = trial_c - c_now
-        cost_gains[np.abs(cost_gains) <= _GAIN_TOLERANCE * np.maximum(1.0, np.abs(c_now))] = 0.0
-        keys = _ratio_keys(gains, cost_gains)
-        top = keys.max(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore"):  # top * gain is read only where top is finite
-            tied = (keys == top) | (np.isfinite(top) & (cost_gains > 0) & (gains >= top * cost_gains - allowance))
-        best = np.argmax(tied, axis=1)
-        code = remaining[np.arange(n_patients), best]
-        order[:, step] = code
-        chosen[np.arange(n_patients), code] = True
-        vhat[:, step + 1] = trial_v[np.arange(n_patients), best]
-        chat[:, step + 1] = trial_c[np.arange(n_patients), best]
-    return order, vhat, chat
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .protocols import bind_rows, is_additive, units_of
 from .recalibration import recalibration_of
 from .result import join_codes
 from .replay import predict_with_threshold
@@ -74,11 +75,9 @@ def proxies(value, cost, selected, probs) -> tuple[np.ndarray, np.ndarray]:
     selected = np.asarray(selected, dtype=bool)
     probs = np.asarray(probs, dtype=float)
     chat = np.asarray(cost.proxy(selected, probs), dtype=float)
-    if getattr(value, "is_additive", False):
+    if is_additive(value):
         vhat = np.asarray(value.proxy(selected, probs), dtype=float)
-    else:
-        from .functions import bind_rows  # values with per-patient context (CmsHccValue) are bound to each row
-
+    else:  # values with per-patient context (CmsHccValue) are bound to each row
         vhat = np.array([float(bind_rows(value, i).proxy(s, p)) for i, (s, p) in enumerate(zip(selected, probs))], dtype=float)
     return vhat, chat
 
@@ -147,8 +146,8 @@ def chosen_sets(patient_ids, probs, selected, thresholds, *, codes, value, cost,
         frame["note"] = [str(n) for n in notes]
     if adaptive_targets is not None:
         frame["adaptive_target"] = round_noise(np.asarray(adaptive_targets, dtype=float))
-    if getattr(cost, "kind", "") == "cost" and getattr(cost, "units", None):  # the unsupported payment: RAF or dollars
-        frame["cost_units"] = cost.units
+    if units_of(cost):  # the unsupported payment: RAF or dollars
+        frame["cost_units"] = units_of(cost)
     return frame
 
 
@@ -172,8 +171,6 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
     probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:], groups=result.groups)
     ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
     codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
-    from .functions import bind_rows
-
     value, cost = bind_rows(value, slice(start, None)), bind_rows(cost, slice(start, None))
     return chosen_sets(
         ids, probs, result.selected[target_index], result.thresholds[target_index],

@@ -19,23 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 from simpleeval import SimpleEval
 
+from .protocols import bind_rows  # noqa: F401 (favmac.functions.bind_rows, as before; defined in favmac.protocols)
+
 __all__ = ["AdditiveValue", "AdditiveCost", "FormulaValue", "FormulaError", "CompiledFormula", "code_weights",
            "bind_rows"]
-
-
-def bind_rows(function, rows):
-    """``function`` bound to the patients ``rows`` (a slice, an index array or one int).
-
-    Values and costs with per-patient context (e.g. ``CmsHccValue`` with a cell and known codes
-    per patient) provide ``take(rows)``; every other function is returned unchanged. Replay,
-    the universes, FavMac and the export call this wherever they slice patients.
-
-    >>> v = AdditiveValue([1.0, 2.0])
-    >>> bind_rows(v, slice(0, 10)) is v
-    True
-    """
-    take = getattr(function, "take", None)
-    return function if take is None else take(rows)
 
 
 def code_weights(weights, n_codes: int, name: str) -> np.ndarray:

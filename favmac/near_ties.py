@@ -2,7 +2,7 @@
 
 Cost weights with many decimals make the exact sums overflow int64; the replay engine then runs
 at a coarser scale ``S / D`` with every weight rounded down and up (``ExactCosts.brackets``) and
-the exact threshold lies between the two answers (``favmac.replay._Engine._bracketed``). Where
+the exact threshold lies between the two answers (``favmac.replay.engine.Engine._bracketed``). Where
 they differ (a near-tie finer than the coarse scale), this module decides the query exactly.
 
 Every exact integer here is kept as two int64 limbs ``(q, r)`` worth ``q * D + r`` with

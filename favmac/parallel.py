@@ -32,7 +32,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-__all__ = ["inner_threads", "using", "map_chunks", "ordered_chunks"]
+__all__ = ["inner_threads", "using", "map_chunks", "ordered_chunks", "chunk_ranges", "work_chunks", "CHUNKS_PER_THREAD"]
 
 _THREADS: contextvars.ContextVar[int] = contextvars.ContextVar("favmac_inner_threads", default=1)
 
@@ -103,3 +103,30 @@ def ordered_chunks(fn, items, threads: int | None = None):
         finally:
             for future in pending:  # the caller stopped early or a chunk failed: start nothing more
                 future.cancel()
+
+
+#: Chunks per inner thread (:func:`inner_threads`) in :func:`work_chunks`: a few per
+#: thread, so a thread that another process slows leaves its last chunks to the other.
+CHUNKS_PER_THREAD = 4
+
+
+def chunk_ranges(n: int, parts: int) -> list[range]:
+    """``range(n)`` cut into at most ``parts`` consecutive, non-empty ranges of near-equal length
+    (none when ``n`` is 0): what each thread of a chunk-parallel part owns.
+
+    >>> chunk_ranges(10, 3)
+    [range(0, 3), range(3, 6), range(6, 10)]
+    >>> chunk_ranges(2, 4), chunk_ranges(0, 2)
+    ([range(0, 1), range(1, 2)], [])
+    """
+    parts = max(1, min(int(parts), int(n)))
+    edges = [n * j // parts for j in range(parts + 1)]
+    return [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def work_chunks(n: int) -> list[range]:
+    """The chunks of ``n`` independent rows (steps, patients) for :func:`map_chunks`:
+    the whole range on one inner thread (the one-thread run is unchanged), else
+    :data:`CHUNKS_PER_THREAD` per thread. Results never depend on the cut (each row is its own)."""
+    threads = inner_threads()
+    return chunk_ranges(n, 1 if threads == 1 else threads * CHUNKS_PER_THREAD)

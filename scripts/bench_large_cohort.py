@@ -15,7 +15,7 @@ Each measurement runs in a fresh child process:
 * ``speed``: one FavMac (price) replay of the grid's 10 targets (``favmac.methods.run_method``),
   the same replay on ``TRADEOFF_WORKERS`` inner threads (``favmac.parallel.using``; checkouts
   before ``TRADEOFF_MODES`` skip it), then the Trade-offs computation
-  (``favmac.ui.tradeoffs.run_tradeoffs``) on an idle machine in each schedule: its methods side
+  (``favmac.tradeoffs.run_comparison``) on an idle machine in each schedule: its methods side
   by side on ``TRADEOFF_WORKERS`` threads (``HEAVY_AT_ONCE`` FavMac replays at a time), the same
   with one FavMac replay at a time (the third round's schedule; checkouts before
   ``HEAVY_AT_ONCE`` skip it), the methods one after another each on ``TRADEOFF_WORKERS`` inner
@@ -110,10 +110,10 @@ def run_spec(n_patients, n_codes, weights):
 
 
 def grid(spec, n_codes):
-    from favmac.ui import tradeoffs
+    from favmac.target_grid import tradeoff_targets
 
     g = GRID
-    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), g["low_pct"], g["high_pct"], g["n_targets"], False)
+    targets = tradeoff_targets(spec.c_max(n_codes), g["low_pct"], g["high_pct"], g["n_targets"], False)
     return targets, list(g["methods"])
 
 
@@ -121,8 +121,8 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
     """One FavMac replay of the grid, then the Trade-offs computation: seconds (or traced peaks)."""
     import tracemalloc
 
+    from favmac import tradeoffs
     from favmac.methods import run_method
-    from favmac.ui import tradeoffs
 
     if not cold:  # the app's start-up warm-up (process-wide kernels and modules), before tracing or timing
         try:
@@ -147,7 +147,7 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
     def one_thread():
         workers, tradeoffs.TRADEOFF_WORKERS = getattr(tradeoffs, "TRADEOFF_WORKERS", 1), 1  # (a checkout before it: sequential)
         try:
-            return tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)
+            return tradeoffs.run_comparison(probs, labels, codes, ids, spec, targets, methods)
         finally:
             tradeoffs.TRADEOFF_WORKERS = workers
 
@@ -158,7 +158,7 @@ def child_steps(args, trace: bool, cold: bool = False) -> dict:
         if free is not None:
             tradeoffs.machine_has_a_free_core = lambda: True
         try:
-            return tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods, **({"mode": mode} if modes else {}))
+            return tradeoffs.run_comparison(probs, labels, codes, ids, spec, targets, methods, **({"mode": mode} if modes else {}))
         finally:
             if free is not None:
                 tradeoffs.machine_has_a_free_core = free

@@ -86,12 +86,13 @@ def specs(dataset):
 
 
 def grid(spec, settings, n_codes):
-    from favmac.ui import settings_form as form, tradeoffs
+    from favmac.target_grid import tradeoff_targets
+    from favmac.ui import settings_form as form
 
     g = settings["grid"]
     integer_cost = form.is_integer_valued(spec.cost_weights(n_codes))
-    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), g["low_pct"], g["high_pct"], g["n_targets"], integer_cost,
-                                         include=settings["target"])
+    targets = tradeoff_targets(spec.c_max(n_codes), g["low_pct"], g["high_pct"], g["n_targets"], integer_cost,
+                               include=settings["target"])
     return targets, list(g["methods"])
 
 
@@ -142,7 +143,7 @@ def child(args) -> None:
         small_spec = spec.replace(burn_in=100)
         jobs.replay_online(small, small_spec)
         jobs.compare_tradeoffs(small, small_spec, targets, methods)
-    from favmac.ui import tradeoffs as page
+    from favmac import tradeoffs as page  # the comparison's thread choice lives in the library
 
     def tradeoffs_on(free_core: bool):
         """The Trade-offs job with the app's thread choice forced (two threads: a core idle; one: busy), so the

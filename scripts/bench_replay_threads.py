@@ -101,8 +101,9 @@ def _generator(results, saved):
 def instrument():
     import importlib
 
-    replay, replay_kernels, universe, parallel = (importlib.import_module(f"favmac.{name}")
-                                                  for name in ("replay", "replay_kernels", "universe", "parallel"))
+    engine, points, session, replay_kernels, universe, parallel = (
+        importlib.import_module(f"favmac.{name}")
+        for name in ("replay.engine", "replay.points", "replay.session", "replay_kernels", "universe", "parallel"))
     one_thread = parallel._one_thread
 
     def counted(fn, item):
@@ -114,19 +115,19 @@ def instrument():
                 WORKERS[0][threading.get_ident()] += time.thread_time() - cpu
 
     parallel._one_thread = counted
-    parallel_calls(replay)
-    parallel_calls(universe)
-    timed(replay, "_candidates", "candidate sets")
-    timed(replay, "_point_counts", "ranking: counting pass")
-    timed(replay, "_merged_points", "ranking (all)")
-    timed(replay, "_rank_runs", "ranking: merge+unsort")
-    timed(replay, "_point_weights", "weights")
+    for module in (engine, points, session, universe):  # each module's own map_chunks / ordered_chunks
+        parallel_calls(module)
+    timed(session, "candidates_in_chunks", "candidate sets")
+    timed(points, "point_counts", "ranking: counting pass")  # called by points.merged_points
+    timed(engine, "merged_points", "ranking (all)")  # as the engine calls them
+    timed(points, "rank_runs", "ranking: merge+unsort")
+    timed(engine, "point_weights", "weights")
     timed(replay_kernels, "expected_thresholds", "walk: first chunk")
-    timed(replay._Engine, "_walk_in_ranges", "walk: in ranges")
-    timed(replay._Engine, "_slot_keys", "slot keys")
-    timed(replay._Session, "select", "choosing the sets")
-    timed(replay._Engine, "_near_ties", "near-ties")
-    timed(replay._Session, "run", "whole replay")
+    timed(engine.Engine, "_walk_in_ranges", "walk: in ranges")
+    timed(engine.Engine, "_slot_keys", "slot keys")
+    timed(session.Session, "select", "choosing the sets")
+    timed(engine.Engine, "_near_ties", "near-ties")
+    timed(session.Session, "run", "whole replay")
 
 
 def digest(result) -> str:
@@ -138,8 +139,8 @@ def digest(result) -> str:
 
 
 def tables_digest(out) -> str:
-    """A hash of a Trade-offs run's points and table (their CSV)."""
-    text = "".join(getattr(out[name], "to_csv", lambda: repr(out[name]))() for name in ("points", "table"))
+    """A hash of a Trade-offs run's points and each method's summary (their CSV)."""
+    text = "".join(frame.to_csv() for frame in (out["points"], *out["summaries"].values()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -151,7 +152,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--tradeoffs", action="store_true",
-                        help="time the Trade-offs computation (favmac.ui.tradeoffs.run_tradeoffs, its methods one after "
+                        help="time the Trade-offs computation (favmac.tradeoffs.run_comparison, its methods one after "
                              "another in this thread) instead of one replay")
     args = parser.parse_args(argv)
 
@@ -165,11 +166,11 @@ def main(argv=None) -> int:
     data = probs.nbytes + labels.nbytes + np.asarray(weights).nbytes
     run = lambda: run_method(spec, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids)  # noqa: E731
     if args.tradeoffs:
-        from favmac.ui import tradeoffs
+        from favmac import tradeoffs
 
         tradeoffs.TRADEOFF_WORKERS = 1  # the methods one after another, each on the inner threads
         _, methods = grid(spec, args.codes)
-        run = lambda: tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, spec.targets, methods)  # noqa: E731
+        run = lambda: tradeoffs.run_comparison(probs, labels, codes, ids, spec, spec.targets, methods)  # noqa: E731
     with parallel.using(2):  # compile the kernels (the walk in ranges needs more than one chunk of patients)
         run_method(spec.replace(burn_in=10), "FavMac (price)", probs[:50_000], labels[:50_000])
     print(f"{args.patients:,} x {args.codes}, {args.weights} weights, data {data / 1e6:.1f} MB")

@@ -679,7 +679,7 @@ def main(argv=None) -> int:
             "(P(C > c) <= delta), so giving every patient the same budget (the cost score) usually fits it better; "
             "in these runs the price score won there only on the HCC sample with risk-weighted value, where the "
             "risk weights of the 35 codes span a factor of about 33.",
-            "- Default (favmac.universe.default_score, the same in the library, the CLI and the app): the price "
+            "- Default (favmac.scores.default_score, the same in the library, the CLI and the app): the price "
             "score under expected-cost control, where it won everywhere; the cost score under violation control, "
             "where it usually finds a little more.",
             ""]

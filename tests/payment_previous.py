@@ -12,20 +12,20 @@ import numpy as np
 from numba import njit
 
 from favmac.formula_kernels import lowest_tied, offer
-from favmac.payment_kernels import _CAP, _family, _masks, _patterns
+from favmac.payment_kernels import COUNT_CAP, family_summary, family_masks, family_patterns
 
 @njit(cache=True)
-def _convolve_into(a, b, b_len, out):
+def convolve_into(a, b, b_len, out):
     """out = a (*) b (capped), b supported on 0 .. b_len - 1."""
-    for n in range(_CAP + 1):
+    for n in range(COUNT_CAP + 1):
         out[n] = 0.0
-    for i in range(_CAP + 1):
+    for i in range(COUNT_CAP + 1):
         ai = a[i]
         if ai == 0.0:
             continue
         for j in range(b_len):
             if b[j] != 0.0:
-                out[min(i + j, _CAP)] += ai * b[j]
+                out[min(i + j, COUNT_CAP)] += ai * b[j]
 
 
 @njit(cache=True)
@@ -33,9 +33,9 @@ def _count_weights(rest, count_coef, cell, size, out):
     """out[m] = E[c(N_rest + m)] for m = 0 .. size."""
     for m in range(size + 1):
         w = 0.0
-        for n in range(_CAP + 1):
+        for n in range(COUNT_CAP + 1):
             if rest[n] != 0.0:
-                w += rest[n] * count_coef[cell, min(n + m, _CAP)]
+                w += rest[n] * count_coef[cell, min(n + m, COUNT_CAP)]
         out[m] = w
 
 
@@ -52,42 +52,42 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
     fixed = np.zeros(n_fam, dtype=np.int64)
     trivial = np.zeros(n_fam, dtype=np.bool_)
     ecoef = np.zeros(n_fam)
-    dist = np.zeros((n_fam, _CAP + 1))
+    dist = np.zeros((n_fam, COUNT_CAP + 1))
     m1 = np.ones((n_fam, width))
     m2 = np.ones((n_fam, width))
     m12 = np.ones((n_fam, width))
     # each candidate's family summary after adding it (valid until its family changes)
     c_ecoef = np.zeros(n_codes)
-    c_dist = np.zeros((n_codes, _CAP + 1))
+    c_dist = np.zeros((n_codes, COUNT_CAP + 1))
     c_m1 = np.ones((n_codes, width))
     c_m2 = np.ones((n_codes, width))
     c_m12 = np.ones((n_codes, width))
     valid = np.zeros(n_codes, dtype=np.bool_)
     nontrivial = np.empty(n_fam, dtype=np.int64)
     position = np.full(n_fam, -1, dtype=np.int64)
-    prefix = np.zeros((n_fam + 1, _CAP + 1))
-    suffix = np.zeros((n_fam + 1, _CAP + 1))
-    rest = np.empty(_CAP + 1)
-    weight = np.zeros((n_fam, _CAP + 1))
-    weight_total = np.zeros(_CAP + 1)
+    prefix = np.zeros((n_fam + 1, COUNT_CAP + 1))
+    suffix = np.zeros((n_fam + 1, COUNT_CAP + 1))
+    rest = np.empty(COUNT_CAP + 1)
+    weight = np.zeros((n_fam, COUNT_CAP + 1))
+    weight_total = np.zeros(COUNT_CAP + 1)
     has_candidates = np.zeros(n_fam, dtype=np.bool_)
     chosen = np.zeros(n_codes, dtype=np.bool_)
     gains = np.empty(n_codes)
     keys = np.empty(n_codes)
     empty = np.zeros(n_fam, dtype=np.int64)
-    weights, locals_ = _patterns(fam_ptr)
+    weights, locals_ = family_patterns(fam_ptr)
     largest = 0  # the largest family, capped: how far a family's count distribution reaches
     for f in range(n_fam):
-        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), _CAP)
+        largest = min(max(largest, fam_ptr[f + 1] - fam_ptr[f]), COUNT_CAP)
     for i in range(n_patients):
         p = probs[i]
         cell = cells[i]
         chosen[:] = False
         valid[:] = False
-        _masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
+        family_masks(chosen, known[i], code_fam, code_bit, n_fam, empty, fixed)
         for f in range(n_fam):
             uncertain[f] = 0
-            ecoef[f] = _family(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
+            ecoef[f] = family_summary(f, 0, fixed[f], p, cell, fam_ptr, fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef,
                                inter_atoms, fi_ptr, fi_idx, dist[f], m1[f], m2[f], m12[f], weights, locals_)
             trivial[f] = dist[f, 0] == 1.0
         current = 0.0
@@ -113,7 +113,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
             prefix[0, 0] = 1.0
             for j in range(n_l):
                 f = nontrivial[j]
-                _convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
+                convolve_into(prefix[j], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, prefix[j + 1])
             needs_rest = False  # a non-trivial family with candidates needs N without itself
             for j in range(n_l):
                 needs_rest = needs_rest or has_candidates[nontrivial[j]]
@@ -122,13 +122,13 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 suffix[n_l, 0] = 1.0
                 for j in range(n_l - 1, -1, -1):
                     f = nontrivial[j]
-                    _convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
+                    convolve_into(suffix[j + 1], dist[f], fam_ptr[f + 1] - fam_ptr[f] + 1, suffix[j])
             _count_weights(prefix[n_l], count_coef, cell, largest, weight_total)
             for f in range(n_fam):
                 if has_candidates[f] and not trivial[f]:
                     j = position[f]
-                    _convolve_into(prefix[j], suffix[j + 1], _CAP + 1, rest)
-                    _count_weights(rest, count_coef, cell, min(fam_ptr[f + 1] - fam_ptr[f], _CAP), weight[f])
+                    convolve_into(prefix[j], suffix[j + 1], COUNT_CAP + 1, rest)
+                    _count_weights(rest, count_coef, cell, min(fam_ptr[f + 1] - fam_ptr[f], COUNT_CAP), weight[f])
             best = -1
             best_key = -math.inf
             first = 0
@@ -143,7 +143,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                 gain = 0.0
                 if not known[i, k]:
                     if not valid[k]:
-                        c_ecoef[k] = _family(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
+                        c_ecoef[k] = family_summary(f, uncertain[f] | (1 << code_bit[k]), fixed[f], p, cell, fam_ptr,
                                              fam_codes, sub_ptr, sub_count, sub_atoms, sub_coef, inter_atoms, fi_ptr,
                                              fi_idx, c_dist[k], c_m1[k], c_m2[k], c_m12[k], weights, locals_)
                         valid[k] = True
@@ -167,7 +167,7 @@ def _sequences(probs, known, cells, cost_steps, fixed_order, greedy, tolerance, 
                             delta = o1 * (m1[f, s] - c_m1[k, s]) + o2 * (m2[f, s] - c_m2[k, s]) + o12 * (
                                 c_m12[k, s] - m12[f, s])
                         gain += inter_coef[cell, inter] * delta
-                    size = min(fam_ptr[f + 1] - fam_ptr[f], _CAP)
+                    size = min(fam_ptr[f + 1] - fam_ptr[f], COUNT_CAP)
                     for m in range(size + 1):
                         w = weight_total[m] if trivial[f] else weight[f, m]
                         gain += (c_dist[k, m] - dist[f, m]) * w

@@ -11,7 +11,7 @@ import pytest
 
 from favmac import AdditiveCost, AdditiveValue, CmsHccValue, FavMac, replay
 from favmac.io import DataError, load_calibration
-from favmac.io.readers import column_layout
+from favmac.io.layouts import column_layout
 
 import oracle
 

@@ -12,7 +12,7 @@ import pytest
 
 from favmac import AdditiveCost, AdditiveValue, parallel
 from favmac.baselines import classwise, crc, inner_set, rcps
-from favmac.baselines import common, kernels
+from favmac.baselines import kernels
 from favmac.baselines.crc import value_ranks
 
 inner_set_module = __import__("favmac.baselines.inner_set", fromlist=["_SCORE_ROWS"])
@@ -21,7 +21,7 @@ inner_set_module = __import__("favmac.baselines.inner_set", fromlist=["_SCORE_RO
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Every chunk-parallel part cut as small as it goes."""
-    monkeypatch.setattr(common, "CHUNKS_PER_THREAD", 1000)  # steps in chunks of one to a few
+    monkeypatch.setattr(parallel, "CHUNKS_PER_THREAD", 1000)  # steps in chunks of one to a few
     monkeypatch.setattr(kernels, "SPLIT_FROM", 1)  # CRC's keys: one part per thread from the first value
     monkeypatch.setattr(inner_set_module, "_SCORE_ROWS", 3)  # InnerSet's scores: blocks of 3 patients
 

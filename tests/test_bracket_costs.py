@@ -16,7 +16,8 @@ import pytest
 from favmac import AdditiveCost, AdditiveValue, replay
 import importlib
 
-replay_module = importlib.import_module("favmac.replay")
+engine_module = importlib.import_module("favmac.replay.engine")
+session_module = importlib.import_module("favmac.replay.session")
 from favmac.thresholds import ExactCosts, INT64_LIMIT
 from favmac.universe import candidate_sets
 
@@ -44,7 +45,7 @@ def quiet_replay(*args, **kwargs):
 def loop_replay(monkeypatch, *args, **kwargs):
     """replay through the exact FavMac loop (no brackets)."""
     with monkeypatch.context() as patch:
-        patch.setattr(replay_module._Engine, "_bracket_engines", lambda self: None)
+        patch.setattr(engine_module.Engine, "bracket_engines", lambda self: None)
         with pytest.warns(UserWarning, match=OVERFLOW):
             return replay(*args, **kwargs)
 
@@ -298,9 +299,9 @@ def test_violation_control_on_limbs_equals_the_object_tables(monkeypatch):
     targets = [0.05, float(w[1]), float(sum(w)) / 3, 2.0]
     groups = {"plan": rng.choice(["A", "B", "C"], size=n)}
     cases = [dict(burn_in=30), dict(burn_in=30, window=70), dict(burn_in=30, label_delay=20), dict(burn_in=30, groups=groups)]
-    realized = replay_module._realized
+    realized = session_module.realized_costs
     kinds = []
-    monkeypatch.setattr(replay_module, "_realized", lambda *a: kinds.append(type(realized(*a)).__name__) or realized(*a))
+    monkeypatch.setattr(session_module, "realized_costs", lambda *a: kinds.append(type(realized(*a)).__name__) or realized(*a))
     for case in cases:
         fast = replay(probs, labels, value, cost, targets, delta=0.2, **case)
         with monkeypatch.context() as patch:

@@ -165,7 +165,7 @@ def test_error_after_progress_starts_on_a_new_line(tmp_path, monkeypatch, capsys
         progress(0.4)
         raise DataError("ClassWise failed half-way (test double).")
 
-    monkeypatch.setattr(cli, "run_method", failing_run)
+    monkeypatch.setattr(cli.replay, "run_method", failing_run)  # the replay command's (favmac/cli/replay.py)
     status = cli.main([
         "replay", "--calibration", str(SAMPLE / "digits_calibration.csv"), "--targets", "1.1",
         "--method", "classwise", "--progress", "--out", str(tmp_path / "o.csv"),

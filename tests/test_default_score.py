@@ -1,5 +1,5 @@
 """One default score (SPEC "Default score"): every entry point makes the decision of
-``favmac.universe.default_score`` — FavMac, replay, predict_with_threshold, RunSpec, the
+``favmac.scores.default_score`` — FavMac, replay, predict_with_threshold, RunSpec, the
 command line and the app's settings form."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from favmac import AdditiveCost, AdditiveValue, FavMac, RunSpec, predict_with_threshold, replay
 from favmac.cli import build_parser, main
 from favmac.replay import method_name
-from favmac.universe import default_score
+from favmac.scores import default_score
 
 #: (control, delta, universe): expected-cost control, violation control, and the full universe under each.
 CASES = [("expected", None, "ratio"), ("violation", 0.1, "ratio"), ("expected", None, "full"), ("violation", 0.2, "full")]

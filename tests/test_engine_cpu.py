@@ -16,7 +16,7 @@ from favmac import AdditiveCost, AdditiveValue, replay
 from favmac.replay_kernels import choose_prefixes, mark_slots, marked_patients
 from favmac.universe import candidate_sets
 
-engine = importlib.import_module("favmac.replay")
+session_module = importlib.import_module("favmac.replay.session")
 
 ARRAYS = ("thresholds", "final_thresholds", "cost", "value", "exceeds")
 
@@ -64,7 +64,7 @@ def test_compiled_select_equals_the_numpy_select(options, monkeypatch):
     probs, labels, value, cost = _data(3)
     targets = [0.2, 1.0, 2.5, 6.0]
     compiled = replay(probs, labels, value, cost, targets, burn_in=15, **options)
-    monkeypatch.setattr(engine, "_compiled_choice", lambda *args: None)
+    monkeypatch.setattr(session_module, "_compiled_choice", lambda *args: None)
     plain = replay(probs, labels, value, cost, targets, burn_in=15, **options)
     for name in ARRAYS:
         assert getattr(compiled, name).tobytes() == getattr(plain, name).tobytes(), name

@@ -3,7 +3,7 @@ the sorted keys, bit for bit.
 
 Without groupings the expected-cost walk does not hold the calibration points' sorted keys: it records
 each answer's slot, and the keys of the recorded slots are looked up afterwards
-(``favmac.replay._Engine._slot_keys``: a bit set over the slots, the points' keys recomputed chunk by
+(``favmac.replay.engine.Engine._slot_keys``: a bit set over the slots, the points' keys recomputed chunk by
 chunk). Here the walk with keys and the keyless walk are run on the same engine inputs and compared
 exactly (every threshold, +-inf included), over ties, windows, delayed labels, both scores and the
 full universe; the bit-set kernels and the numpy ``longest_run`` are checked against brute force.
@@ -14,17 +14,21 @@ import numpy as np
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, replay
+from favmac.replay import ReplayOptions
 from favmac.replay_kernels import mark_slots, record_slot_keys, slot_keys, slot_prefix
 from favmac.validation import check_labels
 
-engine = importlib.import_module("favmac.replay")
+engine = importlib.import_module("favmac.replay.engine")
+points = importlib.import_module("favmac.replay.points")
+sizes = importlib.import_module("favmac.replay.sizes")
+session_module = importlib.import_module("favmac.replay.session")
 
 
 def _thresholds(probs, labels, value, cost, targets, keyless, **options):
-    session = engine._Session.prepare(probs, labels, value, cost, np.asarray(targets, dtype=float),
-                                      engine.ReplayOptions(**options), None, None, None, None, None)
+    session = session_module.Session.prepare(probs, labels, value, cost, np.asarray(targets, dtype=float),
+                                             ReplayOptions(**options), None, None, None, None, None)
     cands, realized, costs = session.rows()
-    eng = engine._Engine(session, cands, realized, costs, keyless=keyless)
+    eng = engine.Engine(session, cands, realized, costs, keyless=keyless)
     part = eng.thresholds(np.zeros(len(probs), dtype=np.int64), 1, session.options.burn_in, None, lambda f: None)
     return part.steps, part.final
 
@@ -109,7 +113,7 @@ def test_longest_run_against_brute_force():
     for _ in range(500):
         keys = np.sort(rng.randint(0, rng.randint(1, 8), size=rng.randint(0, 40)).astype(float))
         for block in (1, 2, 3, 7, 1 << 16):
-            assert engine.longest_run(keys, block) == brute(keys)
+            assert points.longest_run(keys, block) == brute(keys)
 
 
 def test_labels_of_bytes_are_not_copied():
@@ -132,23 +136,23 @@ def test_merged_points_and_later_weights_are_the_ranking_pass_points(options, ch
     # Sixth round: the keyless walk's points are ranked by merging sorted chunks (no sorted keys, no
     # bisection); ranks, slots, heaviest weight, equal-key runs and the weights filled later are those
     # of the pass over the sorted keys. chunk: patients per sorted run (1: a run per patient; some empty).
-    monkeypatch.setattr(engine, "_CHUNK", chunk)
+    monkeypatch.setattr(sizes, "CHUNK", chunk)
     rng = np.random.RandomState(3)
     n_patients, n_codes = 120, 5
     probs = rng.choice([0.1, 0.25, 0.5, 0.8, 0.95], size=(n_patients, n_codes))
     labels = rng.rand(n_patients, n_codes) < probs
     value, cost = AdditiveValue(rng.choice([1.0, 2.0], n_codes)), AdditiveCost(rng.choice([1.0, 0.5, 2.25], n_codes))
     options = {k: v for k, v in options.items() if k in ("universe", "score")}
-    session = engine._Session.prepare(probs, labels, value, cost, np.array([1.0]), engine.ReplayOptions(**options),
+    session = session_module.Session.prepare(probs, labels, value, cost, np.array([1.0]), ReplayOptions(**options),
                                       None, None, None, None, None)
     cands, realized, costs = session.rows()
-    ptr, ranks, weights, keys = engine._expected_points(cands, realized, costs, session.score)
-    ptr2, ranks2, heaviest, n_keys, sharing = engine._merged_points(cands, realized, costs, session.score)
-    later = engine._point_weights(cands, realized, session.score, ptr2, heaviest)
+    ptr, ranks, weights, keys = points.expected_points(cands, realized, costs, session.score)
+    ptr2, ranks2, heaviest, n_keys, sharing = points.merged_points(cands, realized, costs, session.score)
+    later = points.point_weights(cands, realized, session.score, ptr2, heaviest)
     for a, b in ((ptr, ptr2), (ranks, ranks2), (weights, later)):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
     assert heaviest == int(weights.max()) > 0 and n_keys == len(keys)
-    assert sharing == engine.longest_run(keys) > 1  # many equal keys here
+    assert sharing == points.longest_run(keys) > 1  # many equal keys here
 
 
 def test_merge_ranks_against_searchsorted():
@@ -181,8 +185,8 @@ def test_small_steps_give_the_same_replay(options, monkeypatch):
     value, cost = AdditiveValue(rng.choice([1.0, 2.0], n_codes)), AdditiveCost(rng.choice([1.0, 0.5, 2.25], n_codes))
     targets = [0.3, 1.0, 2.5]
     default = replay(probs, labels, value, cost, targets, burn_in=10, **options)
-    for name, size in (("_RANK_BATCH", 5), ("_SELECT_CHUNK", 7), ("_POINTS_CHUNK", 3), ("_CHUNK", 11)):
-        monkeypatch.setattr(engine, name, size)
+    for name, size in (("RANK_BATCH", 5), ("SELECT_CHUNK", 7), ("POINTS_CHUNK", 3), ("CHUNK", 11)):
+        monkeypatch.setattr(sizes, name, size)
     small = replay(probs, labels, value, cost, targets, burn_in=10, **options)
     for name in ("thresholds", "final_thresholds", "cost", "value", "exceeds"):
         assert getattr(small, name).tobytes() == getattr(default, name).tobytes(), name

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, FavMac, FormulaValue, replay
-from favmac.universe import candidate_sets, price_scores, step_prices
+from favmac.scores import price_scores, step_prices
+from favmac.universe import candidate_sets
 
 import oracle
 from instances import random_instance, targets_for

@@ -21,7 +21,7 @@ def test_all_is_the_export_map(package, eager):
 
 def test_a_name_comes_from_its_module_and_submodules_stay_reachable():
     from favmac.controller import FavMac
-    from favmac.io.readers import Dataset
+    from favmac.io.dataset import Dataset
 
     assert favmac.FavMac is FavMac and favmac.Dataset is Dataset and favmac.io.Dataset is Dataset
     assert favmac.thresholds.exact(0.1) == favmac.thresholds.exact("0.1")  # a submodule after a bare import

@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, FavMac, replay
+from favmac.replay import ReplayOptions
+from favmac.replay.realized import RealizedRows
 from favmac.universe import candidate_sets, order_dtype
 
-engine = importlib.import_module("favmac.replay")
+engine = importlib.import_module("favmac.replay.engine")
+session_module = importlib.import_module("favmac.replay.session")
 
 
 def _stream(rng, n_patients, n_codes, weights):
@@ -24,10 +27,10 @@ def _stream(rng, n_patients, n_codes, weights):
 
 
 def _engine_of(probs, labels, value, cost, targets, **options):
-    session = engine._Session.prepare(probs, labels, value, cost, np.asarray(targets, dtype=float),
-                                      engine.ReplayOptions(**options), None, None, None, None, None)
+    session = session_module.Session.prepare(probs, labels, value, cost, np.asarray(targets, dtype=float),
+                                             ReplayOptions(**options), None, None, None, None, None)
     cands, realized, costs = session.rows()
-    return session, cands, realized, costs, engine._Engine(session, cands, realized, costs)
+    return session, cands, realized, costs, engine.Engine(session, cands, realized, costs)
 
 
 def test_engine_arrays_are_narrow():
@@ -38,7 +41,7 @@ def test_engine_arrays_are_narrow():
     session, cands, realized, costs, eng = _engine_of(probs, labels, value, cost, [2.0, 6.0], burn_in=100)
     assert cands.order.dtype == np.int8
     assert callable(cands.chat_source)  # Chat is computed per chunk, never as an (N, K + 1) table
-    assert isinstance(realized, engine._RealizedRows) and realized.dtype == np.int32
+    assert isinstance(realized, RealizedRows) and realized.dtype == np.int32
     assert realized.shape == (n_patients, n_codes + 1)
     np.testing.assert_array_equal(realized[10:20], costs.realized(cands.subset(slice(10, 20)), labels[10:20]))
     ptr, ranks, point_weights, keys = eng.points()

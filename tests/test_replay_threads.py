@@ -19,7 +19,9 @@ import pytest
 from favmac import AdditiveCost, AdditiveValue, parallel, replay
 from favmac.replay_kernels import merge_part, split_runs, unsort_ranks
 
-engine = importlib.import_module("favmac.replay")
+engine = importlib.import_module("favmac.replay.engine")
+points_module = importlib.import_module("favmac.replay.points")
+sizes = importlib.import_module("favmac.replay.sizes")
 universe_module = importlib.import_module("favmac.universe")
 
 ARRAYS = ("thresholds", "final_thresholds", "cost", "value", "exceeds", "adaptive_targets", "labels_pending",
@@ -133,8 +135,8 @@ def test_ordered_chunks_stopped_early_starts_nothing_more():
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def small_chunks(monkeypatch):
-    for name, size in (("_CHUNK", 13), ("_POINTS_CHUNK", 5), ("_SELECT_CHUNK", 7), ("_RANK_BATCH", 9)):
-        monkeypatch.setattr(engine, name, size)
+    for name, size in (("CHUNK", 13), ("POINTS_CHUNK", 5), ("SELECT_CHUNK", 7), ("RANK_BATCH", 9)):
+        monkeypatch.setattr(sizes, name, size)
     monkeypatch.setattr(universe_module, "_ROWS", 11)
 
 
@@ -240,7 +242,8 @@ def test_signed_zero_keys_keep_the_last_written_key(small_chunks, monkeypatch):
         keys[(keys == 0) & chosen] = -0.0
         return keys, increments
 
-    monkeypatch.setattr(engine, "calibration_points", signed)
+    monkeypatch.setattr(points_module, "calibration_points", signed)  # the points' keys
+    monkeypatch.setattr(engine, "calibration_points", signed)  # the answered slots' keys (Engine._slot_keys)
     rng = np.random.RandomState(4)
     n, k = 200, 5
     probs = rng.choice([1.0, 0.9, 0.5, 0.2], size=(n, k), p=[0.5, 0.2, 0.2, 0.1])  # many zero Chat keys
@@ -256,24 +259,24 @@ def test_walk_in_ranges_answers_like_one_range(monkeypatch):
     """The keyless walk split into slot ranges (one per thread) writes each answer of the one-range walk,
     whatever the edges (here forced: every split, also empty ranges), with a window (evictions)."""
     _, probs, labels, value, cost, targets = random_stream(5, n_patients=90)
-    monkeypatch.setattr(engine, "_CHUNK", 9)
+    monkeypatch.setattr(sizes, "CHUNK", 9)
     kwargs = dict(universe="ratio", score="price", burn_in=4, window=20, label_delay=2)
     with parallel.using(1):
         expected = replay(probs, labels, value, cost, targets, **kwargs)
-    splits = engine._range_splits
+    splits = engine.range_splits
     for edges in ([0, 1], [0, 0.5], [0, 0.1, 0.2, 0.9], [0, 0.999], [0, 0.3, 0.3, 0.6]):
         def forced(answers, n_keys, points, parts, edges=edges):
             return np.unique(np.concatenate([np.round(np.array(edges) * n_keys), [n_keys]])).astype(np.int64)
 
-        monkeypatch.setattr(engine, "_range_splits", forced)
+        monkeypatch.setattr(engine, "range_splits", forced)
         with parallel.using(3):
             assert_same(expected, replay(probs, labels, value, cost, targets, **kwargs), edges)
-    monkeypatch.setattr(engine, "_range_splits", splits)
+    monkeypatch.setattr(engine, "range_splits", splits)
 
 
 def test_chunks_run_on_two_threads(monkeypatch):
     """The first two chunks of keys meet at a barrier: it opens only if two threads run them at once."""
-    points, seen, meet = engine.calibration_points, set(), threading.Barrier(2, timeout=60)
+    points, seen, meet = points_module.calibration_points, set(), threading.Barrier(2, timeout=60)
     calls = []
 
     def spy(*args):
@@ -283,8 +286,8 @@ def test_chunks_run_on_two_threads(monkeypatch):
             meet.wait()
         return points(*args)
 
-    monkeypatch.setattr(engine, "calibration_points", spy)
-    monkeypatch.setattr(engine, "_CHUNK", 20)
+    monkeypatch.setattr(points_module, "calibration_points", spy)
+    monkeypatch.setattr(sizes, "CHUNK", 20)
     _, probs, labels, value, cost, targets = random_stream(1)
     with parallel.using(2):
         replay(probs, labels, value, cost, targets, burn_in=10)

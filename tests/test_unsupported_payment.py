@@ -266,10 +266,10 @@ def test_cli_replay_and_predict_with_the_unsupported_payment(tmp_path, capsys):
 
 
 def test_compiled_joint_greedy_equals_the_numpy_reference():
-    """cost_kernels (incremental, per family) against favmac.costs.joint_greedy (every code tried with both
+    """cost_kernels (incremental, per family) against favmac.universe.joint_greedy (every code tried with both
     exact proxies): the same orders and proxies, except where a step's choice rests on gains of round-off
     size (a ratio of two near-zero increments), which the two summation orders may rank either way."""
-    from favmac.costs import joint_greedy
+    from favmac.universe import joint_greedy
     from tests.test_cms_payment import V28_CLUSTER
 
     codes = [f"HCC{h}" for h in V28_CLUSTER[:16]]

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 from ..thresholds import exact, quantile_rank
-from .common import ThresholdSets, build_result, chunk_ranges, prepare, refuse_control
+from .common import ThresholdSets, build_result, prepare, refuse_control
 
 __all__ = ["classwise"]
 
@@ -86,7 +86,7 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
                            stream.burn_in, stream.window_int, fenwick.top_bit(n_patients), passed[k], final[k], tree, rank, below)
 
     # the codes are independent (each writes its own row of passed and final): a group per inner thread
-    parallel.map_chunks(run_codes, chunk_ranges(stream.n_codes, parallel.inner_threads()))
+    parallel.map_chunks(run_codes, parallel.chunk_ranges(stream.n_codes, parallel.inner_threads()))
     final = final.T
     place = np.empty(len(order), dtype=passed.dtype)  # target t is the place[t]-th of the order
     place[order] = np.arange(len(order))

@@ -11,47 +11,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..protocols import bind_rows, is_additive, n_rows, per_target_values
 from ..result import ReplayResult
 from ..thresholds import INT64_LIMIT, ExactCosts
 from ..validation import check_stream
 
 __all__ = ["Stream", "ThresholdSets", "prepare", "refuse_control", "calibration_sizes", "build_result", "grid_costs",
-           "no_progress", "chunk_ranges", "work_chunks", "CHUNKS_PER_THREAD"]
+           "no_progress"]
 
 CONTROL_NAMES = {"expected": "expected-cost control (delta=None)", "violation": "violation control (delta in (0, 1))"}
 
 
 def no_progress(fraction: float) -> None:
     """Default progress callback: ignore."""
-
-
-#: Chunks per inner thread (:func:`favmac.parallel.inner_threads`) in :func:`work_chunks`: a few per
-#: thread, so a thread that another process slows leaves its last chunks to the other.
-CHUNKS_PER_THREAD = 4
-
-
-def chunk_ranges(n: int, parts: int) -> list[range]:
-    """``range(n)`` cut into at most ``parts`` consecutive, non-empty ranges of near-equal length
-    (none when ``n`` is 0): what each thread of a chunk-parallel part owns.
-
-    >>> chunk_ranges(10, 3)
-    [range(0, 3), range(3, 6), range(6, 10)]
-    >>> chunk_ranges(2, 4), chunk_ranges(0, 2)
-    ([range(0, 1), range(1, 2)], [])
-    """
-    parts = max(1, min(int(parts), int(n)))
-    edges = [n * j // parts for j in range(parts + 1)]
-    return [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
-def work_chunks(n: int) -> list[range]:
-    """The chunks of ``n`` independent rows (steps, patients) for :func:`favmac.parallel.map_chunks`:
-    the whole range on one inner thread (the one-thread run is unchanged), else
-    :data:`CHUNKS_PER_THREAD` per thread. Results never depend on the cut (each row is its own)."""
-    from ..parallel import inner_threads
-
-    threads = inner_threads()
-    return chunk_ranges(n, 1 if threads == 1 else threads * CHUNKS_PER_THREAD)
 
 
 @dataclass
@@ -142,7 +114,7 @@ def prepare(probs, labels, cost, targets, *, delta, burn_in, window, c_max, code
     """Check every input (one wording, :mod:`favmac.validation`) and read the cost exactly."""
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, delta, burn_in, window, codes, patient_ids)
-    if not getattr(cost, "is_additive", False) or not hasattr(cost, "weights_for"):
+    if not is_additive(cost):
         raise ValueError("cost: the baselines need an additive cost (favmac.AdditiveCost); got " + repr(cost))
     costs = ExactCosts.of(cost, probs.shape[1], c_max)
     report = progress if progress is not None else no_progress
@@ -181,7 +153,7 @@ def grid_costs(costs: ExactCosts, n_patients: int):
 
 def _additive_weights(function, n_codes):
     """Float per-code weights of an additive ``function``, or None when it is not additive."""
-    if not (getattr(function, "is_additive", False) and hasattr(function, "weights_for")):
+    if not is_additive(function):
         return None
     return np.asarray(function.weights_for(n_codes), dtype=float)
 
@@ -194,13 +166,12 @@ def _realized(function, selected, labels, hit):
         from .kernels import masked_sums
 
         return masked_sums(selected, np.ascontiguousarray(np.where(labels == hit, weights[None, :], 0.0)))
-    rows = getattr(function, "n_rows", None)
+    rows = n_rows(function)
     if rows is not None:  # per-patient context (favmac.payment.CmsHccValue): the steps are the stream's last rows
-        from ..functions import bind_rows
-
         bound = bind_rows(function, slice(rows - n_steps, rows))
-        if hasattr(bound, "per_target"):  # every target's sets in one compiled pass
-            return np.asarray(bound.per_target(selected, labels), dtype=float).reshape(n_targets, n_steps)
+        along = per_target_values(bound)
+        if along is not None:  # every target's sets in one compiled pass
+            return np.asarray(along(selected, labels), dtype=float).reshape(n_targets, n_steps)
         return np.array([bound(selected[t], labels) for t in range(n_targets)], dtype=float).reshape(n_targets, n_steps)
     return np.asarray(function(selected, labels), dtype=float).reshape(n_targets, n_steps)
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 from ..thresholds import exact, quantile_rank
-from .common import ThresholdSets, build_result, chunk_ranges, prepare
+from .common import ThresholdSets, build_result, prepare
 
 __all__ = ["inner_set", "inner_set_scores"]
 
@@ -101,7 +101,7 @@ def inner_set(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     parallel.map_chunks(lambda group: inner_set_kernel(rank, sorted_scores, ranks_needed[group.start:group.stop], stream.burn_in,
                                                        stream.window_int, fenwick.top_bit(n_patients),
                                                        thresholds[group.start:group.stop], final[group.start:group.stop]),
-                        chunk_ranges(stream.targets.size, parallel.inner_threads()))
+                        parallel.chunk_ranges(stream.targets.size, parallel.inner_threads()))
     settings = {"rule": "predict code k iff p_k > threshold"}
     sets = ThresholdSets(stream.probs[stream.burn_in:], thresholds, ">")
     return build_result("InnerSet", stream, thresholds, sets, value, cost, settings, final)

@@ -1,7 +1,7 @@
 """Compiled loops of the baselines (numba), imported on first use so ``import favmac`` stays fast.
 
 Every kernel releases the GIL (``nogil=True``): the Trade-offs page runs a baseline on one
-thread while a FavMac replay runs on another (:func:`favmac.ui.tradeoffs.run_methods`), or one
+thread while a FavMac replay runs on another (:func:`favmac.tradeoffs.run_methods`), or one
 baseline's chunks on :func:`favmac.parallel.inner_threads` threads (its outcomes by steps, CRC's
 keys by parts: :func:`rule_outcomes`, :func:`sorted_value_key_parts`).
 
@@ -82,11 +82,10 @@ def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exa
     or ``<=`` (2) ``levels[t, s]`` (``levels`` (T, 1): one level per target). The same numbers,
     without the (T, S, K) booleans (each (t, s) sums its codes in code order, whatever the loops' order).
 
-    The steps are cut into :func:`favmac.baselines.common.work_chunks` run on
+    The steps are cut into :func:`favmac.parallel.work_chunks` run on
     :func:`favmac.parallel.inner_threads` threads (:func:`rule_outcomes_rows`: each chunk writes its
     own columns), so the numbers do not depend on the threads."""
     from .. import parallel
-    from .common import work_chunks
 
     n_steps = scores.shape[0]
     n_targets = levels.shape[0]
@@ -95,7 +94,7 @@ def rule_outcomes(scores, levels, rule, labels, cost_weights, value_weights, exa
     exceeds = np.zeros((n_targets, n_steps), dtype=np.bool_)
     parallel.map_chunks(lambda steps: rule_outcomes_rows(scores, levels, rule, labels, cost_weights, value_weights, exact_weights,
                                                          bounds, steps.start, steps.stop, cost, value, exceeds),
-                        work_chunks(n_steps))
+                        parallel.work_chunks(n_steps))
     return cost, value, exceeds
 
 
@@ -570,7 +569,6 @@ def sorted_value_key_parts(values):
     the result does not depend on the threads. 8 bytes per value, several times faster than an
     argsort of the floats; the sample is at most 4,096 keys per part."""
     from .. import parallel
-    from .common import chunk_ranges
 
     n = values.size
     shift = np.uint64(max(1, (n - 1).bit_length()))
@@ -580,7 +578,7 @@ def sorted_value_key_parts(values):
     bits = values.view(np.uint64)
     threads = parallel.inner_threads()
     parallel.map_chunks(lambda part: order_keys(bits[part.start:part.stop], shift, keys[part.start:part.stop], part.start),
-                        chunk_ranges(n, threads))
+                        parallel.chunk_ranges(n, threads))
     edges = [0]
     parts = threads if n >= SPLIT_FROM else 1
     if parts > 1:

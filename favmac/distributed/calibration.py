@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
-from ..io.readers import column_layout
+from ..io.layouts import column_layout
 from ..recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, fit_recalibration
 from ..segments import group_rows
 from ..thresholds import (
@@ -40,7 +40,8 @@ from ..thresholds import (
     violation_rank,
     violation_scores,
 )
-from ..universe import candidate_sets, check_score, check_universe, default_score
+from ..scores import check_score, default_score
+from ..universe import candidate_sets, check_universe
 from .histograms import (
     WIDTHS,
     add,
@@ -303,7 +304,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     universe : {"ratio", "prob", "value", "full"}
     score : {"cost", "price"}, optional
         What the threshold is on (SPEC, "The score a threshold is on"); "price" needs a
-        greedy universe. Default: :func:`favmac.universe.default_score` of ``universe`` and
+        greedy universe. Default: :func:`favmac.scores.default_score` of ``universe`` and
         ``delta`` (price under expected-cost control, cost under violation control and on
         ``full``).
     c_max : float, optional

@@ -5,7 +5,7 @@ RAF(D, B ∪ (S ∩ y)) - RAF(D, B) with D the member's coefficient cell and B t
 the record (SPEC "CMS-HCC payment value"). The files carry them exactly as favmac.io reads them
 for the in-memory engine: a ``cms_cell`` column, and a ``known_codes`` column (codes joined by
 ``;``) or one 0/1 ``known_<code>`` column per code. Each batch is read by the readers' own
-helpers (:func:`favmac.io.readers.take_members`, :func:`favmac.io.readers.member_context`), so a
+helpers (:func:`favmac.io.text_columns.take_members`, :func:`favmac.io.text_columns.member_context`), so a
 bad cell or an unknown known code gets the same message, naming the file, row and column.
 
 The coordinator builds the value once with tables for every cell (:func:`member_context_of`,
@@ -22,14 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.errors import DataError, join_few
-from ..io.readers import CELL_COLUMN, KNOWN_CODES_COLUMN, is_member_column, member_context, take_members
+from ..io.text_columns import CELL_COLUMN, KNOWN_CODES_COLUMN, is_member_column, member_context, take_members
+from ..protocols import has_member_context
 
 __all__ = ["MemberContext", "member_context_of", "takes_members"]
 
 
 def takes_members(value) -> bool:
-    """True for a value whose patients differ by cell and known codes (it has ``with_context``)."""
-    return callable(getattr(value, "with_context", None))
+    """True for a value whose patients differ by cell and known codes (:class:`favmac.protocols.ValueContext`)."""
+    return has_member_context(value)
 
 
 @dataclass(frozen=True)

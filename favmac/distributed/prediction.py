@@ -17,11 +17,12 @@ import numpy as np
 
 from ..export import chosen_sets
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
-from ..io.readers import column_layout
+from ..io.layouts import column_layout
 from ..replay import method_name
 from ..segments import smallest_group_thresholds, too_small_reason
 from ..thresholds import ExactCosts
-from ..universe import candidate_sets, check_score, check_universe, default_score
+from ..scores import check_score, default_score
+from ..universe import candidate_sets, check_universe
 from .members import member_context_of
 from .runner import Runner, hash_series, id_hashes
 from .sources import Piece, rows_of, segment_columns, segment_labels
@@ -56,7 +57,7 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
         Output folder; one ``part-NNNNN.parquet`` per task is written into it. It is filled
         only when every partition succeeded (written to a temporary folder, then renamed).
     universe, score : as in :func:`~favmac.distributed.calibrate`
-        The default score, :func:`favmac.universe.default_score` of ``universe`` and ``delta``,
+        The default score, :func:`favmac.scores.default_score` of ``universe`` and ``delta``,
         is the one :func:`~favmac.distributed.calibrate` uses: give both the same ``delta``.
     codes : list of str, optional
         The calibration codes; every file must hold exactly these (any column order).

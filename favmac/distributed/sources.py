@@ -30,8 +30,8 @@ from ..io.csv_parsing import (
 )
 from ..io.errors import DataError
 from ..io.parquet import as_text, data_columns
-from ..io.readers import column_layout
-from ..io.readers import segment_labels as io_segment_labels
+from ..io.layouts import column_layout
+from ..io.text_columns import segment_labels as io_segment_labels
 
 __all__ = ["BATCH_ROWS", "PIECE_ROWS", "Piece", "list_pieces", "source_codes", "checked_source", "batches",
            "rows_of", "segment_columns", "segment_labels", "is_dask_frame"]
@@ -283,7 +283,7 @@ def segment_columns(segment) -> tuple:
 
 
 def segment_labels(frame, segment, file, rows):
-    """The batch's segment labels as text (favmac.io's rule, ``favmac.io.readers.segment_labels``),
+    """The batch's segment labels as text (favmac.io's rule, ``favmac.io.text_columns.segment_labels``),
     or None without segments."""
     return None if segment is None else io_segment_labels(frame[segment], rows, file, segment)
 

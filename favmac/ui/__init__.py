@@ -7,7 +7,8 @@ No Streamlit (plain functions, unit-tested directly):
 * ``settings_form`` — the settings form's dict and its bridge to ``favmac.runspec.RunSpec``.
 * ``data_views``    — prevalence and reliability tables of the Data page.
 * ``playback``      — the Online session: its replay, running series and playback state machine.
-* ``tradeoffs``     — the Trade-offs comparison over the method registry (``favmac.methods``).
+* ``tradeoffs``     — the Trade-offs page's comparison table over ``favmac.tradeoffs`` (the library's comparison).
+* ``tradeoff_grid`` — the Trade-offs grid's caption and form over ``favmac.target_grid`` (the library's targets).
 * ``patients``      — one patient's codes, the greedy cut and the chosen set's numbers.
 * ``navigation``    — the page table (file, title, icon, URL path) used by ``studio.py`` and the menu,
   and ``EXPLAIN``, one-line explanations of C_max, universe, burn-in, exchangeable.
@@ -34,5 +35,5 @@ Streamlit (module imports only go down this list; ``tests/ui/test_ui_imports.py`
 * ``bootstrap`` — ``page_setup(title)``, the first call of every page (config, defaults, sidebar,
   the one first-visit mechanism); returns the ``Session``.
 
-The library core (``favmac/*.py``) never imports this package.
+The library (every favmac module outside ``favmac/ui/``) never imports this package (``tests/test_architecture.py``).
 """

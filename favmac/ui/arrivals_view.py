@@ -1,7 +1,7 @@
 """App pieces for when things happen along the stream: label arrivals and the recalibration fold.
 
 The numbers come from the library: :attr:`favmac.io.Dataset.label_available_at` (the reader's
-positions, from whole positions or dates: :mod:`favmac.io.readers`), the replay's
+positions, from whole positions or dates: :mod:`favmac.io.arrival_columns`), the replay's
 ``labels_pending`` / ``calibration_sizes`` (:mod:`favmac.arrivals`), the recalibration fold's size
 (the settings' ``recalibrate``). This module only says what was read, offers the choice, and marks
 the charts:

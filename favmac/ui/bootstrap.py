@@ -25,6 +25,7 @@ import streamlit as st
 from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
+from favmac.target_grid import DEFAULT_METHODS
 from favmac.ui import actions, jobs, tradeoffs, widgets
 from favmac.ui.session import Session, current
 
@@ -104,7 +105,7 @@ def warm_up(delay: float = 1.0) -> None:
     weights = tuple(np.round(rng.uniform(0.1, 2.0, size=3), 3))
     for control in ("expected", "violation"):
         toy = RunSpec(value_kind="weighted_tp", cost_kind="weighted_fp", weights=weights, burn_in=5, control=control)
-        tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, toy, [0.5, 1.0], tradeoffs.DEFAULT_METHODS)
+        tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, toy, [0.5, 1.0], DEFAULT_METHODS)
     # a replay on both cores (Trade-offs' inner threads) of a stream longer than one chunk: the merge in key
     # ranges and the walk in slot ranges are kernels of their own, which the 20-patient stream never starts
     longer = rng.random_sample((WARM_UP_PATIENTS, 3))

@@ -32,6 +32,7 @@ import streamlit as st
 
 from favmac import export
 from favmac.io import to_safe_csv
+from favmac.tradeoffs import method_applicability
 from favmac.ui import groupings, playback, samples, settings_form, tradeoffs as tradeoff_runs, weights_view
 from favmac.ui.session import Session
 from favmac.ui.units import cost_unit
@@ -297,7 +298,7 @@ def tradeoffs(ss: Session, targets, methods, *, start: bool = False, recalibrate
     if ss.tradeoffs is not None and ss.tradeoffs["key"] == key:
         return ss.tradeoffs
     dataset = ss.dataset
-    reasons = tradeoff_runs.method_applicability(spec.control, methods, dataset.n_codes)
+    reasons = method_applicability(spec.control, methods, dataset.n_codes)
     n_methods = sum(reasons[m] is None for m in methods)
     label = f"Comparing {n_methods} methods on {dataset.n_patients:,} patients × {len(targets)} targets…"
     job = background(ss, "tradeoffs", key, label, lambda progress: compare_tradeoffs(dataset, spec, targets, methods, progress, recalibrate),

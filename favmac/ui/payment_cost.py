@@ -6,12 +6,12 @@ the payment the false flags alone would add, RAF(D, B ∪ (S \\ y)) - RAF(D, B),
 from __future__ import annotations
 
 from favmac.runspec import COST_KINDS
+from favmac.tradeoffs import UNSUPPORTED_PAYMENT as UNSUPPORTED  # the cost kind, named once (favmac.tradeoffs)
 from favmac.ui.text import md
 from favmac.ui.units import cost_unit, plain_number
 
-__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "typed_spec", "additive_cost_skips"]
+__all__ = ["UNSUPPORTED", "HELP", "cost_options", "cost_index", "target_label", "c_max_of", "c_max_caption", "typed_spec"]
 
-UNSUPPORTED = "cms_unsupported"
 HELP = ("Unsupported payment (RADV exposure): the payment the false flags alone would add to the member's "
         "risk score, with the same hierarchies, interactions, cell and known codes as the payment value; in "
         "dollars with a base rate, else in RAF. Offered with the CMS-HCC payment value.")
@@ -77,17 +77,3 @@ def c_max_caption(spec, dataset) -> str:
             "flagged, none present), which the calibration adds once as its margin of safety.")
 
 
-def additive_cost_skips(spec, methods) -> dict:
-    """{method: reason} for the methods that need an additive cost (the baselines), when ``spec``'s cost is
-    the unsupported payment; {} otherwise. FavMac's rows run on it.
-
-    >>> from favmac.runspec import RunSpec
-    >>> additive_cost_skips(RunSpec(value_kind="cms_payment", cost_kind="cms_unsupported"), ["FavMac (price)", "CRC"])
-    {'CRC': 'it needs an additive cost (per-code weights); the unsupported payment is a set function'}
-    """
-    if spec.cost_kind != UNSUPPORTED:
-        return {}
-    from favmac.methods import get_method, method_labels
-
-    return {m: "it needs an additive cost (per-code weights); the unsupported payment is a set function"
-            for m in methods if m in method_labels() and not get_method(m).is_favmac}

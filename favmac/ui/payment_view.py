@@ -15,9 +15,10 @@ import pandas as pd
 from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, hcc_number
 from favmac.io import CMS_SEGMENTS
 from favmac.runspec import SettingsError
+from favmac.tradeoffs import ADDITIVE_LABEL
 from favmac.ui.units import per_100_charts
 
-__all__ = ["ADDITIVE_LABEL", "CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "additive_summaries", "realized_payment", "weightless_skips", "payment_model_of", "payment_defaults", "parse_base_rate",
+__all__ = ["CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "payment_model_of", "payment_defaults", "parse_base_rate",
            "members_summary", "breakdown_rows", "money", "patient_functions"]
 
 #: The settings keys of the payment value (RunSpec fields of the same names).
@@ -133,40 +134,6 @@ def breakdown_rows(value, selected, labels=None, row: int = 0) -> tuple[pd.DataF
                    "value": money(parts["value"], base_rate)}
 
 
-#: The Trade-offs row of FavMac choosing with the additive value (risk-weighted TP) but scored in payment.
-ADDITIVE_LABEL = "FavMac (price, additive)"
-
-
-def realized_payment(result, value, labels):
-    """``result`` (a replay) with its value replaced by the payment ``value`` of its chosen sets
-    (V(S ∩ y) of each predicted patient): any method's sets on the payment scale."""
-    import dataclasses
-
-    from favmac.functions import bind_rows
-
-    labels = np.asarray(labels)[result.burn_in:].astype(bool)
-    scored = bind_rows(value, slice(result.burn_in, result.burn_in + labels.shape[0]))
-    chosen = result.chosen
-    if chosen is not None and chosen.order is not None and hasattr(scored, "prefixes"):  # one compiled pass, no (T, S, K) sets
-        paid = scored.prefixes(chosen.order, chosen.index, labels)
-    else:
-        paid = np.stack([np.asarray(scored(result.selected[t], labels), dtype=float) for t in range(len(result.targets))])
-    return dataclasses.replace(result, value=paid.reshape(np.shape(result.value)))
-
-
-def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method) -> dict:
-    """{ADDITIVE_LABEL: summary}: FavMac (price score) with the additive risk-weighted value used
-    only to choose the sets, each set then paid by ``value`` (the payment value), per target."""
-    from favmac.metrics import summarize
-
-    additive = grid_spec.replace(value_kind="weighted_tp",
-                                 weights=tuple(value.weights_for(len(codes))) if grid_spec.weights is None else grid_spec.weights)
-    result = run_method(additive, "FavMac (price)", probs, labels, codes=codes, patient_ids=patient_ids)
-    summary = summarize(realized_payment(result, value, labels))
-    summary["method"] = ADDITIVE_LABEL
-    return {ADDITIVE_LABEL: summary}
-
-
 def _where(targets, gains, cost_unit: str | None, every) -> str:
     """"7 to 66 false flags per 100 charts, +0.6 % to +20 %": the targets per 100 charts, as the
     Trade-offs form and grid caption give them (a run of consecutive ones of ``every`` as a range,
@@ -243,14 +210,3 @@ def patient_functions(spec, codes, members, row):
     return bind_rows(value, row), bind_rows(cost, row)
 
 
-def weightless_skips(value, methods, n_codes: int) -> dict:
-    """{method: reason} for the FavMac runs whose 'value' universe needs one weight per code, when
-    ``value`` (a payment value with several demographic cells) has none; {} otherwise."""
-    from favmac.methods import get_method, method_labels
-
-    try:
-        value.weights_for(n_codes)
-    except ValueError as err:
-        return {m: f"its 'value' universe needs one weight per code ({err})" for m in methods
-                if m in method_labels() and get_method(m).is_favmac and get_method(m).universe == "value"}
-    return {}

@@ -17,7 +17,7 @@ burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
 label_delay    labels arrive this many patients after the prediction, or None (label_available_column: the
                calibration file's column of arrivals instead; favmac.ui.arrivals_view)
-grid           trade-off grid: {"low", "high", "unit", "n_targets", "methods", ...} (favmac.ui.tradeoff_grid)
+grid           trade-off grid: {"low", "high", "unit", "n_targets", "methods", ...} (favmac.target_grid)
 =============  ==============================================================
 
 Everything that *uses* the settings goes through :func:`to_spec`: validation, the value and
@@ -37,9 +37,10 @@ from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
 from favmac.ui.samples import content_key
-from favmac.ui.tradeoff_grid import default_grid, restore_grid, validate_grid
+from favmac.target_grid import default_grid, restore_grid, validate_grid
 from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
-from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
+from favmac.scores import default_score
+from favmac.universe import MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
@@ -112,7 +113,7 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
 
 
 def default_score_of(settings: dict) -> str:
-    """The default score of the settings' control and universe (:func:`favmac.universe.default_score`)."""
+    """The default score of the settings' control and universe (:func:`favmac.scores.default_score`)."""
     return default_score(settings["universe"], settings["delta"] if settings["control"] == "violation" else None)
 
 

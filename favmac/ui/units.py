@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from favmac.ui.formats import significant_decimals
+from favmac.wording import plain_number
 
 __all__ = ["CHARTS", "cost_unit", "value_unit", "per_100_charts", "cost_per_100_label", "value_per_100_label", "value_charts", "per_charts",
            "target_per_100", "over_target",
@@ -73,19 +74,6 @@ def value_unit(settings: dict) -> str:
 def _number(x: float) -> str:
     """Three significant digits for a tile, "—" for NaN (``1,030``, not ``1.03e+03``)."""
     return "—" if math.isnan(x) else plain_number(x, digits=3)
-
-
-def plain_number(x: float, digits: int = 4) -> str:
-    """``digits`` significant digits for a caption, never in exponent form from 1e-4 up
-    (whole numbers with thousands separators from 1,000).
-
-    >>> plain_number(84580.0), plain_number(169169.3), plain_number(0.46), plain_number(15.379), plain_number(1030.2, 3)
-    ('84,580', '169,169', '0.46', '15.38', '1,030')
-    """
-    x = float(x)
-    if math.isfinite(x) and abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
 
 
 #: The per-segment tables' patient counts (numbers, drawn with thousands separators by :func:`counts_styled`).

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from app_helpers import assert_clean, go, open_page, settle_jobs, shown
 
-from favmac.ui.payment_view import ADDITIVE_LABEL, money
+from favmac.tradeoffs import ADDITIVE_LABEL
+from favmac.ui.payment_view import money
 
 
 def with_base_rate(rate: str = "11000"):

@@ -6,7 +6,7 @@ import json
 import numpy as np
 from app_helpers import assert_clean, go, open_additive, open_page, settle_jobs, shown
 
-from favmac.ui import tradeoff_grid
+from favmac import target_grid
 
 
 def grid_caption(at) -> str:
@@ -62,7 +62,7 @@ def test_your_range_is_kept_in_its_cost_and_an_old_settings_file_keeps_its_perce
     assert (at.number_input(key="grid_low").value, at.number_input(key="grid_high").value) == (350.0, 1050.0)
     at.button(key="run_tradeoffs").click().run()  # left as shown: still 10-30 % of C_max
     at = settle_jobs(at)
-    expected = tradeoff_grid.tradeoff_targets(35.0, 10, 30, 3, True, include=at.session_state["settings"]["target"])
+    expected = target_grid.tradeoff_targets(35.0, 10, 30, 3, True, include=at.session_state["settings"]["target"])
     np.testing.assert_allclose(at.session_state["tradeoffs"]["targets"], expected)
     assert "10–30 % of C_max" in grid_caption(at)
 

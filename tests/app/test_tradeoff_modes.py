@@ -1,8 +1,8 @@
-"""The Trade-offs schedules (favmac.ui.tradeoffs.TRADEOFF_MODES) give the same tables, to the last bit.
+"""The Trade-offs schedules (favmac.tradeoffs.TRADEOFF_MODES) give the same tables, to the last bit.
 
 "inner": the methods one after another, each on TRADEOFF_WORKERS inner threads (favmac.parallel);
 "side_by_side": that many methods at once, each on one thread; a busy server: one thread, one method
-at a time, whatever the mode. Small chunks are forced (favmac.baselines.common.CHUNKS_PER_THREAD,
+at a time, whatever the mode. Small chunks are forced (favmac.parallel.CHUNKS_PER_THREAD,
 favmac.baselines.kernels.SPLIT_FROM), so the baselines' chunk-parallel parts really run on threads.
 """
 import threading
@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from favmac import parallel
-from favmac.baselines import common, kernels
-from favmac.ui import tradeoffs
+from favmac.baselines import kernels
+from favmac import tradeoffs
+from favmac import target_grid
+from favmac.ui import tradeoffs as tradeoffs_view
 
 from test_tradeoff_summaries import ALL_METHODS, _spec, _stream
 
@@ -23,13 +25,13 @@ def _inputs(seed, control):
     n_patients, n_codes = probs.shape
     codes, ids = [f"C{k}" for k in range(n_codes)], [f"p{i}" for i in range(n_patients)]
     spec = _spec(n_patients, n_codes, weights, control, "weighted_fp")
-    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 5, False)
+    targets = target_grid.tradeoff_targets(spec.c_max(n_codes), 5, 50, 5, False)
     return probs, labels, codes, ids, spec, targets
 
 
 @pytest.mark.parametrize("control", ["expected", "violation"])
 def test_every_mode_gives_the_one_thread_tables(monkeypatch, control):
-    monkeypatch.setattr(common, "CHUNKS_PER_THREAD", 50)
+    monkeypatch.setattr(parallel, "CHUNKS_PER_THREAD", 50)
     monkeypatch.setattr(kernels, "SPLIT_FROM", 1)
     monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)
     probs, labels, codes, ids, spec, targets = _inputs(23, control)
@@ -52,7 +54,7 @@ def test_every_mode_gives_the_one_thread_tables(monkeypatch, control):
     for name, workers, mode in (("one thread", 1, "inner"), ("inner", 2, "inner"), ("side by side", 2, "side_by_side")):
         monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
         seen.clear()
-        runs[name] = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS, mode=mode)
+        runs[name] = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS, mode=mode)
         assert seen, name
         if name == "inner":  # one method at a time, each on both threads
             assert {threads for _, threads, _ in seen} == {2} and max(at_once for *_, at_once in seen) == 1
@@ -74,11 +76,11 @@ def test_inner_mode_on_a_busy_server_is_one_thread(monkeypatch):
     real_summary = tradeoffs.method_summary
     monkeypatch.setattr(tradeoffs, "method_summary",
                         lambda *args, **kwargs: threads.append(parallel.inner_threads()) or real_summary(*args, **kwargs))
-    tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["CRC", "InnerSet"], mode="inner")
+    tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["CRC", "InnerSet"], mode="inner")
     assert threads == [1, 1]
 
 
 def test_an_unknown_mode_is_refused_by_name():
     probs, labels, codes, ids, spec, targets = _inputs(5, "expected")
     with pytest.raises(ValueError, match=r"mode: expected one of 'inner', 'side_by_side'.*got 'both'"):
-        tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["CRC"], mode="both")
+        tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["CRC"], mode="both")

@@ -7,7 +7,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from favmac.ui import tradeoffs
+from favmac import tradeoffs
+from favmac import target_grid
+from favmac.ui import tradeoffs as tradeoffs_view
 
 from test_tradeoff_summaries import ALL_METHODS, _spec, _stream
 
@@ -44,7 +46,7 @@ def test_two_replays_at_once_give_the_sequential_tables(monkeypatch):
     n_patients, n_codes = probs.shape
     codes, ids = [f"C{k}" for k in range(n_codes)], [f"p{i}" for i in range(n_patients)]
     spec = _spec(n_patients, n_codes, weights, "expected", "weighted_fp")
-    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 5, False)
+    targets = target_grid.tradeoff_targets(spec.c_max(n_codes), 5, 50, 5, False)
     monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)
     monkeypatch.setattr(tradeoffs, "TRADEOFF_MODE", "side_by_side")  # two methods at once (the app's default is "inner")
     built = []
@@ -59,7 +61,7 @@ def test_two_replays_at_once_give_the_sequential_tables(monkeypatch):
     for workers in (2, 1):
         monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
         built.clear()
-        runs[workers] = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS)
+        runs[workers] = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS)
         assert built == ([] if workers == 2 else ["ratio"])
     for key in ("points", "table"):
         pd.testing.assert_frame_equal(runs[2][key], runs[1][key], check_exact=True)

@@ -26,7 +26,9 @@ from favmac.baselines.common import _realized
 from favmac.methods import run_method
 from favmac.metrics import compare_methods, summarize
 from favmac.thresholds import ExactCosts
-from favmac.ui import jobs, settings_form as form, tradeoffs
+from favmac import tradeoffs
+from favmac import target_grid
+from favmac.ui import jobs, settings_form as form, tradeoffs as tradeoffs_view
 
 ALL_METHODS = ["FavMac (price)", "FavMac (ratio)", "FavMac (value)", "FavMac (prob)", "FavMac (full)", "ClassWise", "InnerSet",
                "FPCP", "CRC", "RCPS"]
@@ -59,10 +61,10 @@ def _from_full_results(probs, labels, codes, ids, spec, targets, methods):
     results = [run_method(grid_spec, m, probs, labels, codes=codes, patient_ids=ids) for m in runnable]
     assert all(r.selected.shape == (len(targets), len(probs) - spec.burn_in, len(codes)) for r in results)
     points = tradeoffs.tradeoff_points({m: summarize(r) for m, r in zip(runnable, results)}, cmax, vscale)
-    table = compare_methods(results, value_scale=tradeoffs.CHARTS, cost_scale=tradeoffs.CHARTS)
+    table = compare_methods(results, value_scale=tradeoffs_view.CHARTS, cost_scale=tradeoffs_view.CHARTS)
     predicted = np.asarray(labels)[spec.burn_in:].astype(bool)
     oracle = float(np.mean(value(predicted, predicted)))
-    return points, tradeoffs.comparison_display(table, oracle * tradeoffs.CHARTS, vscale / tradeoffs.CHARTS,
+    return points, tradeoffs_view.comparison_display(table, oracle * tradeoffs_view.CHARTS, vscale / tradeoffs_view.CHARTS,
                                                 {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind})
 
 
@@ -73,8 +75,8 @@ def test_tradeoffs_summaries_equal_those_of_full_results(control, cost_kind):
     n_patients, n_codes = probs.shape
     codes, ids = [f"C{k}" for k in range(n_codes)], [f"p{i}" for i in range(n_patients)]
     spec = _spec(n_patients, n_codes, weights, control, cost_kind)
-    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, cost_kind == "fp")
-    out = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS)
+    targets = target_grid.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, cost_kind == "fp")
+    out = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS)
     points, table = _from_full_results(probs, labels, codes, ids, spec, targets, ALL_METHODS)
     shown = set(out["points"]["method"])
     assert {"ClassWise", "CRC"} <= shown if control == "expected" else "RCPS" in shown
@@ -210,14 +212,14 @@ def test_concurrent_tradeoffs_equal_the_sequential_run(control, monkeypatch):
     n_patients, n_codes = probs.shape
     codes, ids = [f"C{k}" for k in range(n_codes)], [f"p{i}" for i in range(n_patients)]
     spec = _spec(n_patients, n_codes, weights, control, "weighted_fp")
-    targets = tradeoffs.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, False)
+    targets = target_grid.tradeoff_targets(spec.c_max(n_codes), 5, 50, 6, False)
     assert tradeoffs.TRADEOFF_WORKERS == 2
     monkeypatch.setattr(tradeoffs, "machine_has_a_free_core", lambda: True)  # two threads whatever the load
     runs = {}
     for workers in (2, 1):
         monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
         seen = []
-        runs[workers] = (tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS, progress=seen.append,
+        runs[workers] = (tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ALL_METHODS, progress=seen.append,
                                                  recalibrate=80), seen)
     (together, progress_together), (alone, progress_alone) = runs[2], runs[1]
     assert list(together) == list(alone)
@@ -237,7 +239,7 @@ def test_progress_is_reported_for_every_method_from_one_thread_at_a_time(monkeyp
     probs, labels, weights = _stream(14, n_patients=300)
     spec = _spec(300, 5, weights, "expected", "weighted_fp")
     codes, ids = [f"C{k}" for k in range(5)], [f"p{i}" for i in range(300)]
-    targets = tradeoffs.tradeoff_targets(spec.c_max(5), 5, 50, 4, False)
+    targets = target_grid.tradeoff_targets(spec.c_max(5), 5, 50, 4, False)
     methods = ["FavMac (price)", "FavMac (value)", "ClassWise", "CRC"]
     per_method = {}
     real_run_method = tradeoffs.run_method
@@ -259,7 +261,7 @@ def test_progress_is_reported_for_every_method_from_one_thread_at_a_time(monkeyp
         totals.append(total)
         inside[0] -= 1
 
-    out = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods, progress=progress)
+    out = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods, progress=progress)
     assert set(out["points"]["method"]) == set(methods) == set(per_method)
     assert all(fractions[0] == 0.0 and fractions[-1] == 1.0 for fractions in per_method.values()), per_method
     assert max(overlaps) == 1 and totals[-1] == 1.0
@@ -273,9 +275,9 @@ def test_an_error_in_one_method_keeps_the_others_results(monkeypatch):
     probs, labels, weights = _stream(15, n_patients=300)
     spec = _spec(300, 5, weights, "expected", "weighted_fp")
     codes, ids = [f"C{k}" for k in range(5)], [f"p{i}" for i in range(300)]
-    targets = tradeoffs.tradeoff_targets(spec.c_max(5), 5, 50, 4, False)
+    targets = target_grid.tradeoff_targets(spec.c_max(5), 5, 50, 4, False)
     methods = ["FavMac (price)", "FavMac (ratio)", "ClassWise", "InnerSet", "CRC"]
-    expected = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, [m for m in methods if m != "ClassWise"])
+    expected = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, [m for m in methods if m != "ClassWise"])
     real_run_method = tradeoffs.run_method
     finished = []
 
@@ -292,7 +294,7 @@ def test_an_error_in_one_method_keeps_the_others_results(monkeypatch):
         monkeypatch.setattr(tradeoffs, "TRADEOFF_WORKERS", workers)
         finished.clear()
         with pytest.raises(ValueError, match="ClassWise broke") as raised:
-            tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)
+            tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, methods)
         assert sorted(finished) == sorted(m for m in methods if m != "ClassWise")
         partial = raised.value.tradeoffs
         pd.testing.assert_frame_equal(partial["points"], expected["points"], check_exact=True)
@@ -347,7 +349,7 @@ def test_a_cancelled_comparison_stops_every_method(monkeypatch):
         raise jobs.JobCancelled("Comparing")
 
     with pytest.raises(jobs.JobCancelled):
-        tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0], ["FavMac (price)", "FavMac (ratio)", "CRC"],
+        tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0], ["FavMac (price)", "FavMac (ratio)", "CRC"],
                                 progress=cancelled)
     assert started == []
 

@@ -97,7 +97,7 @@ def test_score_choice_is_explained_and_saved():
 
 
 def test_score_follows_the_control_unless_the_user_picks_one():
-    """favmac.universe.default_score through the form: a score left as shown follows the control."""
+    """favmac.scores.default_score through the form: a score left as shown follows the control."""
     at = open_page("value_cost")
     at.radio(key="control").set_value("violation")
     submit(at)

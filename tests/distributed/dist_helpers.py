@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from favmac import FavMac
-from favmac.universe import default_score
+from favmac.scores import default_score
 
 
 def tied_data(seed, n_patients, n_codes, decimals):
@@ -57,7 +57,7 @@ def split_sizes(rng, n):
 
 def tree_thresholds(probs, labels, value, cost, targets, delta=None, universe="ratio", c_max=None, seed=0, score=None):
     """FavMac (the online QuantileTree) fed every row, in a shuffled order; the score by default
-    the one favmac.universe.default_score gives (what calibrate uses when no score is given)."""
+    the one favmac.scores.default_score gives (what calibrate uses when no score is given)."""
     score = default_score(universe, delta) if score is None else score
     order = np.random.default_rng(seed).permutation(len(probs))
     out = []

@@ -228,8 +228,8 @@ def test_segment_column_missing_or_empty(tmp_path):
     ("full", 0.1, "cost"),
 ])
 def test_default_score_is_favmac_universe_default_score(tmp_path, universe, delta, expected):
-    """No score given: calibrate uses favmac.universe.default_score(universe, delta) (SPEC "Default score")."""
-    from favmac.universe import default_score
+    """No score given: calibrate uses favmac.scores.default_score(universe, delta) (SPEC "Default score")."""
+    from favmac.scores import default_score
 
     assert default_score(universe, delta) == expected
     probs, labels = tied_data(201, 80, 4, 2)

@@ -15,7 +15,7 @@ from dist_helpers import tied_data, wide_frame, write_parts  # noqa: E402
 from favmac import AdditiveCost, AdditiveValue, DataError, FavMac  # noqa: E402
 from favmac.distributed import calibrate, predict  # noqa: E402
 from favmac.export import round_noise  # noqa: E402
-from favmac.universe import default_score  # noqa: E402
+from favmac.scores import default_score  # noqa: E402
 
 
 def test_predict_writes_parquet_parts_equal_to_favmac(tmp_path):
@@ -100,7 +100,7 @@ def test_predict_says_why_a_too_small_segment_gets_the_empty_set(tmp_path):
 
 @pytest.mark.parametrize("delta", [None, 0.2])
 def test_predict_default_score_is_calibrates(tmp_path, delta):
-    """No score given: predict and calibrate both use favmac.universe.default_score(universe, delta)."""
+    """No score given: predict and calibrate both use favmac.scores.default_score(universe, delta)."""
     probs, labels = tied_data(211, 120, 4, 2)
     write_parts(tmp_path / "cal", probs, labels, [60, 60])
     value, cost = AdditiveValue([1.0, 2.0, 0.5, 1.5]), AdditiveCost([1.0, 0.5, 2.0, 1.0])

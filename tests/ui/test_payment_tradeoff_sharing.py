@@ -9,7 +9,8 @@ import pandas as pd
 from favmac import CmsHccValue
 from favmac.payment_tables import CELL_NAMES, model_tables
 from favmac.runspec import RunSpec
-from favmac.ui import tradeoffs
+from favmac import tradeoffs
+from favmac.ui import tradeoffs as tradeoffs_view
 
 
 def _cohort(n=240, n_codes=20, seed=3):
@@ -36,7 +37,7 @@ def _run(monkeypatch, free_core, calls):
     monkeypatch.setattr(tradeoffs, "candidate_sets", counted)
     methods = ["FavMac (price)", "FavMac (ratio)", "FavMac (prob)", "InnerSet", "CRC"]
     ids = np.array([f"P{i}" for i in range(len(probs))], dtype=object)
-    return tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0, 2.0], methods, members=members)
+    return tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, [0.5, 1.0, 2.0], methods, members=members)
 
 
 def test_payment_candidates_are_built_once_and_shared_by_replays_at_once(monkeypatch):

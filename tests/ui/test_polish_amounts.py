@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from favmac.ui import tradeoffs
+from favmac.ui import tradeoffs as tradeoffs_view
 from favmac.ui.units import amount_format
 
 DOLLARS = {"value_kind": "cms_payment", "base_rate": 11000.0, "cost_kind": "fp"}
@@ -20,8 +20,8 @@ def sprintf(fmt: str, x: float) -> str:
 
 
 def test_the_payment_summary_prints_whole_dollars_with_separators():
-    shown = tradeoffs.comparison_display(SUMMARY, 300000.0, 0.1, DOLLARS)
-    formats = tradeoffs.comparison_formats(shown)
+    shown = tradeoffs_view.comparison_display(SUMMARY, 300000.0, 0.1, DOLLARS)
+    formats = tradeoffs_view.comparison_formats(shown)
     per_1000, per_patient = "Payment captured per 1,000 members ($)", "Payment captured per patient ($)"
     assert formats[per_1000] == formats[per_patient] == "$%,.0f"
     assert sprintf(formats[per_1000], shown[per_1000][0]) == "$2,284,064"
@@ -31,8 +31,8 @@ def test_the_payment_summary_prints_whole_dollars_with_separators():
 
 def test_raf_keeps_three_significant_digits_instead_of_rounding_to_zero():
     table = SUMMARY.assign(mean_value=[0.381, 0.2])  # RAF per 100 charts: 0.00381 per patient
-    shown = tradeoffs.comparison_display(table, 1.0, 0.1, RAF)
-    formats = tradeoffs.comparison_formats(shown)
+    shown = tradeoffs_view.comparison_display(table, 1.0, 0.1, RAF)
+    formats = tradeoffs_view.comparison_formats(shown)
     assert sprintf(formats["Payment captured per patient (RAF)"], shown["Payment captured per patient (RAF)"][0]) == "0.00381"
     assert sprintf(formats["Payment captured per 1,000 members (RAF)"], 3.81) == "3.81"
 
@@ -40,12 +40,12 @@ def test_raf_keeps_three_significant_digits_instead_of_rounding_to_zero():
 def test_every_column_of_every_summary_has_a_format():
     for units in (DOLLARS, RAF, {"cost_kind": "fp", "value_kind": "tp"}, {"cost_kind": "cms_unsupported", "value_kind": "cms_payment",
                                                                            "base_rate": 11000.0}):
-        shown = tradeoffs.comparison_display(SUMMARY, 300000.0, 0.1, units)
-        assert set(tradeoffs.comparison_formats(shown)) == set(shown.columns) - {"Method"}
-    unsupported = tradeoffs.comparison_display(SUMMARY, 300000.0, 0.1, {"cost_kind": "cms_unsupported", "value_kind": "cms_payment",
+        shown = tradeoffs_view.comparison_display(SUMMARY, 300000.0, 0.1, units)
+        assert set(tradeoffs_view.comparison_formats(shown)) == set(shown.columns) - {"Method"}
+    unsupported = tradeoffs_view.comparison_display(SUMMARY, 300000.0, 0.1, {"cost_kind": "cms_unsupported", "value_kind": "cms_payment",
                                                                        "base_rate": 11000.0})
     cost = next(c for c in unsupported.columns if c.startswith("Unsupported $"))
-    assert tradeoffs.comparison_formats(unsupported)[cost].startswith("$")
+    assert tradeoffs_view.comparison_formats(unsupported)[cost].startswith("$")
 
 
 def test_amount_format_cents_only_under_ten_dollars_and_ignores_gaps():

@@ -11,7 +11,8 @@ import pytest
 
 from favmac import AdditiveCost, AdditiveValue, replay
 from favmac.adaptive import adaptive_series
-from favmac.ui import figures, playback, tradeoffs, validity
+from favmac import tradeoffs
+from favmac.ui import figures, playback, validity
 from favmac.ui.guarantees import adaptive_figure, segment_cost_figure
 from favmac.ui.units import CHARTS, per_100_charts, value_charts, value_tile
 

@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 from ui_fixtures import CODES, toy_result, weights_frame
 
-from favmac.ui import data_views, figures, patients, playback, tradeoffs
+from favmac import tradeoffs
+from favmac.ui import data_views, figures, patients, playback
 
 
 def test_figures_have_titles_units_and_palette():

@@ -8,7 +8,8 @@ import pytest
 from favmac.methods import run_method
 from favmac.payment import CmsHccValue
 from favmac.runspec import SettingsError
-from favmac.ui import actions, payment_view as pv, settings_form as form, tradeoffs, units
+from favmac import tradeoffs
+from favmac.ui import actions, payment_view as pv, settings_form as form, tradeoffs as tradeoffs_view, units
 from favmac.ui.samples import NamedBytes, sample_dir
 from favmac.ui.session import Session
 from ui_fixtures import sample_session
@@ -107,25 +108,25 @@ def test_realized_payment_and_the_additive_row(hcc):
     value, _ = spec.build(ds.codes, ds.members)
     additive = spec.replace(value_kind="weighted_tp")
     result = run_method(additive, "FavMac (price)", ds.prob_array(), ds.label_array(), codes=ds.codes)
-    paid = pv.realized_payment(result, value, ds.label_array())
+    paid = tradeoffs.realized_payment(result, value, ds.label_array())
     np.testing.assert_array_equal(paid.selected, result.selected)
     labels = ds.label_array().astype(bool)
     for t in range(2):
         for s in (0, 17, result.n_steps - 1):
             n = result.burn_in + s
             assert paid.value[t, s] == pytest.approx(float(value.take(n)(result.selected[t, s], labels[n])))
-    out = pv.additive_summaries(spec, value, ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, run_method)
-    summary = out[pv.ADDITIVE_LABEL]
-    assert list(summary["method"].unique()) == [pv.ADDITIVE_LABEL]
+    out = tradeoffs.additive_summaries(spec, value, ds.prob_array(), ds.label_array(), ds.codes, ds.patient_ids, run_method)
+    summary = out[tradeoffs.ADDITIVE_LABEL]
+    assert list(summary["method"].unique()) == [tradeoffs.ADDITIVE_LABEL]
     assert summary["mean_value"].to_numpy() == pytest.approx(paid.value.mean(axis=1))
 
 
 def test_the_value_universe_is_skipped_with_several_cells(hcc):
     ds = hcc.dataset
     value, _ = hcc.spec().build(ds.codes, ds.members)
-    assert set(pv.weightless_skips(value, ["FavMac (value)", "FavMac (price)", "CRC", tradeoffs.RECALIBRATED_LABEL], ds.n_codes)) == {"FavMac (value)"}
+    assert set(tradeoffs.weightless_skips(value, ["FavMac (value)", "FavMac (price)", "CRC", tradeoffs.RECALIBRATED_LABEL], ds.n_codes)) == {"FavMac (value)"}
     one_cell = CmsHccValue(ds.codes)
-    assert pv.weightless_skips(one_cell, ["FavMac (value)"], ds.n_codes) == {}
+    assert tradeoffs.weightless_skips(one_cell, ["FavMac (value)"], ds.n_codes) == {}
 
 
 def test_units_speak_dollars_with_a_base_rate():
@@ -136,10 +137,10 @@ def test_units_speak_dollars_with_a_base_rate():
     label, shown, why = units.value_tile(1234.4, dollars)
     assert (label, shown) == ("Payment captured per patient", "$1,234") and "$1,234,400 per 1,000 members" in why
     assert units.value_tile(0.25, raf)[1] == "0.25 RAF"
-    columns = tradeoffs.comparison_columns(dollars)
+    columns = tradeoffs_view.comparison_columns(dollars)
     assert columns["mean_value"] == "Payment captured per patient ($)" and columns["per_1000"].endswith("($)")
     table = pd.DataFrame({"method": ["m"], "mean_value": [250.0], "mean_cost": [90.0], "excess_cost": [0.0], "violation_freq": [0.1]})
-    shown = tradeoffs.comparison_display(table, 500.0, 0.1, dollars)
+    shown = tradeoffs_view.comparison_display(table, 500.0, 0.1, dollars)
     assert shown["Payment captured per patient ($)"][0] == 2.5 and shown["Payment captured per 1,000 members ($)"][0] == 2500.0
 
 
@@ -148,7 +149,7 @@ def test_payment_vs_additive_names_the_targets_where_the_additive_choice_capture
 
     from favmac.ui import payment_view
 
-    label = payment_view.ADDITIVE_LABEL
+    label = tradeoffs.ADDITIVE_LABEL
     points = pd.DataFrame({"method": ["FavMac (price)"] * 3 + [label] * 3 + ["CRC"],
                            "target": [0.5, 1.0, 2.0, 0.5, 1.0, 2.0, 0.5],
                            "mean_value": [3.0, 2.5, 4.0, 2.0, 2.5, 4.5, 9.0]})

@@ -9,7 +9,9 @@ import pytest
 from favmac.methods import run_method
 from favmac.metrics import summarize
 from favmac.recalibration import MIN_FOLD, calibration_error, fit_recalibration
-from favmac.ui import data_views, recalibration_view as rv, settings_form as form, tradeoffs
+from favmac import tradeoffs
+from favmac import target_grid
+from favmac.ui import data_views, recalibration_view as rv, settings_form as form, tradeoffs as tradeoffs_view
 
 
 def stream(n=600, k=3, seed=0, temperature=0.3):
@@ -107,9 +109,9 @@ def test_run_tradeoffs_adds_the_recalibrated_row_on_the_same_patients():
     probs, labels = stream()
     s = {**form.default_settings(600, 3), "burn_in": 100, "score": "price"}
     spec = form.to_spec(s, np.ones(3))
-    targets = tradeoffs.tradeoff_targets(3, 10, 40, 2, True)
+    targets = target_grid.tradeoff_targets(3, 10, 40, 2, True)
     codes, ids = ["A", "B", "C"], [f"p{i}" for i in range(600)]
-    out = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["FavMac (price)", "CRC"], recalibrate=200)
+    out = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["FavMac (price)", "CRC"], recalibrate=200)
     points = out["points"]
     assert list(dict.fromkeys(points["method"])) == ["FavMac (price)", "CRC", tradeoffs.RECALIBRATED_LABEL]
     assert set(points["n"]) == {600 - 200 - 100}
@@ -120,5 +122,5 @@ def test_run_tradeoffs_adds_the_recalibrated_row_on_the_same_patients():
     np.testing.assert_allclose(got["mean_cost"], want["mean_cost"])
     plain = summarize(run_method(grid.replace(burn_in=300), "FavMac (price)", probs, labels, codes=codes, patient_ids=ids))
     np.testing.assert_allclose(points[points["method"] == "FavMac (price)"]["mean_value"], plain["mean_value"])
-    without = tradeoffs.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["FavMac (price)"])
+    without = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["FavMac (price)"])
     assert set(without["points"]["method"]) == {"FavMac (price)"} and set(without["points"]["n"]) == {500}

@@ -9,7 +9,8 @@ from ui_fixtures import CODES, weights_frame
 
 from favmac.functions import AdditiveValue, FormulaError
 from favmac.runspec import SETTINGS_FORMAT, SettingsError
-from favmac.ui import settings_form as form, tradeoffs
+from favmac import tradeoffs
+from favmac.ui import settings_form as form
 
 
 def test_default_settings_are_valid_and_target_is_three_percent():

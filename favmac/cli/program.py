@@ -23,16 +23,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register", "run"]
+from .parser import Command
+
+__all__ = ["COMMAND", "register", "run"]
 
 
-def register(sub) -> None:
-    """Add ``program`` and its commands to the CLI's sub-parsers (``favmac.cli.build_parser``)."""
+def register(sub) -> argparse.ArgumentParser:
+    """Add ``program`` and its commands to the CLI's sub-parsers (:data:`COMMAND`, listed in
+    :data:`favmac.cli.commands.COMMANDS`); returns the ``program`` parser."""
     program = sub.add_parser("program", help="programs that last: FavMac running for months in a store",
                              description="Create a program from labelled patients, predict new batches, record their "
                              "labels as they come back, change settings, and read the status and audit trail; all in "
                              "a store (SQLite by default, PostgreSQL by URL).")
-    program.set_defaults(run=run)
     commands = program.add_subparsers(dest="program_command", required=True, metavar="{create,predict,label,settings,"
                                       "status,decisions,export,list}")
 
@@ -66,6 +68,7 @@ def register(sub) -> None:
     export = common(commands.add_parser("export", help="write the audit trail as CSV or Parquet"))
     export.add_argument("--out", required=True, metavar="FILE", help="FILE.csv or FILE.parquet")
     common(commands.add_parser("list", help="the programs of your teams"), named=False)
+    return program
 
 
 def _identity(args):
@@ -100,7 +103,7 @@ def _members_of_dataset(data, columns) -> dict:
 
 
 def _columns(spec) -> list:
-    from .state import segment_columns
+    from ..store.state import segment_columns
 
     return segment_columns(spec)
 
@@ -120,7 +123,7 @@ def _write_csv(frame, out: str) -> None:
 def run(args) -> int:
     """Run one ``favmac program`` command; errors propagate to :func:`favmac.cli.main`, which prints them."""
     from ..io import load_calibration, load_new_patients_segmented, read_labels
-    from . import open_store
+    from ..store import open_store
 
     store = open_store(args.store).as_user(_identity(args))
     command = args.program_command
@@ -193,3 +196,11 @@ def run(args) -> int:
         print(f"Wrote the audit trail ({program.status()['predicted']} decisions) to {args.out}.", file=report)
         return 0
     raise argparse.ArgumentError(None, f"unknown program command {command!r}")
+
+
+COMMAND = Command(
+    name="program",
+    summary=("programs that last: create, predict, label, settings, status, decisions, export (a store).",),
+    add_parser=register,
+    run=run,
+)

@@ -1,0 +1,38 @@
+"""The recalibration detour of a replay: fit maps on the first R patients, replay the rest.
+
+:func:`after_fold` checks what a fold allows (one grouping at most, ``label_delay`` rather than
+``label_available_at``), binds the value and cost to the rows after the fold and hands the run to
+:func:`favmac.recalibration.replay_after_fold`, which fits the maps and calls ``replay`` back on the
+mapped probabilities (the function is passed in, so this module does not import the API module).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..protocols import bind_rows
+from ..segments import check_groupings
+from ..validation import check_stream
+
+__all__ = ["after_fold"]
+
+
+def after_fold(replay, probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
+               progress, method, recalibrate, recalibration, recalibrate_by="code"):
+    """``replay(...)`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`); ``replay``
+    is :func:`favmac.replay.replay`, passed in by it."""
+    from ..recalibration import replay_after_fold
+
+    if label_available_at is not None:
+        raise ValueError("label_available_at: not with recalibrate (its positions count the fold's rows); give "
+                         "label_delay instead, or leave recalibrate unset")
+    if len(check_groupings(groups, len(np.asarray(probs)))) > 1:
+        raise ValueError("recalibrate: one grouping at most (yet); give one grouping, or leave recalibrate unset")
+    probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
+        probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
+    settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
+    value = bind_rows(value, slice(recalibrate, None))  # the replay after the fold sees the rows after it
+    cost = bind_rows(cost, slice(recalibrate, None))
+    return replay_after_fold(replay, probs, labels, value, cost, targets, recalibrate=recalibrate,
+                             recalibration=recalibration, recalibrate_by=recalibrate_by, burn_in=burn_in, window=window, groups=groups,
+                             patient_ids=patient_ids, codes=codes, delta=delta, method=method, progress=progress,
+                             **settings)
