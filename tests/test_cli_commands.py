@@ -7,7 +7,7 @@ from favmac.cli.parser import Command
 
 def test_the_registered_commands_are_the_help_and_the_usage():
     text = commands.build_parser().format_help()
-    assert text.startswith("usage: favmac [-h] {predict,replay,calibrate} ...")
+    assert text.startswith("usage: favmac [-h] {predict,replay,calibrate,program,samples} ...")
     for entry in commands.COMMANDS:  # each listed once, its lines aligned under the command column
         assert text.count(f"\n  {entry.name:<11}{entry.summary[0]}\n") == 1
         for line in entry.summary[1:]:
@@ -26,5 +26,5 @@ def test_a_new_command_group_registers_in_one_place(monkeypatch, capsys):
     monkeypatch.setattr(commands, "COMMANDS", (*commands.COMMANDS, entry))
     assert main(["hello", "--name", "Ada"]) == 0 and ran == ["Ada"]
     text = commands.build_parser().format_help()
-    assert "{predict,replay,calibrate,hello}" in text and "\n  hello      says hello.\n" in text
+    assert "{predict,replay,calibrate,program,samples,hello}" in text and "\n  hello      says hello.\n" in text
     assert commands.command("hello") is entry

@@ -115,7 +115,7 @@ def batch_members(members, n: int, codes, *, batch: str) -> BatchMembers:
         items = [(str(k), v) for k, v in members.items()]
     else:
         raise DataError(f"members must be a DataFrame or a dict of columns; got {type(members).__name__}.", file=batch)
-    from ..io.readers import is_member_column, member_context
+    from ..io.text_columns import is_member_column, member_context
 
     columns, raw = {}, {"file": batch, "rows": _rows(n)}
     known = None

@@ -42,7 +42,8 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from ..adaptive import AdaptiveTarget
-from ..costs import exact_costs, is_set_cost
+from ..costs import exact_costs
+from ..protocols import is_set_cost
 from ..quantile_tree import QuantileTree
 from ..recalibration import fit_recalibration
 from ..runspec import RunSpec, SettingsError
