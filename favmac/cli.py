@@ -31,8 +31,9 @@ from .functions import FormulaError, FormulaValue
 from .io import CMS_MODELS, CMS_SEGMENTS, DataError  # light: the readers (pandas) load on use below
 from .methods import get_method, method_keys, run_method
 from .payment_tables import CELL_NAMES
-from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, as_recalibration
-from .runspec import MAX_CODING_INTENSITY, MIN_NORMALIZATION, RunSpec, SettingsError, target_from_percent
+from .recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION,
+                            RECALIBRATE_BY, RECALIBRATIONS, as_recalibration)
+from .runspec import AUTO, MAX_CODING_INTENSITY, MIN_NORMALIZATION, RunSpec, SettingsError, target_from_percent
 from .universe import SCORES, UNIVERSES, default_score
 
 if TYPE_CHECKING:
@@ -103,20 +104,36 @@ def _add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
                         f"false-flag budget: the paper's rule); default {default_score()} under expected-cost control, "
-                        f"{default_score(delta=0.1)} with --delta or --universe full")
+                        f"{default_score(delta=0.1)} with --delta (but {default_score('ratio', 0.1, 0.5, [1.0])} when the "
+                        f"target is below the cheapest code's false-flag cost) or --universe full")
     method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
                         "Repeat it for several groupings at once (replay, predict, calibrate), e.g. --segment-column plan "
                         "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
-    method.add_argument("--recalibrate", type=int, metavar="R",
+    method.add_argument("--recalibrate", type=_fold_option, default=AUTO, metavar="R",
                         help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
-                        "prediction and do not calibrate; --burn-in counts patients after them)")
+                        "prediction and do not calibrate; --burn-in counts patients after them). Default auto: "
+                        f"R = {DEFAULT_FOLD:,} when the labelled data hold at least {DEFAULT_FOLD_MIN_PATIENTS:,} patients "
+                        "(and the fold fits the burn-in and window), else none; 0 or off: never")
     method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
                         help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
     method.add_argument("--recalibrate-by", default=DEFAULT_RECALIBRATE_BY, choices=list(RECALIBRATE_BY),
                         help="code (default): one map per code; segment: one map per code and group of the one "
                         "--segment-column (the code's pooled map where a group's fold is too small)")
+
+
+def _fold_option(text: str):
+    """``--recalibrate``'s value: a number of fold patients, "auto" (the data decide) or 0 / "off" (none)."""
+    word = text.strip().lower()
+    if word == AUTO:
+        return AUTO
+    if word in ("0", "off", "none", "no"):
+        return None
+    try:
+        return int(word)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of fold patients, 'auto' or 'off'; got {text!r}") from None
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -772,6 +789,7 @@ def run_calibrate(args) -> int:
     spec, codes = _engine_spec(args, args.data, raw, percent=args.targets is None,
                                flag="--targets" if args.targets is not None else "--target-percents")
     thresholds, by_segment, details = _engine_calibrate(args, args.data, spec, codes, spec.targets)
+    spec = spec.replace(recalibrate=details.get("recalibrate"))  # "auto" as the engine decided it: the file says what ran
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
@@ -817,7 +835,9 @@ def _predict_distributed(args) -> int:
         calibration = _stored_calibration(calibration, args.settings)
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
-        if spec.recalibrate is not None and maps is None:
+        if spec.recalibrate == AUTO:  # a file that left the fold to the data: its maps say what the calibration decided
+            spec = spec.replace(recalibrate=None if maps is None else AUTO)
+        if spec.recalibrate is not None and spec.recalibrate != AUTO and maps is None:
             raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         if isinstance(maps, dict) and maps.get("by", "code") != "code":

@@ -20,7 +20,7 @@ import numpy as np
 from simpleeval import SimpleEval
 
 __all__ = ["AdditiveValue", "AdditiveCost", "FormulaValue", "FormulaError", "CompiledFormula", "code_weights",
-           "bind_rows"]
+           "bind_rows", "false_flag_weights"]
 
 
 def bind_rows(function, rows):
@@ -36,6 +36,24 @@ def bind_rows(function, rows):
     """
     take = getattr(function, "take", None)
     return function if take is None else take(rows)
+
+
+def false_flag_weights(cost, n_codes: int | None = None) -> np.ndarray | None:
+    """w_k, what one false flag of each code costs, for an additive cost; None when it is not one.
+
+    :func:`favmac.universe.default_score` compares the target with the cheapest of them. An
+    :class:`AdditiveCost` knows its weights without K (an FP count: ones); another additive cost
+    (``weights_for(K)``) needs ``n_codes``; a set cost (``is_additive`` False, e.g. the unsupported
+    payment) has no per-code weights.
+
+    >>> false_flag_weights(AdditiveCost()).tolist(), false_flag_weights(AdditiveCost([0.5, 2.0])).tolist()
+    ([1.0], [0.5, 2.0])
+    """
+    if not getattr(cost, "is_additive", True):  # the marker every cost carries (favmac.costs.is_set_cost)
+        return None
+    if isinstance(cost, _Additive):
+        return np.ones(1) if cost.weights is None else np.asarray(cost.weights, dtype=float)
+    return None if n_codes is None else np.asarray(cost.weights_for(int(n_codes)), dtype=float)
 
 
 def code_weights(weights, n_codes: int, name: str) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .costs import exact_costs
 from .arrivals import ArrivalSchedule, check_label_delay
-from .functions import bind_rows
+from .functions import bind_rows, false_flag_weights
 from .parallel import inner_threads, map_chunks, ordered_chunks
 from .recalibration import DEFAULT_RECALIBRATION
 from .result import ReplayResult
@@ -104,9 +104,10 @@ class ReplayOptions:
     def control(self) -> str:
         return "expected" if self.delta is None else "violation"
 
-    def resolved_score(self) -> str:
-        """The score the run uses (``score``, or the default for the universe and control)."""
-        return default_score(self.universe, self.delta) if self.score is None else self.score
+    def resolved_score(self, targets=None, cost_weights=None) -> str:
+        """The score the run uses (``score``, or the default for the universe, control, ``targets`` and
+        the cost's per-code ``cost_weights``: :func:`favmac.universe.default_score`)."""
+        return default_score(self.universe, self.delta, targets, cost_weights) if self.score is None else self.score
 
 
 _DEFAULTS = ReplayOptions()
@@ -201,10 +202,10 @@ def replay(
         R >= 50: the first R rows are a recalibration fold (:mod:`favmac.recalibration`):
         per-code maps fitted on them replace p for the rest; the fold gets no prediction and
         never joins calibration, ``burn_in`` counts patients after it, and the result's
-        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``. One grouping
-        at most, and ``label_delay`` rather than ``label_available_at``.
-    recalibration : {"platt", "isotonic"}
-        The map (default "platt").
+        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``. Any number of
+        groupings, and ``label_delay`` rather than ``label_available_at``.
+    recalibration : {"platt_tested", "platt", "isotonic"}
+        The map (default "platt_tested", :data:`favmac.recalibration.DEFAULT_RECALIBRATION`).
     recalibrate_by : {"code", "segment"}
         "segment" (with ``groups``, one grouping): one map per code and segment, the pooled
         map where a segment's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).
@@ -281,8 +282,6 @@ def _after_fold(probs, labels, value, cost, targets, options, groups, label_avai
     if label_available_at is not None:
         raise ValueError("label_available_at: not with recalibrate (its positions count the fold's rows); give "
                          "label_delay instead, or leave recalibrate unset")
-    if len(check_groupings(groups, len(np.asarray(probs)))) > 1:
-        raise ValueError("recalibrate: one grouping at most (yet); give one grouping, or leave recalibrate unset")
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}
@@ -333,7 +332,7 @@ class _Session:
         options = dataclasses.replace(options, delta=delta, burn_in=burn_in, window=window,
                                       label_delay=None if options.label_delay is None
                                       else check_label_delay(options.label_delay, n_patients))
-        score = check_score(options.resolved_score(), options.universe)
+        score = check_score(options.resolved_score(targets, false_flag_weights(cost, n_codes)), options.universe)
         rate = check_adaptive_rate(options.adaptive_rate, delta)
         groupings = check_groupings(groups, n_patients)
         if rate is not None and len(groupings) > 1:
@@ -1380,10 +1379,12 @@ def _preference(cands) -> np.ndarray:
 
 
 def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
-                           recalibration=None, delta=None, groups=None) -> np.ndarray:
+                           recalibration=None, delta=None, groups=None, target=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 
-    ``score`` must be the score the threshold was calibrated on ("cost" or "price");
+    ``score`` must be the score the threshold was calibrated on ("cost" or "price"); None is the
+    default of ``universe``, ``delta`` and ``target`` (:func:`favmac.universe.default_score`: give the
+    target the threshold was calibrated for, or the score itself);
     ``recalibration`` the maps it was calibrated with (a ``Recalibration`` or its dict, e.g.
     ``result.settings["recalibration_maps"]``), applied to ``probs`` first; maps fitted per
     segment also need ``groups`` (each row's segment).
@@ -1392,8 +1393,10 @@ def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio
     >>> predict_with_threshold([[0.9, 0.2], [0.4, 0.8]], AdditiveValue(), AdditiveCost(), 0.25).tolist()
     [[True, False], [False, True]]
     """
-    score = check_score(default_score(universe, delta) if score is None else score, universe)
     probs = np.atleast_2d(np.asarray(probs, dtype=float))
+    if score is None:
+        score = default_score(universe, delta, target, false_flag_weights(cost, probs.shape[1]))
+    score = check_score(score, universe)
     if recalibration is not None:
         from .recalibration import as_recalibration
         probs = as_recalibration(recalibration).apply(probs, groups=groups)
