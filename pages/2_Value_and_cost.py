@@ -131,7 +131,8 @@ with st.container(border=True):
 if submitted and payment_widgets.accept(ss, payment) and actions.apply_settings(ss, {**current, **payment, "value_kind": value_kind,
                                              "formula": formula if value_kind == "formula" else current["formula"],
                                              "cost_kind": cost_kind,
-                                             **chosen, "score": form.score_for(current, {**chosen, "cost_kind": cost_kind}, weights)}):
+                                             **chosen, "score": form.score_for(current, {**chosen, "cost_kind": cost_kind}, weights),
+                                             "recalibrate": form.fold_for(current, chosen, ds.n_patients)}):
     widgets.refresh_sidebar_summary()  # drawn before the new settings
 widgets.show_message("settings")
 if submitted and chosen["universe"] == "full" and chosen["score"] == "price":

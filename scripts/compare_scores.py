@@ -94,7 +94,7 @@ def measure(probs, labels, weights, value_kind, cost_kind, seeds, fractions=PAPE
     percent of the value of the patients' true codes (mean V(S) / mean V(y)).
     """
     n_codes = probs.shape[1]
-    base = RunSpec(value_kind=value_kind, cost_kind=cost_kind, weights=tuple(weights), burn_in=BURN_IN)
+    base = RunSpec(value_kind=value_kind, cost_kind=cost_kind, weights=tuple(weights), burn_in=BURN_IN, recalibrate=None)
     c_max = base.c_max(n_codes)
     base = base.replace(targets=targets_for(cost_kind, c_max, n_codes, fractions))
     value_weights = np.asarray(weights, dtype=float) if value_kind == "weighted_tp" else np.ones(n_codes)
@@ -168,7 +168,7 @@ def measure_synthetic(kind: str, seeds: int):
     """{(label, target): (seeds,) % of the knapsack limit}, {label: (seeds,) max excess cost % of C_max}, targets."""
     p, q, y, values = synthetic(kind)
     weights = np.ones(SYN_CODES)
-    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values),
+    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), recalibrate=None,
                    targets=tuple(f * SYN_CODES for f in SYN_FRACTIONS), burn_in=SYN_FOLD + SYN_BURN)
     out, excess = {}, {}
     for seed in range(seeds):
@@ -227,7 +227,7 @@ def segment_section(seeds: int, kind: str = "subgroup") -> tuple[list[str], dict
     platt (per-code maps) and price + platt by segment (per code x segment maps), in % of the
     per-segment fractional-knapsack limit (each segment spends at most c per patient)."""
     p, q, y, values, groups = synthetic(kind, with_groups=True)
-    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), segment="segment",
+    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), segment="segment", recalibrate=None,
                    targets=tuple(f * SYN_CODES for f in SYN_FRACTIONS), burn_in=SYN_FOLD + SYN_BURN)
     out = {}
     for seed in range(seeds):
@@ -296,7 +296,7 @@ def _split_runs(q, y, values, targets, n_codes) -> np.ndarray:
     SYN_FOLD rows, then SYN_BURN burn-in, then the predicted tail): % of the knapsack limit per target for
     plain price calibrated on fold + burn-in, plain price on the burn-in only, and price with each map of
     :data:`SPLIT_MAPS`. (runs, targets)."""
-    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), targets=targets,
+    base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), targets=targets, recalibrate=None,
                    burn_in=SYN_FOLD + SYN_BURN)
     tail = slice(SYN_FOLD + SYN_BURN, None)
     limits = np.array([knapsack_limit(q[tail], values, np.ones(n_codes), t) for t in targets])
@@ -427,7 +427,7 @@ def samples_split(seeds: int) -> tuple[list[str], dict]:
         probs, labels, weights = load_sample(name)
         n_patients, n_codes = probs.shape
         half = n_patients // 2
-        base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(weights), burn_in=half)
+        base = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(weights), burn_in=half, recalibrate=None)
         base = base.replace(targets=targets_for("fp", base.c_max(n_codes), n_codes, fractions))
         runs = (base,) + tuple(base.replace(recalibrate=half // 2, recalibration=name, burn_in=half - half // 2)
                                for name in ("platt", "isotonic", "platt_tested"))
@@ -570,6 +570,108 @@ def recalibration_findings(means, split=None, segment=None, samples=None, length
     return lines
 
 
+# ---------------------------------------------------------------------- rounded exports and the default recalibration
+#: Decimals of the rounded export (issue 33: a cohort exported with two decimals, 26 % exactly 0.00).
+ROUND_DECIMALS = 2
+#: Patients per seed of the default-recalibration study: the default fold (1,000 of at least 3,000 labelled
+#: patients), a burn-in of 1,000, the rest predicted; plain runs calibrate on the fold's patients too.
+DEFAULT_KEEP, DEFAULT_BURN = 4000, 1000
+DEFAULT_LABELS = ("plain price", "price + default recalibration", "CRC (exact)")
+
+
+def _default_runs(probs, labels, values, targets, n_codes):
+    """One seed: (plain price, price with the run description's default recalibration, exact CRC) on the same
+    predicted patients. The default is a RunSpec left at ``recalibrate="auto"`` (favmac.recalibration.
+    default_recalibrate: 1,000 fold patients from 3,000 labelled on, the default map platt_tested); the plain
+    runs spend the fold's patients as calibration (burn-in fold + 1,000). Returns [ReplayResult x 3], start."""
+    n = len(probs)
+    default = RunSpec(value_kind="weighted_tp", cost_kind="fp", weights=tuple(values), targets=targets,
+                      burn_in=DEFAULT_BURN).validate(n_codes, n)
+    assert default.recalibrate is not None, "the default recalibrates from 3,000 labelled patients"
+    start = default.recalibrate + DEFAULT_BURN
+    plain = default.replace(recalibrate=None, burn_in=start)
+    return [run_method(plain, "favmac_price", probs, labels), run_method(default, "favmac_price", probs, labels),
+            run_method(plain, "crc", probs, labels)], start
+
+
+def _rounded(probs) -> np.ndarray:
+    """``probs`` as an export with ROUND_DECIMALS decimals reads them back."""
+    return np.round(np.asarray(probs, dtype=float), ROUND_DECIMALS)
+
+
+def default_recalibration_section(seeds: int, mnist: Path | None = None) -> tuple[list[str], dict]:
+    """Per workload (the synthetic ones, exchangeable with known q: % of the fractional-knapsack limit; the real
+    ones: % of the value of the true codes) and target: plain price, price with the default recalibration and
+    exact CRC, on the probabilities as given and rounded to ROUND_DECIMALS decimals. Paired per seed."""
+    doc = ["## The default recalibration, on probabilities as given and rounded to 2 decimals", "",
+           f"A run description recalibrates by default (RunSpec `recalibrate=\"auto\"`: the first 1,000 of at least "
+           "3,000 labelled patients fit the default map, `platt_tested`, with the clip before the logit at the data's "
+           f"resolution: 0.005 for 2 decimals). Per seed ({seeds} seeds, `RandomState(seed).permutation`): the first "
+           f"{DEFAULT_KEEP:,} patients (all 3,000 on digits), fold 1,000, burn-in {DEFAULT_BURN:,}, the rest predicted; "
+           "\"plain price\" and CRC calibrate on the fold's patients too (burn-in 2,000), so all three predict the same "
+           "patients. Weighted TP value, FP cost, expected-cost control. \"rounded\": the same probabilities written with "
+           f"{ROUND_DECIMALS} decimals and read back (a rounded export). Synthetic workloads (exchangeable, true q known): "
+           "value under q in % of the fractional-knapsack limit; the real samples: value in % of the value of the "
+           "predicted patients' true codes. default - plain: paired mean ± standard error, points.", ""]
+    figures = {}
+    workloads = [(kind, title, "limit") for kind, title in SYN_WORKLOADS.items()]
+    workloads += [("digits", "Digits sample (3,000 images, 10 codes)", "true"),
+                  ("hcc", "HCC sample (4,000 patients, 35 codes, V28 weights)", "true")]
+    if mnist is not None and mnist.exists():
+        workloads.append(("mnist", "Paper MNIST (authors' CNN, 10 codes)", "true"))
+    for kind, title, scale in workloads:
+        tick = time.perf_counter()
+        if scale == "limit":
+            p_all, q_all, y_all, values = synthetic(kind)
+            targets = tuple(f * SYN_CODES for f in SYN_FRACTIONS)
+        else:
+            p_all, y_all, weights = load_mnist(mnist) if kind == "mnist" else load_sample(kind)
+            q_all, values = None, weights
+            n_codes = p_all.shape[1]
+            targets = targets_for("fp", float(n_codes), n_codes, PAPER_FRACTIONS if n_codes == 10 else HCC_FRACTIONS)
+        n_codes = p_all.shape[1]
+        rows = {}
+        for variant in ("given", "rounded"):
+            shares = []
+            for seed in range(seeds):
+                perm = np.random.RandomState(seed).permutation(len(p_all))[:DEFAULT_KEEP]
+                probs = p_all[perm] if variant == "given" else _rounded(p_all[perm])
+                results, start = _default_runs(probs, y_all[perm], values, targets, n_codes)
+                tail = perm[start:]
+                if scale == "limit":
+                    tops = np.array([knapsack_limit(q_all[tail], values, np.ones(n_codes), t) for t in targets])
+                    got = [(r.selected * (q_all[tail] * values)[None]).sum(axis=2).mean(axis=1) for r in results]
+                else:
+                    tops = np.full(len(targets), (y_all[tail] @ values).mean())
+                    got = [r.value.mean(axis=1) for r in results]
+                shares.append([100 * g / tops for g in got])
+            rows[variant] = np.array(shares)  # (seeds, 3, targets)
+        figures[kind] = {"targets": targets, "scale": scale, **rows}
+        doc += [f"### {title}", "",
+                "| target c (FP) | " + " | ".join(f"{variant}: {label}" for variant in ("given", "rounded") for label in DEFAULT_LABELS)
+                + " | given: default - plain | rounded: default - plain |", "|---" * 9 + "|"]
+        for t, target in enumerate(targets):
+            cells = [f"{rows[v][:, m, t].mean():.1f}" for v in ("given", "rounded") for m in range(3)]
+            gaps = [_mean_se(rows[v][:, 1, t] - rows[v][:, 0, t]) for v in ("given", "rounded")]
+            doc.append(f"| {target:g} | " + " | ".join(cells + gaps) + " |")
+        doc.append("")
+        print(f"default recalibration, {kind}: {time.perf_counter() - tick:.1f} s", flush=True)
+    worst = min((fig[v][:, 1, t] - fig[v][:, 0, t]).mean() for fig in figures.values() for v in ("given", "rounded")
+                for t in range(len(fig["targets"])))
+    where = [(kind, v, fig["targets"][t]) for kind, fig in figures.items() for v in ("given", "rounded")
+             for t in range(len(fig["targets"])) if (fig[v][:, 1, t] - fig[v][:, 0, t]).mean() < -0.3]
+    limit = {kind: min(fig[v][:, 1].mean(axis=0).min() for v in ("given", "rounded"))
+             for kind, fig in figures.items() if fig["scale"] == "limit"}
+    doc += ["### Findings on the default recalibration", "",
+            f"- Against plain price, the default recalibration was at worst {worst:+.2f} points (mean over seeds, any "
+            "workload, target, given or rounded); more than 0.3 points below in "
+            + (", ".join(f"{k} ({v}, c = {t:g})" for k, v, t in where) if where else "no cell") + ".",
+            "- Its share of the fractional-knapsack limit on the exchangeable (synthetic) workloads, lowest over the "
+            "targets and both variants: " + ", ".join(f"{SYN_WORKLOADS[k].split(' (')[0]} {v:.1f} %" for k, v in limit.items())
+            + "; at least 98 % on " + f"{sum(v >= 98 for v in limit.values())} of {len(limit)}.", ""]
+    return doc, figures
+
+
 def cell(samples: np.ndarray, column: int, digits: int) -> str:
     return f"{samples[:, column].mean():.{digits}f} ± {samples[:, column].std():.{digits}f}"
 
@@ -602,7 +704,12 @@ def main(argv=None) -> int:
     parser.add_argument("--synthetic-only", action="store_true", help="only the miscalibration tables (printed)")
     parser.add_argument("--recalibration-only", action="store_true",
                         help="only the recalibration sections (printed): miscalibration, per segment, split cost")
+    parser.add_argument("--default-only", action="store_true",
+                        help="only the default-recalibration section (printed): given and rounded probabilities")
     args = parser.parse_args(argv)
+    if args.default_only:
+        print("\n".join(default_recalibration_section(args.seeds, args.mnist)[0]))
+        return 0
     if args.synthetic_only:
         print("\n".join(synthetic_section(args.seeds)[0]))
         return 0

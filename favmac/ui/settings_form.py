@@ -47,7 +47,7 @@ from favmac.universe import MAX_FULL_CODES, UNIVERSES, default_score
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
-    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "fold_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
@@ -141,6 +141,27 @@ def score_for(current: dict, chosen: dict, weights=None) -> str:
     return "cost" if chosen["universe"] == "full" else chosen["score"]
 
 
+def fold_for(current: dict, chosen: dict, n_patients: int) -> int | None:
+    """The recalibration fold the form saves: the user's; a fold left at the default the form showed follows
+    the chosen burn-in, window and label arrivals (:func:`favmac.recalibration.default_recalibrate`), so
+    choosing a label-arrival column, a short window or a long burn-in never meets an error about a fold the
+    user did not choose. ``chosen`` holds the form's values (missing keys: ``current``'s).
+
+    >>> shown = {"recalibrate": 1000, "burn_in": 1000, "window": None}
+    >>> fold_for(shown, {**shown, "label_available_column": "arrived"}, 4000), fold_for(shown, {**shown, "recalibrate": 600}, 4000)
+    (None, 600)
+    """
+    chosen = {**current, **chosen}
+
+    def default(s):
+        return default_recalibrate(n_patients, burn_in=int(s.get("burn_in") or 0), window=s.get("window"),
+                                   arrival_times=s.get("label_available_column") is not None)
+
+    if chosen.get("recalibrate") == current.get("recalibrate") == default(current):
+        return default(chosen)
+    return chosen.get("recalibrate")
+
+
 def is_integer_valued(arr) -> bool:
     arr = np.asarray(arr, dtype=float)
     return bool(np.all(arr == np.round(arr)))
@@ -171,8 +192,9 @@ def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None =
         "window": None,
         "grid": default_grid(),
     }
-    settings["recalibrate"] = default_recalibrate(n_patients, burn_in=settings["burn_in"])
-    settings["recalibration"] = DEFAULT_RECALIBRATION
+    fold = default_recalibrate(n_patients, burn_in=settings["burn_in"])
+    if fold is not None:  # the keys from_spec writes for a recalibrated run
+        settings.update(recalibrate=fold, recalibration=DEFAULT_RECALIBRATION, recalibrate_by=DEFAULT_RECALIBRATE_BY)
     w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
     settings["target"] = default_target(to_spec(settings, w).c_max(n_codes), True)
     settings["score"] = default_score_of(settings, w)
@@ -253,6 +275,7 @@ def _adapt_fold(s: dict, old: dict, n_patients: int, old_n_patients: int | None)
         return [f"Recalibration turned off: the default fold needs at least {DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients "
                 f"and room for the burn-in; the new stream has {n_patients:,}."]
     s["recalibration"] = s.get("recalibration") or DEFAULT_RECALIBRATION
+    s["recalibrate_by"] = s.get("recalibrate_by") or DEFAULT_RECALIBRATE_BY
     return [f"Recalibration on the first {new:,} patients (the default from {DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients "
             f"on; one click on Value & cost turns it off)."]
 
