@@ -567,6 +567,8 @@ def run_replay(args) -> int:
         spec = _spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
     c_max = _c_max(spec, data)
     method = get_method(args.method)
+    if args.recalibrate == AUTO and not method.accepts("recalibrate"):
+        spec = spec.replace(recalibrate=None)  # the default fold is FavMac's: a baseline is not recalibrated unasked
     if method.key != "favmac":  # the other methods fix their universe and score: a typed one would be ignored
         for flag, given, own in (("--universe", args.universe, method.universe), ("--score", args.score, method.score)):
             if given is not None and given != own:
@@ -794,6 +796,9 @@ def run_calibrate(args) -> int:
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
           f"({control}; C_max {c_max:g}), {details['passes']} passes over the data.")
+    if details.get("recalibration_maps") is not None:
+        maps = as_recalibration(details["recalibration_maps"])
+        print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration).")
     import pandas as pd
 
     table = pd.DataFrame({"target": list(spec.targets), "threshold": thresholds})

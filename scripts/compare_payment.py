@@ -1,6 +1,8 @@
 """True CMS-HCC payment captured by payment-aware FavMac vs additive FavMac, same guarantee.
 
     python scripts/compare_payment.py [--seeds 10] [--burn-in 1000] [--recalibrate 500] [--diagnose 2]
+    python scripts/compare_payment.py --loose [bundled within across calibrated] [--seeds 8]
+    python scripts/compare_payment.py --ablation [bundled within] [--seeds 8]
 
 On the bundled HCC cohort (``sample_data/hcc_calibration.csv``: 4,000 members x 35 V28 HCCs,
 each member's ``cms_cell`` and ``known_codes``), for every seeded ordering of the members
@@ -189,11 +191,13 @@ def diagnose(probs, labels, cells, known, codes, weights, args) -> None:
 # ----------------------------------------------------------------------------- loose budgets, default settings
 #: Targets of the loose-budget study: false flags per chart (FP-count cost, the app's default cost).
 LOOSE_TARGETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0)
-#: The runs of the loose-budget study: (label, value, recalibrated). "default" is the app's and a RunSpec's
-#: default (recalibrate="auto": the first 1,000 of 4,000 labelled members fit the tested Platt maps); "plain"
-#: spends those 1,000 members as calibration instead, so every run predicts the same members.
-LOOSE_RUNS = (("additive, plain", "additive", False), ("payment, plain", "payment", False),
-              ("additive, default", "additive", True), ("payment, default", "payment", True))
+#: The runs of the loose-budget study: (label, value, map). "default" is the app's and a RunSpec's default
+#: (recalibrate="auto": the first 1,000 of 4,000 labelled members fit the tested Platt maps); "family" the same
+#: fold with the "platt_family" maps (each code beside its hierarchy family); "plain" (None) spends those 1,000
+#: members as calibration instead, so every run predicts the same members.
+LOOSE_RUNS = (("additive, plain", "additive", None), ("payment, plain", "payment", None),
+              ("additive, default", "additive", "default"), ("payment, default", "payment", "default"),
+              ("additive, family", "additive", "platt_family"), ("payment, family", "payment", "platt_family"))
 #: Synthetic cohorts (the sample's generator, scripts/make_sample_data.py, with other co-occurrence): the
 #: share of members with a less severe code of their own ladder documented too (within families), and a
 #: factor by which the latent factors' loadings grow (across families).
@@ -302,10 +306,12 @@ def loose_runs(probs, labels, cells, known, codes, weights, seed, targets=LOOSE_
     tail = payment.take(slice(start, None))
     cost = AdditiveCost()
     out, hind = {}, {}
-    for label, kind, recalibrated in LOOSE_RUNS:
+    for label, kind, method in LOOSE_RUNS:
         spec = payment_spec if kind == "payment" else payment_spec.replace(value_kind="weighted_tp", weights=tuple(weights))
-        if not recalibrated:
+        if method is None:
             spec = spec.replace(recalibrate=None, burn_in=start)
+        elif method != "default":
+            spec = spec.replace(recalibration=method)
         res = run_method(spec, "favmac", p, y, codes=codes, members=members)
         assert res.burn_in == start
         out[label] = (np.array([tail(res.chosen.masks(t), y[start:]).mean() for t in range(len(targets))]),
@@ -326,7 +332,7 @@ def loose_table(kind: str, seeds: int, targets=LOOSE_TARGETS) -> list[str]:
     """The markdown of one cohort's loose-budget table."""
     probs, labels, cells, known, codes, weights = make_cohort(kind)
     runs = {label: [] for label, _, _ in LOOSE_RUNS} | {f"{h}, {w}": [] for h in ("hindsight", "hindsight at its cost")
-                                                        for w in ("default", "plain")}
+                                                        for w in ("default", "plain", "family")}
     costs = {label: [] for label, _, _ in LOOSE_RUNS}
     for seed in range(seeds):
         out, hind = loose_runs(probs, labels, cells, known, codes, weights, seed, targets)
@@ -348,13 +354,16 @@ def loose_table(kind: str, seeds: int, targets=LOOSE_TARGETS) -> list[str]:
     n = len(probs)
     lines = [f"**{COHORTS[kind]}**: {n:,} members x {len(codes)} codes, {labels.sum(axis=1).mean():.2f} true codes per "
              f"member; {seeds} orderings; FP-count cost (false flags per chart), expected-cost control, price score, the "
-             "default settings (burn-in 1,000, recalibration on the first 1,000, tested Platt); 2,000 predicted members; "
+             "default settings (burn-in 1,000, recalibration on the first 1,000, tested Platt; \"family\": the same fold "
+             "with the platt_family maps); 2,000 predicted members; "
              "true payment per member in RAF (mean over orderings; gains paired per ordering: mean (min to max)).", "",
              "| c (false flags per chart) | additive, plain | payment, plain | additive, default | payment, default "
+             "| additive, family | payment, family "
              "| hindsight threshold (default) | payment vs additive, default | payment vs additive, plain "
              "| payment, default, % of hindsight (worst) | the same at its realized cost (worst) "
-             "| payment: default vs plain | mean cost, payment default |",
-             "|---" * 12 + "|"]
+             "| payment: default vs plain | payment vs additive, family | payment, family vs default "
+             "| payment, family, % of hindsight (worst) | mean cost, payment default |",
+             "|---" * 17 + "|"]
     for t, target in enumerate(targets):
         col = {k: v[:, t] for k, v in r.items()}
         lines.append(f"| {target:g} | " + " | ".join(f"{col[label].mean():.4f}" for label, _, _ in LOOSE_RUNS)
@@ -363,7 +372,53 @@ def loose_table(kind: str, seeds: int, targets=LOOSE_TARGETS) -> list[str]:
                      f"{share(col['payment, default'], col['hindsight, default'])} | "
                      f"{share(col['payment, default'], col['hindsight at its cost, default'])} | "
                      f"{gain(col['payment, default'], col['payment, plain'])} | "
+                     f"{gain(col['payment, family'], col['additive, family'])} | "
+                     f"{gain(col['payment, family'], col['payment, default'])} | "
+                     f"{share(col['payment, family'], col['hindsight, family'])} | "
                      f"{np.array(costs['payment, default'])[:, t].mean():.3f} |")
+    return lines + [""]
+
+
+def ranking_ablation(kind: str, seeds: int, targets=(1.0, 2.0, 3.0, 4.0)) -> list[str]:
+    """Which part of the payment value's ranking matters at loose budgets: FavMac (price, the default fold and
+    map) ranking with the payment value, with it minus its count variables (D1 ... D10P), minus its disease
+    interactions, minus both (hierarchies only), and with the additive value; every run's sets paid by the true
+    payment. A ranking-only variant: the value's tables with those coefficients zeroed (a copy; never a
+    payment anyone is paid)."""
+    import copy
+    import dataclasses
+
+    from favmac import AdditiveValue
+
+    def variant(value, counts=True, interactions=True):
+        out = copy.copy(value)
+        tables = value._tables  # noqa: SLF001 - an experiment on the tables, not an API
+        out._tables = dataclasses.replace(
+            tables, count_coef=tables.count_coef if counts else np.zeros_like(tables.count_coef),
+            inter_coef=tables.inter_coef if interactions else np.zeros_like(tables.inter_coef))
+        return out
+
+    probs, labels, cells, known, codes, weights = make_cohort(kind)
+    names = ("payment", "without count variables", "without interactions", "hierarchies only", "additive")
+    rows = {name: [] for name in names}
+    for seed in range(seeds):
+        order = np.random.RandomState(seed).permutation(len(probs))
+        p, y = probs[order], labels[order]
+        payment = CmsHccValue(codes, model="V28", cells=cells[order], known=known[order])
+        tail = payment.take(slice(2000, None))
+        values = dict(zip(names, (payment, variant(payment, counts=False), variant(payment, interactions=False),
+                                  variant(payment, False, False), AdditiveValue(weights))))
+        for name, value in values.items():
+            res = replay(p, y, value, AdditiveCost(), list(targets), score="price", recalibrate=1000, burn_in=1000)
+            rows[name].append([tail(res.chosen.masks(t), y[2000:]).mean() for t in range(len(targets))])
+    base = np.array(rows["additive"])
+    lines = [f"Ranking ablation on {COHORTS[kind]} ({seeds} orderings, FP cost, default fold and map, 2,000 predicted "
+             "members): true payment per member (RAF), and against the additive ranking", "",
+             "| ranking value | " + " | ".join(f"c = {t:g}" for t in targets) + " |", "|---" * (len(targets) + 1) + "|"]
+    for name in names:
+        v = np.array(rows[name])
+        lines.append(f"| {name} | " + " | ".join(f"{m:.4f} ({g:+.1f} %)" for m, g in zip(v.mean(axis=0),
+                                                                                     (100 * (v / base - 1)).mean(axis=0))) + " |")
     return lines + [""]
 
 
@@ -376,7 +431,13 @@ def main() -> None:
     parser.add_argument("--skip-tables", action="store_true")
     parser.add_argument("--loose", nargs="*", choices=list(COHORTS), default=None,
                         help="only the loose-budget study with the default settings, on these cohorts (none: all)")
+    parser.add_argument("--ablation", nargs="*", choices=list(COHORTS), default=None,
+                        help="only the ranking ablation (payment value without count variables / interactions) on these cohorts")
     args = parser.parse_args()
+    if args.ablation is not None:
+        for kind in args.ablation or ["bundled", "within"]:
+            print("\n".join(ranking_ablation(kind, args.seeds)), flush=True)
+        return
     if args.loose is not None:
         start = time.perf_counter()
         for kind in args.loose or list(COHORTS):

@@ -25,6 +25,7 @@ __all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fie
            "evidence_advice", "evidence_display", "show_heldout_check", "stream_intro", "tradeoff_option", "tradeoff_caption", "fold_note", "fold_maps"]
 
 METHOD_LABELS = {"platt_tested": "Smooth curve only where the fold shows a code is off (tested Platt, the default)",
+                 "platt_family": "The same, each code read beside its hierarchy family (CMS-HCC codes; tested Platt with family)",
                  "platt": "Smooth curve for every code (Platt scaling)", "isotonic": "Step curve (isotonic)"}
 METHOD_HELP = ("How each code's probabilities are corrected, learned from the fold's patients only. "
                "Smooth curve only where the fold shows a code is off (the default): a code keeps its own probabilities "
@@ -32,7 +33,9 @@ METHOD_HELP = ("How each code's probabilities are corrected, learned from the fo
                "calibrated loses almost nothing. Smooth curve for every code: one S-shaped correction per code (two numbers); "
                "it keeps the order of the patients and is steady even with few positives. Step curve: any rising staircase; "
                "it can fix odder shapes but needs more positives per code and costs a little on a classifier that was "
-               "already calibrated. Probabilities exported with few decimals (0.00, 0.01, ...) are read at their "
+               "already calibrated. With hierarchy families (CMS-HCC codes), the family option also reads each code beside "
+               "the highest probability of its family's other codes, which repairs a classifier whose evidence for one "
+               "level of a ladder (diabetes, cancer, kidney disease) raises the scores of its other levels too. Probabilities exported with few decimals (0.00, 0.01, ...) are read at their "
                "resolution: 0.00 counts as below 0.005, not as impossible.")
 # a code whose predicted and confirmed rates differ by this many percentage points (ECE) or more
 MISCALIBRATED_POINTS = 2.0
