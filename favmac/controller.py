@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .functions import false_flag_weights
 from .protocols import bind_rows, cost_for_value, is_additive
 from .quantile_tree import QuantileTree
 from .recalibration import (DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
@@ -61,7 +62,8 @@ class FavMac:
         step prices Chat increment / Vhat increment: one budget spent across patients where
         each flag is most likely to pay off). "price" needs a nested universe (not "full").
         None (the default): :func:`favmac.scores.default_score` — "price" under expected-cost
-        control, "cost" under violation control and on the "full" universe.
+        control, "cost" under violation control (but "price" when the target is below the
+        cheapest false flag's cost) and on the "full" universe.
     n_codes : int, optional
         Number of codes K. Known from the first ``update``/``predict`` otherwise; give it
         when the threshold is needed before any patient is seen (it fixes C_max).
@@ -125,7 +127,8 @@ class FavMac:
         self.target = check_target(target)
         self.delta = check_delta(delta)
         self.universe = universe
-        self.score = check_score(default_score(universe, self.delta) if score is None else score, universe)
+        self._n_codes_arg = n_codes
+        self.score = check_score(self._default_score() if score is None else score, universe)
         if c_max is not None and not (isinstance(c_max, (int, float, np.number)) and 0 < c_max < _INF):
             raise ValueError(f"c_max: expected None (the sum of the cost weights) or a finite cost > 0, got {c_max!r}")
         self.c_max = c_max
@@ -138,6 +141,10 @@ class FavMac:
         self.recalibration = recalibration if fitted else check_recalibration(recalibration)
         self.recalibrate_by = check_recalibrate_by(recalibrate_by)
         self._n_codes_arg = n_codes
+
+    def _default_score(self) -> str:
+        """:func:`favmac.scores.default_score` of this controller's universe, control, target and cost."""
+        return default_score(self.universe, self.delta, self.target, false_flag_weights(self.cost, self._n_codes_arg))
 
     # -------------------------------------------------------------- bookkeeping
     #: The calibration state: built by reset(), which the first use calls (see __getattr__).
@@ -465,7 +472,7 @@ class FavMac:
         control = "expected" if self.delta is None else f"violation, delta={self.delta}"
         if self.adaptive_rate is not None:
             control += f", adaptive_rate={self.adaptive_rate}"
-        score = "" if self.score == default_score(self.universe, self.delta) else f", score={self.score!r}"
+        score = "" if self.score == self._default_score() else f", score={self.score!r}"
         if self.recalibrate is not None:
             score += f", recalibrate={self.recalibrate} ({self.recalibration})"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"

@@ -19,10 +19,28 @@ from dataclasses import dataclass
 import numpy as np
 from simpleeval import SimpleEval
 
-from .protocols import bind_rows  # noqa: F401 (favmac.functions.bind_rows, as before; defined in favmac.protocols)
+from .protocols import bind_rows, is_additive  # noqa: F401 (favmac.functions.bind_rows, as before; defined in favmac.protocols)
 
 __all__ = ["AdditiveValue", "AdditiveCost", "FormulaValue", "FormulaError", "CompiledFormula", "code_weights",
-           "bind_rows"]
+           "bind_rows", "false_flag_weights"]
+
+
+def false_flag_weights(cost, n_codes: int | None = None) -> np.ndarray | None:
+    """w_k, what one false flag of each code costs, for an additive cost; None when it is not one.
+
+    :func:`favmac.scores.default_score` compares the target with the cheapest of them. An
+    :class:`AdditiveCost` knows its weights without K (an FP count: ones); another additive cost
+    (``weights_for(K)``) needs ``n_codes``; a set cost (``is_additive`` False, e.g. the unsupported
+    payment) has no per-code weights.
+
+    >>> false_flag_weights(AdditiveCost()).tolist(), false_flag_weights(AdditiveCost([0.5, 2.0])).tolist()
+    ([1.0], [0.5, 2.0])
+    """
+    if not is_additive(cost):  # favmac.protocols: a set cost has no per-code weights
+        return None
+    if isinstance(cost, _Additive):
+        return np.ones(1) if cost.weights is None else np.asarray(cost.weights, dtype=float)
+    return None if n_codes is None else np.asarray(cost.weights_for(int(n_codes)), dtype=float)
 
 
 def code_weights(weights, n_codes: int, name: str) -> np.ndarray:

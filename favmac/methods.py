@@ -160,7 +160,8 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
     Parameters
     ----------
     spec : RunSpec
-        The run (validate it against the data first).
+        The run (validate it against the data first; a ``recalibrate`` left at "auto" is resolved
+        for ``len(probs)`` patients here, :meth:`favmac.runspec.RunSpec.with_default_fold`).
     method : str
         A key of :data:`METHODS` (``"favmac"``, ``"inner_set"``, ...) or a label (``"FavMac (value)"``).
     probs : ndarray (N, K)
@@ -197,6 +198,7 @@ def run_method(spec: RunSpec, method: str, probs, labels, *, codes=None, patient
         (``window``, ``c_max``, a non-default ``score``/``segment``/``adaptive_rate``), named.
     """
     chosen = get_method(method)
+    spec = spec.with_default_fold(len(probs))  # recalibrate="auto" (a spec not validated against the data): the data decide
     value, cost = spec.build(codes, members)  # members: the CMS payment value's per-patient context
     burn_in = spec.burn_in if burn_in is None else burn_in
     kwargs = dict(delta=spec.control_delta, burn_in=burn_in, codes=None if codes is None else list(codes),

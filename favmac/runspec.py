@@ -25,13 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
-from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate
+from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate,
+                            default_recalibrate)
 from .thresholds import exact
 from .scores import SCORES, check_score, default_score
 from .universe import UNIVERSES, check_universe
 from .validation import MAX_WEIGHT
 
 __all__ = [
+    "AUTO",
     "CONTROLS",
     "MAX_CODING_INTENSITY",
     "MIN_NORMALIZATION",
@@ -55,6 +57,10 @@ VALUE_KINDS = {"tp": "TP count", "weighted_tp": "Risk-weighted TP", "formula": "
 COST_KINDS = {"fp": "FP count", "weighted_fp": "Risk-weighted FP",
               "cms_unsupported": "Unsupported payment (RADV exposure)"}
 CONTROLS = {"expected": "Expected cost", "violation": "Violation probability"}
+
+#: ``recalibrate="auto"`` (the default): the data decide the fold (:func:`favmac.recalibration.default_recalibrate`,
+#: resolved by :meth:`RunSpec.validate` once the number of labelled patients is known).
+AUTO = "auto"
 
 SETTINGS_FORMAT = "favmac-studio-settings"
 SETTINGS_VERSION = 1
@@ -202,9 +208,10 @@ class RunSpec:
     window : int or None
         Calibrate on the last ``window`` patients only (None: all of them).
     score : {"cost", "price"} or None
-        None (the default) becomes :func:`favmac.scores.default_score` of the universe and
-        the control ("price" under expected-cost control, "cost" under violation control and
-        on the "full" universe) and follows them through :meth:`replace`. What FavMac's
+        None (the default) becomes :func:`favmac.scores.default_score` of the universe, the
+        control, the targets and the cost's per-code weights ("price" under expected-cost
+        control, "cost" under violation control unless every target is below the cheapest
+        false flag's cost, "cost" on the "full" universe) and follows them through :meth:`replace`. What FavMac's
         threshold is on: "cost" (the cumulative cost proxy, the paper's rule:
         every patient gets the same false-flag budget) or "price" (the marginal price of
         each flag: the budget is spent across patients where flags most likely pay off).
@@ -214,10 +221,14 @@ class RunSpec:
         groupings at once (each patient uses the smallest of its groups' thresholds).
     adaptive_rate : float or None
         Step size of an adaptive target (> 0; engines honour it later).
-    recalibrate : int or None
+    recalibrate : int, None or "auto"
         R >= 50: the first R patients are a recalibration fold (:mod:`favmac.recalibration`);
         ``burn_in`` counts patients after it, so R + burn_in <= N - 1, and a ``window`` must
-        hold at least R patients. The fitted maps are data, not settings: the settings file
+        hold at least R patients. None (or 0 in a settings file): no recalibration. "auto" (the
+        default, :data:`AUTO`): the data decide, once (:func:`favmac.recalibration.default_recalibrate`:
+        R = 1,000 when the labelled data hold at least 3,000 patients and the fold fits the other
+        settings, else None); :meth:`validate` with ``n_patients`` resolves it, and a settings file
+        keeps "auto" until then. The fitted maps are data, not settings: the settings file
         carries them beside the fields as ``recalibration_maps``.
     recalibration : {"platt", "isotonic", "platt_tested"}
         The map fitted on the fold.
@@ -247,7 +258,7 @@ class RunSpec:
     score: str | None = None
     segment: str | None = None
     adaptive_rate: float | None = None
-    recalibrate: int | None = None
+    recalibrate: int | str | None = AUTO
     recalibration: str = DEFAULT_RECALIBRATION
     label_delay: int | None = None
     recalibrate_by: str = DEFAULT_RECALIBRATE_BY
@@ -276,7 +287,11 @@ class RunSpec:
             object.__setattr__(self, "targets", (float(self.targets),))
         object.__setattr__(self, "_default_score", self.score is None)  # not a field: replace() reads it
         if self.score is None:
-            object.__setattr__(self, "score", default_score(self.universe, self.control_delta))
+            try:
+                score = default_score(self.universe, self.control_delta, self.targets, self.false_flag_weights())
+            except (TypeError, ValueError):  # targets or weights that are not numbers: validate() names them
+                score = default_score(self.universe, self.control_delta)
+            object.__setattr__(self, "score", score)
 
     # ------------------------------------------------------------------ derived values
 
@@ -289,6 +304,32 @@ class RunSpec:
     def control_delta(self) -> float | None:
         """``delta`` under violation control, None under expected-cost control (the engines' convention)."""
         return self.delta if self.control == "violation" else None
+
+    def false_flag_weights(self) -> tuple | None:
+        """w_k, what one false flag of each code costs (the default score compares the targets with the
+        cheapest): ones for an FP count, the weights for risk-weighted FP, None for the unsupported payment
+        (not a sum of per-code costs) or while the weights are unknown."""
+        if self.cost_kind == "fp":
+            return (1.0,)
+        return self.weights if self.cost_kind == "weighted_fp" else None
+
+    def with_default_fold(self, n_patients: int | None) -> "RunSpec":
+        """The spec with ``recalibrate="auto"`` resolved for ``n_patients`` labelled patients
+        (:func:`favmac.recalibration.default_recalibrate`, given the burn-in, window and label-arrival
+        column); unchanged when ``recalibrate`` is set or ``n_patients`` is None.
+
+        >>> RunSpec().with_default_fold(4000).recalibrate, RunSpec().with_default_fold(2000).recalibrate
+        (1000, None)
+        """
+        if not (isinstance(self.recalibrate, str) and self.recalibrate == AUTO) or n_patients is None:
+            return self
+        try:
+            burn_in = as_integer(self.burn_in, "burn_in")
+            window = None if self.window is None else as_integer(self.window, "window")
+        except SettingsError:
+            return self  # validate() names the field
+        return self.replace(recalibrate=default_recalibrate(int(n_patients), burn_in=burn_in, window=window,
+                                                            arrival_times=self.label_available_column is not None))
 
     def cost_weights(self, n_codes: int) -> np.ndarray:
         """Per-code cost weights w_k (ones for an FP count)."""
@@ -412,26 +453,33 @@ class RunSpec:
             raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
         if rate is not None and isinstance(segment, tuple):
             raise SettingsError("adaptive_rate", "applies to one segment column at most; leave it unset with several")
-        recalibrate = None if self.recalibrate is None else as_integer(self.recalibrate, "recalibrate")
+        recalibrate = self.recalibrate
+        if isinstance(recalibrate, str) and recalibrate == AUTO:
+            if n_patients is not None:
+                recalibrate = default_recalibrate(n_patients, burn_in=burn_in, window=window, arrival_times=arrivals is not None)
+        elif isinstance(recalibrate, str):
+            raise SettingsError("recalibrate", f"must be a whole number of fold patients, \"{AUTO}\" (the data decide) or "
+                                f"None (off); got {_show(recalibrate)}")
+        elif recalibrate is not None:
+            recalibrate = as_integer(recalibrate, "recalibrate")
+        fold = None if recalibrate == AUTO else recalibrate  # "auto" before the data are known: checked once resolved
         if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
             raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
         if not isinstance(self.recalibrate_by, str) or self.recalibrate_by not in RECALIBRATE_BY:
             raise SettingsError("recalibrate_by", f"must be one of {', '.join(RECALIBRATE_BY)}; got {_show(self.recalibrate_by)}")
         if self.recalibrate_by == "segment" and (recalibrate is None or not isinstance(segment, str)):
             raise SettingsError("recalibrate_by", "'segment' fits maps per group of one segment column: set recalibrate "
-                                "and one segment column, or use 'code'")
+                                "and one segment column, or use 'code' (one map per code, with any number of groupings)")
         try:
-            check_recalibrate(recalibrate, window=window)
+            check_recalibrate(fold, window=window)
         except ValueError as err:
             raise SettingsError("recalibrate", str(err).removeprefix("recalibrate: ")) from None
-        if recalibrate is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
+        if fold is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
             raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
                                 f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")
-        if recalibrate is not None and arrivals is not None:  # replay's rule, said at the boundary
+        if fold is not None and arrivals is not None:  # replay's rule, said at the boundary
             raise SettingsError("label_available_column", "cannot be used with recalibrate (the file's arrival positions "
                                 "count the fold's rows); use a fixed label_delay, or leave recalibrate unset")
-        if recalibrate is not None and isinstance(segment, tuple):
-            raise SettingsError("recalibrate", "applies to one segment column at most (yet); leave it unset with several")
         spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
                             recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
@@ -533,7 +581,7 @@ class RunSpec:
             "score": self.score,
             "segment": list(self.segment) if isinstance(self.segment, tuple) else self.segment,
             "adaptive_rate": None if self.adaptive_rate is None else float(self.adaptive_rate),
-            "recalibrate": None if self.recalibrate is None else int(self.recalibrate),
+            "recalibrate": self.recalibrate if self.recalibrate is None or self.recalibrate == AUTO else int(self.recalibrate),
             "recalibration": self.recalibration,
         }
         if self.label_delay is not None:
@@ -691,6 +739,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             changes["targets"] = (as_number(value, "target"),)
         elif key == "targets":
             changes["targets"] = _as_tuple(value, "targets", MAX_TARGETS)
+        elif key == "recalibrate" and value == AUTO:
+            changes[key] = AUTO
         elif key in ("burn_in", "window", "recalibrate"):
             changes[key] = None if key != "burn_in" and value in (None, "", 0) else as_integer(value, key)
         elif key in ("delta", "adaptive_rate"):

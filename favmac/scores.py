@@ -25,20 +25,44 @@ DEFAULT_SCORE = "price"
 GAIN_TOLERANCE = 1e-12
 
 
-def default_score(universe: str | None = None, delta=None) -> str:
+def default_score(universe: str | None = None, delta=None, target=None, cost_weights=None) -> str:
     """The score a run uses when none is given: the one place this decision lives (SPEC "Default score").
 
     Expected-cost control (``delta is None``) -> "price"; violation control (a ``delta``) ->
-    "cost" (under violation control the price score spends well below c); the ``full``
-    universe has no price, so "cost" there whatever the control. FavMac, replay,
-    predict_with_threshold, the distributed engine, RunSpec, the CLI and the app all call this.
+    "cost" (under violation control the price score spends well below c), except when the
+    target is below the cost of the cheapest false flag (every ``target`` < min_k w_k of the
+    ``cost_weights``, so a violation is any false flag): "price" there (measured: the CMS payment
+    captured at c = 0.5 false flags, delta = 0.1, was 0.659 with price against 0.519 with cost).
+    Without ``target`` or ``cost_weights`` (a cost that is not a sum of per-code weights) the
+    control decides alone. The ``full`` universe has no price, so "cost" there whatever the
+    control. FavMac, replay, predict_with_threshold, the distributed engine, RunSpec, the CLI and
+    the app all call this.
+
+    Parameters
+    ----------
+    universe : str, optional
+    delta : float or None
+        None: expected-cost control; a level: violation control.
+    target : float or sequence of float, optional
+        The target(s) c; with several, "price" only when every one is below the cheapest flag.
+    cost_weights : sequence of float, optional
+        w_k, the cost of a false flag of each code (an FP count: ones).
 
     >>> default_score("ratio"), default_score("ratio", delta=0.1), default_score("full")
     ('price', 'cost', 'cost')
+    >>> default_score("ratio", 0.1, 0.5, [1.0, 2.0]), default_score("ratio", 0.1, 1.0, [1.0, 2.0])
+    ('price', 'cost')
     """
-    if universe == "full" or delta is not None:
+    if universe == "full":
         return "cost"
-    return DEFAULT_SCORE
+    if delta is None:
+        return DEFAULT_SCORE
+    if target is not None and cost_weights is not None:
+        weights = np.asarray(cost_weights, dtype=float).ravel()
+        targets = np.asarray(target, dtype=float).ravel()
+        if weights.size and targets.size and bool(np.all(targets < weights.min())):
+            return "price"
+    return "cost"
 
 
 def check_score(score: str, universe: str | None = None) -> str:

@@ -86,10 +86,10 @@ def keep_target_in_rate_units():
 
 def follow_default_score():
     """On Apply, before the page reruns: a score left at the default it showed follows the chosen
-    control (form.score_for), so the radio shows the score that is saved."""
-    store, keys = st.session_state, ("control", "delta", "universe", "score")
+    control, universe and target (form.score_for), so the radio shows the score that is saved."""
+    store, keys = st.session_state, ("control", "delta", "universe", "score", "target", "cost_kind")
     if all(k in store for k in keys) and store["universe"] != "full":
-        store["score"] = form.score_for(Session(store).settings, {k: store[k] for k in keys})
+        store["score"] = form.score_for(Session(store).settings, {k: store[k] for k in keys}, weights)
 
 
 # not a form: what an option turns on (δ, the window, the formula, the adaptive rate) is editable
@@ -131,7 +131,8 @@ with st.container(border=True):
 if submitted and payment_widgets.accept(ss, payment) and actions.apply_settings(ss, {**current, **payment, "value_kind": value_kind,
                                              "formula": formula if value_kind == "formula" else current["formula"],
                                              "cost_kind": cost_kind,
-                                             **chosen, "score": form.score_for(current, chosen)}):
+                                             **chosen, "score": form.score_for(current, {**chosen, "cost_kind": cost_kind}, weights),
+                                             "recalibrate": form.fold_for(current, chosen, ds.n_patients)}):
     widgets.refresh_sidebar_summary()  # drawn before the new settings
 widgets.show_message("settings")
 if submitted and chosen["universe"] == "full" and chosen["score"] == "price":

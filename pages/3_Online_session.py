@@ -26,12 +26,7 @@ n_steps = 0 if pending else result.n_steps
 if pending:
     st.caption(f"{ds.n_patients:,} patients: replaying the stream; the controls turn on when the replay is ready.")
 else:
-    st.caption(
-        f"{ds.n_patients:,} patients: the first {result.burn_in:,} only calibrate (burn-in); each of the next {n_steps:,} gets a set "
-        + ("chosen with its own segment's threshold, learned from the earlier patients of that segment; then its true codes join "
-           "that segment's calibration data." if result.groups is not None else
-           "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
-    )
+    st.caption(recalibration_view.stream_intro(ss.settings, ds.n_patients, result.burn_in, n_steps, result.groups is not None))
     if arrivals_view.stream_caption(ss.settings):
         st.caption(arrivals_view.stream_caption(ss.settings))  # several groupings, labels that arrive later
     if recalibration_view.fold_note(ss.settings, "online"):

@@ -1,6 +1,8 @@
 """True CMS-HCC payment captured by payment-aware FavMac vs additive FavMac, same guarantee.
 
     python scripts/compare_payment.py [--seeds 10] [--burn-in 1000] [--recalibrate 500] [--diagnose 2]
+    python scripts/compare_payment.py --loose [bundled within across calibrated] [--seeds 8]
+    python scripts/compare_payment.py --ablation [bundled within] [--seeds 8]
 
 On the bundled HCC cohort (``sample_data/hcc_calibration.csv``: 4,000 members x 35 V28 HCCs,
 each member's ``cms_cell`` and ``known_codes``), for every seeded ordering of the members
@@ -186,6 +188,240 @@ def diagnose(probs, labels, cells, known, codes, weights, args) -> None:
         print(f"{name}: total marginal payment per 1,000 members {1000 * stats[name]['marginal'].sum() / members:.2f}")
 
 
+# ----------------------------------------------------------------------------- loose budgets, default settings
+#: Targets of the loose-budget study: false flags per chart (FP-count cost, the app's default cost).
+LOOSE_TARGETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0)
+#: The runs of the loose-budget study: (label, value, map). "default" is the app's and a RunSpec's default
+#: (recalibrate="auto": the first 1,000 of 4,000 labelled members fit the tested Platt maps); "family" the same
+#: fold with the "platt_family" maps (each code beside its hierarchy family); "plain" (None) spends those 1,000
+#: members as calibration instead, so every run predicts the same members.
+LOOSE_RUNS = (("additive, plain", "additive", None), ("payment, plain", "payment", None),
+              ("additive, default", "additive", "default"), ("payment, default", "payment", "default"),
+              ("additive, family", "additive", "platt_family"), ("payment, family", "payment", "platt_family"))
+#: Synthetic cohorts (the sample's generator, scripts/make_sample_data.py, with other co-occurrence): the
+#: share of members with a less severe code of their own ladder documented too (within families), and a
+#: factor by which the latent factors' loadings grow (across families).
+COHORTS = {
+    "bundled": "the bundled cohort (sample_data/hcc_calibration.csv)",
+    "within": "a new cohort whose codes co-occur strongly within families (a lower level documented for 70 % of members)",
+    "across": "a new cohort whose codes co-occur strongly across families (latent factor loadings x 1.35)",
+    "calibrated": "a new cohort like the bundled one, its labels redrawn from the classifier's p (calibrated, independent given p)",
+}
+
+
+def make_cohort(kind: str, seed: int = 7, n: int = 4000):
+    """(probs, labels, cells, known, codes, weights) of a cohort of :data:`COHORTS`: the bundled file, or the
+    sample's generator run with ``seed`` and other co-occurrence (its classifier over-confident as the
+    bundled one, except "calibrated")."""
+    if kind == "bundled":
+        data = load_calibration(ROOT / "sample_data" / "hcc_calibration.csv")
+        weights = read_weights(ROOT / "sample_data" / "hcc_weights.csv", data.codes)["weight"].to_numpy(float)
+        return (data.prob_array(), data.label_array().astype(bool), data.members["cells"], data.members["known"],
+                list(data.codes), weights)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_sample_data as msd
+
+    saved = (msd.LOWER_DOCUMENTED, list(msd.CONDITIONS))
+    try:
+        if kind == "within":
+            msd.LOWER_DOCUMENTED = 0.7
+        if kind == "across":
+            msd.CONDITIONS = [(ladder, {f: min(0.95, 1.35 * w) for f, w in loadings.items()}) for ladder, loadings in saved[1]]
+            for ladder, loadings in msd.CONDITIONS:  # keep each liability's variance at 1
+                weights = np.array([loadings.get(f, 0.0) for f in msd.FACTORS])
+                shared = weights @ msd.FACTOR_CORRELATION @ weights
+                if shared > 0.9:
+                    for f in loadings:
+                        loadings[f] *= np.sqrt(0.9 / shared)
+        rng = np.random.default_rng(seed)
+        labels = msd.hcc_labels(rng, n)
+        probs = msd.classifier_probabilities(rng, labels)
+        cells, known_text = msd.member_context(rng, labels)
+    finally:
+        msd.LOWER_DOCUMENTED, msd.CONDITIONS = saved
+    codes = list(labels.columns)
+    probs = probs.to_numpy(dtype=float)
+    y = labels.to_numpy().astype(bool)
+    if kind == "calibrated":
+        y = np.random.default_rng(seed + 1).random(probs.shape) < probs
+    known = np.array([[code in set(filter(None, text.split(";"))) for code in codes] for text in known_text]) & y
+    weights = msd.cms_hcc_weights("V28", "CNA", codes)["weight"].to_numpy(float)
+    return probs, y, np.asarray(cells, dtype=object), known, codes, weights
+
+
+def hindsight(probs, labels, value, cost, targets, score: str = "price") -> np.ndarray:
+    """The true payment (mean per member) of the best single global threshold chosen in hindsight, per target:
+    on these members' candidate sets and ``score`` (the run's own), every threshold is tried (each distinct
+    score value and +inf: the chosen set of each member is ``Candidates.choose``'s), and the one with the most
+    true payment among those whose realized mean cost is at most c is kept. An upper bound on any threshold of
+    that score, the calibrated one included. O(N K log(N K))."""
+    from favmac.universe import candidate_sets
+
+    cands = candidate_sets(probs, value, cost, "ratio")
+    n, m = cands.scores(score).shape
+    best = cands.best_prefix()
+    ranks = cands.code_ranks()
+    pay = np.empty((n, m))
+    spend = np.empty((n, m))
+    for j in range(m):  # the true payment and cost of every member's j-th prefix
+        masks = ranks < j
+        pay[:, j], spend[:, j] = value(masks, labels), cost(masks, labels)
+    chosen_pay = np.take_along_axis(pay, best, axis=1)
+    chosen_cost = np.take_along_axis(spend, best, axis=1)
+    keys = cands.scores(score)[:, 1:]
+    rows, steps = np.nonzero(np.isfinite(keys))
+    order = np.argsort(keys[rows, steps], kind="stable")
+    rows, steps, values = rows[order], steps[order] + 1, keys[rows, steps][order]
+    d_pay = chosen_pay[rows, steps] - chosen_pay[rows, steps - 1]
+    d_cost = chosen_cost[rows, steps] - chosen_cost[rows, steps - 1]
+    total_pay, total_cost = np.r_[0.0, np.cumsum(d_pay)], np.r_[0.0, np.cumsum(d_cost)]
+    # a threshold t just above a distinct value admits every key <= it: the states after each last event of a value
+    last = np.r_[np.flatnonzero(np.diff(values) > 0), len(values) - 1] + 1 if len(values) else np.zeros(0, np.int64)
+    states = np.r_[0, last]
+    out = []
+    for target in targets:
+        feasible = states[total_cost[states] / n <= target + 1e-12]
+        out.append(total_pay[feasible].max() / n)
+    return np.array(out)
+
+
+def loose_runs(probs, labels, cells, known, codes, weights, seed, targets=LOOSE_TARGETS):
+    """One ordering: {run label: (true payment per target (T,), mean cost per target (T,))} and the hindsight
+    payments {"hindsight, default": (T,), "hindsight, plain": (T,)}; all on the same predicted members."""
+    from favmac.methods import run_method
+    from favmac.recalibration import recalibration_of
+    from favmac.runspec import RunSpec
+    from favmac.ui.settings_form import default_burn_in
+
+    order = np.random.RandomState(seed).permutation(len(probs))
+    p, y = probs[order], labels[order]
+    members = {"cells": cells[order], "known": known[order]}
+    n = len(p)
+    payment_spec = RunSpec(value_kind="cms_payment", cost_kind="fp", targets=tuple(targets),
+                           burn_in=default_burn_in(n)).validate(len(codes), n)
+    fold = payment_spec.recalibrate
+    assert fold, "the default settings recalibrate on this many members"
+    start = fold + payment_spec.burn_in
+    payment = CmsHccValue(codes, model="V28", cells=members["cells"], known=members["known"])
+    tail = payment.take(slice(start, None))
+    cost = AdditiveCost()
+    out, hind = {}, {}
+    for label, kind, method in LOOSE_RUNS:
+        spec = payment_spec if kind == "payment" else payment_spec.replace(value_kind="weighted_tp", weights=tuple(weights))
+        if method is None:
+            spec = spec.replace(recalibrate=None, burn_in=start)
+        elif method != "default":
+            spec = spec.replace(recalibration=method)
+        res = run_method(spec, "favmac", p, y, codes=codes, members=members)
+        assert res.burn_in == start
+        out[label] = (np.array([tail(res.chosen.masks(t), y[start:]).mean() for t in range(len(targets))]),
+                      res.cost.mean(axis=1))
+        if kind == "payment":
+            maps = recalibration_of(res)
+            used = p[start:] if maps is None else maps.apply(p[start:])
+            which = label.split(", ")[1]
+            hind["hindsight, " + which] = hindsight(used, y[start:], tail, cost, targets, res.settings["score"])
+            # the same, at the run's own realized mean cost: what the ranking alone leaves, apart from the
+            # guarantee's margin (the calibrated threshold spends c - (C_max - E C+) / (N + 1) on average)
+            hind["hindsight at its cost, " + which] = hindsight(used, y[start:], tail, cost, res.cost.mean(axis=1),
+                                                                res.settings["score"])
+    return out, hind
+
+
+def loose_table(kind: str, seeds: int, targets=LOOSE_TARGETS) -> list[str]:
+    """The markdown of one cohort's loose-budget table."""
+    probs, labels, cells, known, codes, weights = make_cohort(kind)
+    runs = {label: [] for label, _, _ in LOOSE_RUNS} | {f"{h}, {w}": [] for h in ("hindsight", "hindsight at its cost")
+                                                        for w in ("default", "plain", "family")}
+    costs = {label: [] for label, _, _ in LOOSE_RUNS}
+    for seed in range(seeds):
+        out, hind = loose_runs(probs, labels, cells, known, codes, weights, seed, targets)
+        for label, (pay, mean_cost) in out.items():
+            runs[label].append(pay)
+            costs[label].append(mean_cost)
+        for label, pay in hind.items():
+            runs[label].append(pay)
+    r = {k: np.array(v) for k, v in runs.items()}
+
+    def gain(a, b):
+        g = 100 * (a / b - 1)
+        return f"{g.mean():+.1f} % ({g.min():+.1f} to {g.max():+.1f})"
+
+    def share(a, b):
+        x = 100 * a / b
+        return f"{x.mean():.1f} % ({x.min():.1f})"
+
+    n = len(probs)
+    lines = [f"**{COHORTS[kind]}**: {n:,} members x {len(codes)} codes, {labels.sum(axis=1).mean():.2f} true codes per "
+             f"member; {seeds} orderings; FP-count cost (false flags per chart), expected-cost control, price score, the "
+             "default settings (burn-in 1,000, recalibration on the first 1,000, tested Platt; \"family\": the same fold "
+             "with the platt_family maps); 2,000 predicted members; "
+             "true payment per member in RAF (mean over orderings; gains paired per ordering: mean (min to max)).", "",
+             "| c (false flags per chart) | additive, plain | payment, plain | additive, default | payment, default "
+             "| additive, family | payment, family "
+             "| hindsight threshold (default) | payment vs additive, default | payment vs additive, plain "
+             "| payment, default, % of hindsight (worst) | the same at its realized cost (worst) "
+             "| payment: default vs plain | payment vs additive, family | payment, family vs default "
+             "| payment, family, % of hindsight (worst) | mean cost, payment default |",
+             "|---" * 17 + "|"]
+    for t, target in enumerate(targets):
+        col = {k: v[:, t] for k, v in r.items()}
+        lines.append(f"| {target:g} | " + " | ".join(f"{col[label].mean():.4f}" for label, _, _ in LOOSE_RUNS)
+                     + f" | {col['hindsight, default'].mean():.4f} | {gain(col['payment, default'], col['additive, default'])} | "
+                     f"{gain(col['payment, plain'], col['additive, plain'])} | "
+                     f"{share(col['payment, default'], col['hindsight, default'])} | "
+                     f"{share(col['payment, default'], col['hindsight at its cost, default'])} | "
+                     f"{gain(col['payment, default'], col['payment, plain'])} | "
+                     f"{gain(col['payment, family'], col['additive, family'])} | "
+                     f"{gain(col['payment, family'], col['payment, default'])} | "
+                     f"{share(col['payment, family'], col['hindsight, family'])} | "
+                     f"{np.array(costs['payment, default'])[:, t].mean():.3f} |")
+    return lines + [""]
+
+
+def ranking_ablation(kind: str, seeds: int, targets=(1.0, 2.0, 3.0, 4.0)) -> list[str]:
+    """Which part of the payment value's ranking matters at loose budgets: FavMac (price, the default fold and
+    map) ranking with the payment value, with it minus its count variables (D1 ... D10P), minus its disease
+    interactions, minus both (hierarchies only), and with the additive value; every run's sets paid by the true
+    payment. A ranking-only variant: the value's tables with those coefficients zeroed (a copy; never a
+    payment anyone is paid)."""
+    import copy
+    import dataclasses
+
+    from favmac import AdditiveValue
+
+    def variant(value, counts=True, interactions=True):
+        out = copy.copy(value)
+        tables = value._tables  # noqa: SLF001 - an experiment on the tables, not an API
+        out._tables = dataclasses.replace(
+            tables, count_coef=tables.count_coef if counts else np.zeros_like(tables.count_coef),
+            inter_coef=tables.inter_coef if interactions else np.zeros_like(tables.inter_coef))
+        return out
+
+    probs, labels, cells, known, codes, weights = make_cohort(kind)
+    names = ("payment", "without count variables", "without interactions", "hierarchies only", "additive")
+    rows = {name: [] for name in names}
+    for seed in range(seeds):
+        order = np.random.RandomState(seed).permutation(len(probs))
+        p, y = probs[order], labels[order]
+        payment = CmsHccValue(codes, model="V28", cells=cells[order], known=known[order])
+        tail = payment.take(slice(2000, None))
+        values = dict(zip(names, (payment, variant(payment, counts=False), variant(payment, interactions=False),
+                                  variant(payment, False, False), AdditiveValue(weights))))
+        for name, value in values.items():
+            res = replay(p, y, value, AdditiveCost(), list(targets), score="price", recalibrate=1000, burn_in=1000)
+            rows[name].append([tail(res.chosen.masks(t), y[2000:]).mean() for t in range(len(targets))])
+    base = np.array(rows["additive"])
+    lines = [f"Ranking ablation on {COHORTS[kind]} ({seeds} orderings, FP cost, default fold and map, 2,000 predicted "
+             "members): true payment per member (RAF), and against the additive ranking", "",
+             "| ranking value | " + " | ".join(f"c = {t:g}" for t in targets) + " |", "|---" * (len(targets) + 1) + "|"]
+    for name in names:
+        v = np.array(rows[name])
+        lines.append(f"| {name} | " + " | ".join(f"{m:.4f} ({g:+.1f} %)" for m, g in zip(v.mean(axis=0),
+                                                                                     (100 * (v / base - 1)).mean(axis=0))) + " |")
+    return lines + [""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -193,7 +429,23 @@ def main() -> None:
     parser.add_argument("--recalibrate", type=int, default=500, help="the recalibrated runs' fold R (of the L)")
     parser.add_argument("--diagnose", type=float, default=None, help="a target for the per-code diagnosis")
     parser.add_argument("--skip-tables", action="store_true")
+    parser.add_argument("--loose", nargs="*", choices=list(COHORTS), default=None,
+                        help="only the loose-budget study with the default settings, on these cohorts (none: all)")
+    parser.add_argument("--ablation", nargs="*", choices=list(COHORTS), default=None,
+                        help="only the ranking ablation (payment value without count variables / interactions) on these cohorts")
     args = parser.parse_args()
+    if args.ablation is not None:
+        for kind in args.ablation or ["bundled", "within"]:
+            print("\n".join(ranking_ablation(kind, args.seeds)), flush=True)
+        return
+    if args.loose is not None:
+        start = time.perf_counter()
+        for kind in args.loose or list(COHORTS):
+            tick = time.perf_counter()
+            print("\n".join(loose_table(kind, args.seeds)), flush=True)
+            print(f"({kind}: {time.perf_counter() - tick:.0f} s)\n", flush=True)
+        print(f"done in {time.perf_counter() - start:.0f} s")
+        return
     start = time.perf_counter()
     data = load_calibration(ROOT / "sample_data" / "hcc_calibration.csv")
     weights = read_weights(ROOT / "sample_data" / "hcc_weights.csv", data.codes)["weight"].to_numpy(float)

@@ -54,7 +54,9 @@ def test_predict_hcc_subprocess(tmp_path):
         "--target", "1.1", "--score", "cost", "--out", out,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "calibrated on 4000 patients x 35 codes" in proc.stdout
+    # issue 33: 4,000 labelled patients, so the first 1,000 recalibrate by default and 3,000 calibrate
+    assert "calibrated on 3000 patients x 35 codes" in proc.stdout
+    assert "Recalibrated (platt_tested) on the first 1000 patients" in proc.stdout
     frame = read(out)
     assert list(frame.columns) == [
         "patient_id", "codes", "n_codes", "expected_value", "cost_proxy",
@@ -82,11 +84,12 @@ def test_predict_matches_the_library(tmp_path, run):
     data = load_calibration(SAMPLE / "digits_calibration.csv")
     new = load_new_patients(SAMPLE / "digits_new_patients.csv", data.codes)
     value, cost = AdditiveValue(), AdditiveCost()
-    result = replay(data.prob_array(), data.label_array(), value, cost, [2.0], delta=0.1,
-                    universe="prob", burn_in=data.n_patients)  # the default score: "cost" under violation control
+    # 3,000 labelled images: the CLI recalibrates on the first 1,000 by default (issue 33), so the library is asked to
+    result = replay(data.prob_array(), data.label_array(), value, cost, [2.0], delta=0.1, universe="prob",
+                    burn_in=data.n_patients - 1000, recalibrate=1000)  # the default score: "cost" under violation control
     assert result.settings["score"] == "cost"
     selected = predict_with_threshold(new.to_numpy(), value, cost, result.final_thresholds[0], universe="prob",
-                                      delta=0.1)
+                                      delta=0.1, target=2.0, recalibration=result.settings["recalibration_maps"])
     codes = np.array(data.codes, dtype=object)
     assert frame["codes"].tolist() == [";".join(codes[row]) for row in selected]
     assert frame["target"].iloc[0] == 2.0 and frame["delta"].iloc[0] == 0.1

@@ -41,7 +41,7 @@ def test_violation_threshold_matches_oracle(universe, integer_weights):
         N = len(probs) - 3
         delta = float(rng.choice([0.1, 0.2, 0.3, 0.5]))
         for c in targets_for(rng, w, integer_weights):
-            fm = FavMac(AdditiveValue(v), AdditiveCost(w), c, delta=delta, universe=universe)
+            fm = FavMac(AdditiveValue(v), AdditiveCost(w), c, delta=delta, universe=universe, score="cost")  # the oracle's score
             for n in range(N + 1):
                 cal = list(zip(probs[:n], labels[:n]))
                 assert fm.threshold == oracle.violation_threshold(cal, v, w, c, delta, universe), (n, c, delta)

@@ -350,7 +350,7 @@ def test_the_fold_never_joins_calibration():
     assert res.burn_in == 150 and res.n_steps == 350 and res.patient_ids[0] == 150
     fm = FavMac(v, c, 0.8, recalibrate=120, score="price").update(p, y)
     assert fm.n_calibration == 380 and fm.threshold == res.final_thresholds[0]
-    assert res.settings["recalibrate"] == 120 and res.settings["recalibration"] == "platt"
+    assert res.settings["recalibrate"] == 120 and res.settings["recalibration"] == "platt_tested"  # the default map
 
 
 @pytest.mark.parametrize("method", ["platt", "isotonic", "platt_tested"])

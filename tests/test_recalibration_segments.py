@@ -113,7 +113,7 @@ def test_errors_name_the_setting():
         maps.apply(p)
     with pytest.raises(ValueError, match="recalibrate_by: 'segment' needs segments"):
         replay(p, y, v, c, [1.0], recalibrate=100, recalibrate_by="segment")
-    with pytest.raises(ValueError, match="one grouping at most"):
+    with pytest.raises(ValueError, match="exactly one grouping"):
         replay(p, y, v, c, [1.0], recalibrate=100, recalibrate_by="segment", groups=[groups, groups])
     fm = FavMac(v, c, 1.0, recalibrate=100, recalibrate_by="segment")
     with pytest.raises(ValueError, match="group: recalibrate_by='segment' needs each patient's segment"):
@@ -237,7 +237,7 @@ def test_cli_recalibrate_by_segment(tmp_path, capsys):
     assert main(["replay", "--calibration", str(tmp_path / "cal.csv"), "--targets", "1", "--burn-in", "100",
                  "--recalibrate", "200", "--recalibrate-by", "segment", "--segment-column", "segment",
                  "--out", str(out)]) == 0
-    assert "Recalibrated (platt) on the first 200 patients (no prediction, not calibration), per segment (" in \
+    assert "Recalibrated (platt_tested) on the first 200 patients (no prediction, not calibration), per segment (" in \
         capsys.readouterr().out
     code = main(["replay", "--calibration", str(tmp_path / "cal.csv"), "--targets", "1", "--burn-in", "100",
                  "--recalibrate", "200", "--recalibrate-by", "segment", "--out", str(out)])

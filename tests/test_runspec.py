@@ -21,7 +21,8 @@ def doc(settings, weights=None, **top):
 
 def test_defaults_are_valid_and_plain():
     spec = RunSpec().validate(n_codes=3, n_patients=10)
-    assert spec == RunSpec()
+    assert spec == RunSpec(recalibrate=None)  # "auto" resolved: 10 labelled patients are too few for the default fold
+    assert RunSpec().validate(n_codes=3) == RunSpec()  # the data's size unknown: "auto" stays
     assert spec.control_delta is None and spec.target == 1.0
     assert RunSpec(control="violation", delta=0.2).control_delta == 0.2
 
@@ -113,8 +114,10 @@ def test_json_round_trip_with_extras_and_weights():
     raw = spec.to_json(["A", "B", "C"], dataset="toy", extras={"grid": {"n_targets": 4}})
     parsed = json.loads(raw)
     assert parsed["weights"] == {"A": 1.0, "B": 2.0, "C": 3.0} and parsed["settings"]["target"] == 1.7
+    assert parsed["settings"]["recalibrate"] == "auto"  # the default fold is the data's decision, kept in the file
     back = read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
-    assert back.spec == spec and back.extras == {"grid": {"n_targets": 4}} and back.notes == () and back.weights_restored
+    assert back.spec == spec.replace(recalibrate=None)  # resolved for 10 patients: no fold
+    assert back.extras == {"grid": {"n_targets": 4}} and back.notes == () and back.weights_restored
     assert RunSpec.from_json(raw, codes=["A", "B", "C"]) == spec
     several = RunSpec(targets=(1.0, 2.0))
     assert RunSpec.from_json(several.to_json()) == several
@@ -127,7 +130,7 @@ def test_reads_the_app_version_1_file():
                "grid": {"low_pct": 5.0, "high_pct": 50.0, "n_targets": 10, "methods": ["CRC"]}},
               {"A": 1.0, "B": 2.0, "C": 3.0}, dataset="HCC cohort")
     back = read_settings_json(raw, codes=["A", "B", "C"], n_patients=10)
-    assert back.spec == RunSpec(value_kind="weighted_tp", formula="x", weights=W, targets=(1.1,), burn_in=5)
+    assert back.spec == RunSpec(value_kind="weighted_tp", formula="x", weights=W, targets=(1.1,), burn_in=5, recalibrate=None)
     assert back.extras["grid"]["methods"] == ["CRC"]
 
 

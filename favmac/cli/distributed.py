@@ -11,6 +11,7 @@ import sys
 
 from ..io import DataError
 from ..recalibration import DEFAULT_RECALIBRATE_BY, as_recalibration
+from ..runspec import AUTO
 from .options import percent_target, run_spec
 from .output import atomic_write, report_stream
 from .parser import Command, add_common
@@ -196,10 +197,14 @@ def run_calibrate(args) -> int:
     spec, codes = engine_spec(args, args.data, raw, percent=args.targets is None,
                                flag="--targets" if args.targets is not None else "--target-percents")
     thresholds, by_segment, details = engine_calibrate(args, args.data, spec, codes, spec.targets)
+    spec = spec.replace(recalibrate=details.get("recalibrate"))  # "auto" as the engine decided it: the file says what ran
     c_max = spec.c_max(len(codes))
     control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(f"{method_name(spec.universe, spec.score)} on Dask: {details['n_patients']:,} patients x {len(codes)} codes "
           f"({control}; C_max {c_max:g}), {details['passes']} passes over the data.")
+    if details.get("recalibration_maps") is not None:
+        maps = as_recalibration(details["recalibration_maps"])
+        print(f"Recalibrated ({maps.method}) on the first {maps.n_fold} patients (no prediction, not calibration).")
     import pandas as pd
 
     table = pd.DataFrame({"target": list(spec.targets), "threshold": thresholds})
@@ -241,7 +246,9 @@ def predict_distributed(args) -> int:
         calibration = _stored_calibration(calibration, args.settings)
         codes = [str(c) for c in calibration["codes"]]
         spec = read_settings_json(raw, codes=codes, extras=("calibration", "recalibration_maps")).spec.validate(len(codes))
-        if spec.recalibrate is not None and maps is None:
+        if spec.recalibrate == AUTO:  # a file that left the fold to the data: its maps say what the calibration decided
+            spec = spec.replace(recalibrate=None if maps is None else AUTO)
+        if spec.recalibrate is not None and spec.recalibrate != AUTO and maps is None:
             raise DataError("the settings file says recalibrate but holds no recalibration_maps.", file=args.settings,
                             fix="Write it with 'favmac calibrate ... --recalibrate R --settings-out FILE'.")
         if isinstance(maps, dict) and maps.get("by", "code") != "code":

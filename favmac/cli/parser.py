@@ -13,12 +13,13 @@ from typing import Callable
 from ..functions import FormulaValue
 from ..io import CMS_MODELS, CMS_SEGMENTS  # light: the readers (pandas) load on use
 from ..payment_tables import CELL_NAMES
-from ..recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS
-from ..runspec import MAX_CODING_INTENSITY, MIN_NORMALIZATION
+from ..recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION,
+                             RECALIBRATE_BY, RECALIBRATIONS)
+from ..runspec import AUTO, MAX_CODING_INTENSITY, MIN_NORMALIZATION
 from ..scores import SCORES, default_score
 from ..universe import UNIVERSES
 
-__all__ = ["Command", "Parser", "add_common", "add_output"]
+__all__ = ["Command", "Parser", "add_common", "add_output", "fold_option"]
 
 
 @dataclass(frozen=True)
@@ -84,20 +85,36 @@ def add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration"
                         help="what the threshold is on: price (spend the false-flag budget where each flag is "
                         "most likely to pay off, across all patients) or cost (every patient gets the same "
                         f"false-flag budget: the paper's rule); default {default_score()} under expected-cost control, "
-                        f"{default_score(delta=0.1)} with --delta or --universe full")
+                        f"{default_score(delta=0.1)} with --delta (but {default_score('ratio', 0.1, 0.5, [1.0])} when the "
+                        f"target is below the cheapest code's false-flag cost) or --universe full")
     method.add_argument("--segment-column", metavar="NAME", action="append",
                         help="control cost per segment: the column of segment labels (e.g. segment, plan, region) "
                         "in the calibration and new-patient files; each patient is calibrated on its own segment only. "
                         "Repeat it for several groupings at once (replay, predict, calibrate), e.g. --segment-column plan "
                         "--segment-column age_band: each patient uses the smallest of its groups' thresholds")
-    method.add_argument("--recalibrate", type=int, metavar="R",
+    method.add_argument("--recalibrate", type=fold_option, default=AUTO, metavar="R",
                         help="recalibrate the classifier on the first R labelled patients (>= 50; they get no "
-                        "prediction and do not calibrate; --burn-in counts patients after them)")
+                        "prediction and do not calibrate; --burn-in counts patients after them). Default auto: "
+                        f"R = {DEFAULT_FOLD:,} when the labelled data hold at least {DEFAULT_FOLD_MIN_PATIENTS:,} patients "
+                        "(and the fold fits the burn-in and window), else none; 0 or off: never")
     method.add_argument("--recalibration", default=DEFAULT_RECALIBRATION, choices=list(RECALIBRATIONS),
                         help=f"the per-code map fitted with --recalibrate (default {DEFAULT_RECALIBRATION})")
     method.add_argument("--recalibrate-by", default=DEFAULT_RECALIBRATE_BY, choices=list(RECALIBRATE_BY),
                         help="code (default): one map per code; segment: one map per code and group of the one "
                         "--segment-column (the code's pooled map where a group's fold is too small)")
+
+
+def fold_option(text: str):
+    """``--recalibrate``'s value: a number of fold patients, "auto" (the data decide) or 0 / "off" (none)."""
+    word = text.strip().lower()
+    if word == AUTO:
+        return AUTO
+    if word in ("0", "off", "none", "no"):
+        return None
+    try:
+        return int(word)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of fold patients, 'auto' or 'off'; got {text!r}") from None
 
 
 def add_output(parser: argparse.ArgumentParser) -> None:

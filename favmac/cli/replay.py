@@ -5,6 +5,7 @@ import numpy as np
 
 from ..io import DataError
 from ..methods import get_method, method_keys, run_method
+from ..runspec import AUTO
 from .options import c_max_of, load_data, run_spec, segment_groups
 from .output import print_recalibration, progress_line, report_stream, write_csv, write_provenance
 from .parser import Command, add_common, add_output
@@ -60,6 +61,8 @@ def run_replay(args) -> int:
         spec = run_spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
     c_max = c_max_of(spec, data)
     method = get_method(args.method)
+    if args.recalibrate == AUTO and not method.accepts("recalibrate"):
+        spec = spec.replace(recalibrate=None)  # the default fold is FavMac's: a baseline is not recalibrated unasked
     if method.key != "favmac":  # the other methods fix their universe and score: a typed one would be ignored
         for flag, given, own in (("--universe", args.universe, method.universe), ("--score", args.score, method.score)):
             if given is not None and given != own:

@@ -30,7 +30,8 @@ import numpy as np
 
 from ..io.csv_parsing import ID_COLUMN, numeric_block, patient_ids
 from ..io.layouts import column_layout
-from ..recalibration import DEFAULT_RECALIBRATION, Recalibration, check_recalibrate, fit_recalibration
+from ..recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, Recalibration, check_recalibrate,
+                             default_recalibrate, fit_recalibration)
 from ..segments import group_rows
 from ..thresholds import (
     ExactCosts,
@@ -40,6 +41,7 @@ from ..thresholds import (
     violation_rank,
     violation_scores,
 )
+from ..functions import false_flag_weights
 from ..scores import check_score, default_score
 from ..universe import candidate_sets, check_universe
 from .histograms import (
@@ -232,12 +234,17 @@ def _piece_pass(item, name: str, model: _Model, request):
     return _pass_rows(model, rows_of(item, name, model.wanted, model.text), request, model.fold_rows(item, name))
 
 
-def _fit_fold(runner, model: _Model, size: int, method: str):
+def _fit_fold(runner, model: _Model, size: int, method: str, *, auto: bool = False):
     """Read the first ``size`` rows of the stream order (files sorted, rows in order; or the
-    partitions in order) on the coordinator and fit the maps: ``(maps, fold)`` for the model."""
-    probs, labels, fold, seen = [], [], [], 0
+    partitions in order) on the coordinator and fit the maps: ``(maps, fold)`` for the model.
+
+    ``auto`` (``recalibrate="auto"``): the rows are counted on up to :data:`DEFAULT_FOLD_MIN_PATIENTS`
+    first and :func:`favmac.recalibration.default_recalibrate` of that count decides (``size`` is
+    :data:`DEFAULT_FOLD`); when it says no fold, ``(None, ())``."""
+    probs, labels, fold, seen, counted = [], [], [], 0, 0
+    goal = max(size, DEFAULT_FOLD_MIN_PATIENTS) if auto else size
     for item, name in runner.items():
-        if seen >= size:
+        if counted >= goal:
             break
         part = item if isinstance(item, Piece) else item.compute()
         if not isinstance(item, Piece):
@@ -245,15 +252,18 @@ def _fit_fold(runner, model: _Model, size: int, method: str):
         taken = 0
         for file, row_numbers, frame in rows_of(part, name, model.wanted, model.text):
             batch_probs, batch_labels, *_ = model.arrays(frame, file, row_numbers, hash_ids=False)
-            take = min(size - seen, len(batch_probs))
+            take = max(0, min(size - seen, len(batch_probs)))
             probs.append(batch_probs[:take])
             labels.append(batch_labels[:take])
             seen += take
             taken += take
-            if seen >= size:
+            counted += len(batch_probs)
+            if counted >= goal:
                 break
         if taken:
             fold.append((_item_key(item, name), taken))
+    if auto and default_recalibrate(counted) is None:  # fewer labelled patients than the default fold needs
+        return None, ()
     check_recalibrate(size, n_patients=seen)  # a stream shorter than R: the error names the setting
     maps = fit_recalibration(np.concatenate(probs), np.concatenate(labels), method, codes=model.codes)
     return maps, tuple(fold)
@@ -304,9 +314,9 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     universe : {"ratio", "prob", "value", "full"}
     score : {"cost", "price"}, optional
         What the threshold is on (SPEC, "The score a threshold is on"); "price" needs a
-        greedy universe. Default: :func:`favmac.scores.default_score` of ``universe`` and
-        ``delta`` (price under expected-cost control, cost under violation control and on
-        ``full``).
+        greedy universe. Default: :func:`favmac.scores.default_score` of ``universe``,
+        ``delta``, the targets and the cost (price under expected-cost control, cost under
+        violation control unless every target is below the cheapest false flag, cost on ``full``).
     c_max : float, optional
         Largest possible cost (default: the sum of the cost weights).
     segment : str, optional
@@ -324,13 +334,17 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     progress : bool
         Show dask's progress bar (``dask.diagnostics.ProgressBar`` locally,
         ``distributed.progress`` on a cluster) for every pass.
-    recalibrate : int, optional
+    recalibrate : int or "auto", optional
         R >= 50: the first R rows of the stream order (files sorted by path, rows in file order;
         a dask DataFrame's partitions in order) are a recalibration fold (SPEC "Recalibration on
         a split"): the coordinator reads them and fits per-code maps, every other row is
         calibrated with g_k(p_k), and the fold's rows never calibrate. Equals
         ``FavMac(..., recalibrate=R)`` fed the rows in that order. The details then carry
-        ``recalibration_maps`` (the maps' dict, for :func:`~favmac.distributed.predict`).
+        ``recalibrate`` and ``recalibration_maps`` (the maps' dict, for
+        :func:`~favmac.distributed.predict`). "auto" (what a run description's default asks for,
+        e.g. the CLI's): the coordinator counts the first rows up to 3,000 and
+        :func:`favmac.recalibration.default_recalibrate` decides (R = 1,000 from 3,000 rows on,
+        else no fold); None (the default here): no fold.
     recalibration : {"platt", "isotonic", "platt_tested"}
         The map fitted on the fold.
     return_details : bool
@@ -371,7 +385,8 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         raise ValueError(f"targets must be finite, got {targets}")
     if delta is not None and not 0 < float(delta) < 1:
         raise ValueError(f"delta must be in (0, 1) or None, got {delta!r}")
-    score = check_score(default_score(universe, delta) if score is None else score, universe)
+    score = check_score(default_score(universe, delta, targets, false_flag_weights(cost)) if score is None else score,
+                        universe)
     segment = _checked_segment(segment)
     with Runner(source, scheduler, progress, labelled=True, segment=segment) as runner:
         n_codes = len(runner.codes)
@@ -381,10 +396,13 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         members = member_context_of(value, runner.codes, runner.columns(), universe)
         model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, members=members)
         if recalibrate is not None:
-            size = check_recalibrate(recalibrate)
-            maps, fold = _fit_fold(runner, model, size, recalibration)
-            model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold,
-                           members)
+            auto = isinstance(recalibrate, str) and recalibrate == "auto"
+            size = DEFAULT_FOLD if auto else check_recalibrate(recalibrate)
+            maps, fold = _fit_fold(runner, model, size, recalibration, auto=auto)
+            if maps is not None:
+                model = _Model(value, cost, universe, score, tuple(runner.codes), costs, bounds, segment, maps, fold,
+                               members)
+            recalibrate = None if maps is None else size
         results = runner.run_checking_ids(runner.tasks(_piece_pass, model, None), model.text)
         sizes: dict = {}
         for counts, _ in results:

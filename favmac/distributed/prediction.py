@@ -21,6 +21,7 @@ from ..io.layouts import column_layout
 from ..replay import method_name
 from ..segments import smallest_group_thresholds, too_small_reason
 from ..thresholds import ExactCosts
+from ..functions import false_flag_weights
 from ..scores import check_score, default_score
 from ..universe import candidate_sets, check_universe
 from .members import member_context_of
@@ -57,8 +58,9 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
         Output folder; one ``part-NNNNN.parquet`` per task is written into it. It is filled
         only when every partition succeeded (written to a temporary folder, then renamed).
     universe, score : as in :func:`~favmac.distributed.calibrate`
-        The default score, :func:`favmac.scores.default_score` of ``universe`` and ``delta``,
-        is the one :func:`~favmac.distributed.calibrate` uses: give both the same ``delta``.
+        The default score, :func:`favmac.scores.default_score` of ``universe``, ``delta``, ``target``
+        and the cost, is the one :func:`~favmac.distributed.calibrate` uses: give both the same ``delta``
+        and target.
     codes : list of str, optional
         The calibration codes; every file must hold exactly these (any column order).
     target, delta, method : optional
@@ -90,7 +92,8 @@ def predict(source, value, cost, thresholds, out, *, universe="ratio", score=Non
         For the faults :func:`~favmac.distributed.calibrate` refuses (labels are not read) and
         a patient id seen twice in the whole file set; nothing is written then.
     """
-    score = check_score(default_score(universe, delta) if score is None else score, universe)
+    score = check_score(default_score(universe, delta, target, false_flag_weights(cost)) if score is None else score,
+                        universe)
     columns = segment_columns(segment)
     segment = None if not columns else columns[0] if len(columns) == 1 else columns
     if segment is None:

@@ -104,10 +104,10 @@ def replay(
         R >= 50: the first R rows are a recalibration fold (:mod:`favmac.recalibration`):
         per-code maps fitted on them replace p for the rest; the fold gets no prediction and
         never joins calibration, ``burn_in`` counts patients after it, and the result's
-        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``. One grouping
-        at most, and ``label_delay`` rather than ``label_available_at``.
-    recalibration : {"platt", "isotonic"}
-        The map (default "platt").
+        ``burn_in`` is R + burn_in. ``settings`` carry ``recalibration_maps``. Any number of
+        groupings, and ``label_delay`` rather than ``label_available_at``.
+    recalibration : {"platt_tested", "platt", "isotonic"}
+        The map (default "platt_tested", :data:`favmac.recalibration.DEFAULT_RECALIBRATION`).
     recalibrate_by : {"code", "segment"}
         "segment" (with ``groups``, one grouping): one map per code and segment, the pooled
         map where a segment's fold is too small (:class:`favmac.recalibration.SegmentRecalibration`).

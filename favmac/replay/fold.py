@@ -1,16 +1,13 @@
 """The recalibration detour of a replay: fit maps on the first R patients, replay the rest.
 
-:func:`after_fold` checks what a fold allows (one grouping at most, ``label_delay`` rather than
-``label_available_at``), binds the value and cost to the rows after the fold and hands the run to
+:func:`after_fold` checks what a fold allows (``label_delay`` rather than ``label_available_at``; any
+number of groupings), binds the value and cost to the rows after the fold and hands the run to
 :func:`favmac.recalibration.replay_after_fold`, which fits the maps and calls ``replay`` back on the
 mapped probabilities (the function is passed in, so this module does not import the API module).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..protocols import bind_rows
-from ..segments import check_groupings
 from ..validation import check_stream
 
 __all__ = ["after_fold"]
@@ -25,8 +22,6 @@ def after_fold(replay, probs, labels, value, cost, targets, options, groups, lab
     if label_available_at is not None:
         raise ValueError("label_available_at: not with recalibrate (its positions count the fold's rows); give "
                          "label_delay instead, or leave recalibrate unset")
-    if len(check_groupings(groups, len(np.asarray(probs)))) > 1:
-        raise ValueError("recalibrate: one grouping at most (yet); give one grouping, or leave recalibrate unset")
     probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
         probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
     settings = {name: getattr(options, name) for name in ("universe", "c_max", "score", "adaptive_rate", "label_delay")}

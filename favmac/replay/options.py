@@ -45,6 +45,7 @@ class ReplayOptions:
     def control(self) -> str:
         return "expected" if self.delta is None else "violation"
 
-    def resolved_score(self) -> str:
-        """The score the run uses (``score``, or the default for the universe and control)."""
-        return default_score(self.universe, self.delta) if self.score is None else self.score
+    def resolved_score(self, targets=None, cost_weights=None) -> str:
+        """The score the run uses (``score``, or the default for the universe, control, ``targets`` and
+        the cost's per-code ``cost_weights``: :func:`favmac.scores.default_score`)."""
+        return default_score(self.universe, self.delta, targets, cost_weights) if self.score is None else self.score

@@ -16,6 +16,7 @@ import numpy as np
 from ..adaptive import check_adaptive_rate
 from ..arrivals import ArrivalSchedule, check_label_delay
 from ..costs import exact_costs
+from ..functions import false_flag_weights
 from ..protocols import bind_rows, is_additive, own_sequences, prefix_values
 from ..parallel import map_chunks
 from ..result import ReplayResult
@@ -62,7 +63,7 @@ class Session:
         options = dataclasses.replace(options, delta=delta, burn_in=burn_in, window=window,
                                       label_delay=None if options.label_delay is None
                                       else check_label_delay(options.label_delay, n_patients))
-        score = check_score(options.resolved_score(), options.universe)
+        score = check_score(options.resolved_score(targets, false_flag_weights(cost, n_codes)), options.universe)
         rate = check_adaptive_rate(options.adaptive_rate, delta)
         groupings = check_groupings(groups, n_patients)
         if rate is not None and len(groupings) > 1:

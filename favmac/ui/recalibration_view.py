@@ -1,8 +1,10 @@
 """Recalibration on a split, in the app: the Value & cost widgets, the Data page's calibration check.
 
-The math is :mod:`favmac.recalibration` (the maps, ``calibration_error``, ``recalibration_report``);
-this module only turns its tables into the auditor's units ("predicted 30 %, confirmed 12 %") and
-draws them. ``calibration_display`` and ``suggested_split`` are plain functions (tests/ui).
+The math is :mod:`favmac.recalibration` (the maps, ``calibration_error``, ``recalibration_report``, the
+default fold ``default_recalibrate`` and the held-out evidence ``recalibration_evidence``); this module
+only turns its tables into the auditor's units ("predicted 30 %, confirmed 12 %", "0.262 RAF per chart")
+and draws them. ``calibration_display``, ``suggested_split``, ``default_note``, ``evidence_advice`` and
+``fold_note`` are plain functions (tests/ui).
 """
 from __future__ import annotations
 
@@ -10,23 +12,31 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from favmac.recalibration import (DEFAULT_RECALIBRATION, MIN_FOLD, MIN_SEGMENT_CLASS, RECALIBRATIONS, calibration_error, fit_recalibration,
-                                  recalibration_report)
+from favmac.recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, HALVES, MIN_FOLD, MIN_SEGMENT_CLASS,
+                                  RECALIBRATIONS, calibration_error, default_recalibrate, evidence_summary, fit_recalibration,
+                                  recalibration_evidence, recalibration_report)
 from favmac.ui import data_views, figures, widgets
+from favmac.ui.settings_form import run_key
 from favmac.ui.text import md
+from favmac.ui.units import cost_unit, value_phrase
 
-__all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fields", "suggested_split",
-           "calibration_display", "looks_miscalibrated", "before_after_bins", "show_calibration_check", "tradeoff_option",
-           "tradeoff_caption", "fold_note", "fold_maps"]
+__all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fields", "suggested_split", "default_note",
+           "calibration_display", "looks_miscalibrated", "before_after_bins", "show_calibration_check", "evidence_fold",
+           "evidence_advice", "evidence_display", "show_heldout_check", "stream_intro", "tradeoff_option", "tradeoff_caption", "fold_note", "fold_maps"]
 
-METHOD_LABELS = {"platt": "Smooth curve (Platt scaling, the default)", "isotonic": "Step curve (isotonic)",
-                 "platt_tested": "Smooth curve only where the fold shows a code is off (tested Platt)"}
+METHOD_LABELS = {"platt_tested": "Smooth curve only where the fold shows a code is off (tested Platt, the default)",
+                 "platt_family": "The same, each code read beside its hierarchy family (CMS-HCC codes; tested Platt with family)",
+                 "platt": "Smooth curve for every code (Platt scaling)", "isotonic": "Step curve (isotonic)"}
 METHOD_HELP = ("How each code's probabilities are corrected, learned from the fold's patients only. "
-               "Smooth curve: one S-shaped correction per code (two numbers); it keeps the order of the patients and is "
-               "steady even with few positives. Step curve: any rising staircase; it can fix odder shapes but needs "
-               "more positives per code and costs a little on a classifier that was already calibrated. Smooth curve only where "
-               "the fold shows a code is off: a code keeps its own probabilities unless the fold's patients reject them "
-               "(a statistical test per code); it costs less on a classifier that was already calibrated.")
+               "Smooth curve only where the fold shows a code is off (the default): a code keeps its own probabilities "
+               "unless the fold's patients reject them (a statistical test per code), so a classifier that was already "
+               "calibrated loses almost nothing. Smooth curve for every code: one S-shaped correction per code (two numbers); "
+               "it keeps the order of the patients and is steady even with few positives. Step curve: any rising staircase; "
+               "it can fix odder shapes but needs more positives per code and costs a little on a classifier that was "
+               "already calibrated. With hierarchy families (CMS-HCC codes), the family option also reads each code beside "
+               "the highest probability of its family's other codes, which repairs a classifier whose evidence for one "
+               "level of a ladder (diabetes, cancer, kidney disease) raises the scores of its other levels too. Probabilities exported with few decimals (0.00, 0.01, ...) are read at their "
+               "resolution: 0.00 counts as below 0.005, not as impossible.")
 # a code whose predicted and confirmed rates differ by this many percentage points (ECE) or more
 MISCALIBRATED_POINTS = 2.0
 assert set(METHOD_LABELS) == set(RECALIBRATIONS)
@@ -40,16 +50,40 @@ def suggested_split(n_patients: int, burn_in: int) -> int | None:
     return size if size >= MIN_FOLD else None
 
 
+def default_note(n_patients: int, burn_in: int) -> str:
+    """What the default is for this data and why (the Value & cost form's line above the checkbox).
+
+    >>> default_note(4000, 1000)[:40]
+    '**On by default** for this data (4,000 l'
+    >>> default_note(2000, 600)[:41]
+    '**Off by default** for this data: 2,000 l'
+    """
+    fold = default_recalibrate(n_patients, burn_in=burn_in)
+    if fold is not None:
+        return (f"**On by default** for this data ({n_patients:,} labelled patients, at least {DEFAULT_FOLD_MIN_PATIENTS:,}): "
+                f"patients 1–{fold:,} only fit a correction of each code's probabilities (a code keeps its own unless those "
+                "patients show it is off); they get no set and never calibrate, and the burn-in counts the patients after them. "
+                "Why: an over- or under-confident classifier loses 2–11 % of the value it could capture, which the correction "
+                "recovers, while a calibrated one loses about 0.1–0.3 %. Untick the box to turn it off; the Data page "
+                "shows whether it gains on patients it was not fitted on.")
+    return (f"**Off by default** for this data: {n_patients:,} labelled patients, fewer than the {DEFAULT_FOLD_MIN_PATIENTS:,} "
+            f"from which a {DEFAULT_FOLD:,}-patient fold is worth the calibration patients it takes (or no room beside the "
+            "burn-in). Tick the box to recalibrate anyway.")
+
+
 def settings_fields(current: dict, n_patients: int) -> dict:
     """The recalibration widgets (inside the settings form); keys ``recalibrate`` (R or None), ``recalibration``
     and ``recalibrate_by`` ("code", or "segment": maps per group of the one segment column)."""
     st.subheader("Recalibration")
+    st.caption(default_note(n_patients, int(current.get("burn_in") or 0)))
     on = st.checkbox("Recalibrate the classifier on the first R patients", value=current.get("recalibrate") is not None,
                      key="use_recalibrate",
                      help="The first R patients of the stream only teach a correction of each code's probabilities; they get no "
-                          "prediction and never join the calibration. Use it when the Data page says the classifier looks "
-                          f"miscalibrated. R is at least {MIN_FOLD}; the burn-in counts patients after the fold.")
-    default = current.get("recalibrate") or suggested_split(n_patients, int(current.get("burn_in") or 0)) or MIN_FOLD
+                          "prediction and never join the calibration. On by default from "
+                          f"{DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients (R = {DEFAULT_FOLD:,}). R is at least {MIN_FOLD}; "
+                          "the burn-in counts patients after the fold.")
+    default = current.get("recalibrate") or default_recalibrate(n_patients, burn_in=int(current.get("burn_in") or 0)) \
+        or suggested_split(n_patients, int(current.get("burn_in") or 0)) or MIN_FOLD
     size = st.number_input("Patients in the recalibration fold (R)", min_value=1, value=int(default), step=100,
                            key="recalibrate", disabled=not on)
     method = current.get("recalibration") or DEFAULT_RECALIBRATION
@@ -115,23 +149,115 @@ def before_after_bins(probs, labels, maps, size: int, code_index: int | None = N
     return out
 
 
+def evidence_fold(settings: dict, n_patients: int) -> int | None:
+    """The fold the Data page's held-out check splits: the settings' R, else the data's default fold
+    (:func:`favmac.recalibration.default_recalibrate`), else :func:`suggested_split`; None when it cannot
+    hold two halves of MIN_FOLD patients.
+
+    >>> evidence_fold({"recalibrate": 600, "burn_in": 0}, 4000), evidence_fold({"burn_in": 1000}, 4000), evidence_fold({"burn_in": 0}, 150)
+    (600, 1000, None)
+    """
+    burn_in = int(settings.get("burn_in") or 0)
+    size = settings.get("recalibrate") or default_recalibrate(n_patients, burn_in=burn_in) or suggested_split(n_patients, burn_in)
+    return int(size) if size and 2 * MIN_FOLD <= size <= n_patients else None
+
+
+def _signed_percent(x: float) -> str:
+    return "–" if not np.isfinite(x) else f"{x:+.1f} %"
+
+
+def evidence_advice(summary: pd.Series, settings: dict, fold: int, method: str) -> tuple[str, str]:
+    """(level, text) of the Data page's recommendation, from one row of
+    :func:`favmac.recalibration.evidence_summary`: "success" (on, and it gains on every held-out half),
+    "warning" (off though it gains everywhere; or on though it loses on average), "info" (no evidence
+    either way). Amounts are value per chart in the settings' units at the settings' target."""
+    half = fold // 2
+    on = settings.get("recalibrate") is not None
+    where = (f"fitted on one half of the fold (patients 1–{half:,}, then {half + 1:,}–{fold:,}) and measured on the other, "
+             f"at c = {settings['target']:g} {cost_unit(settings)} per chart, the held-out charts captured "
+             f"{value_phrase(summary['value_mapped'], settings)} per chart with the {md(method)} correction against "
+             f"{value_phrase(summary['value_plain'], settings)} without it ({_signed_percent(summary['gain_percent'])})")
+    if summary["recommended"]:
+        if on:
+            return "success", f"**Recalibration gains on patients it was not fitted on**: {where}, on both halves. It is on."
+        return "warning", (f"**Consider recalibrating** (Value & cost → Recalibration): {where}, on both halves.")
+    if on and summary["gain"] < 0:
+        return "warning", (f"**Recalibration lost value on patients it was not fitted on**: {where}. Consider turning it off "
+                           "(Value & cost → Recalibration, one click): its fold's patients then calibrate instead.")
+    if summary["gain"] == 0:
+        text = (f"**No held-out evidence of a gain**: {where}; the fold does not show any code to be off, so every code "
+                "keeps its own probabilities.")
+    else:
+        text = (f"**No held-out evidence either way**: {where}; it gained on {int(summary['halves_gaining'])} of 2 halves.")
+    if on:
+        text += (" It is on by default; turning it off (Value & cost → Recalibration) gives its fold's patients to "
+                 "calibration instead.")
+    return "info", text
+
+
+def evidence_display(table: pd.DataFrame, settings: dict) -> pd.DataFrame:
+    """:func:`favmac.recalibration.recalibration_evidence`'s rows in words, one per held-out half."""
+    fitted = {HALVES[0]: HALVES[1], HALVES[1]: HALVES[0]}
+    return pd.DataFrame({
+        "Measured on": [f"{h} of the fold" for h in table["measured_on"]],
+        "Fitted on": [f"{fitted[h]}" for h in table["measured_on"]],
+        "Charts": table["patients"].astype(int).to_numpy(),
+        "Without recalibration (per chart)": [value_phrase(x, settings) for x in table["value_plain"]],
+        "With recalibration (per chart)": [value_phrase(x, settings) for x in table["value_mapped"]],
+        "Gain": [_signed_percent(100 * g / p if p else np.nan) for g, p in zip(table["gain"], table["value_plain"])],
+        f"Cost per chart without / with ({cost_unit(settings)})": [f"{a:.3g} / {b:.3g}" for a, b in
+                                                                   zip(table["cost_plain"], table["cost_mapped"])],
+    })
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _evidence(key: str, fold: int, method: str, _dataset, _spec) -> pd.DataFrame:
+    value, cost = _spec.build(_dataset.codes, getattr(_dataset, "members", None))
+    return recalibration_evidence(_dataset.prob_array(), _dataset.label_array(), value, cost, _spec.target, fold=fold,
+                                  methods=(method,), delta=_spec.control_delta, universe=_spec.universe, score=_spec.score,
+                                  codes=_dataset.codes)
+
+
+def show_heldout_check(dataset, spec, settings: dict, data_key: str) -> None:
+    """The Data page's recommendation, on held-out evidence (:func:`favmac.recalibration.recalibration_evidence`
+    for the settings' value, cost, target, control and score; cached per data and settings)."""
+    st.subheader("Does recalibration gain on this data?")
+    fold = evidence_fold(settings, dataset.n_patients)
+    if fold is None:
+        st.info(f"Too few patients to check: the held-out check needs a fold of at least {2 * MIN_FOLD} patients.",
+                icon=":material/info:")
+        return
+    method = settings.get("recalibration") if settings.get("recalibrate") else DEFAULT_RECALIBRATION
+    method = method or DEFAULT_RECALIBRATION
+    with st.spinner("Measuring the correction on held-out patients…"):
+        table = _evidence(run_key(data_key, spec, ["recalibration evidence", fold, method]), fold, method, dataset, spec)
+    summary = evidence_summary(table).loc[method]
+    level, text = evidence_advice(summary, settings, fold, method)
+    getattr(st, level)(text, icon={"success": ":material/check_circle:", "warning": ":material/tune:",
+                                   "info": ":material/info:"}[level])
+    with st.expander("The held-out check, half by half"):
+        widgets.table(evidence_display(table, settings), hide_index=True)
+        st.caption("Each half of the fold is measured with the correction fitted on the other half only. On the measured "
+                   "half, the run's rule (value, cost, target, control and score of Value & cost) picks each chart's codes "
+                   "with the threshold calibrated on that half's own confirmed codes, once on the classifier's probabilities "
+                   "and once on the corrected ones: both spend the same budget on the same charts, so the difference is what "
+                   "the correction changes in the value captured.")
+
+
 def show_calibration_check(probs, labels, codes, settings: dict, groups=None, segment: str | None = None) -> None:
-    """The Data page's calibration check: per-code error table and advice; with recalibration set,
-    the before/after errors and reliability curves on the patients after the fold."""
+    """The Data page's calibration check: per-code error table; with recalibration set, the before/after
+    errors and reliability curves on the patients after the fold. (Whether to recalibrate rests on
+    held-out value: :func:`show_heldout_check`.)"""
     st.subheader("Does the classifier look miscalibrated?")
     table = calibration_error(probs, labels, codes=codes)
     bad = looks_miscalibrated(table)
     size = settings.get("recalibrate")
     if bad:
         worst = table.set_index("code").loc[bad[0]]
-        advice = (f"**Yes, for {len(bad)} of {len(table)} codes**: their predicted and confirmed rates differ by "
-                  f"{MISCALIBRATED_POINTS:g} percentage points or more (worst: {md(bad[0])}, predicted {_percent(worst['mean_prob'])}, "
-                  f"confirmed {_percent(worst['rate'])} of {int(worst['n']):,} patients).")
-        split = suggested_split(len(probs), int(settings.get("burn_in") or 0))
-        if size is None and split is not None:
-            advice += (f" Consider recalibrating on the first {split:,} patients "
-                       "(Value & cost → Recalibration): the price score needs calibrated probabilities to capture the most value.")
-        st.warning(advice, icon=":material/tune:")
+        st.warning(f"**Yes, for {len(bad)} of {len(table)} codes**: their predicted and confirmed rates differ by "
+                   f"{MISCALIBRATED_POINTS:g} percentage points or more (worst: {md(bad[0])}, predicted {_percent(worst['mean_prob'])}, "
+                   f"confirmed {_percent(worst['rate'])} of {int(worst['n']):,} patients). Whether recalibrating gains value is "
+                   "measured below on held-out patients.", icon=":material/tune:")
     else:
         st.success(f"No: every code's predicted and confirmed rates agree within {MISCALIBRATED_POINTS:g} percentage points "
                    "(10 probability bins).", icon=":material/check_circle:")
@@ -191,6 +317,28 @@ def tradeoff_caption(size: int | None, settings: dict) -> str | None:
             f"on the same patients after the first {size + int(settings['burn_in']):,}.")
 
 
+def stream_intro(settings: dict, n_patients: int, burn_in_total: int, n_steps: int, per_segment: bool) -> str:
+    """The Online session's first line: which patients are in the recalibration fold, which only calibrate
+    (burn-in) and which are predicted (``burn_in_total``: the replay's, fold included).
+
+    >>> stream_intro({"recalibrate": 1000, "burn_in": 1000}, 4000, 2000, 2000, False)[:104]
+    '4,000 patients: patients 1–1,000 are the recalibration fold (no set and never calibration data: they onl'
+    """
+    size = int(settings.get("recalibrate") or 0)
+    rule = ("chosen with its own segment's threshold, learned from the earlier patients of that segment; then its true codes "
+            "join that segment's calibration data." if per_segment else
+            "chosen with the threshold learned from everyone before it, then its true codes join the calibration data.")
+    if not size:
+        return (f"{n_patients:,} patients: the first {burn_in_total:,} only calibrate (burn-in); each of the next {n_steps:,} "
+                f"gets a set {rule}")
+    rule = rule.replace("everyone before it", "everyone before it after the fold")
+    first, last = size + 1, burn_in_total
+    burn = (f"patients {first:,}–{last:,} only calibrate (burn-in)" if last >= first else "no patient only calibrates (burn-in 0)")
+    return (f"{n_patients:,} patients: patients 1–{size:,} are the recalibration fold (no set and never calibration data: they "
+            f"only fit each code's correction); {burn}; each of the last {n_steps:,} (patients {burn_in_total + 1:,}–"
+            f"{n_patients:,}) gets a set {rule}")
+
+
 def fold_note(settings: dict, page: str) -> str | None:
     """What the recalibration fold means on the Online session (``page="online"``) or Export (``"export"``) page;
     None without recalibration."""
@@ -199,9 +347,10 @@ def fold_note(settings: dict, page: str) -> str | None:
         return None
     method = settings.get("recalibration") or DEFAULT_RECALIBRATION
     if page == "online":
-        return (f"Recalibration: patients 1–{size:,} are the recalibration fold. They get no prediction and never join the "
-                f"calibration data; they only fit each code's correction ({method}). The burn-in is the next "
-                f"{int(settings['burn_in']):,} patients, and every probability after the fold is the corrected one.")
+        return (f"Recalibration ({METHOD_LABELS[method].split(' (')[0].lower()}, {method}): patients 1–{size:,} are the "
+                f"recalibration fold; every probability after it is the corrected one. It is on by default from "
+                f"{DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients, because a classifier that is over- or under-confident loses "
+                "value the correction recovers; one click on Value & cost → Recalibration turns it off.")
     return (f"Recalibrated run: every set here, the new patients' included, is chosen on probabilities corrected with the per-code "
             f"maps ({method}) fitted on the first {size:,} patients, who get no set. The maps are stored in the settings "
             "JSON and the provenance record, so the same correction is applied to new patients later.")

@@ -17,6 +17,10 @@ burn_in        patients used for calibration only at the head of the stream
 window         rolling calibration window in patients, or None for all patients
 label_delay    labels arrive this many patients after the prediction, or None (label_available_column: the
                calibration file's column of arrivals instead; favmac.ui.arrivals_view)
+recalibrate    the recalibration fold R, or None (off); a new session's is the data's default
+               (favmac.recalibration.default_recalibrate: 1,000 from 3,000 labelled patients on), and
+               adapt_settings re-derives it for new data while it is at its default
+recalibration  the map fitted on the fold ("platt_tested", the default; favmac.ui.recalibration_view)
 grid           trade-off grid: {"low", "high", "unit", "n_targets", "methods", ...} (favmac.target_grid)
 =============  ==============================================================
 
@@ -31,7 +35,7 @@ import math
 import numpy as np
 
 from favmac.functions import FormulaValue
-from favmac.recalibration import DEFAULT_RECALIBRATION
+from favmac.recalibration import DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, default_recalibrate
 from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
@@ -44,7 +48,7 @@ from favmac.universe import MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
-    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
+    "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "fold_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
     "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
@@ -112,22 +116,51 @@ def from_spec(spec: RunSpec, grid: dict) -> dict:
     return out
 
 
-def default_score_of(settings: dict) -> str:
-    """The default score of the settings' control and universe (:func:`favmac.scores.default_score`)."""
-    return default_score(settings["universe"], settings["delta"] if settings["control"] == "violation" else None)
+def default_score_of(settings: dict, weights=None) -> str:
+    """The default score of the settings' universe, control, target and cost (:func:`favmac.scores.default_score`;
+    the cost's false-flag weights as RunSpec reads them, ``weights`` being the risk weights a risk-weighted cost needs)."""
+    flags = to_spec({**settings, "score": None}, weights).false_flag_weights()
+    control = settings.get("control", "expected")
+    return default_score(settings["universe"], settings["delta"] if control == "violation" else None,
+                         settings.get("target"), flags)
 
 
-def score_for(current: dict, chosen: dict) -> str:
+def score_for(current: dict, chosen: dict, weights=None) -> str:
     """The score the form saves: the user's pick; a pick left at the default the form showed
-    follows the chosen control and universe (:func:`default_score_of`); "cost" on ``full``.
+    follows the chosen control, universe and target (:func:`default_score_of`); "cost" on ``full``.
+    ``chosen`` holds the form's values (missing keys: ``current``'s).
 
-    >>> shown = {"control": "expected", "delta": 0.1, "universe": "ratio", "score": "price"}
+    >>> shown = {"control": "expected", "delta": 0.1, "universe": "ratio", "score": "price", "target": 1.1, "cost_kind": "fp"}
     >>> score_for(shown, {**shown, "control": "violation"}), score_for({**shown, "score": "cost"}, {**shown, "score": "cost"})
     ('cost', 'cost')
+    >>> score_for(shown, {**shown, "control": "violation", "target": 0.5})  # below one false flag
+    'price'
     """
-    if chosen["score"] == current["score"] == default_score_of(current):
-        return default_score_of(chosen)
+    chosen = {**current, **chosen}
+    if chosen["score"] == current["score"] == default_score_of(current, weights):
+        return default_score_of(chosen, weights)
     return "cost" if chosen["universe"] == "full" else chosen["score"]
+
+
+def fold_for(current: dict, chosen: dict, n_patients: int) -> int | None:
+    """The recalibration fold the form saves: the user's; a fold left at the default the form showed follows
+    the chosen burn-in, window and label arrivals (:func:`favmac.recalibration.default_recalibrate`), so
+    choosing a label-arrival column, a short window or a long burn-in never meets an error about a fold the
+    user did not choose. ``chosen`` holds the form's values (missing keys: ``current``'s).
+
+    >>> shown = {"recalibrate": 1000, "burn_in": 1000, "window": None}
+    >>> fold_for(shown, {**shown, "label_available_column": "arrived"}, 4000), fold_for(shown, {**shown, "recalibrate": 600}, 4000)
+    (None, 600)
+    """
+    chosen = {**current, **chosen}
+
+    def default(s):
+        return default_recalibrate(n_patients, burn_in=int(s.get("burn_in") or 0), window=s.get("window"),
+                                   arrival_times=s.get("label_available_column") is not None)
+
+    if chosen.get("recalibrate") == current.get("recalibrate") == default(current):
+        return default(chosen)
+    return chosen.get("recalibrate")
 
 
 def is_integer_valued(arr) -> bool:
@@ -160,9 +193,12 @@ def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None =
         "window": None,
         "grid": default_grid(),
     }
-    settings["score"] = default_score_of(settings)
+    fold = default_recalibrate(n_patients, burn_in=settings["burn_in"])
+    if fold is not None:  # the keys from_spec writes for a recalibrated run
+        settings.update(recalibrate=fold, recalibration=DEFAULT_RECALIBRATION, recalibrate_by=DEFAULT_RECALIBRATE_BY)
     w = np.ones(n_codes) if weights is None else np.asarray(weights, dtype=float)
     settings["target"] = default_target(to_spec(settings, w).c_max(n_codes), True)
+    settings["score"] = default_score_of(settings, w)
     return settings
 
 
@@ -193,12 +229,16 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
     When C_max changes (``old_cmax`` given) the target keeps its percentage of C_max. When the
     stream's length changes (``old_n_patients`` given) or the burn-in no longer leaves a patient
     to predict, the burn-in is re-derived with :func:`default_burn_in` (a burn-in of 1,000 made
-    for 3,000 patients would leave only 200 of a 1,200-patient upload to predict).
+    for 3,000 patients would leave only 200 of a 1,200-patient upload to predict). The
+    recalibration fold follows the data while it is at the old data's default
+    (:func:`favmac.recalibration.default_recalibrate`: on from 3,000 labelled patients, off
+    below), and is re-derived the same way when a fold the user chose no longer fits; a fold the
+    user turned off stays off.
     """
     s = dict(settings)
     notes = []
     if s["universe"] == "full" and n_codes > MAX_FULL_CODES:
-        s["universe"], s["score"] = "ratio", default_score_of({**s, "universe": "ratio"})
+        s["universe"], s["score"] = "ratio", default_score_of({**s, "universe": "ratio"}, weights)
         notes.append(f"Universe set to 'ratio': 'full' allows at most {MAX_FULL_CODES} codes.")
     stream_changed = old_n_patients is not None and old_n_patients != n_patients
     if (stream_changed or not 0 <= s["burn_in"] < n_patients) and s["burn_in"] != default_burn_in(n_patients):
@@ -208,6 +248,7 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
                      f"at most 1,000, so {n_patients - s['burn_in']:,} patients are predicted.")
     if s.get("window") is not None and s["window"] >= n_patients:
         notes.append(f"The rolling window ({s['window']:,} patients) is as long as the new stream, so it keeps every patient.")
+    notes += _adapt_fold(s, settings, n_patients, old_n_patients)
     spec = to_spec(s, weights)
     cmax = spec.c_max(n_codes)
     integer_cost = is_integer_valued(spec.cost_weights(n_codes))
@@ -219,6 +260,25 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
         s["target"] = default_target(cmax, integer_cost)
         notes.append(f"Target set to {s['target']:g} (about {DEFAULT_TARGET_PCT:g} % of C_max = {cmax:g}).")
     return s, notes
+
+
+def _adapt_fold(s: dict, old: dict, n_patients: int, old_n_patients: int | None) -> list[str]:
+    """:func:`adapt_settings`' rule for the recalibration fold (``s`` is changed in place); its notes."""
+    fold, window, arrivals = s.get("recalibrate"), s.get("window"), s.get("label_available_column") is not None
+    new = default_recalibrate(n_patients, burn_in=s["burn_in"], window=window, arrival_times=arrivals)
+    at_default = old_n_patients is not None and fold == default_recalibrate(
+        old_n_patients, burn_in=old["burn_in"], window=old.get("window"), arrival_times=arrivals)
+    fits = fold is None or (fold + s["burn_in"] <= n_patients - 1 and (window is None or window >= fold))
+    if fold == new or not (at_default or not fits):
+        return []
+    s["recalibrate"] = new
+    if new is None:
+        return [f"Recalibration turned off: the default fold needs at least {DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients "
+                f"and room for the burn-in; the new stream has {n_patients:,}."]
+    s["recalibration"] = s.get("recalibration") or DEFAULT_RECALIBRATION
+    s["recalibrate_by"] = s.get("recalibrate_by") or DEFAULT_RECALIBRATE_BY
+    return [f"Recalibration on the first {new:,} patients (the default from {DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients "
+            f"on; one click on Value & cost turns it off)."]
 
 
 def rescaled_target(target: float, old_cmax: float, new_cmax: float, integer_cost: bool) -> float:

@@ -12,7 +12,8 @@ from app_helpers import open_additive, assert_clean, go, open_page, settle_jobs,
 
 from favmac import export
 from favmac.methods import run_method
-from favmac.recalibration import Recalibration, calibration_error, fit_recalibration, recalibration_report
+from favmac.recalibration import (Recalibration, calibration_error, evidence_summary, fit_recalibration, recalibration_evidence,
+                                  recalibration_report)
 from favmac.replay import predict_with_threshold
 from favmac.ui import recalibration_view
 from favmac.ui.session import Session
@@ -36,13 +37,20 @@ def errors(at) -> list[str]:
     return [shown(e.value) for e in at.error]
 
 
-def test_the_fold_size_is_off_by_default_and_disabled_while_off():
+def test_the_fold_is_on_by_default_said_why_and_one_click_turns_it_off():
+    """Issue 33: on the bundled 4,000-patient sample a new session recalibrates on the first 1,000 patients with
+    tested Platt; the form says so and why; unticking the box and applying turns it off."""
     at = open_page("value_cost")
-    assert at.checkbox(key="use_recalibrate").value is False
+    assert at.checkbox(key="use_recalibrate").value is True
+    assert at.number_input(key="recalibrate").value == 1000 and at.radio(key="recalibration").value == "platt_tested"
+    assert (at.session_state["settings"]["recalibrate"], at.session_state["settings"]["recalibration"]) == (1000, "platt_tested")
+    note = " ".join(shown(c.value) for c in at.caption)
+    assert "On by default" in note and "patients 1–1,000" in note and "Untick the box to turn it off" in note
+    at.checkbox(key="use_recalibrate").uncheck().run()
     assert at.number_input(key="recalibrate").disabled and at.radio(key="recalibration").disabled
+    submit(at)
+    assert_clean(at)
     assert at.session_state["settings"].get("recalibrate") is None
-    at.checkbox(key="use_recalibrate").check().run()
-    assert not at.number_input(key="recalibrate").disabled
 
 
 def test_setting_is_saved_and_restored_from_the_settings_json(downloads):
@@ -62,7 +70,7 @@ def test_setting_is_saved_and_restored_from_the_settings_json(downloads):
     assert Recalibration.from_dict(doc["provenance"]["settings"]["recalibration_maps"]) == maps
 
     fresh = open_page("export")
-    assert fresh.session_state["settings"].get("recalibrate") is None
+    assert fresh.session_state["settings"].get("recalibrate") == 1000  # the sample's default
     fresh.file_uploader(key="upload_settings").set_value(("favmac_settings.json", saved, "application/json"))
     fresh.run()
     assert_clean(fresh)
@@ -111,7 +119,25 @@ def test_data_page_figures_equal_calibration_error():
         assert row._6 == f"predicted {100 * want['mean_prob']:.1f} %, confirmed {100 * want['rate']:.1f} % of {ds.n_patients:,} patients"
     bad = recalibration_view.looks_miscalibrated(truth.reset_index())
     warning = " ".join(shown(w.value) for w in at.warning)
-    assert f"for {len(bad)} of {ds.n_codes} codes" in warning and "Consider recalibrating on the first" in warning
+    assert f"for {len(bad)} of {ds.n_codes} codes" in warning
+    # the recommendation rests on held-out value (issue 33), not on the calibration error
+    assert "Consider recalibrating" not in warning or "both halves" in warning
+
+
+def test_data_page_recommends_on_held_out_value_in_the_users_units():
+    at = open_page("data")
+    assert_clean(at)
+    ds, settings = at.session_state["dataset"], at.session_state["settings"]
+    spec = Session(at.session_state).spec()
+    value, cost = spec.build(ds.codes, ds.members)
+    table = recalibration_evidence(ds.prob_array(), ds.label_array(), value, cost, spec.target, fold=1000,
+                                   methods=("platt_tested",), score=spec.score, codes=ds.codes)
+    level, text = recalibration_view.evidence_advice(evidence_summary(table).loc["platt_tested"], settings, 1000, "platt_tested")
+    shown_texts = [shown(m.value) for m in {"success": at.success, "warning": at.warning, "info": at.info}[level]]
+    assert shown(text) in shown_texts, shown_texts
+    assert "RAF (risk score) per chart" in text and f"c = {settings['target']:g} false flags per chart" in text
+    half = next(d.value for d in at.dataframe if "With recalibration (per chart)" in d.value.columns)
+    assert half["Charts"].tolist() == [500, 500]
 
 
 def test_data_page_shows_before_and_after_with_recalibration_set():
@@ -203,7 +229,8 @@ def test_maps_per_segment_are_set_saved_restored_and_refused_without_one_segment
     at.button(key="load_sample").click().run()
     assert_clean(at)
     go(at, "value_cost")
-    assert at.checkbox(key="recalibrate_by_segment").disabled
+    # 3,000 labelled patients: recalibration is on by default, so its per-segment option is offered
+    assert at.checkbox(key="use_recalibrate").value is True and not at.checkbox(key="recalibrate_by_segment").disabled
     before = dict(at.session_state["settings"])
     at.checkbox(key="use_recalibrate").check().run()
     at.number_input(key="recalibrate").set_value(1000)

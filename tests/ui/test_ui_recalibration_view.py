@@ -124,3 +124,71 @@ def test_run_tradeoffs_adds_the_recalibrated_row_on_the_same_patients():
     np.testing.assert_allclose(points[points["method"] == "FavMac (price)"]["mean_value"], plain["mean_value"])
     without = tradeoffs_view.run_tradeoffs(probs, labels, codes, ids, spec, targets, ["FavMac (price)"])
     assert set(without["points"]["method"]) == {"FavMac (price)"} and set(without["points"]["n"]) == {500}
+
+
+# ---------------------------------------------------------------------- on by default, said and shown (issue 33)
+def test_the_default_note_says_on_or_off_why_and_how_to_turn_it_off():
+    on = rv.default_note(4000, 1000)
+    assert "On by default" in on and "patients 1–1,000" in on and "Untick the box to turn it off" in on
+    assert "no set and never calibrate" in on and "over- or under-confident" in on
+    off = rv.default_note(2999, 900)
+    assert "Off by default" in off and "2,999 labelled patients, fewer than the 3,000" in off
+    assert "Off by default" in rv.default_note(3000, 2500)  # no room for the fold beside the burn-in
+
+
+def test_new_sessions_recalibrate_from_3000_labelled_patients_and_follow_new_data():
+    assert form.default_settings(4000, 3)["recalibrate"] == 1000
+    assert form.default_settings(4000, 3)["recalibration"] == "platt_tested"
+    assert form.default_settings(2999, 3).get("recalibrate") is None
+    big = form.default_settings(4000, 3)
+    small, notes = form.adapt_settings(big, 1200, 3, np.ones(3), old_n_patients=4000)
+    assert small["recalibrate"] is None and any("Recalibration turned off" in n for n in notes)
+    back, notes = form.adapt_settings(small, 5000, 3, np.ones(3), old_n_patients=1200)
+    assert back["recalibrate"] == 1000 and any("Recalibration on the first 1,000 patients" in n for n in notes)
+    chosen = {**big, "recalibrate": None}  # the user turned it off: it stays off on new data of any size
+    assert form.adapt_settings(chosen, 6000, 3, np.ones(3), old_n_patients=4000)[0].get("recalibrate") is None
+    picked = {**big, "recalibrate": 600}  # the user's own fold stays while it fits
+    assert form.adapt_settings(picked, 6000, 3, np.ones(3), old_n_patients=4000)[0]["recalibrate"] == 600
+    assert form.adapt_settings(picked, 800, 3, np.ones(3), old_n_patients=4000)[0]["recalibrate"] is None  # no room: off
+    assert form.to_spec(big, np.ones(3)).validate(3, 4000).recalibrate == 1000  # what RunSpec's "auto" decides too
+    assert form.to_spec({**big, "recalibrate": "auto"}, np.ones(3)).validate(3, 4000).recalibrate == 1000
+
+
+def test_the_online_intro_names_the_fold_the_burn_in_and_the_predicted_patients():
+    text = rv.stream_intro({"recalibrate": 1000, "burn_in": 1000}, 4000, 2000, 2000, False)
+    assert "patients 1–1,000 are the recalibration fold" in text and "patients 1,001–2,000 only calibrate (burn-in)" in text
+    assert "each of the last 2,000 (patients 2,001–4,000) gets a set" in text
+    assert rv.stream_intro({"burn_in": 1000}, 4000, 1000, 3000, False).startswith(
+        "4,000 patients: the first 1,000 only calibrate (burn-in); each of the next 3,000 gets a set")
+    note = rv.fold_note({"recalibrate": 1000, "burn_in": 1000}, "online")
+    assert "on by default" in note and "turns it off" in note
+
+
+def test_evidence_advice_recommends_only_what_gains_on_every_held_out_half():
+    settings = {**form.default_settings(4000, 3), "target": 1.05}
+    row = pd.Series({"value_plain": 0.25, "value_mapped": 0.26, "gain": 0.01, "gain_percent": 4.0, "halves_gaining": 2,
+                     "recommended": True})
+    level, text = rv.evidence_advice(row, settings, 1000, "platt_tested")
+    assert level == "success" and "on both halves" in text and "patients 1–500, then 501–1,000" in text and "+4.0 %" in text
+    assert "c = 1.05 false flags per chart" in text
+    assert rv.evidence_advice(row, {**settings, "recalibrate": None}, 1000, "platt_tested")[0] == "warning"
+    loses = row.copy()
+    loses[["value_mapped", "gain", "gain_percent", "halves_gaining", "recommended"]] = [0.24, -0.01, -4.0, 0, False]
+    level, text = rv.evidence_advice(loses, settings, 1000, "platt_tested")
+    assert level == "warning" and "Consider turning it off" in text
+    level, text = rv.evidence_advice(loses, {**settings, "recalibrate": None}, 1000, "platt_tested")
+    assert level == "info" and "Consider recalibrating" not in text
+    same = row.copy()
+    same[["value_mapped", "gain", "gain_percent", "halves_gaining", "recommended"]] = [0.25, 0.0, 0.0, 0, False]
+    assert "No held-out evidence of a gain" in rv.evidence_advice(same, settings, 1000, "platt_tested")[1]
+    assert rv.evidence_fold({"recalibrate": None, "burn_in": 1000}, 4000) == 1000
+    assert rv.evidence_fold({"recalibrate": None, "burn_in": 100}, 1000) == 200  # the suggested split below 3,000
+
+
+def test_a_default_fold_follows_the_form_and_a_chosen_one_stays():
+    shown = form.default_settings(4000, 3)
+    assert form.fold_for(shown, {"label_available_column": "arrived"}, 4000) is None  # the default: off with arrival times
+    assert form.fold_for(shown, {"window": 500}, 4000) is None  # a window shorter than the default fold
+    assert form.fold_for(shown, {"burn_in": 500}, 4000) == 1000
+    assert form.fold_for(shown, {"recalibrate": 600, "label_available_column": "arrived"}, 4000) == 600  # the user's: kept
+    assert form.fold_for(shown, {"recalibrate": None}, 4000) is None  # one click turns it off

@@ -63,7 +63,8 @@ def test_adapt_settings_to_new_data():
     s = {**form.default_settings(4000, 12), "universe": "full", "burn_in": 1000, "target": 50.0}
     adapted, notes = form.adapt_settings(s, 300, 35, np.ones(35))
     assert adapted["universe"] == "ratio" and adapted["burn_in"] == 100 and adapted["target"] == 1.05
-    assert len(notes) == 3
+    # issue 33: the 4,000-patient settings recalibrated by default; 300 patients are too few, so it is turned off
+    assert len(notes) == 4 and adapted["recalibrate"] is None and any("Recalibration turned off" in n for n in notes)
 
 
 def test_adapt_settings_keeps_target_percent_when_cmax_changes():
