@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, FavMac
-from favmac.recalibration import evidence_summary, fit_recalibration, recalibration_evidence
+from favmac.recalibration import fit_recalibration
+from favmac.recalibration_evidence import evidence_summary, recalibration_evidence
 
 
 def _cohort(seed, n=2000, k=8, distortion=1.0, decimals=None):

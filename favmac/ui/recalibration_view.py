@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from favmac.recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, HALVES, MIN_FOLD, MIN_SEGMENT_CLASS,
-                                  RECALIBRATIONS, calibration_error, default_recalibrate, evidence_summary, fit_recalibration,
-                                  recalibration_evidence, recalibration_report)
+from favmac.recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, MIN_FOLD, MIN_SEGMENT_CLASS,
+                                  RECALIBRATIONS, calibration_error, default_recalibrate, fit_recalibration, recalibration_report)
+from favmac.recalibration_evidence import HALVES, evidence_summary, recalibration_evidence
 from favmac.ui import data_views, figures, widgets
 from favmac.ui.settings_form import run_key
 from favmac.ui.text import md
@@ -168,7 +168,7 @@ def _signed_percent(x: float) -> str:
 
 def evidence_advice(summary: pd.Series, settings: dict, fold: int, method: str) -> tuple[str, str]:
     """(level, text) of the Data page's recommendation, from one row of
-    :func:`favmac.recalibration.evidence_summary`: "success" (on, and it gains on every held-out half),
+    :func:`favmac.recalibration_evidence.evidence_summary`: "success" (on, and it gains on every held-out half),
     "warning" (off though it gains everywhere; or on though it loses on average), "info" (no evidence
     either way). Amounts are value per chart in the settings' units at the settings' target."""
     half = fold // 2
@@ -196,7 +196,7 @@ def evidence_advice(summary: pd.Series, settings: dict, fold: int, method: str) 
 
 
 def evidence_display(table: pd.DataFrame, settings: dict) -> pd.DataFrame:
-    """:func:`favmac.recalibration.recalibration_evidence`'s rows in words, one per held-out half."""
+    """:func:`favmac.recalibration_evidence.recalibration_evidence`'s rows in words, one per held-out half."""
     fitted = {HALVES[0]: HALVES[1], HALVES[1]: HALVES[0]}
     return pd.DataFrame({
         "Measured on": [f"{h} of the fold" for h in table["measured_on"]],
@@ -219,7 +219,7 @@ def _evidence(key: str, fold: int, method: str, _dataset, _spec) -> pd.DataFrame
 
 
 def show_heldout_check(dataset, spec, settings: dict, data_key: str) -> None:
-    """The Data page's recommendation, on held-out evidence (:func:`favmac.recalibration.recalibration_evidence`
+    """The Data page's recommendation, on held-out evidence (:func:`favmac.recalibration_evidence.recalibration_evidence`
     for the settings' value, cost, target, control and score; cached per data and settings)."""
     st.subheader("Does recalibration gain on this data?")
     fold = evidence_fold(settings, dataset.n_patients)

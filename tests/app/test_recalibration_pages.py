@@ -12,7 +12,8 @@ from app_helpers import open_additive, assert_clean, go, open_page, settle_jobs,
 
 from favmac import export
 from favmac.methods import run_method
-from favmac.recalibration import (Recalibration, calibration_error, evidence_summary, fit_recalibration, recalibration_evidence,
+from favmac.recalibration_evidence import evidence_summary, recalibration_evidence
+from favmac.recalibration import (Recalibration, calibration_error, fit_recalibration,
                                   recalibration_report)
 from favmac.replay import predict_with_threshold
 from favmac.ui import recalibration_view
