@@ -72,12 +72,8 @@ left, right = st.columns(2, gap="large")
 widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit, value_charts(settings)), key="tradeoff_chart", where=left)
 widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit,
                                              value_charts(settings)), key="guarantee_chart", where=right)
-st.caption(
-    md(tradeoff_grid.grid_caption(plan, cost_unit))
-    + f" Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
-    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "")
-    + (", every earlier patient's labels known" if settings.get("label_delay") is not None else "") + ")."
-)
+st.caption(md(tradeoff_grid.grid_caption(plan, cost_unit)) + f" Burn-in {settings['burn_in']:,} patients. "
+           + md(tradeoffs.settings_caption(out.get("settings", []))))
 
 if recalibrate is not None:
     st.caption(recalibration_view.tradeoff_caption(recalibrate, settings))
@@ -93,7 +89,8 @@ st.caption(("Payment captured per patient and per 1,000 members; " + cost_unit +
 labels = tradeoffs.comparison_columns(settings)  # what decides the promise in view first: the table is wider than the page
 widgets.table(out["table"], hide_index=True, key="comparison_table",
              column_order=[labels[k] for k in ("method", "mean_value", "mean_cost", "excess_cost", "violation_freq", "per_1000", "captured",
-                                               "paper_value") if k in labels and labels[k] in out["table"].columns],
+                                               "paper_value") if k in labels and labels[k] in out["table"].columns]
+             + [c for c in (tradeoffs.DROPPED_COLUMN,) if c in out["table"].columns],
              column_config={c: st.column_config.NumberColumn(**tradeoffs.header(c), format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
 with st.expander("Every method × target"):
     every = tradeoffs.points_display(points, settings)
