@@ -62,8 +62,8 @@ DROPPED_COLUMN = "Session settings it drops"
 def settings_caption(settings: list[str]) -> str:
     """What every row runs under, for the page (``run_comparison``'s "settings").
 
-    >>> settings_caption([]), settings_caption(["segment plan", "labels 30 positions late"])[:62]
-    ('Every method runs under the session\'s settings: every earlier patient, pooled.', "Every method runs under the session's settings: segment plan, ")
+    >>> print(settings_caption(["segment plan", "labels 30 positions late"]))
+    Every method runs under the session's settings: segment plan; labels 30 positions late.
     """
     if not settings:
         return "Every method runs under the session's settings: every earlier patient, pooled."
