@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import target_grid
 from favmac.methods import method_labels
-from favmac.tradeoffs import applicable_methods
+from favmac.tradeoffs import RECALIBRATED_LABEL, applicable_methods
 from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoff_grid, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -35,7 +35,9 @@ with st.form("tradeoff_form"):
     # code is small for a first visit to fetch
     methods = st.pills("Methods", choices, selection_mode="multi", default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                        help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
-    recalibrate = recalibration_view.tradeoff_option(settings, ds.n_patients)
+    # a session that recalibrates runs every row on its fold; the extra recalibrated row is for one that does not
+    session_fold = ss.spec().with_default_fold(ds.n_patients).recalibrate is not None
+    recalibrate = None if session_fold else recalibration_view.tradeoff_option(settings, ds.n_patients)
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
     new_grid = tradeoff_grid.grid_from_form(grid, shown, low, high, n_targets, methods, target_grid.cost_key(settings["cost_kind"], settings.get("base_rate")))
@@ -75,7 +77,7 @@ widgets.chart(figures.guarantee_figure(points, settings["control"], settings["de
 st.caption(md(tradeoff_grid.grid_caption(plan, cost_unit)) + f" Burn-in {settings['burn_in']:,} patients. "
            + md(tradeoffs.settings_caption(out.get("settings", []))))
 
-if recalibrate is not None:
+if recalibrate is not None and RECALIBRATED_LABEL in set(points["method"]):
     st.caption(recalibration_view.tradeoff_caption(recalibrate, settings))
 if (versus := payment_view.payment_vs_additive(points, cost_unit)) is not None:
     st.caption(md(versus))
