@@ -419,9 +419,12 @@ def method_run(spec: RunSpec, method: str, probs, labels, codes, patient_ids, pr
         optional = {} if candidates is None else {"candidates": candidates}
         return run_method(spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress, members=members,
                           groups=groups, label_available_at=label_available_at, **optional)
+    spec = spec.with_default_fold(len(probs))
+    if spec.segment is None and spec.label_delay is None and spec.label_available_column is None and spec.recalibrate is None:
+        return run_method(spec.replace(adaptive_rate=None), method, probs, labels, codes=codes, patient_ids=patient_ids,
+                          progress=progress, members=members)  # every earlier patient (or the window): the method as it is
     from .baselines.settings import run_baseline
 
-    spec = spec.with_default_fold(len(probs))
     value, cost = spec.build(codes, members)
     fold = {} if spec.recalibrate is None else {"recalibrate": spec.recalibrate, "recalibration": spec.recalibration,
                                                  "recalibrate_by": spec.recalibrate_by}
