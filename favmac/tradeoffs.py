@@ -244,6 +244,12 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     # payment-aware FavMac vs the additive one, on the payment scale: one more FavMac replay, run beside the
     # others (it used to start after all of them); its table joins last, as before, and only if none failed
     compare = spec.value_kind == "cms_payment" and bool(runnable) and spec.cost_kind != UNSUPPORTED_PAYMENT
+    if compare and grid_spec.weights is None:
+        try:
+            value.weights_for(n_codes)
+        except ValueError as err:  # members of several cells: no one additive weight per code to choose by
+            compare = False
+            skipped[ADDITIVE_LABEL] = f"it needs one additive weight per code ({err})"
     if compare:
         tasks.append(lambda: additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method, **context))
         heavy.append(True)

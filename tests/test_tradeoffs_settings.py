@@ -235,3 +235,23 @@ def test_method_run_passes_the_fold_to_fpcp():
                     groups=groups["plan"], recalibrate=1000)
     assert result.burn_in == 1200
     np.testing.assert_array_equal(result.selected, direct.selected)
+
+
+def test_the_additive_payment_row_runs_under_the_fold_and_delay_too():
+    from favmac import io as fio
+    from favmac.methods import run_method
+    from favmac.tradeoffs import ADDITIVE_LABEL, realized_payment
+
+    ds = fio.load_calibration("sample_data/hcc_calibration.csv")
+    probs, labels = ds.prob_array()[:3000], ds.label_array()[:3000]
+    codes, ids = ds.codes, ds.patient_ids[:3000]
+    spec = RunSpec(value_kind="cms_payment", cost_kind="fp", burn_in=500, label_delay=100).validate(ds.n_codes, 3000)
+    assert spec.recalibrate == 1000
+    out = run_comparison(probs, labels, codes, ids, spec, [1.0], ["FavMac (price)"])
+    value, _ = spec.build(codes)
+    additive = spec.replace(targets=(1.0,), value_kind="weighted_tp", weights=tuple(value.weights_for(len(codes))))
+    direct = realized_payment(run_method(additive, "FavMac (price)", probs, labels, codes=codes, patient_ids=ids), value, labels)
+    assert direct.burn_in == 1500
+    row = out["summaries"][ADDITIVE_LABEL]
+    np.testing.assert_allclose(row["mean_value"], summarize(direct)["mean_value"])
+    np.testing.assert_allclose(row["mean_cost"], summarize(direct)["mean_cost"])

@@ -52,3 +52,18 @@ def test_the_tables_rows_are_the_sessions_runs_with_groupings_delay_and_fold():
     assert "segments plan, age\\_band" in captions and "labels 150 positions late" in captions
     assert "recalibration on the first 1,000 patients" in captions
     assert "every method uses all earlier patients" not in captions
+
+
+def test_a_baseline_row_names_the_setting_it_drops():
+    from favmac.runspec import RunSpec
+    from favmac.ui.tradeoffs import run_tradeoffs
+
+    rng = np.random.default_rng(3)
+    q = rng.beta(0.5, 3.0, size=(800, 4))
+    probs, labels = q, (rng.random(q.shape) < q).astype(int)
+    spec = RunSpec(value_kind="tp", cost_kind="fp", burn_in=200, adaptive_rate=0.05).validate(4, 800)
+    out = run_tradeoffs(probs, labels, list("ABCD"), [str(i) for i in range(800)], spec, [0.3, 0.9], ["FavMac (price)", "CRC"])
+    table = out["table"].set_index("Method")
+    assert table.loc["CRC", DROPPED_COLUMN] == "the adaptive target"
+    assert table.loc["FavMac (price)", DROPPED_COLUMN] == "none"
+    assert any("adaptive target" in s and "FavMac's rows only" in s for s in out["settings"])
