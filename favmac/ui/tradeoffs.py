@@ -123,7 +123,7 @@ def comparison_formats(table: pd.DataFrame) -> dict[str, str]:
     {'Payment captured per 1,000 members ($)': '$%,.0f', 'False flags per 100 charts': '%,.2f', 'Payment captured per patient (RAF)': '%,.5f'}
     """
     return {column: amount_format(table[column], dollars=column.endswith("($)") or column.startswith("Unsupported $"))
-            for column in table.columns if column != "Method"}
+            for column in table.columns if column not in ("Method", DROPPED_COLUMN)}
 
 
 #: Long summary labels drawn shorter (the full label in the header's help), so the table fits the page.
