@@ -178,7 +178,7 @@ def _by_prefix(key, function, probs, labels, value, cost, targets, *, delta, bur
     done = 0
     for group in groupings:
         answer = (np.full((n_targets, predicted.size), np.nan) if rule is not None
-                  else np.zeros((predicted.size, stream.n_codes), dtype=np.int64))
+                  else np.zeros((predicted.size, stream.n_codes), dtype=np.uint8 if n_targets < 256 else np.int64))
         in_order = group[schedule.order]
         for g in np.unique(group):
             sequence = schedule.order[in_order == g]  # the group's patients in the order their labels join
@@ -196,8 +196,7 @@ def _by_prefix(key, function, probs, labels, value, cost, targets, *, delta, bur
         combined = answer if combined is None else np.maximum(combined, answer)
     if rule is None:
         order, _, place = plan
-        kind = np.uint8 if len(order) < 256 else np.int64
-        sets = ThresholdSets(np.ascontiguousarray(combined.astype(kind)), place.astype(kind)[:, None], "<=")
+        sets = ThresholdSets(np.ascontiguousarray(combined), place.astype(combined.dtype)[:, None], "<=")
         thresholds = np.full((n_targets, predicted.size), np.nan)
         rule_text = "predict code k iff p_k > its code's threshold, calibrated on the patient's own calibration data"
     else:
@@ -227,10 +226,12 @@ def _classwise_answers(stream, sequence, patients, prefix, window, plan) -> np.n
     _, needs_by_size, _ = plan
     out = np.empty((patients.size, stream.n_codes), dtype=np.int64)
     prefix = np.ascontiguousarray(prefix, dtype=np.int64)
+    column_out = np.empty(patients.size, dtype=np.int64)
     for k in range(stream.n_codes):
         column = np.ascontiguousarray(stream.probs[sequence, k])
         queries = np.ascontiguousarray(stream.probs[patients, k])
         order = stable_argsort(np.concatenate([column, queries]))
         negative = np.ascontiguousarray(~stream.labels[sequence, k])
-        classwise_queries(column, negative, queries, prefix, order, needs_by_size, 0 if window is None else int(window), out[:, k])
+        classwise_queries(column, negative, queries, prefix, order, needs_by_size, 0 if window is None else int(window), column_out)
+        out[:, k] = column_out
     return out
