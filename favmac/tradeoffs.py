@@ -26,7 +26,7 @@ __all__ = ["method_applicability", "applicable_methods", "value_max", "value_sca
            "RECALIBRATED_LABEL", "ADDITIVE_LABEL", "TRADEOFF_WORKERS", "HEAVY_AT_ONCE", "LIGHT_COST", "TRADEOFF_MODES",
            "TRADEOFF_MODE", "machine_has_a_free_core", "tradeoff_workers", "run_comparison", "replays_engine",
            "run_methods", "shared_universes", "method_summary", "tradeoff_points", "weightless_skips",
-           "additive_cost_skips", "realized_payment", "additive_summaries", "method_run", "dropped_settings",
+           "additive_cost_skips", "realized_payment", "additive_summaries", "method_run", "dropped_settings", "session_fold",
            "session_settings"]
 
 #: The unsupported payment (favmac.payment.CmsHccCost): a cost that is a set function, which the baselines cannot run.
@@ -441,6 +441,18 @@ def method_run(spec: RunSpec, method: str, probs, labels, codes, patient_ids, pr
                         codes=None if codes is None else list(codes),
                         patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object),
                         progress=progress, **fold)
+
+
+def session_fold(spec: RunSpec, n_patients: int) -> int | None:
+    """The recalibration fold every row of a comparison of ``n_patients`` runs on under ``spec`` ("auto"
+    resolved as the session's own runs resolve it), None when the session does not recalibrate: then, and
+    only then, a comparison may add :data:`RECALIBRATED_LABEL`.
+
+    >>> from favmac.runspec import RunSpec
+    >>> session_fold(RunSpec(), 4000), session_fold(RunSpec(), 2000), session_fold(RunSpec(recalibrate=None), 4000)
+    (1000, None, None)
+    """
+    return spec.with_default_fold(int(n_patients)).recalibrate
 
 
 def dropped_settings(spec: RunSpec, method: str) -> list[str]:

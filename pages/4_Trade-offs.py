@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import target_grid
 from favmac.methods import method_labels
-from favmac.tradeoffs import RECALIBRATED_LABEL, applicable_methods
+from favmac.tradeoffs import RECALIBRATED_LABEL, applicable_methods, session_fold
 from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoff_grid, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -36,8 +36,7 @@ with st.form("tradeoff_form"):
     methods = st.pills("Methods", choices, selection_mode="multi", default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                        help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
     # a session that recalibrates runs every row on its fold; the extra recalibrated row is for one that does not
-    session_fold = ss.spec().with_default_fold(ds.n_patients).recalibrate is not None
-    recalibrate = None if session_fold else recalibration_view.tradeoff_option(settings, ds.n_patients)
+    recalibrate = None if session_fold(ss.spec(), ds.n_patients) else recalibration_view.tradeoff_option(settings, ds.n_patients)
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
     new_grid = tradeoff_grid.grid_from_form(grid, shown, low, high, n_targets, methods, target_grid.cost_key(settings["cost_kind"], settings.get("base_rate")))
