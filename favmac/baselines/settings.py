@@ -76,6 +76,22 @@ def run_baseline(key: str, probs, labels, value, cost, targets, *, delta=None, b
         As the method's own: ``cost``, ``value`` and ``exceeds`` per target and predicted patient,
         ``burn_in`` the fold plus the burn-in. With segments or delays ``thresholds`` are each
         patient's own (ClassWise: NaN) and ``final_thresholds`` NaN (there is one per group).
+
+    Notes
+    -----
+    Running time: with segments or delays, one run of the method per group of each grouping over that
+    group's patients (each O(n log n) plus O(n T K) to score; ClassWise: one compiled pass per code and
+    group), so about the method's own time per grouping; the sets are scored once, for the whole stream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from favmac import AdditiveCost, AdditiveValue
+    >>> p = np.array([[0.9, 0.2], [0.8, 0.4], [0.7, 0.1], [0.6, 0.3], [0.95, 0.5], [0.85, 0.2]])
+    >>> y = np.array([[1, 0], [1, 0], [0, 0], [1, 1], [1, 0], [1, 0]])
+    >>> res = run_baseline("crc", p, y, AdditiveValue(), AdditiveCost(), [1.0], burn_in=4, groups=["a", "b", "a", "b", "a", "b"])
+    >>> res.selected[0].astype(int).tolist()  # patient 4 calibrated on a's patients 0 and 2 (lambda 0.7), 5 on b's 1 and 3 (0)
+    [[1, 0], [1, 1]]
     """
     function = _function(key)
     from . import BASELINE_CONTROLS
