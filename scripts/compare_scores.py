@@ -808,8 +808,9 @@ def main(argv=None) -> int:
     (segment_doc, segment), (split_doc, split) = segment_sections(args.seeds), split_cost(args.split_seeds)
     length_doc, length = split_cost_by_length(args.length_seeds)
     samples_doc, samples = samples_split(args.seeds)
+    default_doc, _ = default_recalibration_section(args.seeds, args.mnist)
     doc += (synthetic_doc + segment_doc + split_doc + length_doc + shrinkage_section() + samples_doc
-            + recalibration_findings(means, split, segment, samples, length) + ["", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""])
+            + recalibration_findings(means, split, segment, samples, length) + [""] + default_doc + ["", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(doc))
     print(f"wrote {args.out} ({time.perf_counter() - started:.0f} s)")
