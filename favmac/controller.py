@@ -26,7 +26,7 @@ from .thresholds import (
 )
 from .scores import check_score, default_score
 from .universe import candidate_sets, check_universe
-from .validation import check_delta, check_labels, check_probs, check_target, check_window
+from .validation import check_c_max, check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,9 +129,7 @@ class FavMac:
         self.universe = universe
         self._n_codes_arg = n_codes
         self.score = check_score(self._default_score() if score is None else score, universe)
-        if c_max is not None and not (isinstance(c_max, (int, float, np.number)) and 0 < c_max < _INF):
-            raise ValueError(f"c_max: expected None (the sum of the cost weights) or a finite cost > 0, got {c_max!r}")
-        self.c_max = c_max
+        self.c_max = check_c_max(c_max)
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
         self.recalibrate = check_recalibrate(recalibrate, window=self.window)

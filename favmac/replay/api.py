@@ -1,9 +1,12 @@
 """The replay API: :func:`replay`, the whole online session over a labelled stream for several targets."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..recalibration import DEFAULT_RECALIBRATION
 from ..result import ReplayResult
 from ..universe import Candidates
+from ..validation import check_c_max
 from .fold import after_fold
 from .options import ReplayOptions
 from .session import Session, shared_candidates
@@ -158,6 +161,7 @@ def replay(
         if changed:
             raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
                              f"(also given: {', '.join(changed)})")
+    options = dataclasses.replace(options, c_max=check_c_max(options.c_max))
     if candidates is not None and work is not None:
         raise ValueError("candidates and work: give one of them (work carries its own candidate sets)")
     if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
