@@ -49,7 +49,7 @@ from favmac.universe import MAX_FULL_CODES, UNIVERSES
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
     "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "fold_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
-    "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
+    "is_integer_valued", "run_key", "run_maps", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
 
@@ -341,14 +341,25 @@ def run_key(data_key: str, spec: RunSpec, extra=None) -> str:
     return content_key(blob)
 
 
-def settings_to_json(settings: dict, weights_table, dataset_name: str, recalibration=None) -> bytes:
+def settings_to_json(settings: dict, weights_table, dataset_name: str, result=None) -> bytes:
     """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``);
-    a recalibrated run's fitted maps (a ``Recalibration``) are stored as ``recalibration_maps``."""
+    a recalibrated run's own maps (``result``, the run the settings describe: its
+    ``settings["recalibration_maps"]``, never refitted) are stored as ``recalibration_maps``."""
     spec = to_spec(settings, weights_table["weight"].to_numpy(dtype=float))
     extras = {"grid": settings["grid"]}
-    if recalibration is not None:
-        extras["recalibration_maps"] = recalibration.to_dict()
+    maps = run_maps(result)
+    if maps is not None:
+        extras["recalibration_maps"] = maps
     return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras=extras)
+
+
+def run_maps(result) -> dict | None:
+    """The recalibration maps ``result`` (a replay's) was run with, as it stored them (a dict), or None: what the
+    settings file and the provenance record carry, so a restore applies exactly the run's correction."""
+    if result is None:
+        return None
+    maps = result.settings.get("recalibration_maps")
+    return None if maps is None else (maps if isinstance(maps, dict) else maps.to_dict())
 
 
 def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None, dataset=None) -> tuple[dict, dict | None, list[str]]:
