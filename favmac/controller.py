@@ -11,7 +11,7 @@ import numpy as np
 from .functions import false_flag_weights
 from .protocols import bind_rows, cost_for_value, is_additive
 from .quantile_tree import QuantileTree
-from .recalibration import (DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
+from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
                             check_recalibrate_by, check_recalibration, fit_recalibration)
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .costs import exact_costs
@@ -25,7 +25,7 @@ from .thresholds import (
     violation_scores,
 )
 from .scores import check_score, default_score
-from .universe import candidate_sets, check_universe
+from .universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
 from .validation import check_c_max, check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
@@ -116,9 +116,9 @@ class FavMac:
     4.0
     """
 
-    def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
+    def __init__(self, value, cost, target, *, delta=None, universe: str = DEFAULT_UNIVERSE, c_max=None, window=None,
                  n_codes=None, score: str | None = None, adaptive_rate=None, recalibrate=None,
-                 recalibration=DEFAULT_RECALIBRATION, recalibrate_by="code"):
+                 recalibration=DEFAULT_RECALIBRATION, recalibrate_by=DEFAULT_RECALIBRATE_BY):
         if n_codes is not None and (isinstance(n_codes, bool) or int(n_codes) != n_codes or n_codes < 1):
             raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
         check_universe(universe, 0 if n_codes is None else int(n_codes))

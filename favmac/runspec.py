@@ -25,16 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .payment_tables import DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL, DEFAULT_CMS_YEAR
 from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate,
                             default_recalibrate)
 from .thresholds import exact
 from .scores import SCORES, check_score, default_score
-from .universe import UNIVERSES, check_universe
+from .universe import DEFAULT_UNIVERSE, UNIVERSES, check_universe
 from .validation import MAX_WEIGHT, check_c_max
 
 __all__ = [
     "AUTO",
     "CONTROLS",
+    "DEFAULT_DELTA",
     "MAX_CODING_INTENSITY",
     "MIN_NORMALIZATION",
     "COST_KINDS",
@@ -64,6 +66,9 @@ AUTO = "auto"
 
 SETTINGS_FORMAT = "favmac-studio-settings"
 SETTINGS_VERSION = 1
+
+#: The violation level a spec carries when none is given (used under violation control only).
+DEFAULT_DELTA = 0.1
 
 # Sizes beyond which a settings value is refused rather than processed (a settings file is
 # user input: a huge list or string must not tie up the app).
@@ -254,8 +259,8 @@ class RunSpec:
     weights: tuple | None = None
     control: str = "expected"
     targets: tuple = (1.0,)
-    delta: float = 0.1
-    universe: str = "ratio"
+    delta: float = DEFAULT_DELTA
+    universe: str = DEFAULT_UNIVERSE
     burn_in: int = 0
     window: int | None = None
     score: str | None = None
@@ -266,9 +271,9 @@ class RunSpec:
     label_delay: int | None = None
     recalibrate_by: str = DEFAULT_RECALIBRATE_BY
     label_available_column: str | None = None
-    cms_model: str = "V28"
-    cms_year: int = 2026
-    cms_segment: str = "CNA"
+    cms_model: str = DEFAULT_CMS_MODEL
+    cms_year: int = DEFAULT_CMS_YEAR
+    cms_segment: str = DEFAULT_CMS_CELL
     normalization: float = 1.0
     coding_intensity: float = 0.0
     base_rate: float | None = None

@@ -33,3 +33,14 @@ def test_largest_cost_is_c_max_and_travels_in_the_settings_file():
     assert back.largest_cost == 10.0
     with pytest.raises(SettingsError, match="C_max = 4"):
         RunSpec(targets=(6.0,)).validate(n_codes=4)
+
+
+def test_score_of_a_result_is_the_runs_or_the_one_default():
+    from types import SimpleNamespace
+
+    from favmac.scores import default_score, result_score
+
+    assert result_score(SimpleNamespace(settings={"score": "cost"}, delta=None, targets=[1.0])) == "cost"
+    for delta in (None, 0.1):
+        baseline = SimpleNamespace(settings={"universe": "ratio"}, delta=delta, targets=np.array([2.0]))
+        assert result_score(baseline, [1.0, 1.0]) == default_score("ratio", delta, np.array([2.0]), [1.0, 1.0])

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 
 from ..io import DataError
-from ..runspec import RunSpec, SettingsError, target_from_percent
+from ..runspec import DEFAULT_DELTA, RunSpec, SettingsError, target_from_percent
+from ..payment_tables import DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL
+from ..universe import DEFAULT_UNIVERSE
 
 __all__ = ["OPTION_OF_FIELD", "run_spec", "load_weights", "is_payment", "cost_kind", "c_max_of", "resolve_targets",
            "percent_target", "load_data", "refuse_id_segments", "segment_groups"]
@@ -30,7 +32,7 @@ def load_weights(args, codes):
     if args.weights:
         return read_weights(args.weights, codes)
     if args.cms_model:
-        return cms_hcc_weights(args.cms_model, args.cms_segment or "CNA", codes)
+        return cms_hcc_weights(args.cms_model, args.cms_segment or DEFAULT_CMS_CELL, codes)
     if args.cms_segment and not is_payment(args):
         raise DataError("--cms-segment needs --cms-model.", fix="For example --cms-model V28 --cms-segment CNA.")
     return None
@@ -43,8 +45,8 @@ def run_spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0,
     weights_table = load_weights(args, data.codes)
     weights = None if weights_table is None else weights_table["weight"].to_numpy(dtype=float)
     value = args.value.strip()
-    payment = dict(cms_model=args.cms_model or "V28", cms_year=args.cms_year,
-                   cms_segment=args.cms_segment or "CNA", normalization=args.normalization,
+    payment = dict(cms_model=args.cms_model or DEFAULT_CMS_MODEL, cms_year=args.cms_year,
+                   cms_segment=args.cms_segment or DEFAULT_CMS_CELL, normalization=args.normalization,
                    coding_intensity=args.coding_intensity, base_rate=args.base_rate) if is_payment(args) else {}
     spec = RunSpec(
         value_kind="cms_payment" if payment else value if value in ("tp", "weighted_tp") else "formula",
@@ -53,8 +55,8 @@ def run_spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0,
         weights=None if weights is None else tuple(weights),
         control="expected" if args.delta is None else "violation",
         targets=(1.0,),
-        delta=0.1 if args.delta is None else args.delta,
-        universe=args.universe or "ratio",
+        delta=DEFAULT_DELTA if args.delta is None else args.delta,
+        universe=args.universe or DEFAULT_UNIVERSE,
         score=args.score,
         burn_in=burn_in,
         window=window,

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..recalibration import DEFAULT_RECALIBRATION
+from ..recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
 from ..result import ReplayResult
-from ..universe import Candidates
+from ..universe import DEFAULT_UNIVERSE, Candidates
 from ..validation import check_c_max
 from .fold import after_fold
 from .options import ReplayOptions
@@ -26,7 +26,7 @@ def replay(
     targets,
     *,
     delta=None,
-    universe: str = "ratio",
+    universe: str = DEFAULT_UNIVERSE,
     burn_in: int = 0,
     window=None,
     c_max=None,
@@ -42,7 +42,7 @@ def replay(
     options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
-    recalibrate_by: str = "code",
+    recalibrate_by: str = DEFAULT_RECALIBRATE_BY,
     candidates: Candidates | None = None,
     work: "PatientWork | None" = None,
 ) -> ReplayResult:

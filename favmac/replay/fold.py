@@ -14,7 +14,7 @@ __all__ = ["after_fold"]
 
 
 def after_fold(replay, probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
-               progress, method, recalibrate, recalibration, recalibrate_by="code"):
+               progress, method, recalibrate, recalibration, recalibrate_by):
     """``replay(...)`` with a recalibration fold (:func:`favmac.recalibration.replay_after_fold`); ``replay``
     is :func:`favmac.replay.replay`, passed in by it."""
     from ..recalibration import replay_after_fold

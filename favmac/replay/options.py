@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..scores import default_score
+from ..universe import DEFAULT_UNIVERSE
 
 __all__ = ["ReplayOptions", "method_name"]
 
@@ -33,7 +34,7 @@ class ReplayOptions:
     """
 
     delta: float | None = None
-    universe: str = "ratio"
+    universe: str = DEFAULT_UNIVERSE
     burn_in: int = 0
     window: int | None = None
     c_max: float | None = None

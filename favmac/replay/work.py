@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..universe import Candidates
+from ..universe import DEFAULT_UNIVERSE, Candidates
 from .engine import Engine
 from .options import ReplayOptions
 from .session import Session
@@ -47,7 +47,7 @@ class PatientWork:
     brackets: tuple | None = None  # points None, weights with many decimals: the bracket engines' points (low, high)
 
     @classmethod
-    def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = "ratio", score: str | None = None,
+    def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = DEFAULT_UNIVERSE, score: str | None = None,
            c_max=None) -> "PatientWork":
         """The work of every patient of the stream (arguments as :func:`replay`)."""
         options = ReplayOptions(delta=delta, universe=universe, score=score, c_max=c_max)

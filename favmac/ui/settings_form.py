@@ -36,7 +36,7 @@ import numpy as np
 
 from favmac.functions import FormulaValue
 from favmac.recalibration import DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, default_recalibrate
-from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
+from favmac.runspec import (DEFAULT_DELTA, DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
@@ -44,7 +44,7 @@ from favmac.ui.samples import content_key
 from favmac.target_grid import default_grid, restore_grid, validate_grid
 from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
 from favmac.scores import default_score
-from favmac.universe import MAX_FULL_CODES, UNIVERSES
+from favmac.universe import DEFAULT_UNIVERSE, MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
@@ -83,7 +83,7 @@ def to_spec(settings: dict, weights) -> RunSpec:
         weights=None if weights is None else tuple(np.asarray(weights, dtype=float)),
         control=settings.get("control"),
         targets=(settings.get("target"),),
-        delta=settings.get("delta", 0.1),
+        delta=settings.get("delta", DEFAULT_DELTA),
         universe=settings.get("universe"),
         burn_in=settings.get("burn_in"),
         window=None if window in (None, "", 0) else window,
@@ -186,8 +186,8 @@ def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None =
         "cost_kind": "fp",
         "control": "expected",
         "target": 1.0,
-        "delta": 0.1,
-        "universe": "ratio",
+        "delta": DEFAULT_DELTA,
+        "universe": DEFAULT_UNIVERSE,
         "score": None,  # below: the default of the control and universe
         "burn_in": default_burn_in(n_patients),
         "window": None,
@@ -238,7 +238,7 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
     s = dict(settings)
     notes = []
     if s["universe"] == "full" and n_codes > MAX_FULL_CODES:
-        s["universe"], s["score"] = "ratio", default_score_of({**s, "universe": "ratio"}, weights)
+        s["universe"], s["score"] = DEFAULT_UNIVERSE, default_score_of({**s, "universe": DEFAULT_UNIVERSE}, weights)
         notes.append(f"Universe set to 'ratio': 'full' allows at most {MAX_FULL_CODES} codes.")
     stream_changed = old_n_patients is not None and old_n_patients != n_patients
     if (stream_changed or not 0 <= s["burn_in"] < n_patients) and s["burn_in"] != default_burn_in(n_patients):
