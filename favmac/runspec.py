@@ -310,6 +310,12 @@ class RunSpec:
         return self.targets[0]
 
     @property
+    def score_is_default(self) -> bool:
+        """Whether ``score`` was left to :func:`favmac.scores.default_score` (it then follows the control, targets and
+        cost through :meth:`replace`; a run with its own cost object resolves it for that cost)."""
+        return self._default_score
+
+    @property
     def control_delta(self) -> float | None:
         """``delta`` under violation control, None under expected-cost control (the engines' convention)."""
         return self.delta if self.control == "violation" else None

@@ -7,8 +7,7 @@ import numpy as np
 
 from ..universe import DEFAULT_UNIVERSE, Candidates
 from .engine import Engine
-from .options import ReplayOptions
-from .session import Session
+from .session import Session, replay_spec
 
 __all__ = ["PatientWork"]
 
@@ -50,8 +49,8 @@ class PatientWork:
     def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = DEFAULT_UNIVERSE, score: str | None = None,
            c_max=None) -> "PatientWork":
         """The work of every patient of the stream (arguments as :func:`replay`)."""
-        options = ReplayOptions(delta=delta, universe=universe, score=score, c_max=c_max)
-        session = Session.prepare(probs, labels, value, cost, targets, options, None, None, None, None, None)
+        spec = replay_spec(targets, delta=delta, universe=universe, score=score, c_max=c_max)
+        session = Session.prepare(probs, labels, value, cost, spec, None, None, None, None, None)
         cands, realized, costs = session.rows(lean=False)  # kept for every ordering: one table
         cands.scores(session.score)  # these per-patient tables are computed once here; subsets carry them
         if cands.nested:
