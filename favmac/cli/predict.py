@@ -65,7 +65,8 @@ def run_predict(args) -> int:
         spec = run_spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
         spec = run_spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
-    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column)
+    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column,
+                                                  text_columns=data.segment_columns())  # as the app reads them
     target, c_max = spec.target, c_max_of(spec, data)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.

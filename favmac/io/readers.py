@@ -331,7 +331,7 @@ def load_new_patients(source, codes, name=None) -> pd.DataFrame:
     return load_new_patients_segmented(source, codes, name)[0]
 
 
-def load_new_patients_segmented(source, codes, name=None, *, segment_column=None):
+def load_new_patients_segmented(source, codes, name=None, *, segment_column=None, text_columns=()):
     """:func:`load_new_patients` plus the patients' segment labels.
 
     Parameters
@@ -343,6 +343,10 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     segment_column : str or list of str, optional
         The column of segment labels (then required); default: a ``segment`` column if present.
         A list of two or more columns reads several groupings (each required).
+    text_columns : sequence of str, optional
+        Other text columns the file may hold (the calibration data's candidate segment columns, e.g. an
+        ``age_band`` not used here): read as text and left out of the probabilities instead of refused as
+        unknown codes.
 
     Returns
     -------
@@ -352,8 +356,10 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         the order asked (also in ``frame.attrs["groupings"]``).
     """
     columns = segment_list(segment_column)
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
-                                                                *MEMBER_TEXT))
+    read_as_text = (ID_COLUMN, *(columns or [SEGMENT_COLUMN]), *MEMBER_TEXT)
+    others = [c for c in text_columns if c not in read_as_text and c not in set(map(str, codes))]
+    frame, rows, file = parse_table(source, name, text_columns=(*read_as_text, *others))
+    frame = frame.drop(columns=[c for c in others if c in frame.columns])
     if len(columns) > 1:  # several groupings
         frame, groupings = take_segments(frame, rows, file, columns)
         layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out

@@ -50,3 +50,17 @@ def test_the_cli_accepts_them(tmp_path, capsys):
     assert main(["replay", "--calibration", str(probs), "--labels", str(labels), "--targets", "0.5",
                  "--segment-column", "plan", "--segment-column", "age_band", "--out", str(out)]) == 0
     assert "age_band" in capsys.readouterr().out
+
+
+def test_new_patients_may_carry_the_calibration_datas_text_columns(tmp_path):
+    (tmp_path / "w.csv").write_bytes(WIDE)
+    probs, _ = _two_files(tmp_path)  # patient_id, plan, age_band, A, B: new patients with both text columns
+    out = tmp_path / "sets.csv"
+    assert main(["predict", "--calibration", str(tmp_path / "w.csv"), "--new", str(probs), "--target", "0.5",
+                 "--out", str(out)]) == 0
+    assert main(["predict", "--calibration", str(tmp_path / "w.csv"), "--new", str(probs), "--target", "0.5",
+                 "--segment-column", "plan", "--out", str(out)]) == 0
+    from favmac.io import load_new_patients_segmented
+
+    with pytest.raises(DataError, match="unknown code"):
+        load_new_patients_segmented(probs, ["A", "B"])  # without text_columns: refused as before
