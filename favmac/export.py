@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .functions import false_flag_weights
 from .protocols import bind_rows, is_additive, units_of
 from .recalibration import recalibration_of
 from .result import join_codes
 from .replay import predict_with_threshold
+from .scores import result_score
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -205,7 +207,7 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     from .segments import too_small_reason
 
     universe = _universe(result, universe)
-    score = _score(result, score) or "cost"
+    score = score if score is not None else result_score(result, false_flag_weights(cost, new_probs.shape[1]))
     probs = new_probs.to_numpy(dtype=float)
     maps = recalibration_of(result)
     if maps is not None:  # the maps the threshold was calibrated with (SPEC "Recalibration on a split")

@@ -39,8 +39,8 @@ Three maps (:data:`RECALIBRATIONS`):
   Our own Newton fit (:func:`_platt`, all codes at once) equals an independent IRLS fit and
   scikit-learn's ``LogisticRegression(C=inf)`` (no penalty) to 1e-8 (tests) and is about 10x faster
   than one scikit-learn fit per code.
-* ``"isotonic"``: pool-adjacent-violators (scikit-learn's ``IsotonicRegression``, ties in p
-  averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
+* ``"isotonic"``: pool-adjacent-violators (scipy's ``isotonic_regression``, the knots scikit-learn's
+  ``IsotonicRegression`` gives; ties in p averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
   constant.
 
 * ``"platt_family"`` (an option, beyond the SPEC's g_k(p_k); issue 33): codes of one CMS-HCC hierarchy family
@@ -674,7 +674,7 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     Notes
     -----
     Platt: the unpenalized maximum-likelihood logistic fit of y on logit p, every code at once
-    (Platt's targets for a code the fold separates; module docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
+    (Platt's targets for a code the fold separates; module docstring); isotonic: pool-adjacent-violators (:func:`_isotonic`, scikit-learn's ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")`` knots)
     per code, its knots kept. O(K R log R).
 
     >>> maps = fit_recalibration([[0.2], [0.4], [0.6], [0.8]] * 20, [[0], [0], [1], [1]] * 20)
@@ -883,10 +883,34 @@ def _targets(x, labels) -> np.ndarray:
 
 
 def _isotonic(p, y) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.isotonic import IsotonicRegression
+    """The isotonic map's knots on one code's fold: pool-adjacent-violators (:func:`scipy.optimize.isotonic_regression`,
+    a core dependency) on the mean label of each distinct p, clipped to [0, 1], keeping the ends of each flat run.
 
-    model = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, y.astype(float))
-    return np.asarray(model.X_thresholds_, dtype=float), np.clip(np.asarray(model.y_thresholds_, dtype=float), 0.0, 1.0)
+    The same knots as scikit-learn's ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")`` (tests), without
+    needing scikit-learn, which only the ``samples`` extra installs. p values closer than float resolution
+    (1e-15) count as one, as there.
+    """
+    from scipy.optimize import isotonic_regression
+
+    order = np.lexsort((y, p))
+    x, t = np.asarray(p, dtype=float)[order], np.asarray(y, dtype=float)[order]
+    resolution = np.finfo(float).resolution
+    steps = np.diff(x)
+    if np.any((steps > 0) & (steps < resolution)):  # near-equal p: a group runs until p passes its first by the resolution
+        starts = [0]
+        for j in range(1, len(x)):
+            if x[j] - x[starts[-1]] >= resolution:
+                starts.append(j)
+        starts = np.asarray(starts)
+    else:
+        starts = np.concatenate(([0], np.flatnonzero(steps > 0) + 1))
+    counts = np.diff(np.append(starts, len(x)))
+    knots_x = x[starts]
+    means = np.add.reduceat(t, starts) / counts
+    fitted = np.clip(np.asarray(isotonic_regression(means, weights=counts.astype(float)).x, dtype=float), 0.0, 1.0)
+    keep = np.ones(len(fitted), dtype=bool)
+    keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+    return knots_x[keep], fitted[keep]
 
 
 def recalibration_of(result) -> Recalibration | SegmentRecalibration | None:

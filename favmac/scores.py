@@ -65,6 +65,22 @@ def default_score(universe: str | None = None, delta=None, target=None, cost_wei
     return "cost"
 
 
+def result_score(result, cost_weights=None) -> str:
+    """The score ``result``'s thresholds are on (a :class:`favmac.result.ReplayResult`): the one its run recorded
+    (``settings["score"]``), else :func:`default_score` of its universe, control and targets: every reader of a
+    result (the export, the app's tables) asks here instead of guessing.
+
+    >>> from types import SimpleNamespace
+    >>> result_score(SimpleNamespace(settings={"score": "cost"})), result_score(SimpleNamespace(settings={}, delta=None, targets=[1.0]))
+    ('cost', 'price')
+    """
+    settings = getattr(result, "settings", None) or {}
+    if settings.get("score"):
+        return settings["score"]
+    return default_score(settings.get("universe"), getattr(result, "delta", None), getattr(result, "targets", None),
+                         cost_weights)
+
+
 def check_score(score: str, universe: str | None = None) -> str:
     """Raise ValueError for an unknown score, or the price score on the ``full`` universe.
 

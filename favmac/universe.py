@@ -35,6 +35,7 @@ from .scores import GAIN_TOLERANCE, check_score, price_scores, value_increments
 
 __all__ = [
     "UNIVERSES",
+    "DEFAULT_UNIVERSE",
     "MAX_FULL_CODES",
     "check_universe",
     "ratio_keys",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
+#: The universe a run uses when none is given: FavMac's ratio sequence (SPEC "Universes").
+DEFAULT_UNIVERSE = "ratio"
 _ROWS = 16_384  # patients per chunk when building additive candidates (its temporaries are several (rows, K) arrays)
 MAX_FULL_CODES = 14
 

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
+from .universe import DEFAULT_UNIVERSE
 
 __all__ = ["GROUP_COLUMNS", "MIN_ORDERINGS", "ValidityReport", "order_sentence", "validity_check", "verdict_sentence"]
 
@@ -235,7 +236,7 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
             f"{alpha:g} of the time if the promise held (one-sided t-test, {_p_text(p_value)}). {broke}")
 
 
-def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
+def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = DEFAULT_UNIVERSE, burn_in: int = 0,
                    window=None, c_max=None, groups=None, adaptive_rate=None, label_delay=None, label_available_at=None,
                    recalibrate=None, recalibration: str = DEFAULT_RECALIBRATION,
                    recalibrate_by: str = DEFAULT_RECALIBRATE_BY, n_orderings: int = MIN_ORDERINGS,

@@ -15,7 +15,8 @@ widgets.require_dataset()
 ds = ss.dataset
 settings = ss.settings
 spec = ss.spec()
-maps = recalibration_view.fold_maps(ds, settings)  # None without recalibration
+run = jobs.online(ss) if settings.get("recalibrate") else None  # a recalibrated run's own maps, never refitted
+maps = settings_form.run_maps(run)  # None without recalibration
 widgets.show_settings_line()
 sets_area = st.container()  # filled last: the settings below never wait for the export files
 
@@ -23,7 +24,7 @@ st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
     st.download_button("Download settings (JSON)", guarantees.settings_with_provenance(
-                           settings_form.settings_to_json(settings, ss.weights, ds.name, maps), ds, spec, ss.weights_source, maps),
+                           settings_form.settings_to_json(settings, ss.weights, ds.name, run), ds, spec, ss.weights_source, maps),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")

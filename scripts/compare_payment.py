@@ -292,7 +292,7 @@ def loose_runs(probs, labels, cells, known, codes, weights, seed, targets=LOOSE_
     from favmac.methods import run_method
     from favmac.recalibration import recalibration_of
     from favmac.runspec import RunSpec
-    from favmac.ui.settings_form import default_burn_in
+    from favmac.data_change import default_burn_in
 
     order = np.random.RandomState(seed).permutation(len(probs))
     p, y = probs[order], labels[order]

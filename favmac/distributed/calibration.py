@@ -43,7 +43,7 @@ from ..thresholds import (
 )
 from ..functions import false_flag_weights
 from ..scores import check_score, default_score
-from ..universe import candidate_sets, check_universe
+from ..universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
 from .histograms import (
     WIDTHS,
     add,
@@ -284,7 +284,7 @@ def _checked_segment(segment):
     return columns[0] if len(columns) == 1 else columns
 
 
-def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score=None, c_max=None,
+def calibrate(source, value, cost, targets, *, delta=None, universe=DEFAULT_UNIVERSE, score=None, c_max=None,
               segment=None, scheduler=None, progress=False, return_details=False, recalibrate=None,
               recalibration=DEFAULT_RECALIBRATION):
     """Final FavMac thresholds over a very large labelled data set, computed exactly on Dask.

@@ -85,7 +85,7 @@ def _format_object_floats(col: pd.Series) -> pd.Series:
     return out
 
 
-def to_safe_csv(df: pd.DataFrame, index=None) -> bytes:
+def to_safe_csv(df: pd.DataFrame, *, index: bool | None = None) -> bytes:
     """CSV bytes (UTF-8) with spreadsheet-formula injection neutralized and floats rounded.
 
     Text cells (and header names) starting with ``= + - @`` or a tab/carriage return get
@@ -98,8 +98,10 @@ def to_safe_csv(df: pd.DataFrame, index=None) -> bytes:
     ----------
     df : DataFrame
         The table to write.
-    index : bool, optional
-        Write the index; default: only when it has a name (e.g. ``patient_id``).
+    index : bool, optional (keyword only)
+        Write the index; default: only when it has a name (e.g. ``patient_id``). This function writes no file: it
+        returns the bytes (``Path("sets.csv").write_bytes(to_safe_csv(df))``), so ``to_safe_csv(df, "sets.csv")``
+        is a TypeError rather than a silent no-op.
 
     Returns
     -------
