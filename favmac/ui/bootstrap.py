@@ -26,8 +26,9 @@ from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, tradeoffs, widgets
+from favmac.ui import actions, jobs, tradeoffs, widgets, workspace_restore
 from favmac.ui.session import Session, current
+from favmac.ui.text import md
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
 
@@ -53,7 +54,9 @@ def page_setup(title: str) -> Session:
     if not first_run:
         ss.store.pop(Session.rest_pending.key, None)  # left over when the user acted before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
+    workspace_restore.attach(ss)  # the user's workspace in the store: a fresh session restores it
     actions.init_state(ss)
+    _show_dataset_line(ss)
     if first_run:
         with st.sidebar:
             _rerun_soon()
@@ -62,6 +65,16 @@ def page_setup(title: str) -> Session:
         widgets.show_sidebar_summary()
     _start_warm_up()
     return ss
+
+
+def _show_dataset_line(ss: Session) -> None:
+    """Every page says which dataset it runs on (and when the workspace or the store needs attention)."""
+    if ss.has_dataset:
+        ds = ss.dataset
+        st.markdown(f":gray[:material/dataset: Data: **{md(ds.name)}** · {ds.n_patients:,} patients × "
+                    f"{ds.n_codes} codes]")
+    for area in ("store", "workspace"):
+        widgets.show_message(area)
 
 
 @st.fragment(run_every=REST_DELAY)

@@ -83,6 +83,12 @@ class Session:
     target_base_rate = _Key("_target_base_rate", "float or None — the base rate whose units Value & cost's target input holds "
                                                  "under the unsupported-payment cost (None: RAF); when the base-rate input "
                                                  "changes, the target keeps its percentage of C_max (dollars = RAF x base rate).")
+    workspace = _Key("workspace", "favmac.store.workspace.Workspace | None — the acting user's workspace in the store, set by "
+                                  "bootstrap.page_setup every run (None: no store); favmac.ui.workspace saves the session there.")
+    workspace_doc = _Key("workspace_doc", "dict | None — the workspace document last saved or restored (favmac.ui.workspace).")
+    uploads_read = _Key("uploads_read", "set[str] — ids of the files this session's uploaders handed to an action "
+                                        "(favmac.ui.workspace_restore.unread_uploads: an upload never read is said).")
+    program_name = _Key("program_name", "str | None — the program the Programs page has open (favmac.ui.programs).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
     rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar, charts and tables to a rerun that its timer is about to start "

@@ -255,3 +255,18 @@ def page(browser, app_url, screenshot_dir, request):
             print(f"screenshot of the failed page: {shot}")
     finally:
         context.close()
+        clear_workspace()
+
+
+def clear_workspace() -> None:
+    """Empty the local user's workspace in the test process's store (``FAVMAC_STORE``, tests/conftest.py),
+    which the servers share: each test starts on the bundled sample, as a first visit does."""
+    import favmac
+
+    store = favmac.open_store(os.environ["FAVMAC_STORE"])
+    try:
+        space = store.workspace()
+        for name in space.names():
+            space.delete(name)
+    finally:
+        store.close()
