@@ -88,6 +88,8 @@ class Session:
     workspace_doc = _Key("workspace_doc", "dict | None — the workspace document last saved or restored (favmac.ui.workspace).")
     uploads_read = _Key("uploads_read", "set[str] — ids of the files this session's uploaders handed to an action "
                                         "(favmac.ui.workspace_restore.unread_uploads: an upload never read is said).")
+    program_sets = _Key("program_sets", "dict | None — the sets of the Programs page's last predict batch: program, batch (file "
+                                        "name), csv (bytes, neutralized), n, flagged, version.")
     program_name = _Key("program_name", "str | None — the program the Programs page has open (favmac.ui.programs).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
