@@ -16,7 +16,6 @@ from favmac.access import Identity
 from favmac.ui import auth
 from favmac.ui.session import Session
 
-PAGES.setdefault("programs", "pages/8_Programs.py")
 CODES = ("A", "B", "C")
 
 
