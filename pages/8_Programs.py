@@ -4,7 +4,7 @@ import streamlit as st
 from favmac.ui import programs, settings_form, store as store_ui, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
-from favmac.ui.units import cost_short, threshold_label, value_short
+from favmac.ui.units import cost_short, threshold_label, threshold_rule, value_short
 
 ss = page_setup("Programs")
 st.title("Programs")
@@ -152,7 +152,15 @@ batches = f3.multiselect("Batch", list(dict.fromkeys(trail["batch"].tolist())) i
 shown = programs.filter_trail(trail, patient, versions, batches)
 st.caption(f"{len(shown):,} of {len(trail):,} decisions (patients). Threshold: {md(threshold_label(settings, score))}; "
            f"realized cost in {md(cost_short(settings))}, realized value in {md(value_short(settings))}.")
-widgets.table(shown, hide_index=True, height=320)
+view, unit_column = programs.trail_shown(shown, settings, score)
+widgets.table(view, hide_index=True, height=320, column_config={
+    unit_column: st.column_config.NumberColumn(unit_column, help=threshold_rule(settings, score), format="%.4g"),
+    "threshold": st.column_config.NumberColumn("threshold T (score)", format="%.4g",
+                                               help="The threshold on the settings' score, as the downloaded files hold it."),
+    "realized_cost": st.column_config.NumberColumn(f"realized cost ({cost_short(settings)})", format="%.4g"),
+    "realized_value": st.column_config.NumberColumn(f"realized value ({value_short(settings)})", format="%.4g"),
+    "target": st.column_config.NumberColumn(f"target ({cost_short(settings)} per chart)", format="%.4g"),
+})
 d1, d2 = st.columns(2)
 d1.download_button("Download the trail (CSV)", programs.trail_bytes(shown, "csv"), file_name=f"{program.name}_trail.csv",
                    mime="text/csv", key="trail_csv", icon=":material/download:", on_click="ignore")

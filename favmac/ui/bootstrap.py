@@ -26,7 +26,7 @@ from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, tradeoffs, widgets, workspace_restore
+from favmac.ui import actions, jobs, tradeoffs, widgets, workspace_restore, workspace_uploads
 from favmac.ui.session import Session, current
 from favmac.ui.text import md
 
@@ -64,6 +64,7 @@ def page_setup(title: str) -> Session:
         widgets.show_menu()
         widgets.show_sidebar_summary()
     _start_warm_up()
+    workspace_uploads.check(ss)  # a file chosen but never read (the page changed): wait for it or say so, and stop
     return ss
 
 

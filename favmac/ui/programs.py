@@ -37,7 +37,7 @@ from favmac.ui.text import plain_html
 
 __all__ = ["PROBLEMS", "create_from_session", "explain", "filter_trail", "history_members", "label_upload", "new_version",
            "predict_upload", "program_settings", "read_labels", "sets_csv", "status_tiles", "timeline_figure",
-           "trail_bytes"]
+           "trail_bytes", "trail_shown"]
 
 #: The errors a program action reports as a message (the page shows :func:`explain` of them).
 PROBLEMS = (fio.DataError, SettingsError, FormulaError, AccessDenied, StoreError, ProgramNotFound, ValueError)
@@ -257,15 +257,28 @@ def timeline_figure(timeline: pd.DataFrame, settings: dict, score: str, control:
     fig.add_trace(go.Scatter(x=x, y=captured, mode="lines+markers", name="value captured",
                              line={"color": palette["bluish_green"], "shape": "hv"}, text=hover,
                              hovertemplate="%{text}<br>%{y:,.4g} " + value + "<extra></extra>"), row=2, col=2)
-    fig.update_layout(height=640, margin={"l": 60, "r": 20, "t": 90, "b": 60}, hovermode="closest",
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "xanchor": "left", "x": 0},
+    fig.update_layout(height=680, margin={"l": 60, "r": 20, "t": 70, "b": 120}, hovermode="closest",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.14, "xanchor": "left", "x": 0},
                       title={"text": "Program timeline, by event", "x": 0, "xanchor": "left"})
+    span = [float(x.min()) - 0.5, float(x.max()) + 0.5] if len(x) else None  # the four panels on one event axis
     for row, col, y_title in ((1, 1, units.threshold_label(settings, score)),
                               (1, 2, f"{cost} per chart" if expected else "share of charts"),
                               (2, 1, "patients"), (2, 2, value)):
-        fig.update_xaxes(title_text="event number (settings, predict and label batches)", row=row, col=col, tickformat=",")
+        fig.update_xaxes(title_text="event number (settings, predict and label batches)", row=row, col=col, tickformat=",",
+                         range=span, dtick=max(1, round(len(x) / 10)) if len(x) else None)
         fig.update_yaxes(title_text=y_title, row=row, col=col, tickformat="," if row == 2 else None)
     return fig
+
+
+def trail_shown(frame: pd.DataFrame, settings: dict, score: str) -> tuple[pd.DataFrame, str]:
+    """The trail as the page shows it: beside the raw threshold T (what the files hold), the threshold in the
+    user's units (the timeline's: value per false flag under the price score); (frame, that column's name)."""
+    name = units.threshold_label(settings, score)
+    out = frame.copy()
+    if "threshold" in out:
+        out.insert(out.columns.get_loc("threshold"), name, figures.threshold_plot_values(out["threshold"].to_numpy(dtype=float),
+                                                                                         score))
+    return out, name
 
 
 def filter_trail(frame: pd.DataFrame, patient: str = "", versions=None, batches=None) -> pd.DataFrame:

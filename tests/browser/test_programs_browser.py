@@ -102,3 +102,38 @@ def test_a_deep_link_in_a_new_context_restores_the_workspace(page, browser, app_
         assert_healthy(fresh, "online session restored")
     finally:
         other.close()
+
+
+def test_leaving_the_data_page_while_a_file_uploads_never_runs_on_other_data(page, app_url, tmp_path):
+    """Issue 31's race, made certain: the file's bytes are held back until the user has left the Data page.
+    The next page waits, then says that the chosen file was not read and offers to read it; it never shows
+    its own results on the sample meanwhile. Read as the calibration data, it is what the pages run on."""
+    cohort = tmp_path / "late_cohort.csv"
+    write_wide_csv(cohort, n=400, seed=5)
+    open_page(page, app_url, "data")
+    held = []
+    page.route("**/_stcore/upload_file/**", lambda route: held.append(route) if route.request.method == "PUT"
+               else route.continue_())
+    keyed(page, "upload_wide").locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(cohort))
+    page.wait_for_function("() => true")
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the upload never started"
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').filter(has_text="Patients").first.click()
+    page.wait_for_url("**/Patients")
+    page.wait_for_timeout(1500)  # the Patients page's run is waiting for the file
+    assert "Waiting for late_cohort.csv" in main_text(page) or "still uploading" in main_text(page), main_text(page)[:500]
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0  # no results on the sample meanwhile
+    held[0].continue_()
+    page.get_by_text("the page changed before it was read").wait_for(timeout=60_000)
+    text = main_text(page)
+    assert "late_cohort.csv" in text and "HCC cohort" in text  # names the file chosen and the data loaded
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    click_button(page, "unread_calibration")
+    page.get_by_text("Data: late_cohort.csv", exact=False).first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert "400 patients" in main_text(page) and "late_cohort.csv" in sidebar_text(page)
+    assert "the page changed before it was read" not in main_text(page)
+    assert_healthy(page, "patients after reading the late file")
