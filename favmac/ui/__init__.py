@@ -33,6 +33,8 @@ Streamlit (module imports only go down this list; ``tests/ui/test_ui_imports.py`
   every action that changes it.
 * ``actions``   — what the user's actions do to the session: sample, uploads, weights, settings, restore.
 * ``workspace_restore`` — binds each page run to the user's workspace; a fresh session (reload, deep link) restores it.
+* ``workspace_uploads`` — a file chosen but never handed to a widget (the page changed mid-upload): the pages wait
+  for it or say so and stop (a labelled workaround around Streamlit's uploaded-file manager).
 * ``programs``  — the Programs page's logic: create from the session, predict / label uploads, settings versions,
   the timeline figure, status tiles, the audit trail's filter and files.
 * ``jobs``      — the long computations: runs as plain functions of (dataset, RunSpec) (the online

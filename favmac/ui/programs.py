@@ -184,6 +184,8 @@ def status_tiles(status: dict, settings: dict) -> list[tuple[str, str, str]]:
         realized = ("Violation rate", f"{_fmt(100 * status['realized'])} % ± {_fmt(100 * status['standard_error'], 2)} %",
                     f"Share of labelled predicted charts whose {cost} exceeded the cost target, ± one standard error.")
         target = ("Allowed violation rate", f"{_fmt(100 * status['target'])} %", f"δ of settings version {status['version']}.")
+    if not status["labelled"]:  # nothing to measure yet
+        realized = (realized[0], "no labels yet", f"Measured once labels of predicted patients arrive ({cost} per chart).")
     share = status.get("value_share", math.nan)
     return [
         ("Patients predicted", f"{status['predicted']:,} patients", f"Plus {status['history']:,} patients of history."),

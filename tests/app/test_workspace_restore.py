@@ -117,3 +117,31 @@ def test_an_unreachable_store_says_so_naming_the_url_and_the_pages_keep_working(
     assert at.session_state["dataset"].name == "cohort.csv"  # the ad-hoc pages work on the session's data
     go(at, "online")
     assert_clean(at)
+
+
+def test_the_two_file_layout_is_restored(own_store):
+    wide = pd.read_csv(__import__("io").BytesIO(wide_csv(n=250, seed=4)))
+    probs = wide[["patient_id"] + [c for c in wide if c.startswith("prob_")]].rename(columns=lambda c: c.replace("prob_", ""))
+    labels = wide[["patient_id"] + [c for c in wide if c.startswith("label_")]].rename(columns=lambda c: c.replace("label_", ""))
+    at = open_page("data")
+    at.radio(key="upload_mode").set_value("Probabilities + labels files").run()
+    at.file_uploader(key="upload_probs").set_value(("p.csv", probs.to_csv(index=False).encode(), "text/csv")).run()
+    at.file_uploader(key="upload_labels").set_value(("y.csv", labels.to_csv(index=False).encode(), "text/csv")).run()
+    assert_clean(at)
+    assert at.session_state["dataset"].name == "p.csv + y.csv"
+    fresh = open_page("export")
+    assert_clean(fresh)
+    ds = fresh.session_state["dataset"]
+    assert ds.name == "p.csv + y.csv" and ds.n_patients == 250
+    assert np.array_equal(ds.label_array(), labels[["A", "B", "C"]].to_numpy())
+    assert fresh.session_state["dataset_key"] == at.session_state["dataset_key"]
+
+
+def test_a_workspace_that_cannot_be_rebuilt_falls_back_to_the_sample_and_says_why(own_store):
+    upload_cohort()
+    space = favmac.open_store(own_store).workspace()
+    space.save(workspace.CALIBRATION, b"patient_id,prob_A\np1,2.5\n", {"file_name": "cohort.csv"})  # now unreadable
+    fresh = open_page("data")
+    assert not fresh.exception
+    assert fresh.session_state["dataset_key"].startswith("sample:")
+    assert "could not be restored" in " ".join(w.value for w in fresh.warning)
