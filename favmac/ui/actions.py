@@ -170,6 +170,7 @@ def apply_calibration_upload(ss: Session, probs_file, labels_file=None) -> bool:
     and ``.getvalue()``). A DataError leaves the loaded data untouched and is shown as
     the "calibration" message. Returns True when the data was replaced.
     """
+    workspace.reading(ss, "calibration", probs_file, *([] if labels_file is None else [labels_file]))
     probs = probs_file.getvalue()
     labels = None if labels_file is None else labels_file.getvalue()
     try:
@@ -179,25 +180,30 @@ def apply_calibration_upload(ss: Session, probs_file, labels_file=None) -> bool:
     except fio.DataError as err:
         kept = f" The data already loaded ({ss.dataset.name}) is unchanged." if ss.has_dataset else ""
         ss.set_message("calibration", "error", f"{err}{kept}")
+        workspace.handled(ss, probs_file, labels_file)
         return False
     set_dataset(ss, dataset, f"upload:{samples.content_key(probs, labels)}")
     ss.set_message("calibration", "success", f"Loaded {dataset.name}: {_count(dataset.n_patients, 'patient')} × "
                    f"{_count(dataset.n_codes, 'code')}.")
     workspace.record(ss, calibration=(probs, probs_file.name),
                      labels=None if labels_file is None else (labels, labels_file.name))
+    workspace.handled(ss, probs_file, labels_file)
     return True
 
 
 def apply_new_patients_upload(ss: Session, file) -> bool:
+    workspace.reading(ss, "new_patients", file)
     try:
         frame = parsing.parse_new_patients(file.getvalue(), file.name, tuple(ss.dataset.codes),
                                            tuple(ss.dataset.segment_columns()))
     except fio.DataError as err:
         ss.set_message("new_patients", "error", str(err))
+        workspace.handled(ss, file)
         return False
     ss.new_patients, ss.new_patients_name = frame, file.name
     ss.set_message("new_patients", "success", f"Loaded {_count(len(frame), 'new patient')} from {file.name}.")
     workspace.record(ss, new_patients=(file.getvalue(), file.name))
+    workspace.handled(ss, file)
     return True
 
 
@@ -219,9 +225,12 @@ def _apply_weights(ss: Session, load, source: str, success: str) -> bool:
 
 
 def apply_weights_upload(ss: Session, file) -> bool:
+    workspace.reading(ss, "weights", file)
     codes = tuple(ss.dataset.codes)
-    return _apply_weights(ss, lambda: parsing.parse_weights(file.getvalue(), file.name, codes), f"upload {file.name}",
+    done = _apply_weights(ss, lambda: parsing.parse_weights(file.getvalue(), file.name, codes), f"upload {file.name}",
                           f"Loaded weights for {{codes}} from {file.name}.")
+    workspace.handled(ss, file)  # not reached when a page change cuts the reading short
+    return done
 
 
 def apply_cms_weights(ss: Session, model: str, segment: str) -> bool:

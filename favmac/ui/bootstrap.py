@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from favmac import parallel
 from favmac.methods import run_method
@@ -74,8 +75,14 @@ def _show_dataset_line(ss: Session) -> None:
         ds = ss.dataset
         st.markdown(f":gray[:material/dataset: Data: **{md(ds.name)}** · {ds.n_patients:,} patients × "
                     f"{ds.n_codes} codes]")
-    for area in ("store", "workspace"):
+    for area in ("store", "workspace", "upload_late"):
         widgets.show_message(area)
+    page = getattr(get_script_run_ctx(), "page_script_hash", None)
+    if ss.upload_late_page is None:
+        ss.upload_late_page = page
+    elif ss.upload_late_page != page:  # said on the page the file was read for, until the user moves on
+        ss.clear_message("upload_late")
+        ss.upload_late_page = None
 
 
 @st.fragment(run_every=REST_DELAY)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from favmac.ui.session import Session
 
-__all__ = ["CALIBRATION", "DOC", "FORMAT", "LABELS", "NEW_PATIENTS", "note_failure", "record", "weights_doc",
+__all__ = ["CALIBRATION", "DOC", "FORMAT", "LABELS", "NEW_PATIENTS", "handled", "note_failure", "reading", "record", "weights_doc",
            "weights_table"]
 
 FORMAT = 1
@@ -120,6 +120,27 @@ def record(ss: Session, *, sample: str | None = None, calibration=None, labels=N
     if ss.message_level("workspace") in ("warning", "error"):
         ss.clear_message("workspace")
     return True
+
+
+def reading(ss: Session, kind: str, *files) -> None:
+    """An action starts reading these uploaded files as ``kind`` ("calibration", "new_patients", "weights").
+    A page change can cut the action short (Streamlit stops a run at its next element when another is asked
+    for); then :mod:`favmac.ui.workspace_uploads` finishes it on the next page."""
+    ids = [f.file_id for f in files if getattr(f, "file_id", None)]
+    if ids:
+        started = ss.uploads_reading if isinstance(ss.uploads_reading, dict) else {}
+        ss.uploads_reading = {**started, **{i: (kind, ids) for i in ids}}
+
+
+def handled(ss: Session, *files) -> None:
+    """An action finished reading these uploaded files (Streamlit UploadedFiles: their ``file_id``), whether it
+    kept or refused them (:mod:`favmac.ui.workspace_uploads` tells a file no action read)."""
+    ids = {getattr(f, "file_id", None) for f in files} - {None}
+    if ids:
+        read = ss.uploads_read if isinstance(ss.uploads_read, set) else set()
+        ss.uploads_read = read | ids
+        if isinstance(ss.uploads_reading, dict):
+            ss.uploads_reading = {k: v for k, v in ss.uploads_reading.items() if k not in ids}
 
 
 def note_failure(ss: Session, err) -> None:

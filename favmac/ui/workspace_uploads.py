@@ -9,11 +9,13 @@ the last step: the bytes may reach the server, but no widget ever hands them to 
 **Workaround (labelled):** :func:`install` wraps two methods of the runtime's uploaded-file manager, per
 browser session: ``get_upload_urls`` (a file the user chose: its name, when) and ``add_file`` (its bytes
 arrived). :func:`check`, called by every page run (``bootstrap.page_setup``), compares that with the
-files a widget of this session has held (``Session.uploads_read``; a widget's value is a file the app
-was handed):
+files the app was handed (``Session.uploads_read``): those an action read (``workspace.handled``; the
+Data page's uploaders read at once) and those an uploader read on request holds:
 
 * a chosen file whose bytes are still on their way: the page waits up to :data:`WAIT_SECONDS`, then
   says it is still uploading and stops (a "Check again" button);
+* a file whose reading the page change cut short (an action had started on it,
+  ``Session.uploads_reading``): the page finishes that reading, says so, and runs on the result;
 * bytes that arrived but reached no widget: the page says so and stops, offering to read the file as the
   calibration data, the new patients or the risk weights, or to keep the data loaded (named);
 * a chosen file that never arrived within :data:`LOST_SECONDS` (the browser dropped the upload when
@@ -131,11 +133,18 @@ def install() -> bool:
     return True
 
 
+#: The Data page's single-file uploaders: their callback reads the file at once (an action records it,
+#: ``workspace.handled``), so a file one of them holds was read only if that action says so (a callback cut
+#: short by the page change holds a file no action read). Other uploaders' files are read when the user asks
+#: (the pair of calibration files, the Programs page's batches): held is as good as read.
+READ_AT_ONCE = ("upload_wide", "upload_new", "upload_weights")
+
+
 def _widget_files() -> set:
-    """Ids of the files the session's widgets hold now (uploaders' values)."""
+    """Ids of the files the session's widgets hold now (uploaders' values), but those of :data:`READ_AT_ONCE`."""
     ids = set()
     state = st.session_state
-    for key in list(state.keys()):
+    for key in [k for k in state.keys() if k not in READ_AT_ONCE]:
         try:
             value = state[key]
         except Exception:  # noqa: BLE001 — a widget value that cannot be read here is no file
@@ -187,6 +196,8 @@ def check(ss: Session) -> None:
     left = unread(ss, session_id)
     if not left:
         return
+    if _finish_reading(ss, session_id, left):
+        st.rerun()  # the page (its sidebar and dataset line included) runs on the file read
     chosen = left[-1]  # the last file the user chose
     if chosen.arrived_at is not None and _in_use(ss, session_id, chosen):
         _mark(ss, left[-1:])  # the same bytes as the data in use: nothing to choose
@@ -233,6 +244,36 @@ def check(ss: Session) -> None:
     with cols[3]:
         _keep_button(ss, left, current)
     st.stop()
+
+
+_ACTIONS = {"calibration": actions.apply_calibration_upload, "new_patients": actions.apply_new_patients_upload,
+            "weights": actions.apply_weights_upload}
+_AREAS = {"calibration": "calibration", "new_patients": "new_patients", "weights": "weights"}
+
+
+def _finish_reading(ss: Session, session_id: str, left) -> bool:
+    """Finish the readings a page change cut short (``Session.uploads_reading``): the action the uploader
+    started, on the same files. True when one was finished (kept or refused: its message says which)."""
+    started = ss.uploads_reading if isinstance(ss.uploads_reading, dict) else {}
+    for chosen in reversed(left):  # the last file chosen first
+        entry = started.get(chosen.file_id)
+        if entry is None or chosen.arrived_at is None:
+            continue
+        kind, ids = entry
+        records = {r.file_id: r for r in get_instance().uploaded_file_mgr.get_files(session_id, list(ids))}
+        if kind not in _ACTIONS or set(records) != set(ids):
+            continue
+        files = [_Upload(records[i]) for i in ids]
+        names = " + ".join(f.name for f in files)
+        with st.spinner(f"Reading {md(names)}, the file you chose on the Data page…"):
+            done = _ACTIONS[kind](ss, *files)
+        level, text = (ss.messages or {}).get(_AREAS[kind], ("success" if done else "error", ""))
+        ss.upload_late_page = None  # the message stays on the page it is shown on first
+        ss.set_message("upload_late", "success" if done else "error",
+                       f"Read {names}, chosen on the Data page just before the page changed. {text}".strip()
+                       if done else f"{names}, chosen on the Data page just before the page changed, was refused: {text}")
+        return True
+    return False
 
 
 def _in_use(ss: Session, session_id: str, chosen: Chosen) -> bool:
