@@ -71,15 +71,16 @@ def history_members(dataset) -> dict:
     return members
 
 
-def program_spec(ss: Session):
-    """The session's settings as a program runs them (labels arrive as label events, so the replay's
-    label-arrival settings are left out) and the notes on what changed."""
+def program_spec(ss: Session, history: int):
+    """The session's settings as a program of ``history`` labelled patients runs them (labels arrive as label
+    events, so the replay's label-arrival settings are left out; an "auto" fold is resolved for the
+    history) and the notes on what changed."""
     spec = ss.spec()
     notes = []
     if spec.label_delay is not None or spec.label_available_column is not None:
         spec = spec.replace(label_delay=None, label_available_column=None)
         notes.append("In a program labels arrive when you upload them, so the settings' label arrivals are not used.")
-    return spec, notes
+    return spec.with_default_fold(history), notes
 
 
 def create_from_session(store, ss: Session, name: str, team: str | None):
@@ -91,7 +92,7 @@ def create_from_session(store, ss: Session, name: str, team: str | None):
     name = str(name or "").strip()
     if not name:
         raise ValueError("Name the program (e.g. east-2026).")
-    spec, notes = program_spec(ss)
+    spec, notes = program_spec(ss, dataset.n_patients)
     program = store.create_program(name, spec, dataset.patient_ids, dataset.prob_array(), dataset.label_array(),
                                    codes=list(dataset.codes), members=history_members(dataset), team=team)
     return program, notes
@@ -146,7 +147,7 @@ def label_upload(program, data: bytes, file_name: str) -> tuple[int, int]:
 def new_version(program, ss: Session) -> tuple[int, list[str]]:
     """The session's current settings as the program's next settings version; (version, notes)."""
     _check_codes(program, ss)
-    spec, notes = program_spec(ss)
+    spec, notes = program_spec(ss, program.status()["history"])
     return program.update_settings(spec), notes
 
 
@@ -193,7 +194,7 @@ def status_tiles(status: dict, settings: dict) -> list[tuple[str, str, str]]:
         realized,
         target,
         (f"Value captured ({value})", _fmt(status["value_captured"]),
-         f"Of {_fmt(status['value_available'])} {value} confirmed for the labelled patients"
+         f"Of {_fmt(status['value_available'])} {value} that the labelled patients' confirmed codes hold"
          + (f" ({100 * share:.1f} %)." if not math.isnan(share) else ".")),
     ]
 
@@ -230,7 +231,9 @@ def timeline_figure(timeline: pd.DataFrame, settings: dict, score: str, control:
     if expected:
         mean = timeline["mean_cost"].to_numpy(dtype=float) if len(timeline) else np.zeros(0)
         se = timeline["cost_se"].to_numpy(dtype=float) if len(timeline) else np.zeros(0)
-        target = timeline["target_cost"].to_numpy(dtype=float) if len(timeline) else np.zeros(0)
+        # the target in force at each event: measured with the labels, else the predict batches', else the settings'
+        target = (timeline["target_cost"].astype(float).fillna(timeline["target"].astype(float)).ffill().bfill()
+                  .fillna(float(settings.get("target", np.nan))).to_numpy(dtype=float)) if len(timeline) else np.zeros(0)
         target_name = f"target ({cost} per chart)"
     else:
         mean = timeline["violation_rate"].to_numpy(dtype=float) if len(timeline) else np.zeros(0)
@@ -249,7 +252,9 @@ def timeline_figure(timeline: pd.DataFrame, settings: dict, score: str, control:
     fig.add_trace(go.Scatter(x=x, y=mean, mode="lines+markers", name="realized" if expected else "violation rate",
                              line={"color": palette["orange"]}, text=hover,
                              hovertemplate="%{text}<br>realized %{y:.4g}<extra></extra>"), row=1, col=2)
-    fig.add_trace(go.Scatter(x=x, y=target, mode="lines", name=target_name, line={"color": palette["black"], "dash": "dash"}),
+    fig.add_trace(go.Scatter(x=x, y=target, mode="lines+markers", name=target_name, marker={"size": 4},
+                             line={"color": palette["black"], "dash": "dash"},
+                             hovertemplate="target %{y:.4g}<extra></extra>"),
                   row=1, col=2)
     pending = timeline["pending"].to_numpy() if len(timeline) else np.zeros(0)
     fig.add_trace(go.Scatter(x=x, y=pending, mode="lines+markers", name="labels pending", line={"color": palette["vermillion"],
