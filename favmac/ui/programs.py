@@ -33,7 +33,7 @@ from favmac.store.state import segment_columns
 from favmac.ui import figures, parsing, settings_form, units
 from favmac.ui.samples import NamedBytes
 from favmac.ui.session import Session
-from favmac.ui.text import plain_html
+from favmac.ui.text import plain_html, show_bidi
 
 __all__ = ["PROBLEMS", "create_from_session", "explain", "filter_trail", "history_members", "label_upload", "new_version",
            "predict_upload", "program_settings", "read_labels", "sets_csv", "status_tiles", "timeline_figure",
@@ -156,7 +156,7 @@ def sets_csv(frame: pd.DataFrame) -> bytes:
     out = frame.copy()
     if "codes" in out:
         out["codes"] = [";".join(map(str, c)) for c in out["codes"]]
-    return to_safe_csv(out, index=False)
+    return to_safe_csv(_bidi_visible(out), index=False)
 
 
 # --------------------------------------------------------------------------- views
@@ -302,10 +302,20 @@ def filter_trail(frame: pd.DataFrame, patient: str = "", versions=None, batches=
     return out
 
 
+def _bidi_visible(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells with direction-control and invisible format characters made visible ("[U+202E]", as the
+    pages show them): a CSV opened in a spreadsheet shows what the cell holds, in order."""
+    out = frame.copy()
+    for column in out.columns:
+        if pd.api.types.is_object_dtype(out[column]) or pd.api.types.is_string_dtype(out[column]):
+            out[column] = [show_bidi(v) if isinstance(v, str) else v for v in out[column]]
+    return out
+
+
 def trail_bytes(frame: pd.DataFrame, kind: str) -> bytes:
     """The trail as a file: "csv" (formula cells and bidi/format characters neutralized) or "parquet"."""
     if kind == "csv":
-        return to_safe_csv(frame, index=False)
+        return to_safe_csv(_bidi_visible(frame), index=False)
     if kind == "parquet":
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)

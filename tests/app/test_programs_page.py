@@ -145,3 +145,18 @@ def test_an_unreachable_store_is_a_message_naming_the_url(tmp_path, monkeypatch)
     at = open_page("programs")
     assert not at.exception
     assert "Cannot" in texts(at, "error") and "file" in texts(at, "error")
+
+
+def test_trail_files_neutralize_formulas_and_keep_parquet_exact():
+    from favmac.ui import programs
+
+    trail = pd.DataFrame({"patient_id": ["p1", "p2", "q3"], "batch": ["=HYPERLINK(\"x\").csv", "b\u202e.csv", "b.csv"],
+                          "version": [1, 2, 2], "threshold": [0.5, 0.25, 0.25]})
+    csv = programs.trail_bytes(trail, "csv").decode("utf-8-sig")
+    assert "'=HYPERLINK" in csv and "\u202e" not in csv
+    assert pd.read_parquet(io.BytesIO(programs.trail_bytes(trail, "parquet"))).equals(trail)
+    assert programs.filter_trail(trail, "P", None, None)["patient_id"].tolist() == ["p1", "p2"]  # case-insensitive
+    assert programs.filter_trail(trail, "", [2], ["b.csv"])["patient_id"].tolist() == ["q3"]
+    assert programs.filter_trail(trail, ".*", None, None).empty  # plain text, not a pattern
+    with pytest.raises(ValueError):
+        programs.trail_bytes(trail, "xlsx")
