@@ -33,15 +33,32 @@ listed = store.programs()
 names = listed["name"].tolist()
 
 # --------------------------------------------------------------------------- open / create
+def on_create():
+    """The form's Create button (a callback: it runs before the page, so the new program is the one opened)."""
+    try:
+        program, notes = programs.create_from_session(store, ss, st.session_state.get("program_new_name", ""),
+                                                      st.session_state.get("program_team"))
+    except programs.PROBLEMS as err:
+        ss.set_message("program_create", "error", programs.explain(err))
+        return
+    ss.clear_message("program_create")
+    ss.program_name = program.name
+    st.session_state["program_choice"] = program.name
+    st.session_state["program_new_name"] = ""
+    say("success", " ".join([f"Created program {program.name} (team {program.team}) with {ss.dataset.n_patients:,} patients "
+                             "of history; settings version 1.", *notes]))
+
+
 st.header("1 · Open or create", divider="gray")
 open_col, create_col = st.columns(2, gap="large")
 with open_col:
     st.markdown("**Open a program** (your teams' programs)")
     if names:
-        current = ss.program_name if ss.program_name in names else names[0]
-        chosen = st.selectbox("Program", names, index=names.index(current), key="program_choice",
-                              format_func=lambda n: f"{n} · team {listed.set_index('name').loc[n, 'team']}")
-        ss.program_name = chosen
+        if st.session_state.get("program_choice") not in names:  # the widget's key is dropped when another page runs
+            st.session_state["program_choice"] = ss.program_name if ss.program_name in names else names[0]
+        teams = dict(zip(listed["name"], listed["team"]))
+        ss.program_name = st.selectbox("Program", names, key="program_choice", format_func=lambda n: f"{n} · team {teams[n]}",
+                                       on_change=lambda: [ss.clear_message(a) for a in ("program_create", "programs")])
     else:
         st.caption("No program in your teams yet: create one from the current data.")
         ss.program_name = None
@@ -51,21 +68,10 @@ with create_col:
         st.caption(f"History: {md(ss.dataset.name)} ({ss.dataset.n_patients:,} labelled patients × {ss.dataset.n_codes} codes); "
                    "settings version 1: the session's settings (Value & cost).")
     with st.form("create_program", border=False):
-        new_name = st.text_input("Name", key="program_new_name", placeholder="east-2026", max_chars=200)
-        team = st.selectbox("Team", list(me.teams), key="program_team") if me.teams else None
-        create = st.form_submit_button("Create program", icon=":material/add_circle:", disabled=not writer)
-    if create:
-        try:
-            program, notes = programs.create_from_session(store, ss, new_name, team)
-        except programs.PROBLEMS as err:
-            ss.set_message("program_create", "error", programs.explain(err))
-        else:
-            ss.clear_message("program_create")
-            ss.program_name = program.name
-            st.session_state["program_choice"] = program.name
-            say("success", " ".join([f"Created program {program.name} (team {program.team}) with "
-                                     f"{ss.dataset.n_patients:,} patients of history; settings version 1.", *notes]))
-            st.rerun()
+        st.text_input("Name", key="program_new_name", placeholder="east-2026", max_chars=200)
+        if me.teams:
+            st.selectbox("Team", list(me.teams), key="program_team")
+        st.form_submit_button("Create program", icon=":material/add_circle:", disabled=not writer, on_click=on_create)
     widgets.show_message("program_create")
 
 if not ss.program_name:

@@ -119,9 +119,16 @@ def test_bad_files_are_one_clear_message_and_change_nothing(own_store):
     assert favmac.open_store(own_store).program("east-2026").status()["predicted"] == 0
 
 
-def test_a_name_already_taken_is_refused(own_store):
-    at = create(create(programs_page_on_upload(), "dup"), "dup", clean=False)
-    assert "already holds a program named 'dup'" in texts(at, "error")
+def test_a_second_program_is_opened_and_a_name_already_taken_is_refused(own_store):
+    at = create(create(programs_page_on_upload(), "one"), "two")
+    assert at.selectbox(key="program_choice").value == "two" and at.session_state["program_name"] == "two"
+    assert at.selectbox(key="program_choice").options == ["one · team local", "two · team local"]
+    at = create(at, "two", clean=False)
+    assert "already holds a program named 'two'" in texts(at, "error")
+    assert at.selectbox(key="program_choice").value == "two"
+    at.selectbox(key="program_choice").set_value("one").run()
+    assert_clean(at)
+    assert at.session_state["program_name"] == "one" and "one: new patients" in " ".join(h.value for h in at.header)
 
 
 def test_a_viewer_reads_but_cannot_write(own_store, monkeypatch):
