@@ -67,7 +67,8 @@ with sets_area:
     st.subheader("Chosen sets on the calibration stream")
     st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
                        mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
-    st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known, "
+    after = "the recalibration fold and the burn-in" if settings.get("recalibrate") else "the burn-in"
+    st.caption(f"{files['n_calibration']:,} patients after {after}; each set was chosen before that patient's codes were known, "
                + ("with its segment's threshold, learned from the earlier patients of that segment." if settings.get("segment")
                   else "with the threshold learned from every patient before it.") + " First 20 rows:")
     if arrivals_view.stream_caption(settings):  # labels that arrive later: "every patient before it" had not all arrived

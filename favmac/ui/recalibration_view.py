@@ -16,6 +16,7 @@ from favmac.recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAU
                                   RECALIBRATIONS, calibration_error, default_recalibrate, fit_recalibration, recalibration_report)
 from favmac.recalibration_evidence import HALVES, evidence_summary, recalibration_evidence
 from favmac.ui import data_views, figures, widgets
+from favmac.ui.parsing import CACHE_TTL_SECONDS
 from favmac.ui.settings_form import run_key
 from favmac.ui.text import md
 from favmac.ui.units import cost_unit, value_phrase
@@ -210,7 +211,7 @@ def evidence_display(table: pd.DataFrame, settings: dict) -> pd.DataFrame:
     })
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@st.cache_data(max_entries=8, max_size="16MB", show_spinner=False, ttl=CACHE_TTL_SECONDS)  # small tables
 def _evidence(key: str, fold: int, method: str, _dataset, _spec) -> pd.DataFrame:
     value, cost = _spec.build(_dataset.codes, getattr(_dataset, "members", None))
     return recalibration_evidence(_dataset.prob_array(), _dataset.label_array(), value, cost, _spec.target, fold=fold,

@@ -52,6 +52,18 @@ def open_page(name: str, *, first_run_only: bool = False) -> AppTest:
     return at
 
 
+def n_predicted(at: AppTest, n_patients: int) -> int:
+    """How many of ``n_patients`` the session predicts: all but the recalibration fold (the settings'
+    ``recalibrate``, on by default for a stream of at least 3,000 patients) and the burn-in after it."""
+    settings = at.session_state["settings"]
+    return n_patients - int(settings.get("recalibrate") or 0) - int(settings["burn_in"])
+
+
+def n_streamed(at: AppTest, n_patients: int) -> int:
+    """How many of ``n_patients`` calibrate or are predicted: all but the recalibration fold."""
+    return n_patients - int(at.session_state["settings"].get("recalibrate") or 0)
+
+
 def go(at: AppTest, name: str) -> AppTest:
     """Navigate an existing session to page ``name`` (state carries over)."""
     return at.switch_page(PAGES[name]).run()

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from app_helpers import SAMPLES, assert_clean, go, open_page, shown
+from app_helpers import SAMPLES, assert_clean, go, open_page, shown, n_predicted, n_streamed
 
 from favmac.segments import segment_table
 from favmac.ui import figures, units
@@ -87,8 +87,8 @@ def test_segment_table_counts_predicted_patients_and_prints_three_decimals():
     assert_clean(at)
     table = next(t.value.reset_index() for t in at.table if "status" in t.value.columns)
     expected = segment_table(result_of(at))
-    assert table["patients"].astype(int).sum() == 3000
-    assert table["predicted"].astype(int).sum() == 3000 - at.session_state["settings"]["burn_in"]
+    assert table["patients"].astype(int).sum() == n_streamed(at, 3000)  # the recalibration fold is not in the table
+    assert table["predicted"].astype(int).sum() == n_predicted(at, 3000)
     assert table["mean cost"].tolist() == [f"{100 * v:.1f}" for v in expected["mean_cost"]]  # 43.2 per 100 charts, not "0.4320"
 
 

@@ -62,6 +62,7 @@ def test_per_segment_counts_are_drawn_with_thousands_separators():
     at.button(key="load_sample").click().run()
     at = go(at, "value_cost")
     at.checkbox(key="use_segments").check().run()
+    at.checkbox(key="use_recalibrate").uncheck()  # every patient in the table (no recalibration fold): one segment >= 1,000
     at.button(key="apply_settings").click().run()
     assert_clean(at)
     table = next(t for t in at.table if "status" in t.value.columns)

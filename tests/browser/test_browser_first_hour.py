@@ -63,8 +63,8 @@ def test_every_page_with_segments_on(page, app_url, screenshot_dir):
             goto_via_sidebar(page, name)
         assert_healthy(page, name)
         if name == "data":
-            counts = plotly_trace_counts(page, 2)
-            assert len(counts) == 2
+            counts = plotly_trace_counts(page, 3)  # prevalence, reliability, and the default recalibration's curves
+            assert len(counts) == 3
             assert legend_texts(page, 1) == ["Perfect calibration", "East", "North", "South"]
         if name == "online_session":
             click_button(page, "to_end")
