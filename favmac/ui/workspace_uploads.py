@@ -13,7 +13,8 @@ files the app was handed (``Session.uploads_read``): those an action read (``wor
 Data page's uploaders read at once) and those an uploader read on request holds:
 
 * a chosen file whose bytes are still on their way: the page waits up to :data:`WAIT_SECONDS`, then
-  says it is still uploading and stops (a "Check again" button);
+  says it is still uploading and stops, and goes on by itself when the bytes arrive (a timer, every
+  :data:`POLL_SECONDS`; a "Check again" button too);
 * a file whose reading the page change cut short (an action had started on it,
   ``Session.uploads_reading``): the page finishes that reading, says so, and runs on the result;
 * bytes that arrived but reached no widget: the page says so and stops, offering to read the file as the
@@ -40,12 +41,14 @@ from favmac.ui.samples import content_key
 from favmac.ui.session import Session
 from favmac.ui.text import md
 
-__all__ = ["GRACE_SECONDS", "LOST_SECONDS", "WAIT_SECONDS", "Chosen", "check", "install", "unread"]
+__all__ = ["GRACE_SECONDS", "LOST_SECONDS", "POLL_SECONDS", "WAIT_SECONDS", "Chosen", "check", "install", "unread"]
 
 #: How long a page run waits for a chosen file's bytes before saying it is still uploading.
 WAIT_SECONDS = 8.0
 #: After a chosen file's bytes arrive, how long a page run leaves its uploader to set its value (the normal way).
 GRACE_SECONDS = 1.0
+#: How often a page waiting for a chosen file looks whether it arrived (seconds).
+POLL_SECONDS = 1.0
 #: A chosen file whose bytes have not arrived after this long is taken as dropped by the browser.
 LOST_SECONDS = 120.0
 
@@ -208,6 +211,7 @@ def check(ss: Session) -> None:
     current = ss.dataset.name if ss.has_dataset else "no data"
     if chosen.arrived_at is None and time.monotonic() - chosen.chosen_at < LOST_SECONDS:
         st.info(f"{md(chosen.name)} is still uploading. This page waits for it rather than run on {md(current)}.")
+        _poll(session_id, chosen.file_id)
         st.button("Check again", key="upload_check_again", icon=":material/refresh:")
         _keep_button(ss, left, current)
         st.stop()
@@ -280,6 +284,15 @@ def _in_use(ss: Session, session_id: str, chosen: Chosen) -> bool:
     """The file's bytes are those of the calibration data in use (the same file chosen again)."""
     record = _bytes(session_id, chosen)
     return record is not None and ss.dataset_key == f"upload:{content_key(record.data, None)}"
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _poll(session_id: str, file_id: str) -> None:
+    """While a chosen file is on its way: rerun the page as soon as its bytes arrive (its uploader, on a page
+    no longer shown, will not)."""
+    if any(c.file_id == file_id and c.arrived_at is not None for c in TRACKER.of(session_id)):
+        st.rerun()
+    st.caption("The page goes on by itself once the file has arrived.")
 
 
 def _mark(ss: Session, files) -> None:

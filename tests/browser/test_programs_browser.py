@@ -6,6 +6,7 @@ browser context restores the workspace. The server's store is the test process's
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -137,3 +138,31 @@ def test_leaving_the_data_page_while_a_file_uploads_never_runs_on_other_data(pag
     assert "400 patients" in main_text(page) and "late_cohort.csv" in sidebar_text(page)
     assert "the page changed before it was read" not in main_text(page)
     assert_healthy(page, "patients after reading the late file")
+
+
+def test_a_page_waiting_for_a_slow_upload_goes_on_by_itself_when_it_arrives(page, app_url, tmp_path):
+    """Bytes held back longer than the page waits in its run: the page says the file is still uploading,
+    shows nothing computed on the older data, and goes on by itself once the bytes arrive."""
+    weights = tmp_path / "slow_weights.csv"
+    sample = (Path(__file__).resolve().parents[2] / "sample_data" / "hcc_weights.csv").read_text()
+    weights.write_text(sample)
+    open_page(page, app_url, "data")
+    held = []
+    page.route("**/_stcore/upload_file/**", lambda route: held.append(route) if route.request.method == "PUT"
+               else route.continue_())
+    keyed(page, "upload_weights").locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(weights))
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the upload never started"
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').filter(has_text="Validity").first.click()
+    page.get_by_text("slow_weights.csv is still uploading").wait_for(timeout=60_000)
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    held[0].continue_()
+    page.get_by_text("the page changed before it was read").wait_for(timeout=30_000)  # no click needed
+    click_button(page, "unread_weights")
+    wait_idle(page)
+    assert "the page changed before it was read" not in main_text(page)
+    assert "slow_weights.csv" in sidebar_text(page)  # Weights: upload slow_weights.csv
+    assert_healthy(page, "validity after reading the weights")
