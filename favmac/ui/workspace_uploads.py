@@ -219,7 +219,7 @@ def check(ss: Session) -> None:
         st.warning(f"The upload of {md(chosen.name)} did not finish: the page changed while it was being sent. "
                    f"This page runs on {md(current)}; upload the file again on the Data page to use it.")
         st.page_link(DATA.path, label="Go to Data", icon=DATA.icon)
-        _keep_button(ss, left, current, label=f"Continue with {current}")
+        _keep_button(ss, left, current, label="Continue with the data loaded")
         st.stop()
     st.warning(f"You chose {md(chosen.name)} ({chosen.size:,} bytes), but the page changed before it was read, so it is "
                f"not in use: this page would run on {md(current)}. What is {md(chosen.name)}?")
@@ -301,6 +301,6 @@ def _mark(ss: Session, files) -> None:
 
 
 def _keep_button(ss: Session, files, current: str, label: str | None = None) -> None:
-    if st.button(md(label or f"Keep {current}"), key="unread_keep", icon=":material/undo:"):
+    if st.button(label or "Keep the data loaded", key="unread_keep", icon=":material/undo:", help=f"Go on with {md(current)}."):
         _mark(ss, files)
         st.rerun()

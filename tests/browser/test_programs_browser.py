@@ -98,7 +98,7 @@ def test_create_predict_label_reload_and_export(page, app_url, tmp_path, screens
     assert_healthy(page, "programs after reload")
 
 
-def test_leaving_the_data_page_while_a_file_uploads_never_runs_on_other_data(page, app_url, tmp_path):
+def test_leaving_the_data_page_while_a_file_uploads_never_runs_on_other_data(page, app_url, tmp_path, screenshot_dir):
     """Issue 31's race, made certain: the file's bytes are held back until well after the user has left the
     Data page. The next page waits, says the file is still uploading, shows nothing computed on the sample
     meanwhile, goes on by itself once the bytes arrive, says the chosen file was not read and offers to read
@@ -125,6 +125,7 @@ def test_leaving_the_data_page_while_a_file_uploads_never_runs_on_other_data(pag
     text = main_text(page)
     assert "late_cohort.csv" in text and "HCC cohort" in text  # names the file chosen and the data loaded
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    full_page_screenshot(page, screenshot_dir / "unread_upload.png")
     click_button(page, "unread_calibration")
     page.get_by_text("Data: late_cohort.csv", exact=False).first.wait_for(timeout=60_000)
     wait_idle(page)
