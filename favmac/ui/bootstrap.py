@@ -21,13 +21,15 @@ import time
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, tradeoffs, widgets
+from favmac.ui import actions, jobs, tradeoffs, widgets, workspace_restore, workspace_uploads
 from favmac.ui.session import Session, current
+from favmac.ui.text import md
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
 
@@ -53,7 +55,9 @@ def page_setup(title: str) -> Session:
     if not first_run:
         ss.store.pop(Session.rest_pending.key, None)  # left over when the user acted before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
+    workspace_restore.attach(ss)  # the user's workspace in the store: a fresh session restores it
     actions.init_state(ss)
+    _show_dataset_line(ss)
     if first_run:
         with st.sidebar:
             _rerun_soon()
@@ -61,7 +65,24 @@ def page_setup(title: str) -> Session:
         widgets.show_menu()
         widgets.show_sidebar_summary()
     _start_warm_up()
+    workspace_uploads.check(ss)  # a file chosen but never read (the page changed): wait for it or say so, and stop
     return ss
+
+
+def _show_dataset_line(ss: Session) -> None:
+    """Every page says which dataset it runs on (and when the workspace or the store needs attention)."""
+    if ss.has_dataset:
+        ds = ss.dataset
+        st.markdown(f":gray[:material/dataset: Data: **{md(ds.name)}** · {ds.n_patients:,} patients × "
+                    f"{ds.n_codes} codes]")
+    for area in ("store", "workspace", "upload_late"):
+        widgets.show_message(area)
+    page = getattr(get_script_run_ctx(), "page_script_hash", None)
+    if ss.upload_late_page is None:
+        ss.upload_late_page = page
+    elif ss.upload_late_page != page:  # said on the page the file was read for, until the user moves on
+        ss.clear_message("upload_late")
+        ss.upload_late_page = None
 
 
 @st.fragment(run_every=REST_DELAY)

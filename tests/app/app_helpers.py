@@ -31,6 +31,7 @@ PAGES = {
     "patients": "pages/5_Patients.py",
     "export": "pages/6_Export.py",
     "validity": "pages/7_Validity.py",
+    "programs": "pages/8_Programs.py",
 }
 TIMEOUT = 300  # a first replay may compile numba kernels (tests/conftest.py compiles the main ones first)
 

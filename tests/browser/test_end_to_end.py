@@ -42,6 +42,7 @@ PAGES = {
     "patients": ("Patients", "Patients", "Patients"),
     "export": ("Export", "Export", "Export"),
     "validity": ("Validity", "Validity", "Validity"),
+    "programs": ("Programs", "Programs", "Programs"),
 }
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
