@@ -26,7 +26,7 @@ from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, tradeoffs, widgets
+from favmac.ui import actions, auth, jobs, tradeoffs, widgets
 from favmac.ui.session import Session, current
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
@@ -53,12 +53,14 @@ def page_setup(title: str) -> Session:
     if not first_run:
         ss.store.pop(Session.rest_pending.key, None)  # left over when the user acted before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
+    identity = auth.gate()  # sign-in mode: stops here (sign-in button only) until a user with a team signs in
     actions.init_state(ss)
     if first_run:
         with st.sidebar:
             _rerun_soon()
     else:
         widgets.show_menu()
+        auth.show_user(identity)
         widgets.show_sidebar_summary()
     _start_warm_up()
     return ss

@@ -1,0 +1,243 @@
+"""The server's boundary: who may fetch what over HTTP, and the security headers (issue 32).
+
+:class:`BoundaryMiddleware` is an ASGI middleware that ``app.py`` installs in front of Streamlit's
+own routes. Upstream behaviour it works around: Streamlit serves a download (``/media/<id>``,
+an id derived from the file's content) to any client that has the URL, and
+``/_stcore/metrics`` to anyone. Here:
+
+* **Downloads and uploads belong to a browser session.** Every HTML page response gives the
+  browser a random ``favmac_client`` cookie (HttpOnly, SameSite=Strict, for the browser's
+  session only). A page run registers its Streamlit session with that cookie and a fingerprint
+  of the sign-in cookie (:func:`register_current_session`, from :func:`favmac.ui.auth.gate`:
+  only sessions past the gate are registered). ``/media/<id>`` is answered only when a live
+  session that holds the file was registered with the request's own ``favmac_client`` cookie
+  and sign-in cookie; ``/_stcore/upload_file/<session>/...`` only when that session was. A
+  copied URL fetched by another browser, by ``curl`` or after the session ended gets 404/403.
+  Signing out (``/auth/logout``) also drops the ``favmac_client`` cookie.
+* ``/_stcore/metrics`` answers 404 (it names functions and counts sessions).
+* Every response carries ``Content-Security-Policy: frame-ancestors 'self'``,
+  ``X-Frame-Options: SAMEORIGIN``, ``X-Content-Type-Options: nosniff`` and
+  ``Referrer-Policy: same-origin``.
+
+Drop the download rule when Streamlit serves media to the session that made it only; the
+lookup of which sessions hold a file reads the media manager's own table (a private attribute
+of Streamlit's ``MediaFileManager``), so it is checked by tests/test_boundary.py on every
+Streamlit upgrade.
+"""
+from __future__ import annotations
+
+import hashlib
+import http.cookies
+import logging
+import secrets
+import threading
+
+__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "BoundaryMiddleware", "cookie_fingerprint", "is_registered_for",
+           "register_current_session", "register_session", "registered_sessions", "sessions_holding"]
+
+log = logging.getLogger(__name__)
+
+CLIENT_COOKIE = "favmac_client"
+#: Streamlit's sign-in cookie (and its chunks ``_streamlit_user__1``, ...); the tokens cookie is not part of it.
+USER_COOKIE = "_streamlit_user"
+TOKENS_COOKIE = "_streamlit_user_tokens"
+
+SECURITY_HEADERS = (
+    (b"content-security-policy", b"frame-ancestors 'self'; object-src 'none'; base-uri 'self'"),
+    (b"x-frame-options", b"SAMEORIGIN"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+_LOCK = threading.Lock()
+# Streamlit session id -> (favmac_client cookie, fingerprint of the sign-in cookie)
+_SESSIONS: dict[str, tuple[str, str]] = {}
+
+
+def cookie_fingerprint(cookies) -> str:
+    """A digest of the sign-in cookie(s) in ``cookies`` (name -> value); "" without sign-in cookie.
+
+    Two requests with the same fingerprint carry the same signed sign-in cookie, so the same user's
+    same sign-in (a new sign-in, or another user, gives another one).
+
+    >>> cookie_fingerprint({"other": "x"})
+    ''
+    >>> cookie_fingerprint({"_streamlit_user": "a"}) == cookie_fingerprint({"_streamlit_user": "a", "z": "y"})
+    True
+    """
+    parts = sorted((name, value) for name, value in cookies.items()
+                   if name.startswith(USER_COOKIE) and not name.startswith(TOKENS_COOKIE))
+    if not parts:
+        return ""
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def register_session(session_id: str, client_token: str, fingerprint: str) -> None:
+    """Record that Streamlit session ``session_id`` belongs to the browser holding ``client_token``
+    (its ``favmac_client`` cookie) with sign-in fingerprint ``fingerprint``. A session without the
+    cookie is recorded with an empty token, which no request matches."""
+    _prune()
+    with _LOCK:
+        _SESSIONS[session_id] = (client_token, fingerprint)
+
+
+def register_current_session(user_key: str = "") -> None:
+    """:func:`register_session` for the Streamlit session running this page, from the cookies its
+    browser sent when it connected. ``user_key`` is only logged (the cookie fingerprint is what counts)."""
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    cookies = dict(st.context.cookies)
+    token = cookies.get(CLIENT_COOKIE, "")
+    if not token:
+        log.info("session %s (%s) connected without the %s cookie: its downloads are served to nobody",
+                 ctx.session_id, user_key or "local", CLIENT_COOKIE)
+    register_session(ctx.session_id, token, cookie_fingerprint(cookies))
+
+
+def registered_sessions() -> dict:
+    """A copy of the registry (session id -> (client token, fingerprint))."""
+    with _LOCK:
+        return dict(_SESSIONS)
+
+
+def _runtime():
+    from streamlit.runtime import Runtime
+
+    return Runtime.instance() if Runtime.exists() else None
+
+
+def _active(session_id: str) -> bool:
+    runtime = _runtime()
+    return runtime is not None and runtime.is_active_session(session_id)
+
+
+def _prune() -> None:
+    """Forget sessions that have ended."""
+    with _LOCK:
+        ids = list(_SESSIONS)
+    gone = [sid for sid in ids if not _active(sid)]
+    if gone:
+        with _LOCK:
+            for sid in gone:
+                _SESSIONS.pop(sid, None)
+
+
+def is_registered_for(session_id: str, client_token: str, fingerprint: str) -> bool:
+    """True when live session ``session_id`` was registered with this cookie and sign-in fingerprint."""
+    if not client_token:
+        return False
+    with _LOCK:
+        entry = _SESSIONS.get(session_id)
+    if entry is None or not _active(session_id):
+        return False
+    return secrets.compare_digest(entry[0], client_token) and secrets.compare_digest(entry[1], fingerprint)
+
+
+def sessions_holding(file_id: str) -> set:
+    """The Streamlit sessions whose page shows the media file ``file_id`` (reads the media
+    manager's ``_files_by_session_and_coord``, Streamlit's own record; see the module docstring)."""
+    runtime = _runtime()
+    if runtime is None:
+        return set()
+    manager = runtime.media_file_mgr
+    with manager._lock:  # noqa: SLF001 — Streamlit's own table of which session holds which file
+        table = manager._files_by_session_and_coord  # noqa: SLF001
+        return {sid for sid, by_coord in table.items() if file_id in by_coord.values()}
+
+
+def _media_allowed(file_name: str, client_token: str, fingerprint: str) -> bool:
+    file_id = file_name.split(".", 1)[0]
+    return any(is_registered_for(sid, client_token, fingerprint) for sid in sessions_holding(file_id))
+
+
+def _cookies(scope) -> dict:
+    jar = http.cookies.SimpleCookie()
+    for name, value in scope.get("headers", ()):
+        if name == b"cookie":
+            try:
+                jar.load(value.decode("latin-1"))
+            except http.cookies.CookieError:
+                continue
+    return {key: morsel.value for key, morsel in jar.items()}
+
+
+def _header(scope, wanted: bytes) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return value.decode("latin-1")
+    return ""
+
+
+class BoundaryMiddleware:
+    """ASGI middleware: the rules of the module docstring. ``prefix`` is the server's
+    ``server.baseUrlPath`` as ``""`` or ``"/base"`` (:func:`favmac.ui.server.url_prefix`)."""
+
+    def __init__(self, app, prefix: str = ""):
+        self.app = app
+        self.prefix = prefix.rstrip("/")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if self.prefix and path.startswith(self.prefix):
+            path = path[len(self.prefix):]
+        cookies = _cookies(scope)
+        token = cookies.get(CLIENT_COOKIE, "")
+        if path == "/_stcore/metrics" or path.startswith("/_stcore/metrics/"):
+            await _refuse(send, 404, b"Not found")
+            return
+        if path.startswith("/media/"):
+            if not _media_allowed(path[len("/media/"):], token, cookie_fingerprint(cookies)):
+                log.warning("download %s refused: the request does not come from the session that made it", path)
+                await _refuse(send, 404, b"Not found")
+                return
+        elif path.startswith("/_stcore/upload_file/"):
+            session_id = path[len("/_stcore/upload_file/"):].split("/", 1)[0]
+            if scope.get("method") != "OPTIONS" and not is_registered_for(session_id, token, cookie_fingerprint(cookies)):
+                log.warning("upload to session %s refused: the request does not come from that session's browser",
+                            session_id)
+                await _refuse(send, 403, b"Forbidden")
+                return
+        logout = path == "/auth/logout"
+        secure = scope.get("scheme") == "https" or _header(scope, b"x-forwarded-proto") == "https"
+        cookie_path = self.prefix or "/"
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in _OURS]
+                headers.extend(SECURITY_HEADERS)
+                content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if logout:
+                    headers.append((b"set-cookie", _set_cookie(CLIENT_COOKIE, "", cookie_path, secure, max_age=0)))
+                elif not token and content_type.startswith(b"text/html"):
+                    headers.append((b"set-cookie", _set_cookie(CLIENT_COOKIE, secrets.token_urlsafe(32), cookie_path,
+                                                               secure)))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+_OURS = frozenset(name for name, _ in SECURITY_HEADERS)
+
+
+def _set_cookie(name: str, value: str, path: str, secure: bool, max_age: int | None = None) -> bytes:
+    parts = [f"{name}={value}", f"Path={path}", "HttpOnly", "SameSite=Strict"]
+    if secure:
+        parts.append("Secure")
+    if max_age is not None:
+        parts.append(f"Max-Age={max_age}")
+    return "; ".join(parts).encode("latin-1")
+
+
+async def _refuse(send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), *SECURITY_HEADERS]})
+    await send({"type": "http.response.body", "body": body})
