@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -150,18 +149,12 @@ def _providers(auth: Mapping) -> dict:
     return {name: str(section["server_metadata_url"]) for name, section in providers.items()}
 
 
-_SETTINGS_LOCK = threading.Lock()
-_settings: AuthSettings | None = None
-
-
+@lru_cache(maxsize=1)
 def auth_settings() -> AuthSettings:
     """This server's :class:`AuthSettings`, read from Streamlit's secrets on the first call (the
-    mode is decided once per process: a secrets file edited later needs a restart)."""
-    global _settings
-    with _SETTINGS_LOCK:
-        if _settings is None:
-            _settings = read_auth_settings(_secrets_dict())
-        return _settings
+    mode is decided once per process: a secrets file edited later needs a restart;
+    ``auth_settings.cache_clear()`` forgets it)."""
+    return read_auth_settings(_secrets_dict())
 
 
 def _secrets_dict() -> dict:
