@@ -19,9 +19,16 @@ import socket
 import urllib.error
 import urllib.request
 
+import os
+
 import pytest
 
-oidc_provider_mock = pytest.importorskip("oidc_provider_mock")
+try:
+    import oidc_provider_mock
+except ImportError:  # pragma: no cover — the test extra installs it; CI must not pass without these tests
+    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        raise
+    pytest.skip("oidc-provider-mock is not installed (pip install -e \".[test]\")", allow_module_level=True)
 
 pytestmark = pytest.mark.timeout(300)
 

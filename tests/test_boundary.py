@@ -1,0 +1,195 @@
+"""The server's boundary (favmac.ui.boundary, .streamlit/config.toml): local mode answers this
+computer only; the middleware hides /_stcore/metrics, sets the security headers, gives each
+browser its client cookie and refuses downloads and uploads to a request that does not come from
+the session's browser. (The whole path in Chromium, with sign-in: tests/browser/test_signin.py.)"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from favmac.ui import boundary
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_async(coroutine):
+    """``asyncio.run`` in a thread of its own (the browser tests' Playwright keeps a loop in the main thread)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def call(path: str, *, cookie: str = "", method: str = "GET", content_type: bytes = b"text/html; charset=utf-8",
+         prefix: str = ""):
+    """The middleware in front of an app answering 200 with ``content_type``: (status, headers, body, inner called)."""
+    called = []
+
+    async def inner(scope, receive, send):
+        called.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", content_type), (b"x-frame-options", b"ALLOWALL")]})
+        await send({"type": "http.response.body", "body": b"inner"})
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    headers = [(b"cookie", cookie.encode())] if cookie else []
+    scope = {"type": "http", "method": method, "path": path, "headers": headers, "scheme": "http"}
+    run_async(boundary.BoundaryMiddleware(inner, prefix=prefix)(scope, receive, send))
+    start = sent[0]
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], [(k.decode(), v.decode()) for k, v in start["headers"]], body, bool(called)
+
+
+def header_values(headers, name):
+    return [v for k, v in headers if k.lower() == name]
+
+
+def test_every_response_carries_the_security_headers_once():
+    status, headers, body, called = call("/")
+    assert status == 200 and body == b"inner" and called
+    assert header_values(headers, "x-frame-options") == ["SAMEORIGIN"]  # the inner app's own is replaced
+    assert header_values(headers, "x-content-type-options") == ["nosniff"]
+    (csp,) = header_values(headers, "content-security-policy")
+    assert "frame-ancestors 'self'" in csp
+
+
+@pytest.mark.parametrize("path", ["/_stcore/metrics", "/studio/_stcore/metrics"])
+def test_metrics_are_not_served(path):
+    status, headers, body, called = call(path, prefix="/studio" if path.startswith("/studio") else "")
+    assert status == 404 and not called and b"session" not in body
+    assert header_values(headers, "x-content-type-options") == ["nosniff"]
+
+
+def test_an_html_page_gives_a_browser_without_one_its_client_cookie():
+    _, headers, _, _ = call("/Data")
+    (cookie,) = header_values(headers, "set-cookie")
+    assert re.fullmatch(r"favmac_client=[\w-]{40,}; Path=/; HttpOnly; SameSite=Strict", cookie), cookie
+    _, headers, _, _ = call("/Data", cookie="favmac_client=abc")
+    assert header_values(headers, "set-cookie") == []  # kept: the browser's sessions stay its own
+    _, headers, _, _ = call("/static/js/x.js", content_type=b"application/javascript")
+    assert header_values(headers, "set-cookie") == []
+    _, headers, _, _ = call("/s/Data", prefix="/s")
+    assert "Path=/s;" in header_values(headers, "set-cookie")[0]
+
+
+def test_sign_out_drops_the_client_cookie():
+    _, headers, _, called = call("/auth/logout", cookie="favmac_client=abc", content_type=b"text/plain")
+    assert called
+    (cookie,) = header_values(headers, "set-cookie")
+    assert cookie.startswith("favmac_client=;") and "Max-Age=0" in cookie
+
+
+def test_a_download_nobody_registered_is_not_served():
+    status, _, body, called = call("/media/0123abcd.csv", cookie="favmac_client=abc")
+    assert (status, body, called) == (404, b"Not found", False)
+    status, _, _, called = call("/media/0123abcd.csv")  # curl with no cookie at all
+    assert (status, called) == (404, False)
+
+
+def test_an_upload_to_a_session_not_of_this_browser_is_refused():
+    status, _, _, called = call("/_stcore/upload_file/some-session/file-1", method="PUT", cookie="favmac_client=abc")
+    assert (status, called) == (403, False)
+    status, _, _, called = call("/_stcore/upload_file/some-session/file-1", method="OPTIONS")
+    assert called  # the CORS preflight is Streamlit's to answer
+
+
+def test_registered_sessions_match_cookie_and_sign_in_fingerprint(monkeypatch):
+    live = {"s1", "s2"}
+    monkeypatch.setattr(boundary, "_active", lambda sid: sid in live)
+    alice = boundary.cookie_fingerprint({"_streamlit_user": "signed-alice"})
+    boundary.register_session("s1", "tok-a", alice)
+    boundary.register_session("s2", "", "")
+    assert boundary.is_registered_for("s1", "tok-a", alice)
+    assert not boundary.is_registered_for("s1", "tok-b", alice)  # another browser
+    assert not boundary.is_registered_for("s1", "tok-a", "")  # the same browser, signed out
+    assert not boundary.is_registered_for("s1", "tok-a", boundary.cookie_fingerprint({"_streamlit_user": "bob"}))
+    assert not boundary.is_registered_for("s2", "", "")  # a session without the cookie: nobody's
+    live.discard("s1")  # the session ended
+    assert not boundary.is_registered_for("s1", "tok-a", alice)
+    boundary.register_session("s3", "tok-c", "")  # registering prunes ended sessions
+    assert "s1" not in boundary.registered_sessions()
+
+
+def test_streamlits_media_table_is_where_the_boundary_reads_it():
+    """sessions_holding reads MediaFileManager's private table: this fails first on an upgrade that moves it."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    manager = MediaFileManager(MemoryMediaFileStorage("/media"))
+    assert isinstance(manager._files_by_session_and_coord, dict)
+    assert hasattr(manager._lock, "acquire")
+
+
+def test_config_turns_on_xsrf_and_cors_protection_and_binds_localhost():
+    server = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["address"] == "127.0.0.1"
+    assert server["enableXsrfProtection"] is True and server["enableCORS"] is True
+    assert "cookieSecret" not in server  # from secrets.toml ([auth] cookie_secret), never committed
+
+
+def non_loopback_ipv4() -> str | None:
+    """This machine's address on its default route (no packet is sent), or None without one."""
+    for probe in ("192.0.2.1", "10.255.255.255"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            try:
+                sock.connect((probe, 9))
+            except OSError:
+                continue
+            address = sock.getsockname()[0]
+            if not address.startswith("127.") and address != "0.0.0.0":
+                return address
+    return None
+
+
+def test_local_mode_refuses_connections_from_other_hosts(tmp_path):
+    """``streamlit run app.py`` with the repository's config (no --server.address): the health
+    check answers on 127.0.0.1, and a connection to the machine's network address is refused."""
+    address = non_loopback_ipv4()
+    if address is None:
+        pytest.skip("this machine has no network address other than loopback")
+    log_path = tmp_path / "streamlit.log"
+    secrets = tmp_path / "no-secrets.toml"  # local mode even on a machine whose ~/.streamlit has a secrets file
+    secrets.write_text("")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", "0",
+                                 "--secrets.files", str(secrets)],
+                                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    try:
+        port = None
+        deadline = time.monotonic() + 60
+        while port is None and time.monotonic() < deadline and proc.poll() is None:
+            found = re.search(r"URL: http://([\d.]+):(\d+)", log_path.read_text(errors="replace"))
+            if found:
+                assert found.group(1) == "127.0.0.1", log_path.read_text()
+                port = int(found.group(2))
+            time.sleep(0.2)
+        assert port is not None, log_path.read_text(errors="replace")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as response:
+            assert response.read() == b"ok"
+        with pytest.raises(OSError):
+            socket.create_connection((address, port), timeout=3).close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
