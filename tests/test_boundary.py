@@ -193,3 +193,20 @@ def test_local_mode_refuses_connections_from_other_hosts(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def test_the_upload_limit_is_stated_in_the_file_browsers_unit():
+    limit = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())["server"]["maxUploadSize"]
+    text = boundary.upload_limit_text(limit)
+    assert f"Files up to {limit} MB as your file browser shows sizes" in text
+    assert f"{limit * 1_000_000:,} bytes" in text and "1,048,576" in text
+    assert "upload_limit_text(st.get_option(\"server.maxUploadSize\"))" in (REPO / "pages" / "1_Data.py").read_text()
+
+
+def test_streamlits_uploader_counts_megabytes_as_the_operating_system_does():
+    """upload_limit_text describes Streamlit's front end: 1024-based on Windows, 1000-based elsewhere
+    (its bundle's size unit); this fails first when an upgrade changes that."""
+    import streamlit
+
+    bundle = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    assert any("?1024:1e3" in path.read_text(errors="replace") for path in bundle.glob("utils.*.js"))

@@ -33,7 +33,8 @@ import secrets
 import threading
 
 __all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "BoundaryMiddleware", "cookie_fingerprint", "is_registered_for",
-           "register_current_session", "register_session", "registered_sessions", "sessions_holding"]
+           "register_current_session", "register_session", "registered_sessions", "sessions_holding",
+           "upload_limit_text"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,21 @@ SECURITY_HEADERS = (
 _LOCK = threading.Lock()
 # Streamlit session id -> (favmac_client cookie, fingerprint of the sign-in cookie)
 _SESSIONS: dict[str, tuple[str, str]] = {}
+
+
+def upload_limit_text(max_upload_mb: int) -> str:
+    """The upload limit (``server.maxUploadSize``), in the unit the user's file browser shows.
+
+    Streamlit's uploader checks a file's size in the browser with the operating system's own
+    megabyte: 1,048,576 bytes on Windows (as Explorer counts), 1,000,000 bytes elsewhere (as
+    macOS Finder and Linux file managers count); so "200 MB" means what the file browser says.
+
+    >>> print(upload_limit_text(200))
+    Files up to 200 MB as your file browser shows sizes (Windows: 200 × 1,048,576 bytes; macOS and Linux: 200,000,000 bytes).
+    """
+    mb = int(max_upload_mb)
+    return (f"Files up to {mb:,} MB as your file browser shows sizes (Windows: {mb:,} × 1,048,576 bytes; "
+            f"macOS and Linux: {mb * 1_000_000:,} bytes).")
 
 
 def cookie_fingerprint(cookies) -> str:
