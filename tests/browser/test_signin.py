@@ -2,7 +2,8 @@
 
 ``oidc-provider-mock`` (a real OIDC server: discovery, authorization code flow, signed ID tokens)
 runs in a thread; a ``streamlit run app.py`` server of its own reads a secrets.toml written to a
-temporary directory (``--secrets.files``) that turns sign-in on. Users of the provider:
+temporary directory (``--secrets.files``) that turns sign-in on: docs/deploy.md's secrets example,
+with only the redirect URI and the provider's address changed. Users of the provider:
 
 * alice: team risk-east, auditor;  bob: team risk-west, viewer;
 * noclaim: a token without the ``groups`` claim;  noteam: an empty ``groups`` claim.
@@ -15,11 +16,13 @@ reached gets a clear page.
 """
 from __future__ import annotations
 
+import os
+import re
 import socket
+import tomllib
 import urllib.error
 import urllib.request
-
-import os
+from pathlib import Path
 
 import pytest
 
@@ -50,21 +53,30 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def secrets_toml(port: int, metadata_url: str) -> str:
-    """The secrets file of docs/deploy.md's example, pointed at the test provider."""
-    return f"""\
-[auth]
-redirect_uri = "http://127.0.0.1:{port}/oauth2callback"
-cookie_secret = "a-test-cookie-secret-of-at-least-32-characters"
-client_id = "favmac-studio"
-client_secret = "test-client-secret"
-server_metadata_url = "{metadata_url}"
+DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
+EXAMPLE = re.compile(r"<!-- deploy-test: secrets-example -->\s*```toml\n(.*?)```", re.S)
 
-[favmac.auth]
-groups_claim = "groups"
-role_claim = "favmac_role"
-auditor_values = ["auditor"]
-"""
+
+def secrets_toml(port: int, metadata_url: str) -> str:
+    """docs/deploy.md's secrets example, verbatim but for the redirect URI (this test server's) and the
+    provider's address (the test provider's)."""
+    example = EXAMPLE.search(DEPLOY_DOC.read_text(encoding="utf-8")).group(1)
+    text, n_redirect = re.subn(r'(?m)^redirect_uri = ".*"$', f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"',
+                               example)
+    text, n_metadata = re.subn(r'(?m)^server_metadata_url = ".*"$', f'server_metadata_url = "{metadata_url}"', text)
+    assert n_redirect == n_metadata == 1, "docs/deploy.md's secrets example lost its redirect_uri or server_metadata_url"
+    return text
+
+
+@pytest.mark.xdist_group(GROUP)
+def test_the_deploy_docs_secrets_example_is_a_complete_configuration():
+    from favmac.ui.auth import read_auth_settings
+
+    example = EXAMPLE.search(DEPLOY_DOC.read_text(encoding="utf-8")).group(1)
+    settings = read_auth_settings(tomllib.loads(example))
+    assert settings.enabled and settings.problem == "" and list(settings.providers) == ["default"]
+    assert (settings.groups_claim, settings.role_claim, settings.auditor_values) == ("groups", "favmac_role", ("auditor",))
+    assert tomllib.loads(example)["auth"]["redirect_uri"].endswith("/oauth2callback")
 
 
 @pytest.fixture(scope="module")
