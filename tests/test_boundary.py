@@ -123,8 +123,9 @@ def test_registered_sessions_match_cookie_and_sign_in_fingerprint(monkeypatch):
     assert not boundary.is_registered_for("s2", "", "")  # a session without the cookie: nobody's
     live.discard("s1")  # the session ended
     assert not boundary.is_registered_for("s1", "tok-a", alice)
-    boundary.register_session("s3", "tok-c", "")  # registering prunes ended sessions
-    assert "s1" not in boundary.registered_sessions()
+    boundary.forget_session("s1")
+    boundary.forget_session("s2")
+    assert "s1" not in boundary.registered_sessions() and "s2" not in boundary.registered_sessions()
 
 
 def test_streamlits_media_table_is_where_the_boundary_reads_it():
@@ -210,3 +211,66 @@ def test_streamlits_uploader_counts_megabytes_as_the_operating_system_does():
 
     bundle = Path(streamlit.__file__).parent / "static" / "static" / "js"
     assert any("?1024:1e3" in path.read_text(errors="replace") for path in bundle.glob("utils.*.js"))
+
+
+class _Session:
+    def __init__(self, session_id):
+        self.id = session_id
+        self.shut_down = False
+
+    def shutdown(self):
+        self.shut_down = True
+
+
+class _Files:
+    def __init__(self):
+        self.cleared, self.removed, self.orphans_removed = [], [], 0
+
+    def clear_session_refs(self, session_id):
+        self.cleared.append(session_id)
+
+    def remove_session_files(self, session_id):
+        self.removed.append(session_id)
+
+    def remove_orphaned_files(self):
+        self.orphans_removed += 1
+
+
+def test_the_reaper_shuts_down_expired_sessions_and_releases_ended_ones():
+    """favmac.ui.server.reap_ended_sessions on Streamlit's own session storage (its TTL cache) with a
+    fake clock: an expired disconnected session is shut down; a registered session that is neither
+    active nor stored (dropped without a shutdown) has its files released and is forgotten."""
+    from streamlit.runtime.memory_session_storage import MemorySessionStorage
+    from streamlit.runtime.session_manager import SessionInfo
+    from types import SimpleNamespace
+
+    from favmac.ui import server
+
+    storage = MemorySessionStorage(ttl_seconds=30)
+    clock = [1000.0]
+    storage._cache._timer = lambda: clock[0]
+    expired, waiting = _Session("expired"), _Session("waiting")
+    storage.save(SessionInfo(client=None, session=expired))
+    clock[0] += 20
+    storage.save(SessionInfo(client=None, session=waiting))
+    clock[0] += 15  # "expired" is 35 s old, "waiting" 15 s
+    files = _Files()
+    runtime = SimpleNamespace(_session_mgr=SimpleNamespace(_session_storage=storage), media_file_mgr=files,
+                              uploaded_file_mgr=files, is_active_session=lambda sid: sid == "active")
+    for sid in ("active", "waiting", "dropped"):
+        boundary.register_session(sid, "tok", "")
+    try:
+        assert server.reap_ended_sessions(runtime) == 2
+        assert expired.shut_down and not waiting.shut_down
+        assert files.cleared == files.removed == ["dropped"] and files.orphans_removed == 1
+        assert {"active", "waiting"} <= set(boundary.registered_sessions())
+        assert "dropped" not in boundary.registered_sessions()
+        assert server.reap_ended_sessions(runtime) == 0  # nothing more has ended
+    finally:
+        for sid in ("active", "waiting", "dropped"):
+            boundary.forget_session(sid)
+
+
+def test_the_reconnect_window_is_short():
+    server = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["disconnectedSessionTTL"] <= 30  # + one reaper pass: ended sessions are gone within 60 s

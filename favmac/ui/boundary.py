@@ -32,7 +32,7 @@ import logging
 import secrets
 import threading
 
-__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "BoundaryMiddleware", "cookie_fingerprint", "is_registered_for",
+__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "BoundaryMiddleware", "cookie_fingerprint", "forget_session", "is_registered_for",
            "register_current_session", "register_session", "registered_sessions", "sessions_holding",
            "upload_limit_text"]
 
@@ -91,10 +91,17 @@ def cookie_fingerprint(cookies) -> str:
 def register_session(session_id: str, client_token: str, fingerprint: str) -> None:
     """Record that Streamlit session ``session_id`` belongs to the browser holding ``client_token``
     (its ``favmac_client`` cookie) with sign-in fingerprint ``fingerprint``. A session without the
-    cookie is recorded with an empty token, which no request matches."""
-    _prune()
+    cookie is recorded with an empty token, which no request matches. An entry is only a key: it
+    grants nothing once the session is no longer active (:func:`is_registered_for`); the session
+    reaper (:func:`favmac.ui.server.reap_ended_sessions`) forgets it when the session has ended."""
     with _LOCK:
         _SESSIONS[session_id] = (client_token, fingerprint)
+
+
+def forget_session(session_id: str) -> None:
+    """Drop ``session_id`` from the registry (the session has ended)."""
+    with _LOCK:
+        _SESSIONS.pop(session_id, None)
 
 
 def register_current_session(user_key: str = "") -> None:
@@ -129,17 +136,6 @@ def _runtime():
 def _active(session_id: str) -> bool:
     runtime = _runtime()
     return runtime is not None and runtime.is_active_session(session_id)
-
-
-def _prune() -> None:
-    """Forget sessions that have ended."""
-    with _LOCK:
-        ids = list(_SESSIONS)
-    gone = [sid for sid in ids if not _active(sid)]
-    if gone:
-        with _LOCK:
-            for sid in gone:
-                _SESSIONS.pop(sid, None)
 
 
 def is_registered_for(session_id: str, client_token: str, fingerprint: str) -> bool:
