@@ -31,14 +31,14 @@ def run_async(coroutine):
 
 
 def call(path: str, *, cookie: str = "", method: str = "GET", content_type: bytes = b"text/html; charset=utf-8",
-         prefix: str = ""):
+         prefix: str = "", query: bytes = b"", inner_headers=()):
     """The middleware in front of an app answering 200 with ``content_type``: (status, headers, body, inner called)."""
     called = []
 
     async def inner(scope, receive, send):
         called.append(scope["path"])
         await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", content_type), (b"x-frame-options", b"ALLOWALL")]})
+                    "headers": [(b"content-type", content_type), (b"x-frame-options", b"ALLOWALL"), *inner_headers]})
         await send({"type": "http.response.body", "body": b"inner"})
 
     sent = []
@@ -50,7 +50,7 @@ def call(path: str, *, cookie: str = "", method: str = "GET", content_type: byte
         return {"type": "http.request", "body": b""}
 
     headers = [(b"cookie", cookie.encode())] if cookie else []
-    scope = {"type": "http", "method": method, "path": path, "headers": headers, "scheme": "http"}
+    scope = {"type": "http", "method": method, "path": path, "headers": headers, "scheme": "http", "query_string": query}
     run_async(boundary.BoundaryMiddleware(inner, prefix=prefix)(scope, receive, send))
     start = sent[0]
     body = b"".join(m.get("body", b"") for m in sent[1:])
@@ -94,6 +94,23 @@ def test_sign_out_drops_the_client_cookie():
     assert called
     (cookie,) = header_values(headers, "set-cookie")
     assert cookie.startswith("favmac_client=;") and "Max-Age=0" in cookie
+
+
+DELETED = (b"set-cookie", b'_streamlit_user=""; expires=Sun, 29 Nov 2026 03:28:56 GMT; Max-Age=0; Path=/; SameSite=lax')
+SIGNED_IN = (b"set-cookie", b"_streamlit_user=abc; HttpOnly; Max-Age=2592000; Path=/; SameSite=lax")
+
+
+@pytest.mark.parametrize("query, inner, failed", [
+    (b"error=access_denied&state=x", (), True),  # the provider refused
+    (b"code=1&state=x", (DELETED,), True),  # Streamlit could not complete the token exchange
+    (b"code=1&state=x", (DELETED, SIGNED_IN), False),  # stale cookies cleared, then signed in
+    (b"code=1&state=x", (SIGNED_IN,), False),
+])
+def test_a_sign_in_that_comes_back_without_a_user_is_flagged(query, inner, failed):
+    _, headers, _, _ = call("/oauth2callback", query=query, content_type=b"text/plain", inner_headers=inner)
+    flags = [v for v in header_values(headers, "set-cookie") if v.startswith(boundary.SIGN_IN_FAILED_COOKIE)]
+    assert len(flags) == 1
+    assert ("Max-Age=0" not in flags[0]) == failed, flags
 
 
 def test_a_download_nobody_registered_is_not_served():

@@ -259,6 +259,12 @@ def _stop_page() -> None:
 
 def _sign_in_page(settings: AuthSettings) -> None:
     st.title("FavMac Studio")
+    if st.context.cookies.get(boundary.SIGN_IN_FAILED_COOKIE):
+        log.warning("a sign-in came back without a user (see Streamlit's log for the provider's answer)")
+        st.warning("**The last sign-in did not complete.** The identity provider refused it, or this server could "
+                   "not verify its answer (a wrong client_id or client_secret, a clock out of step). Try again; if "
+                   "it keeps failing, ask the server's administrator: the server's log says why.",
+                   icon=":material/warning:")
     st.markdown("This server holds patient-level data. **Sign in** with your organisation's account to continue.")
     for name in settings.providers:
         label = "Sign in" if name == "default" else f"Sign in with {name}"

@@ -14,6 +14,8 @@ an id derived from the file's content) to any client that has the URL, and
   and sign-in cookie; ``/_stcore/upload_file/<session>/...`` only when that session was. A
   copied URL fetched by another browser, by ``curl`` or after the session ended gets 404/403.
   Signing out (``/auth/logout``) also drops the ``favmac_client`` cookie.
+* A sign-in that comes back without a user (the provider refused, or the token exchange failed)
+  sets a short-lived ``favmac_sign_in_failed`` cookie, so the sign-in page says so.
 * ``/_stcore/metrics`` answers 404 (it names functions and counts sessions).
 * Every response carries ``Content-Security-Policy: frame-ancestors 'self'``,
   ``X-Frame-Options: SAMEORIGIN``, ``X-Content-Type-Options: nosniff`` and
@@ -32,13 +34,16 @@ import logging
 import secrets
 import threading
 
-__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "BoundaryMiddleware", "cookie_fingerprint", "forget_session", "is_registered_for",
+__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "SIGN_IN_FAILED_COOKIE", "BoundaryMiddleware", "cookie_fingerprint", "forget_session", "is_registered_for",
            "register_current_session", "register_session", "registered_sessions", "sessions_holding",
            "upload_limit_text"]
 
 log = logging.getLogger(__name__)
 
 CLIENT_COOKIE = "favmac_client"
+#: Set for a short while when a sign-in came back without a user (:func:`favmac.ui.auth.gate` says so).
+SIGN_IN_FAILED_COOKIE = "favmac_sign_in_failed"
+SIGN_IN_FAILED_SECONDS = 60
 #: Streamlit's sign-in cookie (and its chunks ``_streamlit_user__1``, ...); the tokens cookie is not part of it.
 USER_COOKIE = "_streamlit_user"
 TOKENS_COOKIE = "_streamlit_user_tokens"
@@ -217,6 +222,8 @@ class BoundaryMiddleware:
                 await _refuse(send, 403, b"Forbidden")
                 return
         logout = path == "/auth/logout"
+        callback = path == "/oauth2callback"
+        provider_error = callback and b"error=" in scope.get("query_string", b"")
         secure = scope.get("scheme") == "https" or _header(scope, b"x-forwarded-proto") == "https"
         cookie_path = self.prefix or "/"
 
@@ -225,6 +232,14 @@ class BoundaryMiddleware:
                 headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in _OURS]
                 headers.extend(SECURITY_HEADERS)
                 content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if callback and (provider_error or _sign_in_dropped(headers)):
+                    # the provider refused, or Streamlit could not complete the sign-in (its log says why):
+                    # the sign-in page says so instead of silently showing the button again
+                    headers.append((b"set-cookie", _set_cookie(SIGN_IN_FAILED_COOKIE, "1", cookie_path, secure,
+                                                               max_age=SIGN_IN_FAILED_SECONDS, same_site="Lax")))
+                elif callback:
+                    headers.append((b"set-cookie", _set_cookie(SIGN_IN_FAILED_COOKIE, "", cookie_path, secure,
+                                                               max_age=0, same_site="Lax")))
                 if logout:
                     headers.append((b"set-cookie", _set_cookie(CLIENT_COOKIE, "", cookie_path, secure, max_age=0)))
                 elif not token and content_type.startswith(b"text/html"):
@@ -239,8 +254,18 @@ class BoundaryMiddleware:
 _OURS = frozenset(name for name, _ in SECURITY_HEADERS)
 
 
-def _set_cookie(name: str, value: str, path: str, secure: bool, max_age: int | None = None) -> bytes:
-    parts = [f"{name}={value}", f"Path={path}", "HttpOnly", "SameSite=Strict"]
+def _sign_in_dropped(headers) -> bool:
+    """True when a response deletes Streamlit's sign-in cookie without setting a new one (a failed
+    token exchange: Streamlit clears the cookies and sends the browser home)."""
+    cookies = [v.decode("latin-1") for k, v in headers if k.lower() == b"set-cookie"]
+    mine = [c for c in cookies if c.startswith(USER_COOKIE + "=")]
+    return bool(mine) and all(c.startswith(USER_COOKIE + '=""') or c.startswith(USER_COOKIE + "=;")
+                              or "max-age=0" in c.lower() for c in mine)
+
+
+def _set_cookie(name: str, value: str, path: str, secure: bool, max_age: int | None = None,
+                same_site: str = "Strict") -> bytes:
+    parts = [f"{name}={value}", f"Path={path}", "HttpOnly", f"SameSite={same_site}"]
     if secure:
         parts.append("Secure")
     if max_age is not None:

@@ -11,8 +11,8 @@ with only the redirect URI and the provider's address changed. Users of the prov
 Checked: a deep link without a session shows only the sign-in button; signing in shows the name,
 team and role in the sidebar; a download URL of alice's is served to her browser only (not to
 bob's signed-in browser, not to a client without cookies, not after sign-out); sign-out ends
-access; a token without teams and a user in no team get a clear page; a provider that cannot be
-reached gets a clear page.
+access; a token without teams and a user in no team get a clear page; a sign-in the provider
+refuses is reported on the sign-in page; a provider that cannot be reached gets a clear page.
 """
 from __future__ import annotations
 
@@ -189,6 +189,20 @@ def test_a_token_without_a_team_gets_a_clear_page(browser, serving, signin_url, 
         assert "Traceback" not in main and "signed in as" in main, main
         assert page.locator("[data-testid='stPageLink']").count() == 0
         page.get_by_role("button", name="Sign out").wait_for()
+    finally:
+        context.close()
+
+
+@pytest.mark.xdist_group(GROUP)
+def test_a_refused_sign_in_says_so(browser, serving, signin_url):
+    context, page = new_page(browser, serving)
+    try:
+        page.goto(signin_url)
+        sign_in_button(page).click()
+        page.get_by_role("button", name="Deny").click()  # the provider answers error=access_denied
+        page.get_by_text("The last sign-in did not complete").wait_for()
+        sign_in_button(page).wait_for()
+        assert page.locator("[data-testid='stPageLink']").count() == 0
     finally:
         context.close()
 
