@@ -95,7 +95,7 @@ def wait_idle(page, timeout=600_000):
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
-def one_user(url: str, csv_path: Path, out: dict) -> None:
+def one_user(url: str, csv_path: Path, n_patients: int, out: dict) -> None:
     from playwright.sync_api import sync_playwright
 
     times = out.setdefault("times", {})
@@ -109,14 +109,14 @@ def one_user(url: str, csv_path: Path, out: dict) -> None:
             times["open Data"] = time.perf_counter() - started
             started = time.perf_counter()
             page.locator('.st-key-upload_wide [data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv_path))
-            page.wait_for_timeout(800)
+            # done when the sidebar names this file's cohort (the bundled sample's 4,000 patients before)
+            page.wait_for_function("n => document.body.innerText.includes(n + ' patients ×')", arg=f"{n_patients:,}",
+                                   timeout=600_000)
             wait_idle(page)
             times["upload"] = time.perf_counter() - started
-            body = page.locator('[data-testid="stMain"]').inner_text()
-            if "patients ×" not in body and "patients x" not in body:
-                out["error"] = "upload not confirmed: " + body[:200].replace("\n", " ")
             started = time.perf_counter()
             page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]', has_text="Online session").first.click()
+            page.wait_for_url(re.compile(r"/Online_session$"))
             wait_idle(page)
             times["Online session"] = time.perf_counter() - started
             browser.close()
@@ -146,7 +146,7 @@ def main() -> None:
         try:
             print(f"server before any user: {rss_mb(proc.pid):.0f} MB")
             warm = {}
-            one_user(url, files[0], warm)  # kernels compiled or loaded from numba's cache, the warm-up thread done
+            one_user(url, files[0], args.patients, warm)  # kernels compiled or loaded from numba's cache, the warm-up thread done
             time.sleep(args.after)
             fresh = rss_mb(proc.pid)
             print(f"server fresh (after one warm-up user and {args.after:.0f} s): {fresh:.0f} MB")
@@ -155,7 +155,7 @@ def main() -> None:
                 sampler = Sampler(proc.pid)
                 sampler.start()
                 results = [{} for _ in range(n)]
-                threads = [threading.Thread(target=one_user, args=(url, files[i], results[i])) for i in range(n)]
+                threads = [threading.Thread(target=one_user, args=(url, files[i], args.patients, results[i])) for i in range(n)]
                 for t in threads:
                     t.start()
                 for t in threads:
