@@ -16,4 +16,4 @@ from favmac.ui.navigation import PAGES
 from favmac.ui.server import lifespan, page_routes, url_prefix
 
 app = st.App("studio.py", routes=page_routes(p.url_path for p in PAGES), lifespan=lifespan,
-             middleware=[Middleware(BoundaryMiddleware, prefix=url_prefix())])
+             middleware=[Middleware(BoundaryMiddleware, prefix=url_prefix(), pages=[p.url_path for p in PAGES])])

@@ -31,7 +31,7 @@ def run_async(coroutine):
 
 
 def call(path: str, *, cookie: str = "", method: str = "GET", content_type: bytes = b"text/html; charset=utf-8",
-         prefix: str = "", query: bytes = b"", inner_headers=()):
+         prefix: str = "", query: bytes = b"", inner_headers=(), request_headers=(), pages=()):
     """The middleware in front of an app answering 200 with ``content_type``: (status, headers, body, inner called)."""
     called = []
 
@@ -49,9 +49,9 @@ def call(path: str, *, cookie: str = "", method: str = "GET", content_type: byte
     async def receive():
         return {"type": "http.request", "body": b""}
 
-    headers = [(b"cookie", cookie.encode())] if cookie else []
+    headers = ([(b"cookie", cookie.encode())] if cookie else []) + list(request_headers)
     scope = {"type": "http", "method": method, "path": path, "headers": headers, "scheme": "http", "query_string": query}
-    run_async(boundary.BoundaryMiddleware(inner, prefix=prefix)(scope, receive, send))
+    run_async(boundary.BoundaryMiddleware(inner, prefix=prefix, pages=pages)(scope, receive, send))
     start = sent[0]
     body = b"".join(m.get("body", b"") for m in sent[1:])
     return start["status"], [(k.decode(), v.decode()) for k, v in start["headers"]], body, bool(called)
@@ -80,7 +80,7 @@ def test_metrics_are_not_served(path):
 def test_an_html_page_gives_a_browser_without_one_its_client_cookie():
     _, headers, _, _ = call("/Data")
     (cookie,) = header_values(headers, "set-cookie")
-    assert re.fullmatch(r"favmac_client=[\w-]{40,}; Path=/; HttpOnly; SameSite=Strict", cookie), cookie
+    assert re.fullmatch(r"favmac_client=[\w-]{40,}; Path=/; HttpOnly; SameSite=Lax", cookie), cookie
     _, headers, _, _ = call("/Data", cookie="favmac_client=abc")
     assert header_values(headers, "set-cookie") == []  # kept: the browser's sessions stay its own
     _, headers, _, _ = call("/static/js/x.js", content_type=b"application/javascript")
@@ -111,6 +111,31 @@ def test_a_sign_in_that_comes_back_without_a_user_is_flagged(query, inner, faile
     flags = [v for v in header_values(headers, "set-cookie") if v.startswith(boundary.SIGN_IN_FAILED_COOKIE)]
     assert len(flags) == 1
     assert ("Max-Age=0" not in flags[0]) == failed, flags
+
+
+PAGES = ("", "Data", "Export")
+
+
+@pytest.mark.parametrize("referer, remembered", [("http://h/s/Export", "Export"), ("http://h/s/", ""),
+                                                  ("http://h/s/Nowhere", ""), ("", "")])
+def test_a_sign_in_remembers_the_page_it_started_on(referer, remembered):
+    request = [(b"referer", referer.encode())] if referer else []
+    _, headers, _, _ = call("/s/auth/login", prefix="/s", pages=PAGES, request_headers=request, content_type=b"text/plain")
+    cookies = [v for v in header_values(headers, "set-cookie") if v.startswith(boundary.NEXT_PAGE_COOKIE)]
+    assert cookies == ([f"{boundary.NEXT_PAGE_COOKIE}={remembered}; Path=/s; HttpOnly; SameSite=Lax; Max-Age=600"]
+                       if remembered else [])
+
+
+@pytest.mark.parametrize("inner, page, location", [
+    ((SIGNED_IN,), "Export", "/s/Export"),  # signed in: back to the page
+    ((DELETED,), "Export", "/s/"),  # the sign-in failed: home, where the sign-in page says so
+    ((SIGNED_IN,), "Nowhere", "/s/"),  # not one of the app's pages: home
+])
+def test_the_callback_returns_to_that_page(inner, page, location):
+    _, headers, _, _ = call("/s/oauth2callback", prefix="/s", pages=PAGES, query=b"code=1&state=x", content_type=b"text/plain",
+                            cookie=f"{boundary.NEXT_PAGE_COOKIE}={page}", inner_headers=((b"location", b"/s/"), *inner))
+    assert header_values(headers, "location") == [location]
+    assert any(v.startswith(f"{boundary.NEXT_PAGE_COOKIE}=;") for v in header_values(headers, "set-cookie"))
 
 
 def test_a_download_nobody_registered_is_not_served():
@@ -291,3 +316,28 @@ def test_the_reaper_shuts_down_expired_sessions_and_releases_ended_ones():
 def test_the_reconnect_window_is_short():
     server = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())["server"]
     assert server["disconnectedSessionTTL"] <= 30  # + one reaper pass: ended sessions are gone within 60 s
+
+
+def test_a_download_stays_its_sessions_while_the_page_reruns(monkeypatch):
+    """Streamlit's media table is empty for a session between the start of a full rerun and the
+    moment the run draws the download again: the holders seen before still count, until the session ends."""
+    from types import SimpleNamespace
+
+    table = {"s1": {"coord-1": "f1"}}
+    manager = SimpleNamespace(_lock=__import__("threading").Lock(), _files_by_session_and_coord=table)
+    runtime = SimpleNamespace(media_file_mgr=manager)
+    monkeypatch.setattr(boundary, "_runtime", lambda: runtime)
+    monkeypatch.setattr(boundary, "_active", lambda sid: sid == "s1")
+    boundary.register_session("s1", "tok", "")
+    try:
+        boundary.observe_media_holders()
+        table["s1"] = {}  # a full rerun started
+        assert boundary.sessions_holding("f1") == {"s1"}
+        status, _, body, called = call("/media/f1.csv", cookie="favmac_client=tok", content_type=b"text/csv")
+        assert (status, body, called) == (200, b"inner", True)
+        assert call("/media/f1.csv", cookie="favmac_client=other", content_type=b"text/csv")[0] == 404
+        assert "s1" in boundary.known_sessions()
+    finally:
+        boundary.forget_session("s1")
+    assert boundary.sessions_holding("f1") == set()
+    assert call("/media/f1.csv", cookie="favmac_client=tok", content_type=b"text/csv")[0] == 404

@@ -6,7 +6,7 @@ an id derived from the file's content) to any client that has the URL, and
 ``/_stcore/metrics`` to anyone. Here:
 
 * **Downloads and uploads belong to a browser session.** Every HTML page response gives the
-  browser a random ``favmac_client`` cookie (HttpOnly, SameSite=Strict, for the browser's
+  browser a random ``favmac_client`` cookie (HttpOnly, SameSite=Lax, for the browser's
   session only). A page run registers its Streamlit session with that cookie and a fingerprint
   of the sign-in cookie (:func:`register_current_session`, from :func:`favmac.ui.auth.gate`:
   only sessions past the gate are registered). ``/media/<id>`` is answered only when a live
@@ -15,7 +15,8 @@ an id derived from the file's content) to any client that has the URL, and
   copied URL fetched by another browser, by ``curl`` or after the session ended gets 404/403.
   Signing out (``/auth/logout``) also drops the ``favmac_client`` cookie.
 * A sign-in that comes back without a user (the provider refused, or the token exchange failed)
-  sets a short-lived ``favmac_sign_in_failed`` cookie, so the sign-in page says so.
+  sets a short-lived ``favmac_sign_in_failed`` cookie, so the sign-in page says so. A sign-in
+  started on a page (a deep link) comes back to that page, not to the home page.
 * ``/_stcore/metrics`` answers 404 (it names functions and counts sessions).
 * Every response carries ``Content-Security-Policy: frame-ancestors 'self'``,
   ``X-Frame-Options: SAMEORIGIN``, ``X-Content-Type-Options: nosniff`` and
@@ -24,7 +25,10 @@ an id derived from the file's content) to any client that has the URL, and
 Drop the download rule when Streamlit serves media to the session that made it only; the
 lookup of which sessions hold a file reads the media manager's own table (a private attribute
 of Streamlit's ``MediaFileManager``), so it is checked by tests/test_boundary.py on every
-Streamlit upgrade.
+Streamlit upgrade. That table forgets a session's files at the start of each full run and
+learns them again as the run draws them, so the server also looks at it four times a second
+(:func:`observe_media_holders`) and remembers each file's sessions until they end: a download
+clicked while its page reruns is still served.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import logging
 import secrets
 import threading
 
-__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "SIGN_IN_FAILED_COOKIE", "BoundaryMiddleware", "cookie_fingerprint", "forget_session", "is_registered_for",
+__all__ = ["CLIENT_COOKIE", "SECURITY_HEADERS", "SIGN_IN_FAILED_COOKIE", "BoundaryMiddleware", "cookie_fingerprint", "forget_session", "is_registered_for", "known_sessions", "observe_media_holders",
            "register_current_session", "register_session", "registered_sessions", "sessions_holding",
            "upload_limit_text"]
 
@@ -44,6 +48,9 @@ CLIENT_COOKIE = "favmac_client"
 #: Set for a short while when a sign-in came back without a user (:func:`favmac.ui.auth.gate` says so).
 SIGN_IN_FAILED_COOKIE = "favmac_sign_in_failed"
 SIGN_IN_FAILED_SECONDS = 60
+#: The page a sign-in started on (Streamlit sends everyone to the home page after signing in).
+NEXT_PAGE_COOKIE = "favmac_next_page"
+NEXT_PAGE_SECONDS = 600
 #: Streamlit's sign-in cookie (and its chunks ``_streamlit_user__1``, ...); the tokens cookie is not part of it.
 USER_COOKIE = "_streamlit_user"
 TOKENS_COOKIE = "_streamlit_user_tokens"
@@ -104,9 +111,13 @@ def register_session(session_id: str, client_token: str, fingerprint: str) -> No
 
 
 def forget_session(session_id: str) -> None:
-    """Drop ``session_id`` from the registry (the session has ended)."""
+    """Drop ``session_id`` from the registry and from the files it held (the session has ended)."""
     with _LOCK:
         _SESSIONS.pop(session_id, None)
+        for file_id in [f for f, sids in _HELD.items() if session_id in sids]:
+            _HELD[file_id].discard(session_id)
+            if not _HELD[file_id]:
+                del _HELD[file_id]
 
 
 def register_current_session(user_key: str = "") -> None:
@@ -124,6 +135,12 @@ def register_current_session(user_key: str = "") -> None:
         log.info("session %s (%s) connected without the %s cookie: its downloads are served to nobody",
                  ctx.session_id, user_key or "local", CLIENT_COOKIE)
     register_session(ctx.session_id, token, cookie_fingerprint(cookies))
+
+
+def known_sessions() -> set:
+    """Every session registered or seen holding a download (the reaper checks which have ended)."""
+    with _LOCK:
+        return set(_SESSIONS).union(*_HELD.values())
 
 
 def registered_sessions() -> dict:
@@ -154,16 +171,45 @@ def is_registered_for(session_id: str, client_token: str, fingerprint: str) -> b
     return secrets.compare_digest(entry[0], client_token) and secrets.compare_digest(entry[1], fingerprint)
 
 
-def sessions_holding(file_id: str) -> set:
-    """The Streamlit sessions whose page shows the media file ``file_id`` (reads the media
-    manager's ``_files_by_session_and_coord``, Streamlit's own record; see the module docstring)."""
-    runtime = _runtime()
-    if runtime is None:
-        return set()
+# file id -> the sessions seen holding it: Streamlit's table forgets a session's files at the start of each
+# full run and learns them again as the run draws them, so a download clicked while a page reruns would
+# find no holder; a session keeps its files here until it ends (forget_session)
+_HELD: dict[str, set] = {}
+
+
+def _media_table(runtime) -> dict:
+    """file id -> the sessions Streamlit's media manager lists as showing it now (its private
+    ``_files_by_session_and_coord``; see the module docstring)."""
     manager = runtime.media_file_mgr
     with manager._lock:  # noqa: SLF001 — Streamlit's own table of which session holds which file
         table = manager._files_by_session_and_coord  # noqa: SLF001
-        return {sid for sid, by_coord in table.items() if file_id in by_coord.values()}
+        held: dict[str, set] = {}
+        for sid, by_coord in table.items():
+            for file_id in by_coord.values():
+                held.setdefault(file_id, set()).add(sid)
+    return held
+
+
+def observe_media_holders(runtime=None) -> None:
+    """Remember which session shows which media file (run often: :func:`favmac.ui.server.lifespan`)."""
+    runtime = runtime if runtime is not None else _runtime()
+    if runtime is None:
+        return
+    table = _media_table(runtime)
+    with _LOCK:
+        for file_id, sids in table.items():
+            _HELD.setdefault(file_id, set()).update(sids)
+
+
+def sessions_holding(file_id: str) -> set:
+    """The Streamlit sessions that show, or have shown, the media file ``file_id`` (Streamlit's
+    table now, and what :func:`observe_media_holders` saw before), among sessions not yet forgotten."""
+    runtime = _runtime()
+    now = _media_table(runtime).get(file_id, set()) if runtime is not None else set()
+    with _LOCK:
+        if now:
+            _HELD.setdefault(file_id, set()).update(now)
+        return set(now) | set(_HELD.get(file_id, ()))
 
 
 def _media_allowed(file_name: str, client_token: str, fingerprint: str) -> bool:
@@ -191,11 +237,13 @@ def _header(scope, wanted: bytes) -> str:
 
 class BoundaryMiddleware:
     """ASGI middleware: the rules of the module docstring. ``prefix`` is the server's
-    ``server.baseUrlPath`` as ``""`` or ``"/base"`` (:func:`favmac.ui.server.url_prefix`)."""
+    ``server.baseUrlPath`` as ``""`` or ``"/base"`` (:func:`favmac.ui.server.url_prefix`);
+    ``pages`` the app's page URL paths (``"Data"``, ...): a sign-in started on one returns to it."""
 
-    def __init__(self, app, prefix: str = ""):
+    def __init__(self, app, prefix: str = "", pages=()):
         self.app = app
         self.prefix = prefix.rstrip("/")
+        self.pages = frozenset(p for p in pages if p)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -222,7 +270,10 @@ class BoundaryMiddleware:
                 await _refuse(send, 403, b"Forbidden")
                 return
         logout = path == "/auth/logout"
+        login = path == "/auth/login"
+        next_page = self._page_of(_header(scope, b"referer")) if login else ""
         callback = path == "/oauth2callback"
+        return_to = cookies.get(NEXT_PAGE_COOKIE, "") if callback else ""
         provider_error = callback and b"error=" in scope.get("query_string", b"")
         secure = scope.get("scheme") == "https" or _header(scope, b"x-forwarded-proto") == "https"
         cookie_path = self.prefix or "/"
@@ -240,6 +291,17 @@ class BoundaryMiddleware:
                 elif callback:
                     headers.append((b"set-cookie", _set_cookie(SIGN_IN_FAILED_COOKIE, "", cookie_path, secure,
                                                                max_age=0, same_site="Lax")))
+                if login and next_page:  # Streamlit sends everyone home after a sign-in: remember the page
+                    headers.append((b"set-cookie", _set_cookie(NEXT_PAGE_COOKIE, next_page, cookie_path, secure,
+                                                               max_age=NEXT_PAGE_SECONDS, same_site="Lax")))
+                if callback and return_to:
+                    headers.append((b"set-cookie", _set_cookie(NEXT_PAGE_COOKIE, "", cookie_path, secure, max_age=0,
+                                                               same_site="Lax")))
+                    home = (self.prefix + "/").encode()
+                    if return_to in self.pages and any(k.lower() == b"set-cookie" and v.startswith(USER_COOKIE.encode() + b"=")
+                                                       and b"max-age=0" not in v.lower() for k, v in headers):
+                        headers = [(k, (self.prefix + "/" + return_to).encode() if k.lower() == b"location" and v == home
+                                    else v) for k, v in headers]
                 if logout:
                     headers.append((b"set-cookie", _set_cookie(CLIENT_COOKIE, "", cookie_path, secure, max_age=0)))
                 elif not token and content_type.startswith(b"text/html"):
@@ -249,6 +311,16 @@ class BoundaryMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    def _page_of(self, referer: str) -> str:
+        """The app page a same-server ``Referer`` names ("" when none)."""
+        from urllib.parse import urlsplit
+
+        path = urlsplit(referer).path
+        if self.prefix and path.startswith(self.prefix):
+            path = path[len(self.prefix):]
+        page = path.strip("/")
+        return page if page in self.pages else ""
 
 
 _OURS = frozenset(name for name, _ in SECURITY_HEADERS)
@@ -264,7 +336,7 @@ def _sign_in_dropped(headers) -> bool:
 
 
 def _set_cookie(name: str, value: str, path: str, secure: bool, max_age: int | None = None,
-                same_site: str = "Strict") -> bytes:
+                same_site: str = "Lax") -> bytes:
     parts = [f"{name}={value}", f"Path={path}", "HttpOnly", f"SameSite={same_site}"]
     if secure:
         parts.append("Secure")

@@ -191,7 +191,7 @@ def reap_ended_sessions(runtime=None) -> int:
                 log.exception("shutting down an expired session failed")
             ended += 1
     stored = {info.session.id for info in storage.list()} if storage is not None else set()
-    for session_id in boundary.registered_sessions():
+    for session_id in boundary.known_sessions():
         if runtime.is_active_session(session_id) or session_id in stored:
             continue
         runtime.media_file_mgr.clear_session_refs(session_id)
@@ -217,12 +217,23 @@ def release_freed_memory() -> None:
     trim(0)
 
 
+#: Seconds between two looks at which session shows which download (favmac.ui.boundary.observe_media_holders).
+OBSERVE_INTERVAL = 0.25
+
+
 async def _reap_forever(interval: float) -> None:
+    from favmac.ui import boundary
+
+    loop = asyncio.get_running_loop()
+    next_reap = loop.time() + interval
     while True:
-        await asyncio.sleep(interval)
+        await asyncio.sleep(OBSERVE_INTERVAL)
         try:
-            if reap_ended_sessions():
-                await asyncio.to_thread(release_freed_memory)
+            boundary.observe_media_holders()
+            if loop.time() >= next_reap:
+                next_reap = loop.time() + interval
+                if reap_ended_sessions():
+                    await asyncio.to_thread(release_freed_memory)
         except Exception:  # noqa: BLE001 — the reaper must outlive one bad pass
             log.exception("the session reaper failed")
 

@@ -8,7 +8,8 @@ with only the redirect URI and the provider's address changed. Users of the prov
 * alice: team risk-east, auditor;  bob: team risk-west, viewer;
 * noclaim: a token without the ``groups`` claim;  noteam: an empty ``groups`` claim.
 
-Checked: a deep link without a session shows only the sign-in button; signing in shows the name,
+Checked: a deep link without a session shows only the sign-in button, and signing in there comes
+back to that page; signing in shows the name,
 team and role in the sidebar; a download URL of alice's is served to her browser only (not to
 bob's signed-in browser, not to a client without cookies, not after sign-out); sign-out ends
 access; a token without teams and a user in no team get a clear page; a sign-in the provider
@@ -148,8 +149,7 @@ def test_sign_in_download_boundary_and_sign_out(browser, serving, signin_url):
         sidebar(alice).get_by_text("Alice Auditor").wait_for()
         who = sidebar(alice).inner_text()
         assert "risk-east" in who and "auditor" in who, who
-        alice.goto(f"{signin_url}/Export")  # a deep link of a signed-in browser opens the page
-        alice.get_by_role("heading", name="Export").first.wait_for()
+        alice.get_by_role("heading", name="Export").first.wait_for()  # back on the page the sign-in started on
         with alice.expect_download() as info:
             alice.locator(".st-key-download_settings button").first.click()
         download_url = info.value.url
