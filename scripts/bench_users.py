@@ -116,7 +116,7 @@ def one_user(url: str, csv_path: Path, n_patients: int, out: dict) -> None:
             times["upload"] = time.perf_counter() - started
             started = time.perf_counter()
             page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]', has_text="Online session").first.click()
-            page.wait_for_url(re.compile(r"/Online_session$"))
+            page.wait_for_url(re.compile(r"/Online_session$"), timeout=600_000)
             wait_idle(page)
             times["Online session"] = time.perf_counter() - started
             browser.close()
