@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import urllib.error
 import urllib.request
@@ -153,18 +154,27 @@ def _providers(auth: Mapping) -> dict:
 def auth_settings() -> AuthSettings:
     """This server's :class:`AuthSettings`, read from Streamlit's secrets on the first call (the
     mode is decided once per process: a secrets file edited later needs a restart;
-    ``auth_settings.cache_clear()`` forgets it)."""
-    return read_auth_settings(_secrets_dict())
+    ``auth_settings.cache_clear()`` forgets it). A secrets file that cannot be read keeps every page
+    closed (sign-in mode with the problem shown), never silently open in local mode."""
+    try:
+        secrets = _secrets_dict()
+    except Exception as exc:  # noqa: BLE001 — whatever the TOML reader raises, the page says it
+        log.error("the secrets file cannot be read: %s", exc)
+        return AuthSettings(enabled=True, problem=f"The secrets file (.streamlit/secrets.toml) cannot be read: {exc}. "
+                                                  "Fix it and restart the server.")
+    return read_auth_settings(secrets)
 
 
 def _secrets_dict() -> dict:
-    try:
-        if not st.secrets.load_if_toml_exists():
-            return {}
+    """Streamlit's secrets as a dict; {} without a secrets file. A file that exists but does not parse
+    raises (Streamlit's own loader only logs it and carries on without secrets: that would be local mode)."""
+    if st.secrets.load_if_toml_exists():
         return st.secrets.to_dict()
-    except Exception as exc:  # noqa: BLE001 — a secrets file that does not parse: sign-in cannot be on
-        log.error("secrets could not be read: %s", exc)
-        return {"auth": {"__unreadable__": str(exc)}}
+    existing = [path for path in (st.get_option("secrets.files") or ()) if os.path.isfile(path)]
+    if existing:
+        st.secrets.to_dict()  # raises Streamlit's parse error, naming the file
+        raise ValueError(f"{existing[0]} exists but could not be loaded")
+    return {}
 
 
 # ------------------------------------------------------------------ provider check
@@ -220,10 +230,9 @@ def current_identity() -> Identity:
     settings = auth_settings()
     if not settings.enabled:
         return LOCAL_USER
-    user = st.user
-    if not user.is_logged_in:
+    if not _signed_in():
         raise PermissionError("Nobody is signed in.")
-    claims = user.to_dict()
+    claims = st.user.to_dict()
     return identity_from_claims(claims, groups_claim=settings.groups_claim, role_claim=settings.role_claim,
                                 auditor_values=settings.auditor_values)
 
@@ -240,7 +249,7 @@ def gate() -> Identity:
     if not settings.enabled:
         boundary.register_current_session(user_key="")
         return LOCAL_USER
-    if not st.user.is_logged_in:
+    if not _signed_in():
         problem = provider_problem(settings)
         if problem:
             _config_problem_page(problem)
@@ -251,6 +260,11 @@ def gate() -> Identity:
         _claims_problem_page(str(exc))
     boundary.register_current_session(user_key=identity.user_id)
     return identity
+
+
+def _signed_in() -> bool:
+    """``st.user.is_logged_in``, False where the session has no user information at all (a test run)."""
+    return bool(st.user.get("is_logged_in", False))
 
 
 def _stop_page() -> None:

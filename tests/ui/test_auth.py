@@ -130,3 +130,33 @@ def test_docstring_examples(module):
 
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert failures == 0 and tried > 0
+
+
+def test_a_secrets_file_that_cannot_be_read_keeps_the_pages_closed(monkeypatch):
+    def broken():
+        raise ValueError("Invalid value (at line 3, column 9)")
+
+    monkeypatch.setattr(auth, "_secrets_dict", broken)
+    auth.auth_settings.cache_clear()
+    try:
+        settings = auth.auth_settings()
+        assert settings.enabled and "cannot be read: Invalid value (at line 3, column 9)" in settings.problem
+    finally:
+        auth.auth_settings.cache_clear()
+
+
+def test_a_secrets_file_with_a_toml_error_is_not_local_mode(tmp_path):
+    """Streamlit's loader logs a TOML error and goes on without secrets; the mode must not fall open."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bad = tmp_path / "secrets.toml"
+    bad.write_text("[auth]\nredirect_uri = \n")
+    code = ("from streamlit import config; config.set_option('secrets.files', [%r]); "
+            "from favmac.ui import auth; s = auth.auth_settings(); print(s.enabled, s.problem)" % str(bad))
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+    assert done.stdout.startswith("True The secrets file"), done.stdout + done.stderr
+    assert "Invalid value (at line 2" in done.stdout
