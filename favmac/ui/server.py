@@ -54,6 +54,8 @@ import streamlit as st
 from starlette.responses import Response
 from starlette.routing import Route
 
+from favmac.ui import boundary
+
 __all__ = ["REAP_INTERVAL", "base_url_script", "lifespan", "nodelay_on_listening_sockets", "page_html", "page_routes",
            "reap_ended_sessions", "release_freed_memory", "url_prefix", "with_base_url"]
 
@@ -174,8 +176,6 @@ def reap_ended_sessions(runtime=None) -> int:
     of sessions that ended without a shutdown, and return their memory (workaround 3 in the module
     docstring). Returns how many sessions it ended. Run on the server's event loop (as Streamlit's
     own disconnects are)."""
-    from favmac.ui import boundary
-
     runtime = runtime if runtime is not None else _runtime()
     if runtime is None:
         return 0
@@ -222,8 +222,6 @@ OBSERVE_INTERVAL = 0.25
 
 
 async def _reap_forever(interval: float) -> None:
-    from favmac.ui import boundary
-
     loop = asyncio.get_running_loop()
     next_reap = loop.time() + interval
     while True:
