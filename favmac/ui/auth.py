@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import streamlit as st
 
-from favmac.access import LOCAL_USER, ClaimsError, Identity, identity_from_claims
+from favmac.access import LOCAL_USER, Identity, identity_from_claims
 from favmac.ui import boundary
 from favmac.ui.text import md
 
@@ -256,7 +256,7 @@ def gate() -> Identity:
         _sign_in_page(settings)
     try:
         identity = current_identity()
-    except ClaimsError as exc:
+    except ValueError as exc:  # ClaimsError (no teams claim, no team), or a name or team list Identity refuses
         _claims_problem_page(str(exc))
     boundary.register_current_session(user_key=identity.user_id)
     return identity
