@@ -27,7 +27,7 @@ from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, tradeoffs, widgets, workspace_restore, workspace_uploads
+from favmac.ui import actions, auth, jobs, tradeoffs, widgets, workspace_restore, workspace_uploads
 from favmac.ui.session import Session, current
 from favmac.ui.text import md
 
@@ -55,7 +55,13 @@ def page_setup(title: str) -> Session:
     if not first_run:
         ss.store.pop(Session.rest_pending.key, None)  # left over when the user acted before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
-    workspace_restore.attach(ss)  # the user's workspace in the store: a fresh session restores it
+    identity = auth.gate()  # sign-in mode: stops here (sign-in button only) until a user with a team signs in
+    if ss.owner is not None and ss.owner != identity.user_id:  # signed out, and another user signed in here
+        for key in list(ss.store.keys()):
+            del ss.store[key]  # nothing of the previous user's data, settings or downloads stays in this session
+        ss.page_runs = 1
+    ss.owner = identity.user_id
+    workspace_restore.attach(ss)  # the signed-in user's workspace in the store: a fresh session restores it
     actions.init_state(ss)
     _show_dataset_line(ss)
     if first_run:
@@ -63,6 +69,7 @@ def page_setup(title: str) -> Session:
             _rerun_soon()
     else:
         widgets.show_menu()
+        auth.show_user(identity)
         widgets.show_sidebar_summary()
     _start_warm_up()
     workspace_uploads.check(ss)  # a file chosen but never read (the page changed): wait for it or say so, and stop

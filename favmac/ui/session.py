@@ -85,6 +85,8 @@ class Session:
                                                  "changes, the target keeps its percentage of C_max (dollars = RAF x base rate).")
     workspace = _Key("workspace", "favmac.store.workspace.Workspace | None — the acting user's workspace in the store, set by "
                                   "bootstrap.page_setup every run (None: no store); favmac.ui.workspace saves the session there.")
+    owner = _Key("owner", "str | None — the user id whose data this session holds (bootstrap.page_setup): when another "
+                          "user signs in in the same browser session, everything of the previous user is dropped first.")
     workspace_doc = _Key("workspace_doc", "dict | None — the workspace document last saved or restored (favmac.ui.workspace).")
     uploads_read = _Key("uploads_read", "set[str] — ids of the uploaded files this session read (an action, or an uploader read on "
                                         "request holding it); favmac.ui.workspace_uploads says what became of the others.")

@@ -99,7 +99,10 @@ def test_app_py_is_an_st_app_over_the_router():
     # the start-up hook that sets TCP_NODELAY (app.py is not imported here: an st.App pins
     # Streamlit's process-wide config to its script)
     assert "from favmac.ui.server import lifespan, page_routes" in source
-    assert "lifespan=lifespan)" in source and "middleware" not in source  # Streamlit serves its own files
+    assert "lifespan=lifespan" in source
+    # one middleware, the boundary (favmac.ui.boundary: access and headers); Streamlit serves its own files
+    assert "middleware=[Middleware(BoundaryMiddleware, prefix=url_prefix(), pages=[p.url_path for p in PAGES])]" in source
+    assert source.count("Middleware(") == 1
     # every page's URL path is one the script accepts (a bad one fails at start-up)
     for entry in PAGES:
         server.base_url_script(entry.url_path)
