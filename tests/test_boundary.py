@@ -299,6 +299,8 @@ def test_the_reaper_shuts_down_expired_sessions_and_releases_ended_ones():
     files = _Files()
     runtime = SimpleNamespace(_session_mgr=SimpleNamespace(_session_storage=storage), media_file_mgr=files,
                               uploaded_file_mgr=files, is_active_session=lambda sid: sid == "active")
+    for sid in boundary.known_sessions():  # sessions other tests of this process registered: not this test's
+        boundary.forget_session(sid)
     for sid in ("active", "waiting", "dropped"):
         boundary.register_session(sid, "tok", "")
     try:
