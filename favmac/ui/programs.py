@@ -29,13 +29,14 @@ from favmac.functions import FormulaError
 from favmac.io import to_safe_csv
 from favmac.runspec import SettingsError
 from favmac.store import ProgramNotFound, StoreError
+from favmac.store.members import dataset_members
 from favmac.store.state import segment_columns
 from favmac.ui import figures, parsing, settings_form, units
 from favmac.ui.samples import NamedBytes
 from favmac.ui.session import Session
 from favmac.ui.text import plain_html, show_bidi
 
-__all__ = ["PROBLEMS", "create_from_session", "explain", "filter_trail", "history_members", "label_upload", "new_version",
+__all__ = ["PROBLEMS", "create_from_session", "explain", "filter_trail", "label_upload", "new_version",
            "predict_upload", "program_settings", "read_labels", "sets_csv", "status_tiles", "timeline_figure",
            "trail_bytes", "trail_shown"]
 
@@ -53,22 +54,6 @@ def explain(err: Exception) -> str:
 
 
 # --------------------------------------------------------------------------- creating a program
-
-
-def history_members(dataset) -> dict:
-    """The member context of the session's dataset, as a program keeps it: its grouping columns, the
-    other text columns read beside the probabilities, the CMS cells and the known codes."""
-    members = {}
-    if dataset.groupings:
-        members.update({str(name): np.asarray(labels, dtype=object) for name, labels in dataset.groupings.items()})
-    elif dataset.groups is not None and dataset.segment_column:
-        members[str(dataset.segment_column)] = np.asarray(dataset.groups, dtype=object)
-    if dataset.attributes is not None:
-        for column in dataset.attributes.columns:
-            members.setdefault(str(column), dataset.attributes[column].to_numpy(dtype=object))
-    if dataset.members:
-        members["cells"], members["known"] = dataset.members.get("cells"), dataset.members.get("known")
-    return members
 
 
 def program_spec(ss: Session, history: int):
@@ -94,7 +79,7 @@ def create_from_session(store, ss: Session, name: str, team: str | None):
         raise ValueError("Name the program (e.g. east-2026).")
     spec, notes = program_spec(ss, dataset.n_patients)
     program = store.create_program(name, spec, dataset.patient_ids, dataset.prob_array(), dataset.label_array(),
-                                   codes=list(dataset.codes), members=history_members(dataset), team=team)
+                                   codes=list(dataset.codes), members=dataset_members(dataset), team=team)
     return program, notes
 
 
