@@ -53,11 +53,11 @@ else:
     ids = [str(i) for i in new.index]
     pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
     value, cost = payment_view.patient_functions(spec, ds.codes, new.attrs.get("members"), ids.index(pick))
+    threshold, where = groupings.new_patient_threshold(result, new, pick, ds.n_patients, spec.segment)  # stops on a missing column
     view = groupings.new_patients_for(new, spec.segment)
     group = None if view is None or view.attrs.get("groups") is None else view.attrs["groups"][ids.index(pick)]
     probs_row = patients.run_probabilities(result, new.loc[pick].to_numpy(dtype=float), group)  # the run's maps
     labels_row = None
-    threshold, where = groupings.new_patient_threshold(result, new, pick, ds.n_patients, spec.segment)
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=spec.score)[0]
 

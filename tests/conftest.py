@@ -16,7 +16,7 @@ import numba_compile_lock  # noqa: E402  (tests/ on sys.path)
 TESTS = Path(__file__).resolve().parent
 BROWSER_TESTS = TESTS / "browser"
 #: How many xdist groups the browser tests form (``BROWSER_GROUPS`` in tests/browser/conftest.py).
-BROWSER_GROUP_COUNT = 2
+BROWSER_GROUP_COUNT = 3
 
 
 def runs_browser_tests(config) -> bool:

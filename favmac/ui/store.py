@@ -31,7 +31,7 @@ def configured_url() -> str:
     return store_url(os.environ.get(ENV_VAR) or None)
 
 
-@st.cache_resource(show_spinner="Opening the store…", max_entries=4)
+@st.cache_resource(show_spinner="Opening the store…", max_entries=4, ttl=3600)  # an idle hour: reopened on demand
 def _open(url: str):
     return favmac.open_store(url)
 
