@@ -83,7 +83,13 @@ def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
     if spec.cost_kind == "cms_unsupported":
         raise SettingsError("cost_kind", "cms_unsupported cannot be used by a program yet: its C_max depends on the cells "
                             "of every patient the program will see. Choose fp or weighted_fp")
+    # recalibrate="auto" (RunSpec's default): the labelled data the program starts from decide, once
+    # (SPEC "Recalibration on a split", Default: a fold of R = 1,000 when the history holds >= 3,000
+    # patients). The program's own burn-in is the rest of the history, so the spec's is not in the rule.
+    spec = spec.replace(burn_in=0).with_default_fold(history_size).replace(burn_in=spec.burn_in)
     fold = spec.recalibrate or 0
+    if isinstance(fold, str):
+        raise SettingsError("recalibrate", f"must be a whole number of fold patients, \"auto\" or None; got {fold!r}")
     if fold > history_size:
         raise SettingsError("recalibrate", f"R = {fold} fold patients, but the program's history holds {history_size} "
                             "labelled patients; use R <= the history's size, or leave recalibrate unset")
