@@ -26,8 +26,11 @@ rolling window can see: a window holds the W latest patients by (arrival, stream
 :class:`_Part` keeps its members sorted by that key, so label batches may come in any order.
 
 Cost of the steps (b patients in a batch, K codes, n calibration points in a part, G groupings):
-a predict batch O(b K log K) for the candidate sets plus O(G (distinct groups) log n) thresholds;
-a label batch O(b K log K) plus O(b K G log n) QuantileTree inserts (and window deletes).
+a predict batch O(b K log K) for the candidate sets plus O(G (distinct groups) log n) thresholds
+(a part's threshold is kept until its points change); a label batch O(b K log K) plus, per part,
+one sorted run of its new points (:class:`~favmac.store.runs.SortedRuns`: O(b K log(b K)) numpy,
+merged log-structured, amortized O(b K log n)); with a window, O(b K G log n) QuantileTree inserts
+and deletes (the window bounds n).
 
 The threshold arithmetic is :class:`favmac.FavMac`'s (the same exact integers at the costs' decimal
 scale, :func:`~favmac.thresholds.expected_margin`, :func:`~favmac.thresholds.violation_rank`, the
@@ -50,8 +53,9 @@ from ..runspec import RunSpec, SettingsError
 from ..thresholds import calibration_points, exact, expected_margin, rank_edge, violation_rank, violation_scores
 from ..universe import candidate_sets
 from .members import BatchMembers, labels_of
+from .runs import SortedRuns
 
-__all__ = ["Decisions", "ProgramState", "check_program_spec", "insert_points", "segment_columns"]
+__all__ = ["Decisions", "ProgramState", "check_program_spec", "segment_columns"]
 
 _POOLED = (-1, "")  # the part of a program without groupings
 
@@ -97,20 +101,19 @@ def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
     return spec.validate(n_codes=len(codes))
 
 
-def insert_points(tree: QuantileTree, keys, numerators, denominator) -> None:
-    """Add many points to ``tree`` at once: ``keys`` and ``numerators`` (arrays of one shape; zero weights
-    are skipped) with the weights ``numerators / denominator``.
-
-    The one place a tree takes many points at once (a bulk constructor of the QuantileTree can replace
-    the body): the points go in sorted by key, so each insert lands next to the previous one.
-    O(m log m + m (log n + load)) for m points.
-    """
-    keys = np.asarray(keys).ravel()
-    numerators = np.asarray(numerators).ravel()
-    positive = numerators > 0
-    keys, numerators = keys[positive], numerators[positive]
-    order = np.argsort(keys, kind="stable")
-    tree.insert_many(keys[order].tolist(), numerators[order].tolist(), denominator)
+def _rows_by_part(groups, n: int):
+    """(part key, rows in order) of every part the n patients belong to: the pooled part's, or one per
+    group of each grouping (``groups``: per grouping, the (n,) labels)."""
+    if not groups:
+        yield _POOLED, np.arange(n)
+        return
+    for g, labels in enumerate(groups):
+        names, inverse = np.unique(np.asarray(labels), return_inverse=True)
+        inverse = inverse.ravel()
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+        for i, name in enumerate(names.tolist()):
+            yield (g, name), order[bounds[i] : bounds[i + 1]]
 
 
 @dataclass
@@ -143,15 +146,22 @@ class Decisions:
 
 @dataclass
 class _Part:
-    """The calibration of one group of one grouping (or the pooled stream): its tree and size, the
+    """The calibration of one group of one grouping (or the pooled stream): its points and size, the
     window's members by (arrival, stream position) with their points, and its adaptive target (an
-    integer at the rule's scale)."""
+    integer at the rule's scale).
 
-    tree: QuantileTree
+    The points: without a window a :class:`~favmac.store.runs.SortedRuns` (batches of points as sorted
+    numpy runs, exact integer sums at the costs' scale); with a window a
+    :class:`~favmac.quantile_tree.QuantileTree` (points are deleted one patient at a time, and the
+    window bounds its size). ``cached`` is the last threshold computed, with the (size, target) it was
+    computed at; any change of the points clears it."""
+
+    tree: QuantileTree | SortedRuns
     current: int | None
     count: int = 0
     members: SortedList | None = None
     points: dict = field(default_factory=dict)
+    cached: tuple | None = None
 
     @property
     def size(self) -> int:
@@ -206,14 +216,15 @@ class ProgramState:
     def _part(self, key) -> _Part:
         part = self.parts.get(key)
         if part is None:
-            part = _Part(QuantileTree(), None if self.rule is None else self.rule.start,
-                         members=SortedList() if self.spec.window is not None else None)
+            windowed = self.spec.window is not None
+            part = _Part(QuantileTree() if windowed else SortedRuns(), None if self.rule is None else self.rule.start,
+                         members=SortedList() if windowed else None)
             self.parts[key] = part
         return part
 
     def _peek(self, key) -> _Part:
         """The part of ``key`` without creating it (an empty one for a group never seen)."""
-        return self.parts.get(key) or _Part(QuantileTree(), None if self.rule is None else self.rule.start)
+        return self.parts.get(key) or _Part(SortedRuns(), None if self.rule is None else self.rule.start)
 
     def target_of(self, part: _Part):
         """The target in force in a part (exact)."""
@@ -222,10 +233,20 @@ class ProgramState:
     def threshold_of(self, part: _Part) -> float:
         """The part's threshold now (SPEC "Thresholds"; -inf when the part is too small for the target)."""
         n = part.size
+        if part.cached is not None and part.cached[0] == (n, part.current):
+            return part.cached[1]
+        value = self._threshold(part, n)
+        part.cached = ((n, part.current), value)
+        return value
+
+    def _threshold(self, part: _Part, n: int) -> float:
         if self.delta is None:
             margin = expected_margin(self.target_of(part), self.costs.c_max, n)
             if margin < 0:
                 return -math.inf
+            if isinstance(part.tree, SortedRuns):  # its weights are integers at the costs' scale
+                scaled = margin * self.costs.scale  # F > M <=> F * scale > floor(M * scale), F * scale an integer
+                return part.tree.search_greater(scaled.numerator // scaled.denominator)
             return part.tree.search_greater(margin)
         k = violation_rank(self.delta, n)
         edge = rank_edge(k, n)
@@ -356,21 +377,18 @@ class ProgramState:
             keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
             increments, scale = np.ones(keys.shape, dtype=np.int64), 1
         paid = None if chosen is None or self.rule is None else realized[np.arange(len(probs)), chosen]
+        if self.spec.window is None:  # no window: each part's points go in at once, as one sorted run
+            for key, rows in _rows_by_part(groups, len(probs)):
+                part = self._part(key)
+                part.count += len(rows)
+                part.cached = None
+                part.tree.add(keys[rows], increments[rows])  # integers at the scale (1: counts)
+                if paid is not None:  # in stream order within the part
+                    for value in paid[rows].tolist():
+                        part.current = self.rule.step(part.current, int(value))
+            return
         keys_of = [[(g, label) for label in labels_g.tolist()] for g, labels_g in enumerate(groups)] or \
             [[_POOLED] * len(probs)]
-        if self.spec.window is None:  # no window: each part's points go in at once, sorted (build_points)
-            for part_keys in keys_of:
-                rows_of = {}
-                for row, key in enumerate(part_keys):
-                    rows_of.setdefault(key, []).append(row)
-                for key, rows in rows_of.items():
-                    part = self._part(key)
-                    part.count += len(rows)
-                    insert_points(part.tree, keys[rows], increments[rows], scale)
-                    if paid is not None:
-                        for row in rows:
-                            part.current = self.rule.step(part.current, int(paid[row]))
-            return
         for row in range(len(probs)):
             positive = increments[row] > 0
             points = (keys[row][positive].tolist(), increments[row][positive].tolist(), scale)
@@ -380,6 +398,7 @@ class ProgramState:
 
     def _enter(self, part: _Part, order_key, points, paid) -> None:
         part.count += 1
+        part.cached = None
         part.tree.insert_many(*points)
         if part.members is not None:
             part.members.add(order_key)
