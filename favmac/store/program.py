@@ -31,13 +31,25 @@ from .members import BatchMembers, batch_members
 from .payload import pack, unpack
 from .state import Decisions, ProgramState, check_program_spec
 
-__all__ = ["Program", "batch_ids", "batch_labels", "batch_probs", "members_arrays"]
+__all__ = ["Program", "batch_ids", "batch_labels", "batch_probs", "insert_ids", "members_arrays"]
 
 MAX_BATCH = 2_000_000  # patients in one batch
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def insert_ids(connection, table, program_id: int, ids, seq: int) -> None:
+    """One row (program, patient id, event) per patient into ``table`` (``patients`` or ``labels``, whose
+    unique constraint refuses a patient recorded twice). PostgreSQL: one statement over an array of the
+    ids (a row-by-row executemany is one round trip of the pipeline per row); others: executemany."""
+    values = [str(p) for p in np.asarray(ids, dtype=object).tolist()]
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql(f"INSERT INTO {table.name} (program_id, patient_id, seq) "
+                                   "SELECT %s, unnest(%s::text[]), %s", (int(program_id), values, int(seq)))
+        return
+    connection.execute(insert(table), [{"program_id": program_id, "patient_id": p, "seq": seq} for p in values])
 
 
 def batch_ids(ids, batch: str) -> np.ndarray:
@@ -268,8 +280,7 @@ class Program:
                    "cells": None if context.cells is None else context.cells.tolist(),
                    "groupings": list(decisions.by_grouping), "version": self._version}
             self._append(connection, seq, "predict", label, len(ids), pack(arrays, doc))
-            connection.execute(insert(schema.patients), [{"program_id": self._id, "patient_id": p, "seq": seq}
-                                                         for p in ids.tolist()])
+            insert_ids(connection, schema.patients, self._id, ids, seq)
             row = self._event_row(connection, seq)
         self._state.add_predicted(ids, context, decisions, batch=label)
         self._ledger.predicted(row, ids, decisions, self._version, context=context)
@@ -317,8 +328,7 @@ class Program:
             seq = last + 1
             self._append(connection, seq, "label", label, len(ids),
                          pack({"labels": np.packbits(labels, axis=1)}, {"ids": ids.tolist()}))
-            connection.execute(insert(schema.labels), [{"program_id": self._id, "patient_id": p, "seq": seq}
-                                                       for p in ids.tolist()])
+            insert_ids(connection, schema.labels, self._id, ids, seq)
             row = self._event_row(connection, seq)
         self._state.add_labels(ids, labels)
         self._ledger.labelled(row, ids, labels)
@@ -471,6 +481,17 @@ def _apply(state: ProgramState, ledger: "_Ledger", row, arrays, doc) -> None:
         ledger.settings(row)
 
 
+def _code_lists(chosen: np.ndarray, codes: np.ndarray) -> list:
+    """The codes of each row of a (b, K) boolean table, as tuples: one tuple per distinct row (a batch
+    holds few distinct sets), so O(b K) numpy plus O(b) Python."""
+    if not len(chosen):
+        return []
+    packed = np.packbits(chosen, axis=1)
+    distinct, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+    sets = [tuple(codes[chosen[i]].tolist()) for i in first.tolist()]
+    return [sets[i] for i in inverse.ravel().tolist()]
+
+
 class _Ledger:
     """The audit view of a log: every predicted patient's decision and labels, every event, in order."""
 
@@ -553,7 +574,7 @@ class _Ledger:
         chosen = batch["chosen"]
         codes = np.array(self.codes, dtype=object)
         frame = pd.DataFrame({"patient_id": batch["ids"],
-                              "codes": [codes[row].tolist() for row in chosen],
+                              "codes": [list(flagged) for flagged in _code_lists(chosen, codes)],
                               "n_codes": chosen.sum(axis=1).astype(int),
                               "threshold": batch["thresholds"],
                               "version": batch["version"],
@@ -647,7 +668,7 @@ class _Ledger:
             labelled = batch["label_seq"] > 0
             frame = pd.DataFrame({
                 "patient_id": batch["ids"],
-                "codes_flagged": [";".join(codes[row].tolist()) for row in batch["chosen"]],
+                "codes_flagged": [";".join(flagged) for flagged in _code_lists(batch["chosen"], codes)],
                 "n_codes": batch["chosen"].sum(axis=1).astype(int),
                 "predicted_at": [batch["at"]] * n,
                 "predicted_by": [batch["user"]] * n,
