@@ -122,11 +122,11 @@ class SortedRuns:
         self._runs: list[_Run] = []
         self._ratio = int(merge_ratio)
         self._total = 0
-        self._count = 0
 
     def __len__(self) -> int:
-        """Points held (points with weight 0 are not kept)."""
-        return self._count
+        """Points held (points with weight 0 are not kept; a removed point counts until a merge cancels it,
+        and so does its removal)."""
+        return sum(len(run) for run in self._runs)
 
     @property
     def total(self) -> int:
@@ -139,6 +139,15 @@ class SortedRuns:
 
     def add(self, keys, weights) -> None:
         """Add the points (keys[i], weights[i]); zero weights are skipped. O(m log m) plus the merges."""
+        self._push(keys, weights, 1)
+
+    def remove(self, keys, weights) -> None:
+        """Take away points added before (a rolling window's oldest patients): a run of negative weights,
+        cancelled against the points when runs merge. The caller guarantees the points are held (the
+        state removes exactly what it added); the sums stay exact and every key's net weight >= 0."""
+        self._push(keys, weights, -1)
+
+    def _push(self, keys, weights, sign: int) -> None:
         keys = np.asarray(keys, dtype=np.float64).ravel()
         weights = np.asarray(weights)
         weights = weights.ravel()
@@ -157,13 +166,15 @@ class SortedRuns:
         order = np.argsort(keys)  # equal keys in any order: a cdf sums them all
         keys = keys[order]
         keys += 0.0  # -0.0 and 0.0 are one key
-        run = _Run(keys, _limbs(weights[order]))
+        limbs = _limbs(weights[order])
+        run = _Run(keys, limbs if sign > 0 else -limbs)
         self._total += run.total()
-        self._count += len(run)
         self._runs.append(run)
         while len(self._runs) > 1 and len(self._runs[-2]) < self._ratio * len(self._runs[-1]):
             last = self._runs.pop()
             self._runs[-1] = _merge(self._runs[-1], last)
+            if not len(self._runs[-1]):  # a removal cancelled every point it met
+                self._runs.pop()
 
     def cdf(self, v: float) -> int:
         """Total weight of keys <= v (exact). O(runs log n)."""
@@ -175,11 +186,11 @@ class SortedRuns:
         it (or no point is held), the smallest key when ``bound`` < 0. O(64 runs log n)."""
         bound = int(bound)
         runs = self._runs
-        if not runs or bound >= self._total:
+        if not runs or bound >= self._total or self._total <= 0:  # total 0: no point held (removals cancel)
             return math.inf
         lows = [float(run.keys[0]) for run in runs]
-        if bound < 0:
-            return min(lows)
+        if bound < 0:  # every key's cdf exceeds it: the smallest key held (net weight > 0: cdf > 0)
+            bound = 0
         lo = int(_order(np.array([min(lows)]))[0])  # invariant: cdf(key of hi) > bound; cdf below lo is 0
         hi = int(_order(np.array([max(float(run.keys[-1]) for run in runs)]))[0])
         if self.cdf(_key_of(lo)) > bound:
@@ -214,11 +225,25 @@ def _padded(limbs: np.ndarray, n_limbs: int) -> np.ndarray:
 
 
 def _merge(first: _Run, second: _Run) -> _Run:
-    """One run holding both runs' points (a stable sort of two sorted runs: timsort merges them in O(n))."""
+    """One run holding both runs' points (a stable sort of two sorted runs: timsort merges them in O(n)).
+
+    Equal keys become one point when a removal meets what it removes (a run with negative weights):
+    their limbs are summed, carried into [0, 2^32) below the top limb, and a key whose net weight is 0
+    is dropped."""
     if len(first) + len(second) > _MAX_RUN:
         raise OverflowError("SortedRuns: more than 2^31 - 1 points in one run")
     n_limbs = max(first.cum.shape[0], second.cum.shape[0])
     keys = np.concatenate([first.keys, second.keys])
     limbs = np.concatenate([_padded(first.limbs(), n_limbs), _padded(second.limbs(), n_limbs)], axis=1)
     order = np.argsort(keys, kind="stable")
-    return _Run(keys[order], limbs[:, order])
+    keys, limbs = keys[order], limbs[:, order]
+    if (limbs < 0).any():  # a removal: net each key, drop the keys that cancel
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        keys, limbs = keys[starts], np.add.reduceat(limbs, starts, axis=1)
+        for j in range(n_limbs - 1):
+            carry = limbs[j] >> _LIMB_BITS
+            limbs[j] -= carry << _LIMB_BITS
+            limbs[j + 1] += carry
+        kept = np.any(limbs != 0, axis=0)
+        keys, limbs = keys[kept], limbs[:, kept]
+    return _Run(keys, limbs)

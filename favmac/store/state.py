@@ -29,12 +29,13 @@ Cost of the steps (b patients in a batch, K codes, n calibration points in a par
 a predict batch O(b K log K) for the candidate sets plus O(G (distinct groups) log n) thresholds
 (a part's threshold is kept until its points change); a label batch O(b K log K) plus, per part,
 one sorted run of its new points (:class:`~favmac.store.runs.SortedRuns`: O(b K log(b K)) numpy,
-merged log-structured, amortized O(b K log n)); with a window, O(b K G log n) QuantileTree inserts
-and deletes (the window bounds n).
+merged log-structured, amortized O(b K log n)); with a window, also one run of the points it
+pushes out, and O(b log W) Python for the window's members.
 
 The threshold arithmetic is :class:`favmac.FavMac`'s (the same exact integers at the costs' decimal
 scale, :func:`~favmac.thresholds.expected_margin`, :func:`~favmac.thresholds.violation_rank`, the
-same :class:`~favmac.quantile_tree.QuantileTree` queries), part by part.
+strict search of T_c), part by part, on :class:`~favmac.store.runs.SortedRuns` instead of a
+:class:`~favmac.quantile_tree.QuantileTree` (the same exact answers; tests/store/test_runs.py).
 """
 from __future__ import annotations
 
@@ -47,7 +48,6 @@ from sortedcontainers import SortedList
 from ..adaptive import AdaptiveTarget
 from ..costs import exact_costs
 from ..protocols import is_set_cost
-from ..quantile_tree import QuantileTree
 from ..recalibration import fit_recalibration
 from ..runspec import RunSpec, SettingsError
 from ..thresholds import calibration_points, exact, expected_margin, rank_edge, violation_rank, violation_scores
@@ -150,13 +150,13 @@ class _Part:
     window's members by (arrival, stream position) with their points, and its adaptive target (an
     integer at the rule's scale).
 
-    The points: without a window a :class:`~favmac.store.runs.SortedRuns` (batches of points as sorted
-    numpy runs, exact integer sums at the costs' scale); with a window a
-    :class:`~favmac.quantile_tree.QuantileTree` (points are deleted one patient at a time, and the
-    window bounds its size). ``cached`` is the last threshold computed, with the (size, target) it was
-    computed at; any change of the points clears it."""
+    The points: a :class:`~favmac.store.runs.SortedRuns` (batches of points as sorted numpy runs, exact
+    integer sums at the costs' scale; a window's pushed-out patients as runs of negative weights).
+    ``points`` holds a window member's points (keys, weights) until it is pushed out. ``cached`` is the
+    last threshold computed, with the (size, target) it was computed at; any change of the points
+    clears it."""
 
-    tree: QuantileTree | SortedRuns
+    tree: SortedRuns
     current: int | None
     count: int = 0
     members: SortedList | None = None
@@ -216,9 +216,8 @@ class ProgramState:
     def _part(self, key) -> _Part:
         part = self.parts.get(key)
         if part is None:
-            windowed = self.spec.window is not None
-            part = _Part(QuantileTree() if windowed else SortedRuns(), None if self.rule is None else self.rule.start,
-                         members=SortedList() if windowed else None)
+            part = _Part(SortedRuns(), None if self.rule is None else self.rule.start,
+                         members=SortedList() if self.spec.window is not None else None)
             self.parts[key] = part
         return part
 
@@ -244,10 +243,8 @@ class ProgramState:
             margin = expected_margin(self.target_of(part), self.costs.c_max, n)
             if margin < 0:
                 return -math.inf
-            if isinstance(part.tree, SortedRuns):  # its weights are integers at the costs' scale
-                scaled = margin * self.costs.scale  # F > M <=> F * scale > floor(M * scale), F * scale an integer
-                return part.tree.search_greater(scaled.numerator // scaled.denominator)
-            return part.tree.search_greater(margin)
+            scaled = margin * self.costs.scale  # F > M <=> F * scale > floor(M * scale): the weights are integers at the scale
+            return part.tree.search_greater(scaled.numerator // scaled.denominator)
         k = violation_rank(self.delta, n)
         edge = rank_edge(k, n)
         if not math.isnan(edge):
@@ -371,43 +368,48 @@ class ProgramState:
         cands, cost = self._build(probs, members)
         realized = self.costs.realized(cands, labels, cost)
         if self.delta is None:
-            keys, increments = calibration_points(cands, realized, self.spec.score)
-            scale = self.costs.scale
+            keys, increments = calibration_points(cands, realized, self.spec.score)  # integers at the costs' scale
         else:
             keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
-            increments, scale = np.ones(keys.shape, dtype=np.int64), 1
+            increments = np.ones(keys.shape, dtype=np.int64)  # counts
         paid = None if chosen is None or self.rule is None else realized[np.arange(len(probs)), chosen]
-        if self.spec.window is None:  # no window: each part's points go in at once, as one sorted run
-            for key, rows in _rows_by_part(groups, len(probs)):
-                part = self._part(key)
-                part.count += len(rows)
-                part.cached = None
+        window = self.spec.window
+        for key, rows in _rows_by_part(groups, len(probs)):  # each part's points go in at once, as one sorted run
+            part = self._part(key)
+            part.count += len(rows)
+            part.cached = None
+            if window is None:
                 part.tree.add(keys[rows], increments[rows])  # integers at the scale (1: counts)
-                if paid is not None:  # in stream order within the part
-                    for value in paid[rows].tolist():
-                        part.current = self.rule.step(part.current, int(value))
-            return
-        keys_of = [[(g, label) for label in labels_g.tolist()] for g, labels_g in enumerate(groups)] or \
-            [[_POOLED] * len(probs)]
-        for row in range(len(probs)):
-            positive = increments[row] > 0
-            points = (keys[row][positive].tolist(), increments[row][positive].tolist(), scale)
-            for part_keys in keys_of:
-                self._enter(self._part(part_keys[row]), (arrival, int(positions[row])), points,
-                            None if paid is None else int(paid[row]))
+            else:
+                self._slide(part, rows, keys, increments, positions, arrival)
+            if paid is not None:  # in stream order within the part
+                for value in paid[rows].tolist():
+                    part.current = self.rule.step(part.current, int(value))
 
-    def _enter(self, part: _Part, order_key, points, paid) -> None:
-        part.count += 1
-        part.cached = None
-        part.tree.insert_many(*points)
-        if part.members is not None:
-            part.members.add(order_key)
-            part.points[order_key] = points
-            if len(part.members) > self.spec.window:
-                oldest = part.members.pop(0)
-                part.tree.delete_many(*part.points.pop(oldest))
-        if paid is not None:
-            part.current = self.rule.step(part.current, paid)
+    def _slide(self, part: _Part, rows, keys, increments, positions, arrival: int) -> None:
+        """A window's part takes the patients ``rows`` (in stream order): it keeps the W latest by (arrival,
+        stream position). Added one by one, each past W would push the oldest out; the end is the same
+        as keeping the W largest keys of old and new members at once (a patient pushed out was the
+        smallest then and stays below every later survivor), so the new survivors' points are added in
+        one run and the pushed-out old members' points removed in one run."""
+        new = [(arrival, int(positions[row])) for row in rows.tolist()]
+        members = part.members
+        members.update(new)
+        out = set()
+        while len(members) > self.spec.window:
+            out.add(members.pop(0))
+        kept = [i for i, order_key in enumerate(new) if order_key not in out]
+        if kept:
+            chosen = rows[kept]
+            point_keys, point_weights = keys[chosen], increments[chosen]
+            positive = point_weights > 0
+            part.tree.add(point_keys[positive], point_weights[positive])
+            for i, row in zip(kept, chosen.tolist()):
+                mask = increments[row] > 0
+                part.points[new[i]] = (keys[row][mask], increments[row][mask])
+        gone = [part.points.pop(order_key) for order_key in out if order_key in part.points]
+        if gone:
+            part.tree.remove(np.concatenate([k for k, _ in gone]), np.concatenate([w for _, w in gone]))
 
     # ------------------------------------------------------------------ reading
     def is_known(self, patient) -> bool:

@@ -27,6 +27,8 @@ CASES = {
                               weights=tuple(np.random.RandomState(5).rand(6) * 2 + 0.1)), []),
     "groupings-window": (RunSpec(targets=(1.1,), segment=("plan", "band"), window=60), []),
     "adaptive-segments": (RunSpec(targets=(1.1,), adaptive_rate=0.05, segment="plan"), []),
+    "violation-window-adaptive": (RunSpec(targets=(1.1,), control="violation", delta=0.2, window=40, segment="band"),
+                                  [RunSpec(targets=(1.2,), adaptive_rate=0.05, window=30, segment="plan")]),
     "recalibration": (RunSpec(targets=(1.1,), recalibrate=60, recalibration="platt"), []),
     "formula": (RunSpec(value_kind="formula", formula="prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)",
                         weights=(1, 2, 3, 4, 5, 6), targets=(1.1,)), []),

@@ -84,3 +84,32 @@ def test_bad_points_are_refused():
     with pytest.raises(TypeError, match="integers"):
         runs.add(np.array([1.0]), np.array([0.5]))
     assert runs.total == 0 and runs.search_greater(0) == math.inf
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_removed_points_leave_the_sums_exact(seed):
+    """A rolling window removes its oldest patients' points: runs of negative weights, cancelled when runs
+    merge; every query equals the recomputation over the points still held."""
+    rng = np.random.RandomState(100 + seed)
+    runs = SortedRuns(merge_ratio=int(rng.randint(1, 5)))
+    held = []  # batches still held: (keys, weights)
+    for _ in range(14):
+        if held and rng.rand() < 0.45:
+            keys, weights = held.pop(int(rng.randint(len(held))))
+            runs.remove(keys, weights)
+        else:
+            keys, weights = random_batch(rng, int(rng.randint(0, 80)))
+            runs.add(keys, weights)
+            held.append((keys, weights))
+        points = [(float(k) + 0.0, int(w)) for keys, weights in held for k, w in zip(keys.tolist(), weights.tolist())]
+        total = sum(w for _, w in points)
+        assert runs.total == total
+        for bound in [-1, 0, total - 1, total, total // 2, total // 5] + [int(rng.randint(0, 40)) for _ in range(3)]:
+            assert runs.search_greater(bound) == oracle_search(points, bound), bound
+        for v in (-np.inf, -2.0, 0.0, 0.5, np.inf):
+            assert runs.cdf(v) == sum(w for k, w in points if k <= v)
+    keys, weights = runs.items()
+    expected = {}
+    for k, w in points:
+        expected[k] = expected.get(k, 0) + w
+    assert [(k, w) for k, w in zip(keys.tolist(), weights) if w] == sorted((k, w) for k, w in expected.items() if w)
