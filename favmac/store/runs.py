@@ -72,10 +72,17 @@ def _limbs(weights) -> np.ndarray:
         raise TypeError(f"SortedRuns: weights must be integers, got dtype {w.dtype}")
     if w.dtype.kind == "i" and len(w) and int(w.min()) < 0:
         raise ValueError("SortedRuns: weights must be non-negative integers")
-    w = w.astype(np.uint64, copy=False)
-    if not len(w) or int(w.max()) <= _LIMB_MASK:
+    largest = int(w.max()) if len(w) else 0
+    if largest <= _LIMB_MASK:
         return w.astype(np.int64)[None, :]
-    return np.stack([(w & np.uint64(_LIMB_MASK)).astype(np.int64), (w >> np.uint64(_LIMB_BITS)).astype(np.int64)])
+    if w.dtype.kind == "u" and largest > np.iinfo(np.int64).max:
+        w = w.astype(np.uint64, copy=False)
+        return np.stack([(w & np.uint64(_LIMB_MASK)).astype(np.int64), (w >> np.uint64(_LIMB_BITS)).astype(np.int64)])
+    w = w.astype(np.int64, copy=False)
+    out = np.empty((2, len(w)), dtype=np.int64)
+    np.bitwise_and(w, _LIMB_MASK, out=out[0])
+    np.right_shift(w, _LIMB_BITS, out=out[1])
+    return out
 
 
 class _Run:
