@@ -233,8 +233,10 @@ class Program:
         connection.execute(update(schema.programs).where(schema.programs.c.id == self._id).values(last_seq=seq))
 
     def _event_row(self, connection, seq: int):
-        return connection.execute(select(schema.events).where(schema.events.c.program_id == self._id,
-                                                              schema.events.c.seq == seq)).one()
+        """The event's row as written (its time as the database stores it), without its payload."""
+        columns = [c for c in schema.events.c if c.name != "payload"]
+        return connection.execute(select(*columns).where(schema.events.c.program_id == self._id,
+                                                         schema.events.c.seq == seq)).one()
 
     def predict(self, ids, probs, members=None, *, batch: str | None = None):
         """Choose the sets of a batch of new patients and record them.
