@@ -43,11 +43,16 @@ def _now() -> datetime:
 def insert_ids(connection, table, program_id: int, ids, seq: int) -> None:
     """One row (program, patient id, event) per patient into ``table`` (``patients`` or ``labels``, whose
     unique constraint refuses a patient recorded twice). PostgreSQL: one statement over an array of the
-    ids (a row-by-row executemany is one round trip of the pipeline per row); others: executemany."""
+    ids (a row-by-row executemany is one round trip of the pipeline per row); SQLite: the driver's
+    executemany; others: SQLAlchemy's."""
     values = [str(p) for p in np.asarray(ids, dtype=object).tolist()]
     if connection.dialect.name == "postgresql":
         connection.exec_driver_sql(f"INSERT INTO {table.name} (program_id, patient_id, seq) "
                                    "SELECT %s, unnest(%s::text[]), %s", (int(program_id), values, int(seq)))
+        return
+    if connection.dialect.name == "sqlite":  # the driver's executemany: no per-row statement parameters built
+        connection.exec_driver_sql(f"INSERT INTO {table.name} (program_id, patient_id, seq) VALUES (?, ?, ?)",
+                                   [(int(program_id), p, int(seq)) for p in values])
         return
     connection.execute(insert(table), [{"program_id": program_id, "patient_id": p, "seq": seq} for p in values])
 
