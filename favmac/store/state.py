@@ -58,6 +58,7 @@ from .runs import SortedRuns
 __all__ = ["Decisions", "ProgramState", "check_program_spec", "segment_columns"]
 
 _POOLED = (-1, "")  # the part of a program without groupings
+JOIN_CHUNK = 32_768  # patients whose calibration points are computed at once
 
 
 def segment_columns(spec: RunSpec) -> list:
@@ -362,29 +363,45 @@ class ProgramState:
         self.n_labelled += len(positions)
 
     def _join(self, probs, labels, members: BatchMembers, groups, positions, *, arrival: int, chosen) -> None:
-        """Patients whose labels arrived (in stream order) join the calibration of their parts."""
-        if not len(probs):
+        """Patients whose labels arrived (in stream order) join the calibration of their parts.
+
+        Their points are computed :data:`JOIN_CHUNK` patients at a time (the temporaries are several
+        (chunk, K) arrays, as in a replay), then each part takes all of its new points as one run (a
+        window slides chunk by chunk: the same W latest in the end)."""
+        n = len(probs)
+        if not n:
             return
-        cands, cost = self._build(probs, members)
-        realized = self.costs.realized(cands, labels, cost)
-        if self.delta is None:
-            keys, increments = calibration_points(cands, realized, self.spec.score)  # integers at the costs' scale
-        else:
-            keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
-            increments = np.ones(keys.shape, dtype=np.int64)  # counts
-        paid = None if chosen is None or self.rule is None else realized[np.arange(len(probs)), chosen]
         window = self.spec.window
-        for key, rows in _rows_by_part(groups, len(probs)):  # each part's points go in at once, as one sorted run
-            part = self._part(key)
-            part.count += len(rows)
-            part.cached = None
-            if window is None:
-                part.tree.add(keys[rows], increments[rows])  # integers at the scale (1: counts)
+        pending: dict = {}  # part -> [(keys, weights)] of its positive points, chunk by chunk
+        for start in range(0, n, JOIN_CHUNK):
+            rows = slice(start, min(n, start + JOIN_CHUNK))
+            cands, cost = self._build(probs[rows], members.take(rows))
+            realized = self.costs.realized(cands, labels[rows], cost)
+            if self.delta is None:
+                keys, increments = calibration_points(cands, realized, self.spec.score)  # integers at the costs' scale
             else:
-                self._slide(part, rows, keys, increments, positions, arrival)
-            if paid is not None:  # in stream order within the part
-                for value in paid[rows].tolist():
-                    part.current = self.rule.step(part.current, int(value))
+                keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
+                increments = np.ones(keys.shape, dtype=np.int64)  # counts
+            paid = None if chosen is None or self.rule is None else \
+                realized[np.arange(len(keys)), chosen[rows]]
+            del realized, cands
+            for key, part_rows in _rows_by_part([labels_g[rows] for labels_g in groups], len(keys)):
+                part = self._part(key)
+                part.count += len(part_rows)
+                part.cached = None
+                if window is None:
+                    part_keys, part_weights = keys[part_rows], increments[part_rows]
+                    positive = part_weights > 0
+                    pending.setdefault(key, []).append((part_keys[positive], part_weights[positive]))
+                else:
+                    self._slide(part, part_rows, keys, increments, positions[rows], arrival)
+                if paid is not None:  # in stream order within the part
+                    for value in paid[part_rows].tolist():
+                        part.current = self.rule.step(part.current, int(value))
+        for key, pieces in pending.items():  # each part's points go in at once, as one sorted run
+            weights = [w for _, w in pieces]
+            self.parts[key].tree.add(np.concatenate([k for k, _ in pieces]),
+                                     np.concatenate(weights) if len(weights) > 1 else weights[0])
 
     def _slide(self, part: _Part, rows, keys, increments, positions, arrival: int) -> None:
         """A window's part takes the patients ``rows`` (in stream order): it keeps the W latest by (arrival,

@@ -192,3 +192,21 @@ def test_program_with_the_default_fold_equals_replay(tmp_path):
     assert check_against_replay(data, events, recorded, specs_of(spec, events, 3000)) == len(recorded) > 20
     assert store.program("p").spec.recalibrate == 1000
     store.close()
+
+
+@pytest.mark.parametrize("case", ["adaptive-segments", "violation-window-adaptive", "float-weights"])
+def test_points_computed_in_small_chunks_equal_replay(tmp_path, monkeypatch, case):
+    """The state computes calibration points a chunk of patients at a time (state.JOIN_CHUNK); chunks that
+    cut through every batch change nothing (windows slide chunk by chunk, adaptive targets step in order)."""
+    import favmac.store.state as state_module
+
+    monkeypatch.setattr(state_module, "JOIN_CHUNK", 7)
+    spec, changes = CASES[case]
+    data = cohort(11, 520, CODES)
+    events = random_events(data, 3, history=200, batches=10, batch_size=25, specs=changes)
+    store = favmac.open_store(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    program = create(store, data, events, spec)
+    recorded = {}
+    run_events(program, data, events, recorded)
+    assert check_against_replay(data, events, recorded, specs_of(spec, events, 200)) == len(recorded) > 50
+    store.close()
