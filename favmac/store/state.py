@@ -390,7 +390,8 @@ class ProgramState:
                 part.count += len(part_rows)
                 part.cached = None
                 if window is None:
-                    part_keys, part_weights = keys[part_rows], increments[part_rows]
+                    whole = len(part_rows) == len(keys)  # the pooled part (or one group): no gather
+                    part_keys, part_weights = (keys, increments) if whole else (keys[part_rows], increments[part_rows])
                     positive = part_weights > 0
                     pending.setdefault(key, []).append((part_keys[positive], part_weights[positive]))
                 else:
