@@ -88,12 +88,11 @@ def _limbs(weights) -> np.ndarray:
 class _Run:
     """One sorted run: keys (float64, non-decreasing) and, per limb, the inclusive running sums."""
 
-    __slots__ = ("keys", "cum", "orders")
+    __slots__ = ("keys", "cum")
 
     def __init__(self, keys: np.ndarray, limbs: np.ndarray):
         self.keys = keys
         self.cum = np.cumsum(limbs, axis=1) if limbs.shape[1] else limbs
-        self.orders = None  # _order(keys[[0, -1]]), for the search's range
 
     def __len__(self) -> int:
         return len(self.keys)
