@@ -506,7 +506,8 @@ class _Ledger:
         self.codes = codes
         self.events = []  # (seq, kind, at, user_id, user_name, version, batch, n)
         self.batches = []  # dict per predict batch
-        self.where = {}  # patient id -> (batch number, row); history -> (-1, row)
+        self.where = {}  # predicted patient id -> (batch number, row)
+        self.history_rows = {}  # history patient id -> row
         self.history_labels = None
         self.history_size = 0
         self.n_predicted = self.n_labelled = 0
@@ -521,8 +522,7 @@ class _Ledger:
     def history(self, row, ids, labels) -> None:
         self.history_size = len(ids)
         self.history_labels = labels
-        for i, patient in enumerate(ids.tolist()):
-            self.where[patient] = (-1, i)
+        self.history_rows = dict(zip(ids.tolist(), range(len(ids))))
         self._event(row)
 
     def predicted(self, row, ids, decisions: Decisions, version: int, context=None) -> None:
@@ -571,8 +571,10 @@ class _Ledger:
         return next(len(b["ids"]) for b in self.batches if b["batch"] == name)
 
     def labels_of(self, patient) -> np.ndarray:
-        number, i = self.where[patient]
-        return self.history_labels[i] if number < 0 else self.batches[number]["labels"][i]
+        place = self.where.get(patient)
+        if place is None:
+            return self.history_labels[self.history_rows[patient]]
+        return self.batches[place[0]]["labels"][place[1]]
 
     def batch_frame(self, number: int):
         import pandas as pd

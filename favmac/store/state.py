@@ -208,7 +208,8 @@ class ProgramState:
         self.maps = None
         self.parts: dict = {}
         self.batches: list[_Batch] = []
-        self.where: dict = {}  # patient id -> (batch number, row); the fold's patients -> (-1, row)
+        self.where: dict = {}  # predicted patient id -> (batch number, row)
+        self.history_ids: set = set()  # the history's patients (fold and burn-in)
         self.n_stream = 0  # stream positions given so far (after the fold)
         self.n_predicted = 0
         self.n_labelled = 0  # predicted patients whose labels arrived
@@ -280,8 +281,6 @@ class ProgramState:
             segments = groups[0] if self.spec.recalibrate_by == "segment" else None
             self.maps = fit_recalibration(probs[:fold], labels[:fold], self.spec.recalibration, codes=self.codes,
                                           by=self.spec.recalibrate_by, groups=None if segments is None else segments[:fold])
-            for row, patient in enumerate(ids[:fold].tolist()):
-                self.where[patient] = (-1, row)
         rest = slice(fold, None)
         groups = [labels[rest] for labels in groups]
         kept = members.take(rest)
@@ -290,8 +289,7 @@ class ProgramState:
         n = len(mapped)
         batch_state = _Batch(ids[rest], mapped, kept, groups, self.n_stream + np.arange(n), None, np.ones(n, dtype=bool))
         self.batches.append(batch_state)
-        for row, patient in enumerate(batch_state.ids.tolist()):
-            self.where[patient] = (number, row)
+        self.history_ids.update(ids.tolist())  # the fold's and the burn-in's: known, never predicted
         self.n_stream += n
         self._join(mapped, labels[rest], kept, groups, batch_state.positions, arrival=-1, chosen=None)
 
@@ -431,7 +429,7 @@ class ProgramState:
 
     # ------------------------------------------------------------------ reading
     def is_known(self, patient) -> bool:
-        return patient in self.where
+        return patient in self.where or patient in self.history_ids
 
     def is_predicted(self, patient) -> bool:
         place = self.where.get(patient)
