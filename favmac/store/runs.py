@@ -159,8 +159,6 @@ class SortedRuns:
         weights = weights.ravel()
         if keys.shape != weights.shape:
             raise ValueError(f"SortedRuns.add: {keys.size} keys but {weights.size} weights")
-        if np.isnan(keys).any():
-            raise ValueError("SortedRuns.add: a key is NaN")
         if weights.dtype != object and weights.dtype.kind in "iu" and len(weights) and weights.min() > 0:
             positive = None  # the common case: every weight positive, the limbs split after the sort
         else:
@@ -171,7 +169,10 @@ class SortedRuns:
             return
         order = np.argsort(keys)  # equal keys in any order: a cdf sums them all
         keys = keys[order]
-        keys += 0.0  # -0.0 and 0.0 are one key
+        if np.isnan(keys[-1]):  # NaN sorts last
+            raise ValueError("SortedRuns.add: a key is NaN")
+        first, stop = int(np.searchsorted(keys, 0.0, side="left")), int(np.searchsorted(keys, 0.0, side="right"))
+        keys[first:stop] = 0.0  # -0.0 and 0.0 are one key (they sort together)
         limbs = _limbs(weights[order])
         run = _Run(keys, limbs if sign > 0 else -limbs)
         self._total += run.total()
