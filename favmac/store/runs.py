@@ -19,6 +19,12 @@ the strict search of T_c in SPEC "Thresholds") bisects the keys' ordered bit pat
 (non-negative floats order like their bits; SPEC "Distributed calibration"): at most 64 steps, each
 a ``searchsorted`` per run. Keys are floats (``key + 0.0``: -0.0 is 0.0; +-inf allowed; NaN refused).
 
+Invariants (checked by ``_check``): every run's keys are sorted, none NaN or -0.0, at most 2^31 - 1
+of them; ``cum`` holds, per limb, the inclusive running sums of that run's limbs (int64); every limb
+below the top one lies in [0, 2^32) in a run without removals; ``total`` is the sum over the runs of
+their last running sums recombined (an exact integer); no run is empty; the net weight at every key
+(over all runs) is >= 0.
+
 Cost: :meth:`add` O(m log m) for its run plus the merges (amortized O(m log(n / m))), all numpy;
 :meth:`search_greater` O(64 runs log n); memory 8 + 8 L bytes per point (L limbs: 1 for weights
 below 2^32, 2 below 2^64).
@@ -150,7 +156,13 @@ class SortedRuns:
     def remove(self, keys, weights) -> None:
         """Take away points added before (a rolling window's oldest patients): a run of negative weights,
         cancelled against the points when runs merge. The caller guarantees the points are held (the
-        state removes exactly what it added); the sums stay exact and every key's net weight >= 0."""
+        state removes exactly what it added); the sums stay exact and every key's net weight >= 0.
+        O(m log m) plus the merges.
+
+        >>> runs = SortedRuns(); runs.add(np.array([1.0, 2.0]), np.array([3, 4])); runs.remove(np.array([1.0]), np.array([3]))
+        >>> runs.total, runs.search_greater(-1), runs.search_greater(3)
+        (4, 2.0, 2.0)
+        """
         self._push(keys, weights, -1)
 
     def _push(self, keys, weights, sign: int) -> None:
@@ -184,7 +196,11 @@ class SortedRuns:
                 self._runs.pop()
 
     def cdf(self, v: float) -> int:
-        """Total weight of keys <= v (exact). O(runs log n)."""
+        """Total weight of keys <= v (exact). O(runs log n).
+
+        >>> runs = SortedRuns(); runs.add(np.array([1.0, 2.0]), np.array([2**70, 1], dtype=object)); runs.cdf(1.5)
+        1180591620717411303424
+        """
         v = float(v)
         return sum(run.upto(int(np.searchsorted(run.keys, v, side="right"))) for run in self._runs)
 
@@ -210,8 +226,26 @@ class SortedRuns:
                 lo = mid
         return _key_of(hi)
 
+    def _check(self) -> None:
+        """Assert the invariants of the module docstring (tests)."""
+        total = 0
+        for run in self._runs:
+            assert 0 < len(run.keys) <= _MAX_RUN
+            assert run.keys.dtype == np.float64 and not np.isnan(run.keys).any()
+            assert np.all(run.keys[1:] >= run.keys[:-1])
+            assert not np.any((run.keys == 0) & np.signbit(run.keys))
+            assert run.cum.dtype == np.int64 and run.cum.shape[1] == len(run.keys)
+            total += run.total()
+        assert total == self._total
+        keys, weights = self.items()
+        assert all(w >= 0 for w in weights)
+
     def items(self):
-        """(keys, weights): the distinct keys in order with their total weights (Python integers). O(n)."""
+        """(keys, weights): the distinct keys in order with their net weights (Python integers). O(n log n).
+
+        >>> keys, weights = SortedRuns().items(); len(keys), weights
+        (0, [])
+        """
         if not self._runs:
             return np.empty(0), []
         keys = np.concatenate([run.keys for run in self._runs])

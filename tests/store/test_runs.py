@@ -53,6 +53,7 @@ def test_search_and_cdf_equal_a_recomputation(seed):
         points += [(float(k) + 0.0, int(w)) for k, w in zip(keys.tolist(), weights.tolist())]
         total = sum(w for _, w in points)
         assert runs.total == total and len(runs) == sum(1 for _, w in points if w > 0)
+        runs._check()
         bounds = [-1, 0, total - 1, total, total + 3, total // 2, total // 3] + [int(rng.randint(0, 50)) for _ in range(4)]
         for bound in bounds:
             assert runs.search_greater(bound) == oracle_search(points, bound), bound
@@ -104,6 +105,7 @@ def test_removed_points_leave_the_sums_exact(seed):
         points = [(float(k) + 0.0, int(w)) for keys, weights in held for k, w in zip(keys.tolist(), weights.tolist())]
         total = sum(w for _, w in points)
         assert runs.total == total
+        runs._check()
         for bound in [-1, 0, total - 1, total, total // 2, total // 5] + [int(rng.randint(0, 40)) for _ in range(3)]:
             assert runs.search_greater(bound) == oracle_search(points, bound), bound
         for v in (-np.inf, -2.0, 0.0, 0.5, np.inf):
