@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -125,7 +126,7 @@ def run(case: str, n: int, backend: str, rounds: int = ROUNDS) -> dict:
     folder = tempfile.mkdtemp()
     if backend == "sqlite":
         path = os.path.join(folder, "bench.sqlite")
-        url, size, drop = f"sqlite:///{path}", (lambda: os.path.getsize(path)), (lambda: None)
+        url, size, drop = f"sqlite:///{path}", (lambda: os.path.getsize(path)), (lambda: shutil.rmtree(folder, True))
     else:
         url, size, drop = postgres_url()
     try:
