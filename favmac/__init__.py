@@ -1,7 +1,7 @@
 """FavMac: value-maximizing prediction sets with conformal cost control, updated online.
 
 Lin, Trivedi, Xiao, Sun, "Fast Online Value-Maximizing Prediction Sets with Conformal
-Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides every edge case.
+Cost Control", ICML 2023 — implemented exactly as the project's docs/method.md decides every edge case.
 """
 from ._lazy import lazy_exports
 from ._version import __version__

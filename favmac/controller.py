@@ -76,7 +76,7 @@ class FavMac:
         set's realized cost; :attr:`current_target` is c_n.
     recalibrate : int, optional
         R >= 50: the first R patients given to ``update`` form a recalibration fold
-        (:mod:`favmac.recalibration`; SPEC "Recalibration on a split"). They never join the
+        (:mod:`favmac.recalibration`; docs/method.md "Recalibration on a split"). They never join the
         calibration data; at the R-th the per-code maps are fitted (:attr:`recalibration_maps`)
         and from then on every patient's probabilities are mapped, in ``update``, ``predict``
         and ``explain``. Before the fold is complete ``predict`` and ``explain`` raise (a fold
@@ -97,7 +97,7 @@ class FavMac:
     segment has its own c_n, and the pooled c_n moves only with updates given no ``group``.
     Several groupings: a *tuple* gives one label per grouping, ``group=(plan, band)`` (for a
     batch, a tuple of per-row arrays); the threshold is the smallest of the groups'
-    thresholds (SPEC "Several groupings at once"). A plain label (or a list/array of one
+    thresholds (docs/method.md "Several groupings at once"). A plain label (or a list/array of one
     label per row) is the first grouping's. The adaptive target takes one grouping only.
 
     Examples
@@ -230,7 +230,7 @@ class FavMac:
     def _past_fold(self, probs, labels, group, value=None):
         """The rows after the recalibration fold, their probabilities mapped, with their groups (each
         grouping's) and ``value`` bound to them; the fold's rows are kept until R have arrived, then
-        the maps are fitted on them (SPEC "Recalibration on a split")."""
+        the maps are fitted on them (docs/method.md "Recalibration on a split")."""
         if self._maps is None and self.recalibrate is not None:
             take = min(self.recalibrate - self.n_fold, probs.shape[0])
             segments = None

@@ -1,4 +1,4 @@
-"""The CMS-HCC payment value (SPEC "CMS-HCC payment value"): what CMS actually pays for a set.
+"""The CMS-HCC payment value (docs/method.md "CMS-HCC payment value"): what CMS actually pays for a set.
 
 For a member with coefficient cell D, codes already on the record B and a chosen set S:
 

@@ -27,7 +27,7 @@ HALVES = ("first half", "second half")
 
 def recalibration_evidence(probs, labels, value, cost, target, *, fold: int, methods=(DEFAULT_RECALIBRATION,),
                            delta=None, universe: str = DEFAULT_UNIVERSE, score: str | None = None, codes=None) -> pd.DataFrame:
-    """Held-out evidence for recalibrating, as value at the user's target (SPEC "Recalibration on a split": a
+    """Held-out evidence for recalibrating, as value at the user's target (docs/method.md "Recalibration on a split": a
     recommendation rests on evidence held out from the fitting).
 
     The fold (the first ``fold`` patients, where a run would fit its maps) is cut into two halves in stream

@@ -104,7 +104,7 @@ class ValidityReport:
         Permutation p-value of ``observed`` among the random orderings (small: the arrival
         order matters, i.e. drift).
     adaptive_bound : float or None
-        With an adaptive target (SPEC "Adaptive target under drift"): what it promises instead
+        With an adaptive target (docs/method.md "Adaptive target under drift"): what it promises instead
         of E[C] <= c, the deterministic bound c + (c + gamma (L + 1) C_max) / (gamma S) on
         the mean cost over the S predicted patients (L: the most labels pending, 0 without a
         delay; :func:`favmac.adaptive.adaptive_bound`), the largest over the orderings and the
@@ -261,7 +261,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     groups : as :func:`favmac.replay`
         One grouping, or several (``[plan, age_band]``, a dict name -> labels, a DataFrame):
         every group of every grouping is tested on its own patients, one table per grouping
-        (SPEC "Several groupings at once": each group keeps its own guarantee).
+        (docs/method.md "Several groupings at once": each group keeps its own guarantee).
     label_delay : int, optional
         Labels arrive d stream positions after the prediction. A delay is a property of the
         process, not of a patient, so in every ordering it stays d positions.
@@ -506,7 +506,7 @@ def _adaptive_group_sentence(who, held, worst, n_orderings, unit=None) -> str:
 
 def adaptive_verdict(held, worst, observed_excess, bound, mean, target, p_value, *, n_orderings, n_patients,
                      n_predicted, unit=None) -> str:
-    """The pass/fail statement of an adaptive target: its promise is a bound for any order (SPEC "Adaptive
+    """The pass/fail statement of an adaptive target: its promise is a bound for any order (docs/method.md "Adaptive
     target under drift"), so it must hold in every ordering; the mean against c is reported beside it.
 
     >>> print(adaptive_verdict(True, -0.5, -0.4, 3.4, 1.33, 1.05, 0.0, n_orderings=200, n_patients=3000,

@@ -16,7 +16,7 @@ ratio universe; they differ in the value they maximize:
 * payment:  V(S; y) = RAF(D, B ∪ (S ∩ y)) - RAF(D, B) (:class:`favmac.CmsHccValue`: hierarchies,
   interactions, counts, each member's cell D and known codes B);
 
-and, for each value, with and without recalibration on a split (SPEC "Recalibration on a
+and, for each value, with and without recalibration on a split (docs/method.md "Recalibration on a
 split", Platt, ``recalibrate=R``). Every run spends the same labelled members before its first
 prediction: the plain runs use the first ``--burn-in`` L members as burn-in, the recalibrated
 ones fit their maps on the first R and calibrate on the next L - R; all predict the same

@@ -8,11 +8,11 @@ later, a rolling window and a recalibration fold, as FavMac's replay honours the
   the same fit as the replay's) on the first R patients replace p for every later patient; the fold
   gets no prediction and never calibrates; ``burn_in`` counts patients after it (the result's
   ``burn_in`` is R + burn_in, as the replay's).
-* **Labels that arrive later** (``label_delay``, ``label_available_at``; SPEC "Labels that arrive
+* **Labels that arrive later** (``label_delay``, ``label_available_at``; docs/method.md "Labels that arrive
   later"): patient n is calibrated on exactly the patients whose labels arrived before it was
   predicted (:class:`favmac.arrivals.ArrivalSchedule`), the window holding the last ``window`` of
   them to arrive.
-* **Segments** (``groups``; SPEC "Segments", "Several groupings at once"): with one grouping,
+* **Segments** (``groups``; docs/method.md "Segments", "Several groupings at once"): with one grouping,
   patient n is calibrated on the earlier (arrived) patients of its own group only (the method run
   on each group's own stream); with several, each grouping gives a set and the patient gets their
   intersection. Every baseline's sets are nested in its threshold and costs are non-negative, so

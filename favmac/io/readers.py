@@ -1,6 +1,6 @@
 """The input files FavMac works on, read into validated tables.
 
-Layouts (``../shared/SPEC.md``, "Input files"), each as CSV or Parquet:
+Layouts (docs/method.md, "Input files"), each as CSV or Parquet:
 
 * **probabilities** — ``patient_id`` then one column per code (the header is the code),
   values in [0, 1];

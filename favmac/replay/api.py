@@ -177,7 +177,7 @@ def replay(
         spec = replay_spec(targets, **settings)
     if candidates is not None and work is not None:
         raise ValueError("candidates and work: give one of them (work carries its own candidate sets)")
-    if spec.recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
+    if spec.recalibrate is not None:  # docs/method.md "Recalibration on a split": fit on the fold, replay the rest
         if candidates is not None:
             raise ValueError("candidates: not with recalibrate (the fold changes the probabilities the candidates "
                              "are built from); leave candidates unset")

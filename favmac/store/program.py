@@ -1,4 +1,4 @@
-"""A program: FavMac running for months in a store (SPEC "Programs: a standing FavMac in a store").
+"""A program: FavMac running for months in a store (docs/method.md "Programs: a standing FavMac in a store").
 
 :class:`Program` is a view of one program's event log in a :class:`~favmac.store.Store`, acting as the
 store's user. Its calibration state (:class:`~favmac.store.state.ProgramState`) is derived from the log:

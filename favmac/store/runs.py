@@ -17,8 +17,8 @@ for any run of fewer than 2^31 points). The cdf at a key is, over the runs, the 
 last position <= the key, recombined as Python integers: exact whatever the weights' size.
 
 Queries: :meth:`SortedRuns.search_greater` (the smallest key b whose cdf exceeds an integer bound,
-the strict search of T_c in SPEC "Thresholds") bisects the keys' ordered bit patterns
-(non-negative floats order like their bits; SPEC "Distributed calibration"): at most 64 steps, each
+the strict search of T_c in docs/method.md "Thresholds") bisects the keys' ordered bit patterns
+(non-negative floats order like their bits; docs/method.md "Distributed calibration"): at most 64 steps, each
 a ``searchsorted`` per run. Keys are floats (``key + 0.0``: -0.0 is 0.0; +-inf allowed; NaN refused).
 
 Invariants (checked by ``_check``): every run's keys are sorted, none NaN or -0.0, at most 2^31 - 1

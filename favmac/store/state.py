@@ -1,6 +1,6 @@
 """The calibration state of a program under one settings version, kept up to date event by event.
 
-A program (SPEC "Programs: a standing FavMac in a store") is FavMac running for months: labelled
+A program (docs/method.md "Programs: a standing FavMac in a store") is FavMac running for months: labelled
 patients given at creation (the history), then batches of new patients to predict and, weeks
 later, their confirmed codes. :class:`ProgramState` is what the program knows at any moment,
 derived from its events only:
@@ -89,7 +89,7 @@ def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
         raise SettingsError("cost_kind", "cms_unsupported cannot be used by a program yet: its C_max depends on the cells "
                             "of every patient the program will see. Choose fp or weighted_fp")
     # recalibrate="auto" (RunSpec's default): the labelled data the program starts from decide, once
-    # (SPEC "Recalibration on a split", Default: a fold of R = 1,000 when the history holds >= 3,000
+    # (docs/method.md "Recalibration on a split", Default: a fold of R = 1,000 when the history holds >= 3,000
     # patients). The program's own burn-in is the rest of the history, so the spec's is not in the rule.
     spec = spec.replace(burn_in=0).with_default_fold(history_size).replace(burn_in=spec.burn_in)
     fold = spec.recalibrate or 0
@@ -232,7 +232,7 @@ class ProgramState:
         return exact(self.target) if self.rule is None else self.rule.as_fraction(part.current)
 
     def threshold_of(self, part: _Part) -> float:
-        """The part's threshold now (SPEC "Thresholds"; -inf when the part is too small for the target)."""
+        """The part's threshold now (docs/method.md "Thresholds"; -inf when the part is too small for the target)."""
         n = part.size
         if part.cached is not None and part.cached[0] == (n, part.current):
             return part.cached[1]

@@ -1,4 +1,4 @@
-"""Sign-in: the app's two modes, the gate every page passes and the acting user (SPEC "Access").
+"""Sign-in: the app's two modes, the gate every page passes and the acting user (docs/method.md "Access").
 
 The mode is decided once per server process, from Streamlit's secrets (``.streamlit/secrets.toml``
 or the files ``secrets.files`` names):

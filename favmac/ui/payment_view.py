@@ -1,7 +1,7 @@
 """The CMS-HCC payment value in the app: is the data payable, its inputs, the member context
 read from the files, and one patient's per-code marginal payment.
 
-Pages add a few call lines; the math is :class:`favmac.payment.CmsHccValue` (SPEC "CMS-HCC
+Pages add a few call lines; the math is :class:`favmac.payment.CmsHccValue` (docs/method.md "CMS-HCC
 payment value"). Every piece of user text goes through :mod:`favmac.ui.text`.
 """
 from __future__ import annotations

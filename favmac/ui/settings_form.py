@@ -56,7 +56,7 @@ __all__ = [
 
 #: The universes in plain words (their math is ``units.universe_math()``).
 UNIVERSE_LABELS = UNIVERSE_PLAIN
-#: The score choice in words a coding auditor reads (SPEC "The score a threshold is on").
+#: The score choice in words a coding auditor reads (docs/method.md "The score a threshold is on").
 SCORE_LABELS = {
     "price": "Price: spend the false-flag budget where each flag is most likely to pay off, across all patients",
     "cost": "Cost: give every patient the same false-flag budget (the paper's rule)",

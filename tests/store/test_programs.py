@@ -1,4 +1,4 @@
-"""Programs in a store equal replay (SPEC "Programs"), on SQLite and PostgreSQL: random interleavings of
+"""Programs in a store equal replay (docs/method.md "Programs"), on SQLite and PostgreSQL: random interleavings of
 predict and label batches with random label orders and settings changes, under both controls, segments
 and several groupings, a window, recalibration, the adaptive target, the CMS payment value and a formula
 value; a fresh process continues bit for bit."""
@@ -167,7 +167,7 @@ def test_a_fresh_process_continues_bit_for_bit(store_url):
 
 
 def test_default_recalibration_is_decided_by_the_history():
-    """RunSpec's default recalibrate="auto" (SPEC "Recalibration on a split", Default): a program whose
+    """RunSpec's default recalibrate="auto" (docs/method.md "Recalibration on a split", Default): a program whose
     history holds >= 3,000 labelled patients takes its first R = 1,000 as the fold, the rest burn-in;
     below that no fold. The resolved fold is the one stored, so it never changes as the program grows."""
     from favmac.store.state import check_program_spec
