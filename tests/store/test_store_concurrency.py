@@ -22,7 +22,7 @@ from program_oracle import Event, cohort, replay_decisions
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parent
 CODES = [f"C{k}" for k in range(6)]
-docs/method.md = RunSpec(targets=(1.1,), segment="plan")
+SPEC = RunSpec(targets=(1.1,), segment="plan")
 
 _WRITER = """
 import sys
@@ -63,7 +63,7 @@ def _count(store, table):
 def _create(url, n):
     data = cohort(5, n, CODES)
     store = favmac.open_store(url)
-    store.create_program("shared", docs/method.md, data.ids[:150], data.probs[:150], data.labels[:150], codes=CODES,
+    store.create_program("shared", SPEC, data.ids[:150], data.probs[:150], data.labels[:150], codes=CODES,
                          members={"plan": data.members["plan"][:150]})
     return store, data
 
@@ -86,7 +86,7 @@ def test_two_concurrent_writers_lose_and_double_nothing(store_url):
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) == 2 + 24 + 24
     predicted = [p for e in events if e.kind == "predict" for p in e.ids]
     assert sorted(predicted) == sorted(data.ids[150:].tolist())  # each patient recorded exactly once
-    reference = replay_decisions(check_program_spec(docs/method.md, CODES, 150), data, events)
+    reference = replay_decisions(check_program_spec(SPEC, CODES, 150), data, events)
     trail = program.decisions().set_index("patient_id")
     for patient, (threshold, chosen, _) in reference.items():
         assert trail.loc[patient, "threshold"] == threshold
