@@ -8,6 +8,15 @@ import app_helpers  # noqa: F401  (puts the repository on sys.path)
 
 
 @pytest.fixture(autouse=True)
+def no_server_warm_up(monkeypatch):
+    """No kernel warm-up in the test process (``favmac.ui.bootstrap``: the first page run of a server starts
+    one, which here would compete with the tests; the run's own warm-up has filled numba's disk cache)."""
+    from favmac.ui import bootstrap
+
+    monkeypatch.setenv(bootstrap.WARM_UP_ENV, "off")
+
+
+@pytest.fixture(autouse=True)
 def jobs_in_the_foreground(monkeypatch):
     """AppTest has no timer to follow a background job: pages wait for their jobs here.
     A test of the background behaviour sets ``favmac.ui.jobs.FOREGROUND_SECONDS`` itself."""
