@@ -9,6 +9,6 @@ no longer waits about 40 ms).
 import streamlit as st
 
 from favmac.ui.navigation import PAGES
-from favmac.ui.server import lifespan, page_routes
+from favmac.ui.server import page_routes, studio_lifespan
 
-app = st.App("studio.py", routes=page_routes(p.url_path for p in PAGES), lifespan=lifespan)
+app = st.App("studio.py", routes=page_routes(p.url_path for p in PAGES), lifespan=studio_lifespan)

