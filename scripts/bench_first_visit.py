@@ -160,10 +160,12 @@ def cpu_seconds(pids) -> float:
     return total
 
 
-def wait_until_idle(pids, quiet: float = 0.3, busy_share: float = 0.05, timeout: float = 10.0) -> None:
+def wait_until_idle(pids, quiet: float = 0.3, busy_share: float = 0.05, timeout: float = 60.0) -> None:
     """Wait until the servers ``pids`` used less than ``busy_share`` of a core for ``quiet``
     seconds (at most ``timeout``), so that no visit starts while the previous one's background
-    work (a page's second run, a replay, a warm-up) still holds the CPU."""
+    work (a page's second run, a replay, a warm-up, the app's start-up preparation: seconds on a fresh
+    clone of a loaded machine) still holds the CPU. The warm-up's niced child process (numba's disk
+    cache, ``favmac.ui.bootstrap``) is not one of ``pids``: it yields to the visits by design."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         before = cpu_seconds(pids)
