@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -38,11 +39,11 @@ from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, tradeoffs, widgets
+from favmac.ui import actions, jobs, server, tradeoffs, widgets
 from favmac.ui.session import Session, current
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "WARM_UP_ENV", "fill_kernel_cache", "page_setup", "prepare_first_page",
-           "start_preparing_first_page", "warm_up", "warm_up_process"]
+           "start_preparing_first_page", "studio_lifespan", "warm_up", "warm_up_process"]
 
 # Seconds between a session's first run (the page, no sidebar) and the run that draws the sidebar:
 # time for the browser to fetch the code of the page's own elements first.
@@ -150,13 +151,23 @@ def prepare_first_page() -> None:
 
 
 def start_preparing_first_page() -> threading.Thread | None:
-    """:func:`prepare_first_page` in a background thread (the server's start-up hook,
-    ``favmac.ui.server.studio_lifespan``); None when ``FAVMAC_WARM_UP=off``."""
+    """:func:`prepare_first_page` in a background thread (the server's start-up hook, :func:`studio_lifespan`);
+    None when ``FAVMAC_WARM_UP=off``."""
     if os.environ.get(WARM_UP_ENV, "").strip().lower() == "off":
         return None
     thread = threading.Thread(target=_quietly(prepare_first_page), name="favmac first page", daemon=True)
     thread.start()
     return thread
+
+
+@asynccontextmanager
+async def studio_lifespan(app):
+    """FavMac Studio's start-up hook (app.py): ``favmac.ui.server.lifespan`` (TCP_NODELAY), and the first
+    page's data prepared in the background (:func:`start_preparing_first_page`); the numba warm-up waits
+    for the first page."""
+    start_preparing_first_page()
+    async with server.lifespan(app):
+        yield None
 
 
 def _start_warm_up() -> None:

@@ -38,8 +38,8 @@ import streamlit as st
 from starlette.responses import Response
 from starlette.routing import Route
 
-__all__ = ["base_url_script", "lifespan", "nodelay_on_listening_sockets", "page_html", "page_routes", "studio_lifespan",
-           "url_prefix", "with_base_url"]
+__all__ = ["base_url_script", "lifespan", "nodelay_on_listening_sockets", "page_html", "page_routes", "url_prefix",
+           "with_base_url"]
 
 
 def index_html_path() -> Path:
@@ -150,15 +150,3 @@ async def lifespan(app):
     socket (``uvicorn app:app``) already has the option from asyncio; setting it again is harmless."""
     nodelay_on_listening_sockets()
     yield None
-
-
-@asynccontextmanager
-async def studio_lifespan(app):
-    """FavMac Studio's start-up hook: :func:`lifespan`, and the first page's data prepared in the background
-    (``favmac.ui.bootstrap.start_preparing_first_page``: the sample and its payment model, read before the
-    first visitor asks; the numba warm-up waits for the first page)."""
-    from favmac.ui import bootstrap
-
-    bootstrap.start_preparing_first_page()
-    async with lifespan(app):
-        yield None

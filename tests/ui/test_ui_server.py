@@ -99,7 +99,8 @@ def test_app_py_is_an_st_app_over_the_router():
     assert 'st.App("studio.py"' in source and (REPO / "studio.py").is_file()
     # the start-up hook that sets TCP_NODELAY and prepares the first page (app.py is not imported here: an
     # st.App pins Streamlit's process-wide config to its script)
-    assert "from favmac.ui.server import page_routes, studio_lifespan" in source
+    assert "from favmac.ui.server import page_routes" in source
+    assert "from favmac.ui.bootstrap import studio_lifespan" in source
     assert "lifespan=studio_lifespan)" in source and "middleware" not in source  # Streamlit serves its own files
     # every page's URL path is one the script accepts (a bad one fails at start-up)
     for entry in PAGES:
@@ -165,7 +166,7 @@ def test_studio_lifespan_prepares_the_first_page_and_sets_nodelay(monkeypatch):
     monkeypatch.delenv(bootstrap.WARM_UP_ENV, raising=False)
     with _listener() as listener:
         async def start():
-            async with server.studio_lifespan(None) as state:
+            async with bootstrap.studio_lifespan(None) as state:
                 return state
 
         assert run_async(start()) is None
