@@ -38,3 +38,17 @@ def downloads(monkeypatch):
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
     return captured
+
+
+@pytest.fixture
+def few_orderings(monkeypatch):
+    """The Validity page's check with 40 random orderings instead of its minimum of 200 (``validity.MIN_ORDERINGS``,
+    also the page's default): for tests of what the page says (units, labels), where the number of orderings is not
+    the point; 200 orderings of the payment value on the sample take about a minute here."""
+    from favmac import validity
+    from favmac.ui import validity as validity_view
+
+    monkeypatch.setattr(validity, "MIN_ORDERINGS", 40)
+    monkeypatch.setattr(validity_view, "MIN_ORDERINGS", 40)
+    return 40
+

@@ -80,13 +80,14 @@ def test_data_tables_draw_counts_with_separators_and_even_decimals():
     assert drawn["Patients"][1] == "%,d" and drawn["Calibration error (points)"][1] == "%,.2f"
 
 
-def test_validity_tiles_say_their_unit():
+def test_validity_tiles_say_their_unit(few_orderings):
     at = open_page("validity")
     at.button(key="run_validity").click().run()
     at = settle_jobs(at)
     assert_clean(at)
     labels = [m.label for m in at.metric]
     assert "Mean over orderings (false flags per 100 charts)" in labels and "Promised at most (false flags per 100 charts)" in labels
+    assert at.number_input(key="validity_orderings").value == few_orderings
 
 
 def test_patients_greedy_table_in_dollars_keeps_the_score_digits():
