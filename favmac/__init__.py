@@ -1,14 +1,14 @@
 """FavMac: value-maximizing prediction sets with conformal cost control, updated online.
 
 Lin, Trivedi, Xiao, Sun, "Fast Online Value-Maximizing Prediction Sets with Conformal
-Cost Control", ICML 2023 — implemented exactly as the project's SPEC decides every edge case.
+Cost Control", ICML 2023 — implemented exactly as the project's docs/method.md decides every edge case.
 """
 from ._lazy import lazy_exports
 from ._version import __version__
 
 # ``replay`` is both a subpackage (favmac/replay/) and a function: importing the subpackage anywhere would set
 # the package attribute to the module, so the function is bound here, eagerly (numpy only).
-from .replay import ReplayOptions, predict_with_threshold, replay
+from .replay import predict_with_threshold, replay, replay_spec
 
 # Other public names and the submodule that defines each: the one list of them (__all__ is these
 # and the two above). They are imported on first use (favmac._lazy), so ``import favmac`` and
@@ -64,4 +64,4 @@ _EXPORTS = {
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(globals(), _EXPORTS,
-                                             eager=("ReplayOptions", "predict_with_threshold", "replay"), submodules=True)
+                                             eager=("predict_with_threshold", "replay", "replay_spec"), submodules=True)

@@ -2,7 +2,7 @@
 
 With an adaptive rate gamma > 0 the target used at stream position n is c_n: it starts at the
 user's target c (at the end of the burn-in) and moves by gamma times the gap between c and the
-realized cost C_n of the set chosen for patient n (``../shared/SPEC.md``, "Adaptive target
+realized cost C_n of the set chosen for patient n (docs/method.md, "Adaptive target
 under drift"). For ANY sequence of patients, exchangeable or not, the mean realized cost over
 S predicted patients is at most c + (c + gamma C_max) / (gamma S) (:func:`adaptive_bound`):
 summing the recursion gives mean(C) = c - (c_S - c) / (gamma S), and c_n never falls below

@@ -1,7 +1,7 @@
 """Labels that arrive later: when each patient's labels join the calibration data.
 
 In practice a patient's confirmed codes arrive weeks after the prediction (chart review), so
-an online session calibrates only on the labels that have arrived (``../shared/SPEC.md``,
+an online session calibrates only on the labels that have arrived (docs/method.md,
 "Labels that arrive later"). One integer per patient says when:
 
 * ``arrival[i]`` is the stream position after whose prediction patient i's labels arrive:

@@ -11,7 +11,7 @@ import numpy as np
 from .functions import false_flag_weights
 from .protocols import bind_rows, cost_for_value, is_additive
 from .quantile_tree import QuantileTree
-from .recalibration import (DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
+from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, Recalibration, SegmentRecalibration, check_recalibrate,
                             check_recalibrate_by, check_recalibration, fit_recalibration)
 from .adaptive import AdaptiveTarget, check_adaptive_rate
 from .costs import exact_costs
@@ -25,8 +25,8 @@ from .thresholds import (
     violation_scores,
 )
 from .scores import check_score, default_score
-from .universe import candidate_sets, check_universe
-from .validation import check_delta, check_labels, check_probs, check_target, check_window
+from .universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
+from .validation import check_c_max, check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,6 +46,8 @@ class FavMac:
     Parameters
     ----------
     value, cost : value and cost functions (``AdditiveValue``/``FormulaValue``, ``AdditiveCost``)
+        Or ``FavMac(spec)``: a :class:`~favmac.runspec.RunSpec` of one target says the whole controller
+        (:meth:`of`, which also takes the data's ``codes`` for the CMS payment value).
     target : float
         Target cost c, in the cost's own units.
     delta : float or None
@@ -74,7 +76,7 @@ class FavMac:
         set's realized cost; :attr:`current_target` is c_n.
     recalibrate : int, optional
         R >= 50: the first R patients given to ``update`` form a recalibration fold
-        (:mod:`favmac.recalibration`; SPEC "Recalibration on a split"). They never join the
+        (:mod:`favmac.recalibration`; docs/method.md "Recalibration on a split"). They never join the
         calibration data; at the R-th the per-code maps are fitted (:attr:`recalibration_maps`)
         and from then on every patient's probabilities are mapped, in ``update``, ``predict``
         and ``explain``. Before the fold is complete ``predict`` and ``explain`` raise (a fold
@@ -95,7 +97,7 @@ class FavMac:
     segment has its own c_n, and the pooled c_n moves only with updates given no ``group``.
     Several groupings: a *tuple* gives one label per grouping, ``group=(plan, band)`` (for a
     batch, a tuple of per-row arrays); the threshold is the smallest of the groups'
-    thresholds (SPEC "Several groupings at once"). A plain label (or a list/array of one
+    thresholds (docs/method.md "Several groupings at once"). A plain label (or a list/array of one
     label per row) is the first grouping's. The adaptive target takes one grouping only.
 
     Examples
@@ -116,9 +118,23 @@ class FavMac:
     4.0
     """
 
-    def __init__(self, value, cost, target, *, delta=None, universe: str = "ratio", c_max=None, window=None,
+    def __init__(self, value, cost=None, target=None, *, delta=None, universe: str = DEFAULT_UNIVERSE, c_max=None, window=None,
                  n_codes=None, score: str | None = None, adaptive_rate=None, recalibrate=None,
-                 recalibration=DEFAULT_RECALIBRATION, recalibrate_by="code"):
+                 recalibration=DEFAULT_RECALIBRATION, recalibrate_by=DEFAULT_RECALIBRATE_BY):
+        from .runspec import RunSpec
+
+        if isinstance(value, RunSpec):  # FavMac(spec): the spec says every setting
+            given = {"cost": cost, "target": target, "delta": delta, "c_max": c_max, "window": window, "score": score,
+                     "adaptive_rate": adaptive_rate, "recalibrate": recalibrate}
+            extra = [name for name, v in given.items() if v is not None]
+            if extra or universe != DEFAULT_UNIVERSE or recalibration != DEFAULT_RECALIBRATION or \
+                    recalibrate_by != DEFAULT_RECALIBRATE_BY:
+                raise ValueError(f"spec: a RunSpec says every setting; leave {', '.join(extra) or 'the keywords'} unset "
+                                 "(or change the spec with spec.replace(...))")
+            self.__init__(**_spec_arguments(value, None, None, n_codes))
+            return
+        if cost is None or target is None:
+            raise TypeError("FavMac(value, cost, target, ...) or FavMac(spec): give the cost and the target, or a RunSpec")
         if n_codes is not None and (isinstance(n_codes, bool) or int(n_codes) != n_codes or n_codes < 1):
             raise ValueError(f"n_codes: expected None or a positive number of codes, got {n_codes!r}")
         check_universe(universe, 0 if n_codes is None else int(n_codes))
@@ -129,9 +145,7 @@ class FavMac:
         self.universe = universe
         self._n_codes_arg = n_codes
         self.score = check_score(self._default_score() if score is None else score, universe)
-        if c_max is not None and not (isinstance(c_max, (int, float, np.number)) and 0 < c_max < _INF):
-            raise ValueError(f"c_max: expected None (the sum of the cost weights) or a finite cost > 0, got {c_max!r}")
-        self.c_max = c_max
+        self.c_max = check_c_max(c_max)
         self.window = check_window(window)
         self.adaptive_rate = check_adaptive_rate(adaptive_rate, self.delta)
         self.recalibrate = check_recalibrate(recalibrate, window=self.window)
@@ -141,6 +155,18 @@ class FavMac:
         self.recalibration = recalibration if fitted else check_recalibration(recalibration)
         self.recalibrate_by = check_recalibrate_by(recalibrate_by)
         self._n_codes_arg = n_codes
+
+    @classmethod
+    def of(cls, spec, codes=None, members=None) -> "FavMac":
+        """The controller a :class:`~favmac.runspec.RunSpec` of one target describes: its value and cost
+        (``spec.build(codes, members)``), control, universe, score, window, C_max (``largest_cost``), adaptive rate and
+        fold (``recalibrate="auto"`` is none here: the data decide it only for a whole stream, :func:`favmac.replay`).
+
+        >>> from favmac import RunSpec
+        >>> FavMac.of(RunSpec(targets=(1.5,), control="violation", delta=0.2)).delta
+        0.2
+        """
+        return cls(**_spec_arguments(spec, codes, members, None if codes is None else len(codes)))
 
     def _default_score(self) -> str:
         """:func:`favmac.scores.default_score` of this controller's universe, control, target and cost."""
@@ -204,7 +230,7 @@ class FavMac:
     def _past_fold(self, probs, labels, group, value=None):
         """The rows after the recalibration fold, their probabilities mapped, with their groups (each
         grouping's) and ``value`` bound to them; the fold's rows are kept until R have arrived, then
-        the maps are fitted on them (SPEC "Recalibration on a split")."""
+        the maps are fitted on them (docs/method.md "Recalibration on a split")."""
         if self._maps is None and self.recalibrate is not None:
             take = min(self.recalibrate - self.n_fold, probs.shape[0])
             segments = None
@@ -476,3 +502,21 @@ class FavMac:
         if self.recalibrate is not None:
             score += f", recalibrate={self.recalibrate} ({self.recalibration})"
         return f"FavMac(target={self.target}, {control}, universe={self.universe!r}{score}, n_calibration={self.n_calibration})"
+
+
+def _spec_arguments(spec, codes, members, n_codes) -> dict:
+    """FavMac's arguments from a RunSpec (validated without the data first: a bad field is a ValueError naming it)."""
+    from .runspec import AUTO, SettingsError
+
+    try:
+        spec = spec.validate(n_codes=n_codes)
+    except SettingsError as err:
+        raise ValueError(f"spec: {err}") from None
+    if len(spec.targets) != 1:
+        raise ValueError(f"spec: FavMac controls one target; the spec has {len(spec.targets)} (use favmac.replay for several)")
+    value, cost = spec.build(None if codes is None else [str(c) for c in codes], members)
+    fold = None if spec.recalibrate == AUTO else spec.recalibrate
+    return dict(value=value, cost=cost, target=spec.target, delta=spec.control_delta, universe=spec.universe,
+                c_max=spec.largest_cost, window=spec.window, n_codes=n_codes,
+                score=None if spec.score_is_default else spec.score, adaptive_rate=spec.adaptive_rate, recalibrate=fold,
+                recalibration=spec.recalibration, recalibrate_by=spec.recalibrate_by if fold is not None else DEFAULT_RECALIBRATE_BY)

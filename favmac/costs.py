@@ -1,9 +1,9 @@
 """Set-function costs in the threshold engine: costs that are not a sum of per-code weights.
 
-The SPEC's thresholds need only C(S; z) of every candidate set, exactly, and a cost proxy
+docs/method.md's thresholds need only C(S; z) of every candidate set, exactly, and a cost proxy
 Chat(S; x). :class:`~favmac.thresholds.ExactCosts` gets them from per-code weights; a cost
 that is a set function — the unsupported payment C(S; y) = RAF(D, B ∪ (S \\ y)) - RAF(D, B),
-:class:`favmac.payment.CmsHccCost` (SPEC "CMS-HCC payment value") — gets them here:
+:class:`favmac.payment.CmsHccCost` (docs/method.md "CMS-HCC payment value") — gets them here:
 
 * :func:`exact_costs` — the one factory every entry point calls: ``ExactCosts`` for an
   additive cost, :class:`SetCosts` otherwise;
@@ -17,7 +17,7 @@ that is a set function — the unsupported payment C(S; y) = RAF(D, B ∪ (S \\ 
   no factor is applied to a float;
 * the universes for such a cost are :func:`favmac.universe.set_cost_candidates` (called by
   :func:`favmac.universe.candidate_sets`): the ratio universe adds, at each step,
-  argmax_k (Vhat(S+k) - Vhat(S)) / (Chat(S+k) - Chat(S)) with both proxies exact (SPEC
+  argmax_k (Vhat(S+k) - Vhat(S)) / (Chat(S+k) - Chat(S)) with both proxies exact (docs/method.md
   "Universes"): compiled for the payment value with its own unsupported payment
   (:mod:`favmac.cost_kernels`), else :func:`favmac.universe.joint_greedy` (numpy, every code
   tried); ``prob`` and ``value`` keep their orders.
@@ -25,7 +25,7 @@ that is a set function — the unsupported payment C(S; y) = RAF(D, B ∪ (S \\ 
 Chat of a set cost need not be monotone along a sequence: CMS's tables are not (a hierarchy
 parent with a lower coefficient than a child it removes; docs/payment.md). The "cost" score of
 a nested sequence is therefore the running max of Chat along it — a score of x only and
-non-decreasing, which keeps both guarantees (SPEC "The score a threshold is on") and equals
+non-decreasing, which keeps both guarantees (docs/method.md "The score a threshold is on") and equals
 Chat wherever Chat does not fall; the price score divides increments of that score. Realized
 costs along a sequence may fall too: C+ takes running maxima (:func:`favmac.thresholds.calibration_points`).
 

@@ -13,7 +13,7 @@ adaptive rate; ``cost_units`` (RAF or dollars) with the unsupported-payment cost
 
 New patients of a segment the calibration data does not have get the empty set: a segment
 with no calibration patient has T = -inf, exactly as a too-small segment does
-(``../shared/SPEC.md``, "Segments"); the ``note`` column says so for each such patient.
+(docs/method.md, "Segments"); the ``note`` column says so for each such patient.
 
 A recalibrated run (``replay(..., recalibrate=R)``) carries its per-code maps; both tables use
 them: the sets, ``expected_value`` and ``cost_proxy`` come from the mapped probabilities.
@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .functions import false_flag_weights
 from .protocols import bind_rows, is_additive, units_of
 from .recalibration import recalibration_of
 from .result import join_codes
 from .replay import predict_with_threshold
+from .scores import result_score
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,7 +199,7 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     Several groupings (a result of ``replay(..., groups=[plan, band])``; ``groups`` a dict
     grouping name -> labels, default the ``groupings`` :func:`favmac.io.load_new_patients_segmented`
     read): each patient's threshold is the smallest of its groups' final thresholds, one per
-    grouping (SPEC "Several groupings at once"). A group a grouping's calibration data lacks
+    grouping (docs/method.md "Several groupings at once"). A group a grouping's calibration data lacks
     counts as T = -inf for that grouping, as with one grouping, so the patient gets the empty
     set. ``segment`` then reads ``plan=A; band=65+`` and ``note`` holds every grouping's reason
     (``; ``-joined) plus, when the threshold is finite, which grouping binds.
@@ -205,10 +207,10 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
     from .segments import too_small_reason
 
     universe = _universe(result, universe)
-    score = _score(result, score) or "cost"
+    score = score if score is not None else result_score(result, false_flag_weights(cost, new_probs.shape[1]))
     probs = new_probs.to_numpy(dtype=float)
     maps = recalibration_of(result)
-    if maps is not None:  # the maps the threshold was calibrated with (SPEC "Recalibration on a split")
+    if maps is not None:  # the maps the threshold was calibrated with (docs/method.md "Recalibration on a split")
         by_segment = maps.by == "segment"  # maps per segment: each new patient's own segment's maps
         probs = maps.apply(probs, groups=(new_probs.attrs.get("groups") if groups is None else groups) if by_segment else None)
     several = len(getattr(result, "groupings", None) or []) > 1

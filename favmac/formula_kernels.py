@@ -316,7 +316,7 @@ def offer(k, gain, cost_step, tolerance, current, gains, keys, best, best_key):
 
     The rule every compiled greedy universe shares: summation round-off must not turn a zero
     gain into "positive / 0 = +inf", so a gain within ``tolerance * max(1, |current|)`` of zero
-    is zero; a zero cost step gives +inf for a positive gain, -inf otherwise (SPEC "Universes").
+    is zero; a zero cost step gives +inf for a positive gain, -inf otherwise (docs/method.md "Universes").
     """
     if abs(gain) <= tolerance * max(1.0, abs(current)):
         gain = 0.0

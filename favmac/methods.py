@@ -33,7 +33,7 @@ BOTH_CONTROLS = ("expected", "violation")
 #: The optional keywords each kind of engine takes (besides delta, burn_in, codes, patient_ids).
 FAVMAC_OPTIONS = ("window", "c_max", "progress", "groups", "adaptive_rate", "score", "recalibrate", "recalibration",
                   "recalibrate_by",
-                  "label_delay", "label_available_at", "candidates", "work")
+                  "label_delay", "label_available_at", "candidates", "work", "members")
 BASELINE_OPTIONS = ("window", "c_max", "progress")
 
 

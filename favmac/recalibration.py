@@ -5,7 +5,7 @@ trained with value-proportional class weights) loses value under any score, the 
 most. With ``recalibrate=R`` the first R patients of the stream are a recalibration fold: for
 each code k a non-decreasing map g_k, fitted on (p_ik, y_ik) of the fold only, replaces p_k by
 g_k(p_k) for every later patient, in the universe, the proxies and the score
-(``../shared/SPEC.md``, "Recalibration on a split"). The fold's patients get no prediction and
+(docs/method.md, "Recalibration on a split"). The fold's patients get no prediction and
 never join the calibration data; ``burn_in`` counts patients after the fold. The maps are
 fixed before any calibration patient is scored, so both guarantees hold unchanged for the
 patients after the fold.
@@ -26,9 +26,9 @@ Three maps (:data:`RECALIBRATIONS`):
 * ``"platt"``: g(p) = sigmoid(a logit(p') + b), p' = p clipped to [e, 1 - e] (below), a >= 0: the
   **unpenalized maximum-likelihood** logistic regression of y on logit p' (no ridge term;
   scikit-learn's ``LogisticRegression`` would add an L2 penalty C = 1.0 by default, which pulls a
-  toward 0 and is not the SPEC's fit). At the fit the score equations hold: over the fold, sum g(p) =
+  toward 0 and is not docs/method.md's fit). At the fit the score equations hold: over the fold, sum g(p) =
   sum y (the mapped fold prevalence is the observed one) and sum (y - g(p)) logit p' = 0. One edge
-  case the SPEC leaves open: when the fold *separates* a code (every negative's p at most every
+  case docs/method.md leaves open: when the fold *separates* a code (every negative's p at most every
   positive's, e.g. a rare code whose 3 positives all score above its negatives, common with folds of
   a few hundred), the likelihood has no maximum: the slope runs to infinity and g becomes a 0/1 step
   that makes every later patient above the cut "certain". There, and only there, the fit uses Platt's
@@ -39,11 +39,11 @@ Three maps (:data:`RECALIBRATIONS`):
   Our own Newton fit (:func:`_platt`, all codes at once) equals an independent IRLS fit and
   scikit-learn's ``LogisticRegression(C=inf)`` (no penalty) to 1e-8 (tests) and is about 10x faster
   than one scikit-learn fit per code.
-* ``"isotonic"``: pool-adjacent-violators (scikit-learn's ``IsotonicRegression``, ties in p
-  averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
+* ``"isotonic"``: pool-adjacent-violators (scipy's ``isotonic_regression``, the knots scikit-learn's
+  ``IsotonicRegression`` gives; ties in p averaged, values clipped to [0, 1]); between the fitted knots g is linear, outside them
   constant.
 
-* ``"platt_family"`` (an option, beyond the SPEC's g_k(p_k); issue 33): codes of one CMS-HCC hierarchy family
+* ``"platt_family"`` (an option, beyond docs/method.md's g_k(p_k); issue 33): codes of one CMS-HCC hierarchy family
   (:func:`favmac.payment_tables.hierarchy_families` of the data's codes, e.g. the diabetes or cancer
   ladder) get the map g_k(p) = sigmoid(a logit p'_k + c max_{l in F(k), l != k} logit p'_l + b), fitted
   with Platt's targets on the fold (finite without a tuning constant), and kept only where the fold
@@ -56,7 +56,7 @@ Three maps (:data:`RECALIBRATIONS`):
   for the payment and the additive value alike, docs/payment.md). The maps still depend on the fold
   alone and on each patient's own probabilities, so the guarantees are unchanged.
 
-The clip at the data's resolution (:func:`resolution_clip`, SPEC): before the logit, p is clipped to
+The clip at the data's resolution (:func:`resolution_clip`, docs/method.md): before the logit, p is clipped to
 [e, 1 - e] with e = s / 2 when the fold's probabilities lie on a decimal grid of step s (a rounded
 export: p = 0.00 means p < 0.005), else e = :data:`CLIP` (1e-7, the resolution of a float32
 probability near 1). Without it a rounded 0.00 becomes logit -16 and drags a calibrated code's fitted
@@ -76,7 +76,7 @@ column, one map per code *and segment*, fitted on that segment's fold patients, 
 fold holds at least :data:`MIN_SEGMENT_CLASS` positives and as many negatives of the code; every other
 (segment, code), and a segment the fold never saw, uses the code's pooled map. A subgroup whose
 classifier is distorted differently (e.g. under-confident in one plan) is then repaired without moving
-the others; the maps still depend on the fold alone, so the guarantees are unchanged. (Beyond SPEC's
+the others; the maps still depend on the fold alone, so the guarantees are unchanged. (Beyond docs/method.md's
 one map g_k per code: a patient's segment is part of its x, fixed before calibration.)
 
 A code with no positive or no negative in the fold, with one distinct probability only, or
@@ -167,7 +167,7 @@ GRID_SHARE = 0.99
 #: A value lies on the grid of step s when p / s is within this of a whole number (a float read from text
 #: such as "0.07" is within 1e-15 of it; float32 outputs are off every grid of 6 decimals or fewer by far more).
 GRID_TOLERANCE = 1e-6
-#: A run description's default fold (SPEC "Recalibration on a split", Default): R = DEFAULT_FOLD patients
+#: A run description's default fold (docs/method.md "Recalibration on a split", Default): R = DEFAULT_FOLD patients
 #: when the labelled data hold at least DEFAULT_FOLD_MIN_PATIENTS (:func:`default_recalibrate`).
 DEFAULT_FOLD = 1000
 DEFAULT_FOLD_MIN_PATIENTS = 3000
@@ -239,7 +239,7 @@ def check_recalibrate(recalibrate, *, window=None, n_patients: int | None = None
 
 def default_recalibrate(n_labelled, *, burn_in: int = 0, window=None, arrival_times: bool = False) -> int | None:
     """The fold a run description uses when its ``recalibrate`` is left at the default: the one place this
-    decision lives (SPEC "Recalibration on a split", Default; RunSpec's ``recalibrate="auto"``, the CLI, the
+    decision lives (docs/method.md "Recalibration on a split", Default; RunSpec's ``recalibrate="auto"``, the CLI, the
     app's default settings and the rule that adapts them to new data all call this).
 
     :data:`DEFAULT_FOLD` (1,000) patients when the labelled data hold at least
@@ -498,7 +498,7 @@ class SegmentRecalibration:
     maps, so a subgroup whose classifier is shifted is repaired without moving the others.
 
     The maps are fixed by the fold alone, before any calibration patient is scored, so the
-    guarantees hold unchanged (SPEC "Recalibration on a split": g may depend on anything of the
+    guarantees hold unchanged (docs/method.md "Recalibration on a split": g may depend on anything of the
     fold; a patient's segment label is part of its x).
 
     Attributes
@@ -661,7 +661,7 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     groups : array (R,), optional
         The fold patients' segment labels (required with ``by="segment"``).
     clip : float, optional
-        e of the clip [e, 1 - e] before the logit; default :func:`resolution_clip` of the fold (the SPEC's rule).
+        e of the clip [e, 1 - e] before the logit; default :func:`resolution_clip` of the fold (docs/method.md's rule).
     families : sequence of tuple of int, optional
         "platt_family": the codes' hierarchy families (data positions); default
         :func:`favmac.payment_tables.hierarchy_families` of ``codes`` (none without codes: then it is
@@ -674,7 +674,7 @@ def fit_recalibration(probs, labels, method: str = DEFAULT_RECALIBRATION, *, cod
     Notes
     -----
     Platt: the unpenalized maximum-likelihood logistic fit of y on logit p, every code at once
-    (Platt's targets for a code the fold separates; module docstring); isotonic: one ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
+    (Platt's targets for a code the fold separates; module docstring); isotonic: pool-adjacent-violators (:func:`_isotonic`, scikit-learn's ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")`` knots)
     per code, its knots kept. O(K R log R).
 
     >>> maps = fit_recalibration([[0.2], [0.4], [0.6], [0.8]] * 20, [[0], [0], [1], [1]] * 20)
@@ -874,7 +874,7 @@ def _separated(x, labels) -> np.ndarray:
 
 
 def _targets(x, labels) -> np.ndarray:
-    """The fit's targets per row and column: y itself (0/1, the SPEC's maximum-likelihood fit), or for a
+    """The fit's targets per row and column: y itself (0/1, docs/method.md's maximum-likelihood fit), or for a
     separated column (:func:`_separated`) Platt's targets t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2)."""
     n_pos = labels.sum(axis=0)
     n_neg = labels.shape[0] - n_pos
@@ -883,10 +883,34 @@ def _targets(x, labels) -> np.ndarray:
 
 
 def _isotonic(p, y) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.isotonic import IsotonicRegression
+    """The isotonic map's knots on one code's fold: pool-adjacent-violators (:func:`scipy.optimize.isotonic_regression`,
+    a core dependency) on the mean label of each distinct p, clipped to [0, 1], keeping the ends of each flat run.
 
-    model = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, y.astype(float))
-    return np.asarray(model.X_thresholds_, dtype=float), np.clip(np.asarray(model.y_thresholds_, dtype=float), 0.0, 1.0)
+    The same knots as scikit-learn's ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")`` (tests), without
+    needing scikit-learn, which only the ``samples`` extra installs. p values closer than float resolution
+    (1e-15) count as one, as there.
+    """
+    from scipy.optimize import isotonic_regression
+
+    order = np.lexsort((y, p))
+    x, t = np.asarray(p, dtype=float)[order], np.asarray(y, dtype=float)[order]
+    resolution = np.finfo(float).resolution
+    steps = np.diff(x)
+    if np.any((steps > 0) & (steps < resolution)):  # near-equal p: a group runs until p passes its first by the resolution
+        starts = [0]
+        for j in range(1, len(x)):
+            if x[j] - x[starts[-1]] >= resolution:
+                starts.append(j)
+        starts = np.asarray(starts)
+    else:
+        starts = np.concatenate(([0], np.flatnonzero(steps > 0) + 1))
+    counts = np.diff(np.append(starts, len(x)))
+    knots_x = x[starts]
+    means = np.add.reduceat(t, starts) / counts
+    fitted = np.clip(np.asarray(isotonic_regression(means, weights=counts.astype(float)).x, dtype=float), 0.0, 1.0)
+    keep = np.ones(len(fitted), dtype=bool)
+    keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+    return knots_x[keep], fitted[keep]
 
 
 def recalibration_of(result) -> Recalibration | SegmentRecalibration | None:

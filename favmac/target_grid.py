@@ -64,7 +64,7 @@ MAX_SPAN = 100.0
 
 
 #: Under expected-cost control a target below C_max / (N + 1) flags nothing for the first
-#: predictions (SPEC "Thresholds": M = c (N + 1) - C_max < 0); the tight end stays at least this
+#: predictions (docs/method.md "Thresholds": M = c (N + 1) - C_max < 0); the tight end stays at least this
 #: many times above it.
 SLACK_FACTOR = 2.0
 

@@ -2,7 +2,7 @@
 
 Every number is read as the decimal it prints as. Targets, deltas and weights come from
 forms and CSV files as decimals ("4.1", "0.331"); reading them as those decimals — not as
-the nearest binary float — makes the SPEC's ties exact: with c = 4.1 and N + 1 = 10,
+the nearest binary float — makes docs/method.md's ties exact: with c = 4.1 and N + 1 = 10,
 c(N+1) is exactly 41, so F(b) = 41 - C_max is a tie (not "> M"), and delta = 0.1 with
 N + 1 = 20 gives k = 18. All sums of such numbers are integers at a common scale 10^d, so
 comparisons need no tolerance.

@@ -26,7 +26,8 @@ __all__ = ["method_applicability", "applicable_methods", "value_max", "value_sca
            "RECALIBRATED_LABEL", "ADDITIVE_LABEL", "TRADEOFF_WORKERS", "HEAVY_AT_ONCE", "LIGHT_COST", "TRADEOFF_MODES",
            "TRADEOFF_MODE", "machine_has_a_free_core", "tradeoff_workers", "run_comparison", "replays_engine",
            "run_methods", "shared_universes", "method_summary", "tradeoff_points", "weightless_skips",
-           "additive_cost_skips", "realized_payment", "additive_summaries"]
+           "additive_cost_skips", "realized_payment", "additive_summaries", "method_run", "dropped_settings", "session_fold",
+           "session_settings"]
 
 #: The unsupported payment (favmac.payment.CmsHccCost): a cost that is a set function, which the baselines cannot run.
 UNSUPPORTED_PAYMENT = "cms_unsupported"
@@ -120,11 +121,18 @@ def tradeoff_workers() -> int:
 
 
 def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None,
-                   recalibrate: int | None = None, members=None, mode: str | None = None) -> dict:
+                   recalibrate: int | None = None, members=None, mode: str | None = None, groups=None,
+                   label_available_at=None) -> dict:
     """Replay every applicable method over ``targets`` and summarise.
 
-    Every method uses all earlier patients (no rolling window, no segments, a fixed target:
-    the baselines have none of these), so all see the same data.
+    Every method runs under the session's own settings (``spec``): its segments (``groups``, any number of
+    groupings, as :func:`favmac.methods.run_method` takes them), its label delay or arrival column
+    (``label_available_at``), its rolling window and its recalibration fold (``recalibrate="auto"``
+    resolved for these patients, :meth:`favmac.runspec.RunSpec.with_default_fold`: every row then
+    excludes the fold's patients and reads the probabilities through the maps fitted on it). FavMac's rows
+    are the replays of ``spec``; the baselines honour the same settings
+    (:func:`favmac.baselines.settings.run_baseline`); the adaptive target is FavMac's alone, and a row that
+    drops a setting names it in "dropped" ({method: [setting, ...]}).
     Returns {"points": one row per (method, target) (see ``tradeoff_points``), "summaries":
     {method: its ``favmac.metrics.summarize`` table} (in the order of ``methods``; the payment value's
     additive row last), "oracle_value": the mean value per chart of choosing exactly the true codes
@@ -134,10 +142,11 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     table as soon as it ends and then dropped: the chosen sets of every method x target x
     patient are never all held at once (at 300,000 patients one baseline's are 100 MB).
 
-    With ``recalibrate=R`` a row :data:`RECALIBRATED_LABEL` is added: FavMac (price) with the first
-    R patients as a recalibration fold (``spec.recalibration``); every other method then calibrates
-    on those R patients too (burn-in R + ``spec.burn_in``), so every row is measured on the same
-    patients after the fold and burn-in.
+    With ``recalibrate=R`` and a session without a fold, a row :data:`RECALIBRATED_LABEL` is added:
+    FavMac (price) with the first R patients as a recalibration fold (``spec.recalibration``); every
+    other method then calibrates on those R patients too (burn-in R + ``spec.burn_in``), so every row is
+    measured on the same patients after the fold and burn-in. When the session recalibrates, every row
+    already does, and the extra row is skipped with that reason.
 
     The methods run on :func:`tradeoff_workers` threads, scheduled by ``mode`` (default
     :data:`TRADEOFF_MODE`, one of :data:`TRADEOFF_MODES`): ``"side_by_side"`` runs that many
@@ -154,15 +163,33 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     mode = TRADEOFF_MODE if mode is None else mode
     if mode not in TRADEOFF_MODES:
         raise ValueError(f"mode: expected one of {', '.join(map(repr, TRADEOFF_MODES))} (favmac.tradeoffs.TRADEOFF_MODES); got {mode!r}")
+    spec = spec.with_default_fold(len(probs))  # the session's fold, as its own runs resolve it
+    if spec.segment is not None and groups is None:
+        raise ValueError(f"groups: the session runs per segment (column {spec.segment!r}) but no segment labels were given")
+    if spec.label_available_column is not None and label_available_at is None:
+        raise ValueError(f"label_available_at: the session reads label arrivals from column {spec.label_available_column!r} "
+                         "but none were given")
+    groups = groups if spec.segment is not None else None
+    label_available_at = label_available_at if spec.label_available_column is not None else None
     reasons = method_applicability(spec.control, methods, len(codes))
     runnable = [m for m in methods if reasons[m] is None]
     skipped = {m: reasons[m] for m in methods if reasons[m] is not None}
-    # one comparable protocol for every method: all earlier patients, pooled, at a fixed target
-    grid_spec = spec.replace(targets=tuple(float(t) for t in targets), window=None, segment=None, adaptive_rate=None, label_delay=None,
-                             recalibrate=None, burn_in=spec.burn_in + (recalibrate or 0))
-    extra = {} if recalibrate is None else {RECALIBRATED_LABEL: grid_spec.replace(recalibrate=int(recalibrate), burn_in=spec.burn_in)}
+    # every method under the session's settings; a fold asked for one extra row only: the others calibrate on it
+    session_fold = spec.recalibrate is not None
+    grid_spec = spec.replace(targets=tuple(float(t) for t in targets),
+                             burn_in=spec.burn_in + (0 if session_fold or recalibrate is None else int(recalibrate)))
+    extra = {}
+    if recalibrate is not None and session_fold:
+        skipped[RECALIBRATED_LABEL] = (f"every row already recalibrates on the session's fold of the first {spec.recalibrate:,} "
+                                       "patients")
+    elif recalibrate is not None and label_available_at is not None:
+        skipped[RECALIBRATED_LABEL] = ("a recalibration fold cannot be combined with the session's label arrival column "
+                                       "(its positions count the fold's rows)")
+    elif recalibrate is not None:
+        extra = {RECALIBRATED_LABEL: grid_spec.replace(recalibrate=int(recalibrate), burn_in=spec.burn_in)}
     if extra and method_applicability(spec.control, [RECALIBRATED_METHOD], len(codes))[RECALIBRATED_METHOD] is None:
         runnable += list(extra)
+    context = {"groups": groups, "label_available_at": label_available_at}
     value, _ = spec.build(codes, members)
     n_codes = len(codes)
     skipped.update(weightless_skips(value, runnable, n_codes))  # the payment value with several cells
@@ -181,7 +208,8 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     # are built once, under a lock, with every lazy part settled (:func:`_settled`), and then only read.
     overlap = workers > 1 and HEAVY_AT_ONCE > 1
     expensive = compiled and not is_additive(value)
-    sharing = shared_universes([m for m in runnable if m not in extra]) if compiled and (expensive or not overlap) else {}
+    sharing = (shared_universes([m for m in runnable if m not in extra])
+               if compiled and (expensive or not overlap) and grid_spec.recalibrate is None else {})  # a fold maps p per run
     shared = {}  # universe -> its candidates, while a method still to start needs them
     building = threading.Lock()
     report = _SharedProgress(progress, len(runnable))
@@ -191,7 +219,7 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
         part(0.0)  # a cancelled job (its progress raises) stops here, before any candidate sets are built
         if method in extra:
             summary = method_summary(extra[method], RECALIBRATED_METHOD, probs, labels, codes, patient_ids, progress=part,
-                                     members=members).assign(method=method)
+                                     members=members, **context).assign(method=method)
         else:
             universe = get_method(method).universe
             try:
@@ -203,7 +231,7 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
                             shared[universe] = _settled(built) if overlap else built
                         mine = shared[universe]
                 summary = method_summary(grid_spec, method, probs, labels, codes, patient_ids, progress=part, members=members,
-                                         candidates=mine)
+                                         candidates=mine, **context)
             finally:
                 if universe in sharing and sharing[universe][-1] == method:
                     shared.pop(universe, None)  # its last user is done (peak memory)
@@ -216,8 +244,14 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
     # payment-aware FavMac vs the additive one, on the payment scale: one more FavMac replay, run beside the
     # others (it used to start after all of them); its table joins last, as before, and only if none failed
     compare = spec.value_kind == "cms_payment" and bool(runnable) and spec.cost_kind != UNSUPPORTED_PAYMENT
+    if compare and grid_spec.weights is None:
+        try:
+            value.weights_for(n_codes)
+        except ValueError as err:  # members of several cells: no one additive weight per code to choose by
+            compare = False
+            skipped[ADDITIVE_LABEL] = f"it needs one additive weight per code ({err})"
     if compare:
-        tasks.append(lambda: additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method))
+        tasks.append(lambda: additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method, **context))
         heavy.append(True)
         cost.append(0.0)
     outcomes = run_methods(tasks, heavy, workers=workers, cost=cost, inner=inner)
@@ -229,8 +263,9 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
         if error is not None:
             raise error
         summaries.update(comparison)
-    predicted = np.asarray(labels)[grid_spec.burn_in:].astype(bool)
-    scored = bind_rows(value, slice(grid_spec.burn_in, None))  # a per-patient value: the predicted rows
+    first = grid_spec.burn_in + (grid_spec.recalibrate or 0)  # the fold and the burn-in: every row's first prediction
+    predicted = np.asarray(labels)[first:].astype(bool)
+    scored = bind_rows(value, slice(first, None))  # a per-patient value: the predicted rows
     oracle = float(np.mean(scored(predicted, predicted))) if len(predicted) else float("nan")
     out = {
         "points": tradeoff_points(summaries, cmax, vscale),
@@ -239,6 +274,8 @@ def run_comparison(probs, labels, codes, patient_ids, spec: RunSpec, targets, me
         "value_scale": vscale,
         "skipped": {**skipped, **{method: f"it failed ({type(error).__name__}: {error})" for method, error in failed.items()}},
         "targets": np.asarray(targets, dtype=float),
+        "dropped": {method: drops for method in summaries if (drops := dropped_settings(grid_spec, method))},
+        "settings": session_settings(grid_spec),
     }
     if failed:  # the first failing method's error, raised as the sequential loop raised it; the others' comparison rides along
         method, error = next(iter(failed.items()))
@@ -364,8 +401,9 @@ def shared_universes(methods) -> dict[str, list[str]]:
 
 
 def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None, members=None,
-                   candidates=None) -> pd.DataFrame:
-    """``favmac.metrics.summarize`` of one method's run over ``grid_spec``'s targets.
+                   candidates=None, groups=None, label_available_at=None) -> pd.DataFrame:
+    """``favmac.metrics.summarize`` of one method's run over ``grid_spec``'s targets, under its settings
+    (:func:`method_run`).
 
     The run (its thresholds, chosen sets, per-patient cost and value) lives only inside this
     call: what the Trade-offs page shows is computed from it here, exactly as from a kept result.
@@ -373,10 +411,83 @@ def method_summary(grid_spec: RunSpec, method: str, probs, labels, codes, patien
     """
     from favmac.metrics import summarize
 
-    optional = {} if candidates is None else {"candidates": candidates}
-    result = run_method(grid_spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress, members=members,
-                        **optional)
-    return summarize(result)
+    return summarize(method_run(grid_spec, method, probs, labels, codes, patient_ids, progress=progress, members=members,
+                                candidates=candidates, groups=groups, label_available_at=label_available_at))
+
+
+def method_run(spec: RunSpec, method: str, probs, labels, codes, patient_ids, progress=None, members=None, candidates=None,
+               groups=None, label_available_at=None):
+    """One method's run under ``spec``'s settings: FavMac's through :func:`favmac.methods.run_method` (the
+    replay of ``spec``), a baseline's through :func:`favmac.baselines.settings.run_baseline` with the same
+    segments, label arrivals, window and fold (the adaptive target dropped: :func:`dropped_settings`)."""
+    record = get_method(method)
+    if record.is_favmac:
+        optional = {} if candidates is None else {"candidates": candidates}
+        return run_method(spec, method, probs, labels, codes=codes, patient_ids=patient_ids, progress=progress, members=members,
+                          groups=groups, label_available_at=label_available_at, **optional)
+    spec = spec.with_default_fold(len(probs))
+    if spec.segment is None and spec.label_delay is None and spec.label_available_column is None and spec.recalibrate is None:
+        return run_method(spec.replace(adaptive_rate=None), method, probs, labels, codes=codes, patient_ids=patient_ids,
+                          progress=progress, members=members)  # every earlier patient (or the window): the method as it is
+    from .baselines.settings import run_baseline
+
+    value, cost = spec.build(codes, members)
+    fold = {} if spec.recalibrate is None else {"recalibrate": spec.recalibrate, "recalibration": spec.recalibration,
+                                                 "recalibrate_by": spec.recalibrate_by}
+    return run_baseline(record.key, probs, labels, value, cost, list(spec.targets), delta=spec.control_delta,
+                        burn_in=spec.burn_in, window=spec.window, groups=groups if spec.segment is not None else None,
+                        label_delay=spec.label_delay,
+                        label_available_at=label_available_at if spec.label_available_column is not None else None,
+                        codes=None if codes is None else list(codes),
+                        patient_ids=None if patient_ids is None else np.asarray(patient_ids, dtype=object),
+                        progress=progress, **fold)
+
+
+def session_fold(spec: RunSpec, n_patients: int) -> int | None:
+    """The recalibration fold every row of a comparison of ``n_patients`` runs on under ``spec`` ("auto"
+    resolved as the session's own runs resolve it), None when the session does not recalibrate: then, and
+    only then, a comparison may add :data:`RECALIBRATED_LABEL`.
+
+    >>> from favmac.runspec import RunSpec
+    >>> session_fold(RunSpec(), 4000), session_fold(RunSpec(), 2000), session_fold(RunSpec(recalibrate=None), 4000)
+    (1000, None, None)
+    """
+    return spec.with_default_fold(int(n_patients)).recalibrate
+
+
+def dropped_settings(spec: RunSpec, method: str) -> list[str]:
+    """The session settings ``method``'s row does not honour (words for the page), [] when it honours all.
+
+    The baselines honour segments, label arrivals, the window and the fold
+    (:func:`favmac.baselines.settings.run_baseline`); the adaptive target is FavMac's alone.
+
+    >>> from favmac.runspec import RunSpec
+    >>> dropped_settings(RunSpec(adaptive_rate=0.05), "CRC"), dropped_settings(RunSpec(adaptive_rate=0.05), "FavMac (price)")
+    (['the adaptive target'], [])
+    """
+    if method not in method_labels() or get_method(method).is_favmac:
+        return []
+    return ["the adaptive target"] if spec.adaptive_rate is not None else []
+
+
+def session_settings(spec: RunSpec) -> list[str]:
+    """The session settings every row runs under, in words (the page's caption), e.g. ["segments plan, age",
+    "labels 30 positions late", "a window of 500", "recalibration on the first 1,000 patients (platt_tested)"]."""
+    words = []
+    if spec.segment is not None:
+        columns = (spec.segment,) if isinstance(spec.segment, str) else tuple(spec.segment)
+        words.append(("segments " if len(columns) > 1 else "segment ") + ", ".join(columns))
+    if spec.label_delay is not None:
+        words.append(f"labels {int(spec.label_delay):,} positions late")
+    if spec.label_available_column is not None:
+        words.append(f"labels arriving as column {spec.label_available_column} says")
+    if spec.window is not None:
+        words.append(f"a window of the last {int(spec.window):,} calibration patients")
+    if spec.recalibrate is not None:
+        words.append(f"recalibration on the first {int(spec.recalibrate):,} patients ({spec.recalibration})")
+    if spec.adaptive_rate is not None:
+        words.append(f"the adaptive target (rate {spec.adaptive_rate:g}; FavMac's rows only)")
+    return words
 
 
 def tradeoff_points(summaries: dict[str, pd.DataFrame], cmax: float, vscale: float) -> pd.DataFrame:
@@ -439,14 +550,17 @@ def realized_payment(result, value, labels):
     return dataclasses.replace(result, value=paid.reshape(np.shape(result.value)))
 
 
-def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method) -> dict:
+def additive_summaries(grid_spec, value, probs, labels, codes, patient_ids, run_method, groups=None,
+                       label_available_at=None) -> dict:
     """{ADDITIVE_LABEL: summary}: FavMac (price score) with the additive risk-weighted value used
-    only to choose the sets, each set then paid by ``value`` (the payment value), per target."""
+    only to choose the sets, each set then paid by ``value`` (the payment value), per target; under
+    ``grid_spec``'s settings (segments ``groups``, label arrivals, window, fold)."""
     from favmac.metrics import summarize
 
     additive = grid_spec.replace(value_kind="weighted_tp",
                                  weights=tuple(value.weights_for(len(codes))) if grid_spec.weights is None else grid_spec.weights)
-    result = run_method(additive, "FavMac (price)", probs, labels, codes=codes, patient_ids=patient_ids)
+    result = run_method(additive, "FavMac (price)", probs, labels, codes=codes, patient_ids=patient_ids, groups=groups,
+                        label_available_at=label_available_at)
     summary = summarize(realized_payment(result, value, labels))
     summary["method"] = ADDITIVE_LABEL
     return {ADDITIVE_LABEL: summary}

@@ -35,6 +35,7 @@ from .scores import GAIN_TOLERANCE, check_score, price_scores, value_increments
 
 __all__ = [
     "UNIVERSES",
+    "DEFAULT_UNIVERSE",
     "MAX_FULL_CODES",
     "check_universe",
     "ratio_keys",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 UNIVERSES = ("ratio", "prob", "value", "full")
+#: The universe a run uses when none is given: FavMac's ratio sequence (docs/method.md "Universes").
+DEFAULT_UNIVERSE = "ratio"
 _ROWS = 16_384  # patients per chunk when building additive candidates (its temporaries are several (rows, K) arrays)
 MAX_FULL_CODES = 14
 
@@ -103,7 +106,7 @@ def _along(terms: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def ratio_keys(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator with the SPEC's conventions: x/0 = +inf for x > 0, 0/0 last."""
+    """numerator / denominator with docs/method.md's conventions: x/0 = +inf for x > 0, 0/0 last."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = numerator / denominator
     zero_den = denominator == 0
@@ -233,7 +236,7 @@ def first_tied_maximum(keys, gains, cost_steps, allowance: float) -> int:
     A finite key ties the maximum when its gain is within ``allowance`` (the round-off
     allowance of the gains) of the gain that would reach the maximum ratio: codes whose gains
     are equal in exact arithmetic tie whatever order their sums were taken in, so ties go to
-    the lowest code index as the SPEC says (``formula_kernels`` applies the same rule).
+    the lowest code index as docs/method.md says (``formula_kernels`` applies the same rule).
 
     >>> first_tied_maximum(np.array([1.0, 2.0, 2.0 - 1e-15]), np.array([1.0, 2.0, 2.0 - 1e-15]), np.ones(3), 1e-12)
     1

@@ -9,6 +9,7 @@ import numpy as np
 
 __all__ = [
     "check_burn_in",
+    "check_c_max",
     "check_codes",
     "check_delta",
     "check_groups",
@@ -108,6 +109,26 @@ def check_delta(delta) -> float | None:
     if not 0 < value < 1:
         raise ValueError(f"delta: expected None (expected-cost control) or a number in (0, 1), got {delta!r}")
     return value
+
+
+def check_c_max(c_max) -> float | None:
+    """None (C_max is the cost's own: the sum of its weights) or the largest cost any set can have, a finite
+    number > 0: the one rule for every entry point (:func:`favmac.replay.replay`, :class:`favmac.FavMac`,
+    :meth:`favmac.runspec.RunSpec.validate`).
+
+    >>> check_c_max(None), check_c_max(35)
+    (None, 35.0)
+    >>> check_c_max(-2)
+    Traceback (most recent call last):
+    ...
+    ValueError: c_max: expected None (the sum of the cost weights) or a finite cost > 0, got -2
+    """
+    if c_max is None:
+        return None
+    if isinstance(c_max, (bool, np.bool_)) or not isinstance(c_max, (int, float, np.integer, np.floating)) or not (
+            0 < c_max < np.inf):
+        raise ValueError(f"c_max: expected None (the sum of the cost weights) or a finite cost > 0, got {c_max!r}")
+    return float(c_max)
 
 
 def check_burn_in(burn_in, n_patients: int) -> int:

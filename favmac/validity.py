@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
+from .universe import DEFAULT_UNIVERSE
 
 __all__ = ["GROUP_COLUMNS", "MIN_ORDERINGS", "ValidityReport", "order_sentence", "validity_check", "verdict_sentence"]
 
@@ -103,7 +104,7 @@ class ValidityReport:
         Permutation p-value of ``observed`` among the random orderings (small: the arrival
         order matters, i.e. drift).
     adaptive_bound : float or None
-        With an adaptive target (SPEC "Adaptive target under drift"): what it promises instead
+        With an adaptive target (docs/method.md "Adaptive target under drift"): what it promises instead
         of E[C] <= c, the deterministic bound c + (c + gamma (L + 1) C_max) / (gamma S) on
         the mean cost over the S predicted patients (L: the most labels pending, 0 without a
         delay; :func:`favmac.adaptive.adaptive_bound`), the largest over the orderings and the
@@ -235,7 +236,7 @@ def verdict_sentence(control, mean, promised, p_value, passed, *, n_orderings, n
             f"{alpha:g} of the time if the promise held (one-sided t-test, {_p_text(p_value)}). {broke}")
 
 
-def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = "ratio", burn_in: int = 0,
+def validity_check(probs, labels, value, cost, target, *, delta=None, universe: str = DEFAULT_UNIVERSE, burn_in: int = 0,
                    window=None, c_max=None, groups=None, adaptive_rate=None, label_delay=None, label_available_at=None,
                    recalibrate=None, recalibration: str = DEFAULT_RECALIBRATION,
                    recalibrate_by: str = DEFAULT_RECALIBRATE_BY, n_orderings: int = MIN_ORDERINGS,
@@ -260,7 +261,7 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     groups : as :func:`favmac.replay`
         One grouping, or several (``[plan, age_band]``, a dict name -> labels, a DataFrame):
         every group of every grouping is tested on its own patients, one table per grouping
-        (SPEC "Several groupings at once": each group keeps its own guarantee).
+        (docs/method.md "Several groupings at once": each group keeps its own guarantee).
     label_delay : int, optional
         Labels arrive d stream positions after the prediction. A delay is a property of the
         process, not of a patient, so in every ordering it stays d positions.
@@ -505,7 +506,7 @@ def _adaptive_group_sentence(who, held, worst, n_orderings, unit=None) -> str:
 
 def adaptive_verdict(held, worst, observed_excess, bound, mean, target, p_value, *, n_orderings, n_patients,
                      n_predicted, unit=None) -> str:
-    """The pass/fail statement of an adaptive target: its promise is a bound for any order (SPEC "Adaptive
+    """The pass/fail statement of an adaptive target: its promise is a bound for any order (docs/method.md "Adaptive
     target under drift"), so it must hold in every ordering; the mean against c is reported beside it.
 
     >>> print(adaptive_verdict(True, -0.5, -0.4, 3.4, 1.33, 1.05, 0.0, n_orderings=200, n_patients=3000,

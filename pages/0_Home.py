@@ -1,7 +1,7 @@
 """Home: what FavMac Studio does, the guarantee in plain words, what is loaded, the steps."""
 import streamlit as st
 
-from favmac.ui import widgets
+from favmac.ui import auth, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.navigation import EXPLAIN, PAGES
 from favmac.ui.text import md
@@ -9,6 +9,7 @@ from favmac.ui.text import md
 ss = page_setup("Home")
 
 st.title("FavMac Studio")
+auth.show_local_mode_note()
 st.info("**Start here:** open **Online session** to watch FavMac choose codes patient by patient on the loaded data "
         "(a bundled sample until you upload your own files on **Data**).", icon=":material/flag:")
 st.markdown(

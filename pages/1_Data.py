@@ -5,12 +5,13 @@ from favmac import io as fio
 from favmac.validation import MAX_WEIGHT
 from favmac.ui import actions, arrivals_view, data_views, figures, groupings, payment_widgets, recalibration_view, samples, widgets, weights_view
 from favmac.ui.bootstrap import page_setup
+from favmac.ui.boundary import upload_limit_text
 from favmac.ui.text import md
 
 ss = page_setup("Data")
 st.title("Data")
 
-SIZE_HELP = "CSV (comma-separated, UTF-8) or Parquet. Files up to 200 MB (set by server.maxUploadSize in .streamlit/config.toml)."
+SIZE_HELP = "CSV (comma-separated, UTF-8) or Parquet. " + upload_limit_text(st.get_option("server.maxUploadSize"))
 
 
 def on_wide_upload():

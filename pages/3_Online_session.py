@@ -62,9 +62,16 @@ def live_view():
         st.rerun()  # whole page, so the button turns back into Play and the timer stops
     position = session.position
     m = playback.session_metrics(series, position)
-    label, shown_threshold, why = threshold_tile(m["threshold"], settings, ss.spec().score)
-    if m["segment"] is not None:
-        label, why = f"{label} ({md(m['segment'])})", f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}"
+    score = ss.spec().score
+    if m["segment"] is None:
+        label, shown_threshold, why = threshold_tile(m["threshold"], settings, score)
+    else:  # the tile names the segment, so it shows that segment's own threshold (not another grouping's that binds)
+        label, shown_threshold, why = threshold_tile(m["segment_threshold"], settings, score)
+        binds = "" if m["segment_threshold"] == m["threshold"] else (
+            f" The patient's set used {threshold_tile(m['threshold'], settings, score)[1]}: another grouping's threshold, "
+            "the smallest of its groups', binds.")
+        label, why = (f"{label} ({md(m['segment'])})",
+                      f"The latest patient's segment, {md(m['segment'])}: each segment has its own threshold. {why}{binds}")
     value_label, value_shown, value_help = value_tile(m["mean_value"], settings)
     widgets.tiles([
         (f"Patients seen (of {n_steps:,})", f"{m['seen']:,}", None),

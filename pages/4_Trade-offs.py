@@ -3,7 +3,7 @@ import streamlit as st
 
 from favmac import target_grid
 from favmac.methods import method_labels
-from favmac.tradeoffs import applicable_methods
+from favmac.tradeoffs import RECALIBRATED_LABEL, applicable_methods, session_fold
 from favmac.ui import actions, figures, jobs, payment_view, recalibration_view, settings_form as form, tradeoff_grid, tradeoffs, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
@@ -35,7 +35,8 @@ with st.form("tradeoff_form"):
     # code is small for a first visit to fetch
     methods = st.pills("Methods", choices, selection_mode="multi", default=[m for m in grid["methods"] if m in choices], key="grid_methods",
                        help="FPCP is FavMac with the 'prob' universe, so it repeats FavMac (prob).")
-    recalibrate = recalibration_view.tradeoff_option(settings, ds.n_patients)
+    # a session that recalibrates runs every row on its fold; the extra recalibrated row is for one that does not
+    recalibrate = None if session_fold(ss.spec(), ds.n_patients) else recalibration_view.tradeoff_option(settings, ds.n_patients)
     run = st.form_submit_button("Run comparison", type="primary", key="run_tradeoffs")
 if run:  # a refused grid runs nothing
     new_grid = tradeoff_grid.grid_from_form(grid, shown, low, high, n_targets, methods, target_grid.cost_key(settings["cost_kind"], settings.get("base_rate")))
@@ -72,14 +73,10 @@ left, right = st.columns(2, gap="large")
 widgets.chart(figures.tradeoff_figure(points, cost_unit, value_unit, value_charts(settings)), key="tradeoff_chart", where=left)
 widgets.chart(figures.guarantee_figure(points, settings["control"], settings["delta"], cost_unit, value_unit,
                                              value_charts(settings)), key="guarantee_chart", where=right)
-st.caption(
-    md(tradeoff_grid.grid_caption(plan, cost_unit))
-    + f" Burn-in {settings['burn_in']:,} patients; every method uses all earlier patients (no rolling window"
-    + (", no segments, no adaptive target" if settings.get("segment") or settings.get("adaptive_rate") else "")
-    + (", every earlier patient's labels known" if settings.get("label_delay") is not None else "") + ")."
-)
+st.caption(md(tradeoff_grid.grid_caption(plan, cost_unit)) + f" Burn-in {settings['burn_in']:,} patients. "
+           + md(tradeoffs.settings_caption(out.get("settings", []))))
 
-if recalibrate is not None:
+if recalibrate is not None and RECALIBRATED_LABEL in set(points["method"]):
     st.caption(recalibration_view.tradeoff_caption(recalibrate, settings))
 if (versus := payment_view.payment_vs_additive(points, cost_unit)) is not None:
     st.caption(md(versus))
@@ -93,7 +90,8 @@ st.caption(("Payment captured per patient and per 1,000 members; " + cost_unit +
 labels = tradeoffs.comparison_columns(settings)  # what decides the promise in view first: the table is wider than the page
 widgets.table(out["table"], hide_index=True, key="comparison_table",
              column_order=[labels[k] for k in ("method", "mean_value", "mean_cost", "excess_cost", "violation_freq", "per_1000", "captured",
-                                               "paper_value") if k in labels and labels[k] in out["table"].columns],
+                                               "paper_value") if k in labels and labels[k] in out["table"].columns]
+             + [c for c in (tradeoffs.DROPPED_COLUMN,) if c in out["table"].columns],
              column_config={c: st.column_config.NumberColumn(**tradeoffs.header(c), format=f) for c, f in tradeoffs.comparison_formats(out["table"]).items()})
 with st.expander("Every method × target"):
     every = tradeoffs.points_display(points, settings)

@@ -41,7 +41,10 @@ if source == "Calibration stream":
             step = first
         pick = str(result.patient_ids[step])
     position = result.burn_in + step
-    probs_row, labels_row = ds.prob_array()[position], ds.label_array()[position]
+    segment = groupings.segment_columns(settings)[:1]  # the column maps per segment were fitted on
+    group = ds.segments(segment[0])[position] if segment else None
+    probs_row = patients.run_probabilities(result, ds.prob_array()[position], group)  # as the run saw them
+    labels_row = ds.label_array()[position]
     threshold = float(result.thresholds[0, step])
     selected_row = result.selected[0, step]
     where = groupings.stream_patient_where(result, step, position)
@@ -50,11 +53,17 @@ else:
     ids = [str(i) for i in new.index]
     pick = st.selectbox(f"New patient id ({len(ids):,})", ids, key="patient_select_new")
     value, cost = payment_view.patient_functions(spec, ds.codes, new.attrs.get("members"), ids.index(pick))
-    probs_row, labels_row = new.loc[pick].to_numpy(dtype=float), None
-    threshold, where = groupings.new_patient_threshold(result, new, pick, ds.n_patients, spec.segment)
+    threshold, where = groupings.new_patient_threshold(result, new, pick, ds.n_patients, spec.segment)  # stops on a missing column
+    view = groupings.new_patients_for(new, spec.segment)
+    group = None if view is None or view.attrs.get("groups") is None else view.attrs["groups"][ids.index(pick)]
+    probs_row = patients.run_probabilities(result, new.loc[pick].to_numpy(dtype=float), group)  # the run's maps
+    labels_row = None
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=spec.score)[0]
 
+if patients.recalibration_of(result) is not None:
+    st.caption("Probabilities are shown as the run used them: after the recalibration maps fitted on the fold "
+               "(Value & cost → Recalibration).")
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)
 label, shown_threshold, why = threshold_tile(threshold, settings, spec.score)
 tiles = [("Codes chosen", summary["n_selected"], None),

@@ -15,7 +15,8 @@ widgets.require_dataset()
 ds = ss.dataset
 settings = ss.settings
 spec = ss.spec()
-maps = recalibration_view.fold_maps(ds, settings)  # None without recalibration
+run = jobs.online(ss) if settings.get("recalibrate") else None  # a recalibrated run's own maps, never refitted
+maps = settings_form.run_maps(run)  # None without recalibration
 widgets.show_settings_line()
 sets_area = st.container()  # filled last: the settings below never wait for the export files
 
@@ -23,7 +24,7 @@ st.subheader("Settings")
 left, right = st.columns(2, gap="large")
 with left:
     st.download_button("Download settings (JSON)", guarantees.settings_with_provenance(
-                           settings_form.settings_to_json(settings, ss.weights, ds.name, maps), ds, spec, ss.weights_source, maps),
+                           settings_form.settings_to_json(settings, ss.weights, ds.name, run), ds, spec, ss.weights_source, maps),
                        file_name="favmac_settings.json", mime="application/json", key="download_settings",
                        icon=":material/settings:", on_click="ignore")
     st.caption("The value, cost, target and risk weights in use. Upload the file here later to restore them.")
@@ -67,7 +68,8 @@ with sets_area:
     st.subheader("Chosen sets on the calibration stream")
     st.download_button("Download calibration-stream sets (CSV)", files["calibration"], file_name="favmac_calibration_sets.csv",
                        mime="text/csv", key="download_sets_csv", icon=":material/download:", on_click="ignore")
-    st.caption(f"{files['n_calibration']:,} patients after the burn-in; each set was chosen before that patient's codes were known, "
+    after = "the recalibration fold and the burn-in" if settings.get("recalibrate") else "the burn-in"
+    st.caption(f"{files['n_calibration']:,} patients after {after}; each set was chosen before that patient's codes were known, "
                + ("with its segment's threshold, learned from the earlier patients of that segment." if settings.get("segment")
                   else "with the threshold learned from every patient before it.") + " First 20 rows:")
     if arrivals_view.stream_caption(settings):  # labels that arrive later: "every patient before it" had not all arrived

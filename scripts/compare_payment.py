@@ -3,6 +3,7 @@
     python scripts/compare_payment.py [--seeds 10] [--burn-in 1000] [--recalibrate 500] [--diagnose 2]
     python scripts/compare_payment.py --loose [bundled within across calibrated] [--seeds 8]
     python scripts/compare_payment.py --ablation [bundled within] [--seeds 8]
+    python scripts/compare_payment.py --page      # what the Trade-offs page shows with the app's defaults
 
 On the bundled HCC cohort (``sample_data/hcc_calibration.csv``: 4,000 members x 35 V28 HCCs,
 each member's ``cms_cell`` and ``known_codes``), for every seeded ordering of the members
@@ -15,7 +16,7 @@ ratio universe; they differ in the value they maximize:
 * payment:  V(S; y) = RAF(D, B ∪ (S ∩ y)) - RAF(D, B) (:class:`favmac.CmsHccValue`: hierarchies,
   interactions, counts, each member's cell D and known codes B);
 
-and, for each value, with and without recalibration on a split (SPEC "Recalibration on a
+and, for each value, with and without recalibration on a split (docs/method.md "Recalibration on a
 split", Platt, ``recalibrate=R``). Every run spends the same labelled members before its first
 prediction: the plain runs use the first ``--burn-in`` L members as burn-in, the recalibrated
 ones fit their maps on the first R and calibrate on the next L - R; all predict the same
@@ -291,7 +292,7 @@ def loose_runs(probs, labels, cells, known, codes, weights, seed, targets=LOOSE_
     from favmac.methods import run_method
     from favmac.recalibration import recalibration_of
     from favmac.runspec import RunSpec
-    from favmac.ui.settings_form import default_burn_in
+    from favmac.data_change import default_burn_in
 
     order = np.random.RandomState(seed).permutation(len(probs))
     p, y = probs[order], labels[order]
@@ -422,6 +423,41 @@ def ranking_ablation(kind: str, seeds: int, targets=(1.0, 2.0, 3.0, 4.0)) -> lis
     return lines + [""]
 
 
+def page_table() -> list[str]:
+    """What the Trade-offs page shows on the bundled sample with the app's defaults (payment value, FP-count
+    cost, expected control, the data-decided grid plus the configured target, burn-in 1,000, and, since issue
+    33, every row on the default recalibration fold): true payment per member of payment-aware FavMac (price)
+    against ``FavMac (price, additive)``, the page's own comparison (``favmac.ui.jobs.compare_tradeoffs``), with
+    the session's fold and with recalibration turned off."""
+    from favmac import target_grid
+    from favmac.tradeoffs import ADDITIVE_LABEL
+    from favmac.ui import jobs, payment_view, settings_form as form
+
+    data = load_calibration(ROOT / "sample_data" / "hcc_calibration.csv")
+    weights = read_weights(ROOT / "sample_data" / "hcc_weights.csv", data.codes)["weight"].to_numpy(float)
+    settings = {**form.default_settings(data.n_patients, data.n_codes, weights), **payment_view.payment_defaults(data.codes)}
+    spec = form.to_spec(settings, weights).validate(n_codes=data.n_codes, n_patients=data.n_patients)
+    c_max = spec.c_max(data.n_codes, data.codes, data.members)
+    integer_cost = form.is_integer_valued(spec.cost_weights(data.n_codes))
+    targets = target_grid.grid_plan(settings["grid"], spec, data, c_max, integer_cost, include=settings["target"]).targets
+    runs = {}
+    for name, run_spec in ((f"the session's fold (first {spec.recalibrate:,})", spec), ("recalibration off", spec.replace(recalibrate=None))):
+        points = jobs.compare_tradeoffs(data, run_spec, targets, ["FavMac (price)"])["points"]
+        runs[name] = {m: points[points["method"] == m].set_index("target")["mean_value"] for m in ("FavMac (price)", ADDITIVE_LABEL)}
+    lines = [f"Trade-offs on the bundled sample with the app's defaults (burn-in {spec.burn_in:,}, {spec.cost_kind} cost, expected "
+             "control, price score): true payment per member (RAF), payment-aware FavMac (price) vs "
+             f"`{ADDITIVE_LABEL}`, the file's one ordering.", "",
+             "| target c (false flags per chart) | " + " | ".join(f"{t:.3g}" for t in targets) + " |",
+             "|---" * (len(targets) + 1) + "|"]
+    for name, run in runs.items():
+        aware, additive = run["FavMac (price)"], run[ADDITIVE_LABEL]
+        lines.append(f"| payment-aware, {name} | " + " | ".join(f"{aware[t]:.4f}" for t in targets) + " |")
+        lines.append(f"| additive, {name} | " + " | ".join(f"{additive[t]:.4f}" for t in targets) + " |")
+        lines.append(f"| payment vs additive, {name} | "
+                     + " | ".join(f"{100 * (aware[t] / additive[t] - 1):+.1f} %" for t in targets) + " |")
+    return lines + [""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -433,7 +469,12 @@ def main() -> None:
                         help="only the loose-budget study with the default settings, on these cohorts (none: all)")
     parser.add_argument("--ablation", nargs="*", choices=list(COHORTS), default=None,
                         help="only the ranking ablation (payment value without count variables / interactions) on these cohorts")
+    parser.add_argument("--page", action="store_true",
+                        help="only what the Trade-offs page shows on the bundled sample with the app's defaults")
     args = parser.parse_args()
+    if args.page:
+        print("\n".join(page_table()), flush=True)
+        return
     if args.ablation is not None:
         for kind in args.ablation or ["bundled", "within"]:
             print("\n".join(ranking_ablation(kind, args.seeds)), flush=True)

@@ -8,7 +8,7 @@ sample_data/hcc_calibration.csv. Each runs with value TP or weighted TP and cost
 weighted FP (the weights: digit values v_k = k with "0" as 10 on MNIST and digits, the
 CMS-HCC V28 risk factors on HCC).
 
-Protocol (SPEC "Evaluation protocol"): per seed s, RandomState(s).permutation, the first
+Protocol (docs/method.md "Evaluation protocol"): per seed s, RandomState(s).permutation, the first
 3000 patients, 1000 burn-in, 2000 online predictions; delta = 0.1. Targets: c = k + 0.1
 false positives (k = 1..5) for an FP count on 10 codes (the paper's), otherwise 10, 20, ...,
 50 % of C_max. Reported, averaged over the five targets, mean ± std over seeds: value as a
@@ -20,7 +20,7 @@ score (ratio universe), exact CRC, ClassWise, InnerSet (expected control); FavMa
 FavMac price and InnerSet (violation control; CRC and ClassWise control the expected cost
 only). All run through the method registry (favmac.methods).
 
-Miscalibrated classifiers (SPEC "Recalibration on a split"): synthetic workloads with known
+Miscalibrated classifiers (docs/method.md "Recalibration on a split"): synthetic workloads with known
 true probabilities q (20 codes, risk-like value weights spanning a factor of about 30, FP
 cost): calibrated (p = q), over-confident (logit p = 2 logit q), under-confident (temperature 4:
 logit p = logit q / 4), value-biased (logit p = logit q + z_k, z_k the standardized log value)
@@ -58,7 +58,7 @@ LABELS = {"FavMac (ratio)": "FavMac, cost score", "FavMac (price)": "FavMac, pri
           "ClassWise": "ClassWise", "InnerSet": "InnerSet"}
 SETTINGS = (("weighted_tp", "fp"), ("weighted_tp", "weighted_fp"), ("tp", "fp"), ("tp", "weighted_fp"))
 KIND_NAMES = {"tp": "TP", "weighted_tp": "weighted TP", "fp": "FP", "weighted_fp": "weighted FP"}
-#: The paper's MNIST rows (weighted TP value, FP cost; SPEC "Paper numbers to reproduce").
+#: The paper's MNIST rows (weighted TP value, FP cost; docs/method.md "Paper numbers to reproduce").
 PAPER = {("expected", "FavMac (ratio)"): "38.20±0.26 (paper), 38.17 (exact re-impl.)",
          ("violation", "FavMac (ratio)"): "37.31±0.25 (paper), 37.29 (exact re-impl.)"}
 N_KEEP, BURN_IN, DELTA = 3000, 1000, 0.1
@@ -341,7 +341,7 @@ def split_cost(seeds: int) -> tuple[list[str], dict]:
            f"The fair comparison (issue 19's goal \"calibrated data loses less than 0.5 points to the split\"): the "
            "same 2,000 labelled patients before the first prediction and the same 2,000 predicted patients; plain "
            "price spends all 2,000 as calibration (burn-in), price + a map spends 1,000 on the maps (no prediction, "
-           "never calibration, SPEC) and 1,000 as calibration. The R fold patients get no prediction in either run "
+           "never calibration, docs/method.md) and 1,000 as calibration. The R fold patients get no prediction in either run "
            "(they are before the predicted window), so nothing is compared on different patients. Paired per seed "
            f"over {seeds} seeds (points of the limit, mean ± standard error of the mean): \"maps\" = "
            "plain price calibrated on the same 1,000 patients as the recalibrated run minus price + the map; "
@@ -479,7 +479,7 @@ def shrinkage_section() -> list[str]:
     doc += ["", "A prior weak enough to keep the temperature-4 repair (s >= 0.5) leaves the calibrated loss at "
             "0.56-0.61 points; one strong enough to bring it near the 0.1 of the calibration patients (s = 0.05) "
             "gives up the repair (under-confident 88.7 %, value-biased 96.3 % at c = 0.5). No s meets both goals, so "
-            "no \"platt-shrunk\" map was added; `platt` stays exactly the SPEC's fit.", ""]
+            "no \"platt-shrunk\" map was added; `platt` stays exactly docs/method.md's fit.", ""]
     return doc
 
 
@@ -525,7 +525,7 @@ def recalibration_findings(means, split=None, segment=None, samples=None, length
                       + " / ".join(f"{x:.2f}" for x in split["total", "platt"][1:]) + " at the others: "
                       f"{split['maps', 'platt'][0]:.2f} is the noise of the 2 x 20 map parameters fitted on 1,000 "
                       f"patients and {split['data'][0]:.2f} the 1,000 calibration patients the fold takes (the "
-                      "comparison is the fair one: same labelled patients, same predicted patients). The SPEC keeps "
+                      "comparison is the fair one: same labelled patients, same predicted patients). docs/method.md keeps "
                       "the fold out of calibration, so that second part is the price of the split itself; it shrinks "
                       "as the stream after the fold grows (table by stream length)")
         if length is not None:
@@ -542,7 +542,7 @@ def recalibration_findings(means, split=None, segment=None, samples=None, length
         split_text += (", with the same repair (within 0.1 point) on every workload where a map per code can repair "
                        "(tables above), which is why it is the default map (issue 33). A prior toward the "
                        "identity cannot remove the map noise without giving up the repair (table above). "
-                       "(The SPEC's maximum-likelihood fit replaced Platt's targets for every code; measured once on "
+                       "(docs/method.md's maximum-likelihood fit replaced Platt's targets for every code; measured once on "
                        "this workload, 40 paired seeds, the earlier fit lost 0.034 ± 0.018 points less at c = 0.5 "
                        "and 0.01 or less at the other targets.)")
     samples_text = ("(5) On the bundled samples the split moves value a little either way (table above): recalibrate "
@@ -753,7 +753,7 @@ def main(argv=None) -> int:
            "cost: realized mean cost - c, in percent of C_max (<= 0 is the guarantee). P(C > c): violation "
            "frequency in percent (<= 10 is the guarantee). All FavMac rows use the ratio universe; "
            "\"cost score\" is the paper's rule, \"price score\" the marginal-price threshold "
-           "(SPEC \"The score a threshold is on\"). n/a: the method controls the expected cost only.", ""]
+           "(docs/method.md \"The score a threshold is on\"). n/a: the method controls the expected cost only.", ""]
     summary = []
     for key, title, (probs, labels, weights), options in workloads:
         for value_kind, cost_kind in SETTINGS:
@@ -808,8 +808,9 @@ def main(argv=None) -> int:
     (segment_doc, segment), (split_doc, split) = segment_sections(args.seeds), split_cost(args.split_seeds)
     length_doc, length = split_cost_by_length(args.length_seeds)
     samples_doc, samples = samples_split(args.seeds)
+    default_doc, _ = default_recalibration_section(args.seeds, args.mnist)
     doc += (synthetic_doc + segment_doc + split_doc + length_doc + shrinkage_section() + samples_doc
-            + recalibration_findings(means, split, segment, samples, length) + ["", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""])
+            + recalibration_findings(means, split, segment, samples, length) + [""] + default_doc + ["", f"Runtime: {time.perf_counter() - started:.0f} s on this machine.", ""])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(doc))
     print(f"wrote {args.out} ({time.perf_counter() - started:.0f} s)")

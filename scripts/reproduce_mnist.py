@@ -1,4 +1,4 @@
-"""Reproduce the paper's MNIST table (SPEC "Evaluation protocol") from the authors' predictions.
+"""Reproduce the paper's MNIST table (docs/method.md "Evaluation protocol") from the authors' predictions.
 
     python scripts/reproduce_mnist.py [--data PATH] [--seeds 10]
 
@@ -51,7 +51,7 @@ def run(probs, labels, seeds: int):
             for seed in range(seeds):
                 perm = np.random.RandomState(seed).permutation(len(probs))[:3000]
                 res = replay(probs[perm], labels[perm], value, cost, TARGETS, delta=delta, universe=universe, burn_in=1000,
-                             score="cost")  # the paper's rule (SPEC "Default score")
+                             score="cost")  # the paper's rule (docs/method.md "Default score")
                 per_seed.append(
                     (
                         res.value.mean() / DIGIT_VALUES.sum() * 100,

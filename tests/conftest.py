@@ -1,7 +1,10 @@
 """Suite-wide setup: ``tests/`` on sys.path (tests/oracle.py, instances.py, ...) and the number of
 pytest-xdist workers that ``-n auto`` (pytest.ini) starts."""
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ import numba_compile_lock  # noqa: E402  (tests/ on sys.path)
 TESTS = Path(__file__).resolve().parent
 BROWSER_TESTS = TESTS / "browser"
 #: How many xdist groups the browser tests form (``BROWSER_GROUPS`` in tests/browser/conftest.py).
-BROWSER_GROUP_COUNT = 2
+BROWSER_GROUP_COUNT = 3
 
 
 def runs_browser_tests(config) -> bool:
@@ -42,8 +45,13 @@ def pytest_xdist_auto_num_workers(config):
 
 def pytest_configure(config):
     """Every test process (the controller's workers included) shares numba compiles through
-    :mod:`numba_compile_lock` when the controller has set its lock directory (an xdist run)."""
+    :mod:`numba_compile_lock` when the controller has set its lock directory (an xdist run).
+    Each test process has its own store (``FAVMAC_STORE``: a SQLite file in a temporary folder, removed
+    at exit), inherited by the app servers it starts: a test never touches the user's data directory."""
     numba_compile_lock.install()
+    folder = tempfile.mkdtemp(prefix="favmac-test-store-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["FAVMAC_STORE"] = f"sqlite:///{Path(folder) / 'store.sqlite'}"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,11 +1,11 @@
-"""A slow, literal evaluation of the SPEC definitions, used as the tests' reference.
+"""A slow, literal evaluation of docs/method.md definitions, used as the tests' reference.
 
 Everything exact is done with Fractions (numbers read as the decimals they print as);
 sets are Python tuples of code indices. Only Chat of a ``full``-universe set reuses numpy's
-summation (Chat is a float whose last bit depends on the summation order; the SPEC leaves
+summation (Chat is a float whose last bit depends on the summation order; docs/method.md leaves
 that order to the implementation).
 
-Scores (SPEC "The score a threshold is on"): ``score="cost"`` keys a set by Chat, ``"price"``
+Scores (docs/method.md "The score a threshold is on"): ``score="cost"`` keys a set by Chat, ``"price"``
 by the running max of the step prices (cost increment / value increment, both floats, a
 zero value increment is +inf, a zero cost increment with a positive value increment is 0).
 A general value is a Python function ``value_fn(S, y)`` of a set and a label tuple; its
@@ -13,7 +13,7 @@ proxy Vhat is the exact expectation over all 2^K label vectors (Fractions, then 
 rounding to float), and the ratio universe is built greedily by marginal Vhat / Chat gains.
 Tests use dyadic probabilities and values with such functions, so every Vhat is exact.
 
-A general cost (a set function such as the unsupported payment, SPEC "CMS-HCC payment value")
+A general cost (a set function such as the unsupported payment, docs/method.md "CMS-HCC payment value")
 is ``cost_fn(S, y)`` returning an exact Fraction; its Chat is the exact expectation (as for a
 value), the ratio universe divides Chat gains, the "cost" key of a nested set is the running
 max of Chat along the sequence (a score of x only, non-decreasing), price steps are increments

@@ -1,4 +1,4 @@
-"""Cost weights with many decimals (SPEC "Thresholds": ties exact, integer costs exact).
+"""Cost weights with many decimals (docs/method.md "Thresholds": ties exact, integer costs exact).
 
 Weights such as 0.41477832512315 (a risk weight divided by a normalization factor) make the
 exact integer sums overflow int64. The replay engine then runs twice at a coarser scale with

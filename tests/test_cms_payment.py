@@ -200,7 +200,7 @@ def test_tables_monotone_except_where_cms_tables_are_not():
 
 
 def _reference_greedy(value, probs, cost_steps):
-    """The SPEC's greedy, literally: each step adds argmax (Vhat(S+k) - Vhat(S)) / cost step, ties to the lowest index."""
+    """docs/method.md's greedy, literally: each step adds argmax (Vhat(S+k) - Vhat(S)) / cost step, ties to the lowest index."""
     n_codes = len(probs)
     chosen = np.zeros(n_codes, dtype=bool)
     order, vhat = [], [0.0]

@@ -1,4 +1,4 @@
-"""FavMac (the online estimator) against the literal SPEC oracle, and its API."""
+"""FavMac (the online estimator) against the literal docs/method.md oracle, and its API."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""One default score (SPEC "Default score"): every entry point makes the decision of
+"""One default score (docs/method.md "Default score"): every entry point makes the decision of
 ``favmac.scores.default_score`` — FavMac, replay, predict_with_threshold, RunSpec, the
 command line and the app's settings form."""
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_settings_form(control, delta, universe):
 # ---------------------------------------------------------------------- the tight-budget score (issue 33)
 def test_the_decision_below_the_cheapest_flag():
     """Under violation control with c below the cheapest code's cost a violation is any false flag:
-    "price" (SPEC "Default score"); at c = min w a flag of the cheapest code is no violation: "cost"."""
+    "price" (docs/method.md "Default score"); at c = min w a flag of the cheapest code is no violation: "cost"."""
     w = [1.0, 0.5, 2.0]
     assert default_score("ratio", 0.1, 0.4, w) == "price"
     assert default_score("ratio", 0.1, 0.5, w) == "cost"

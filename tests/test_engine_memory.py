@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, replay
-from favmac.replay import ReplayOptions
+from favmac.replay import replay_spec
 from favmac.replay_kernels import mark_slots, record_slot_keys, slot_keys, slot_prefix
 from favmac.validation import check_labels
 
@@ -25,11 +25,11 @@ session_module = importlib.import_module("favmac.replay.session")
 
 
 def _thresholds(probs, labels, value, cost, targets, keyless, **options):
-    session = session_module.Session.prepare(probs, labels, value, cost, np.asarray(targets, dtype=float),
-                                             ReplayOptions(**options), None, None, None, None, None)
+    session = session_module.Session.prepare(probs, labels, value, cost,
+                                             replay_spec(np.asarray(targets, dtype=float), **options), None, None, None, None, None)
     cands, realized, costs = session.rows()
     eng = engine.Engine(session, cands, realized, costs, keyless=keyless)
-    part = eng.thresholds(np.zeros(len(probs), dtype=np.int64), 1, session.options.burn_in, None, lambda f: None)
+    part = eng.thresholds(np.zeros(len(probs), dtype=np.int64), 1, session.burn_in, None, lambda f: None)
     return part.steps, part.final
 
 
@@ -143,7 +143,7 @@ def test_merged_points_and_later_weights_are_the_ranking_pass_points(options, ch
     labels = rng.rand(n_patients, n_codes) < probs
     value, cost = AdditiveValue(rng.choice([1.0, 2.0], n_codes)), AdditiveCost(rng.choice([1.0, 0.5, 2.25], n_codes))
     options = {k: v for k, v in options.items() if k in ("universe", "score")}
-    session = session_module.Session.prepare(probs, labels, value, cost, np.array([1.0]), ReplayOptions(**options),
+    session = session_module.Session.prepare(probs, labels, value, cost, replay_spec([1.0], **options),
                                       None, None, None, None, None)
     cands, realized, costs = session.rows()
     ptr, ranks, weights, keys = points.expected_points(cands, realized, costs, session.score)

@@ -1,4 +1,4 @@
-"""The price score (SPEC "The score a threshold is on") against the literal oracle.
+"""The price score (docs/method.md "The score a threshold is on") against the literal oracle.
 
 Every threshold and every chosen set of the online FavMac loop is compared with
 tests/oracle.py on random instances: both controls, the greedy universes, integer and

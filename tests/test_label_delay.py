@@ -157,19 +157,19 @@ def test_bad_delays_and_arrivals_are_refused_clearly():
         replay(*args, label_available_at=[0, 1])
     with pytest.raises(ValueError, match="give one of them"):
         replay(*args, label_delay=1, label_available_at=[0, 1, 2, 3, 4])
-    with pytest.raises(ValueError, match="options: give the settings either"):
-        from favmac.replay import ReplayOptions
+    with pytest.raises(ValueError, match="spec: a RunSpec says the whole run; leave burn_in unset"):
+        from favmac.replay import replay_spec
 
-        replay(*args, burn_in=1, options=ReplayOptions(label_delay=1))
+        replay(*args[:2], replay_spec([1.0], label_delay=1), burn_in=1)
 
 
-def test_replay_options_equal_the_keywords():
-    from favmac.replay import ReplayOptions
+def test_a_spec_equals_the_keywords():
+    from favmac.replay import replay_spec
 
     rng = np.random.RandomState(3)
     probs, labels = rng.rand(80, 4), rng.rand(80, 4) < 0.3
     args = (probs, labels, AdditiveValue(), AdditiveCost(), [0.7])
     by_keywords = replay(*args, delta=0.2, burn_in=20, window=30, label_delay=4, score="price")
-    by_options = replay(*args, options=ReplayOptions(delta=0.2, burn_in=20, window=30, label_delay=4, score="price"))
+    by_options = replay(probs, labels, replay_spec([0.7], delta=0.2, burn_in=20, window=30, label_delay=4, score="price"))
     assert (by_keywords.thresholds == by_options.thresholds).all()
     assert by_options.settings["label_delay"] == 4 and math.isfinite(by_options.calibration_sizes[0])

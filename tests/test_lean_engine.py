@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, FavMac, replay
-from favmac.replay import ReplayOptions
+from favmac.replay import replay_spec
 from favmac.replay.realized import RealizedRows
 from favmac.universe import candidate_sets, order_dtype
 
@@ -27,8 +27,8 @@ def _stream(rng, n_patients, n_codes, weights):
 
 
 def _engine_of(probs, labels, value, cost, targets, **options):
-    session = session_module.Session.prepare(probs, labels, value, cost, np.asarray(targets, dtype=float),
-                                             ReplayOptions(**options), None, None, None, None, None)
+    session = session_module.Session.prepare(probs, labels, value, cost,
+                                             replay_spec(np.asarray(targets, dtype=float), **options), None, None, None, None, None)
     cands, realized, costs = session.rows()
     return session, cands, realized, costs, engine.Engine(session, cands, realized, costs)
 

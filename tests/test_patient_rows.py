@@ -37,7 +37,7 @@ def test_one_patient_group_names_its_file_row_and_value():
                                             r"group '90\+' has a single patient \(the patient at row 7\)") as err:
         check_against_data(spec, ds)
     assert "0-based" not in str(err.value) and "patient 4" not in str(err.value)
-    check_against_data(spec.replace(segment="band"), ds)  # one grouping: a one-patient group is allowed (SPEC)
+    check_against_data(spec.replace(segment="band"), ds)  # one grouping: a one-patient group is allowed (docs/method.md)
 
 
 def test_arrays_without_a_file_name_the_row_of_a_file_with_a_header_and_the_index():

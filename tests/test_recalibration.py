@@ -1,4 +1,4 @@
-"""Recalibration on a split (favmac.recalibration; SPEC "Recalibration on a split")."""
+"""Recalibration on a split (favmac.recalibration; docs/method.md "Recalibration on a split")."""
 import json
 import math
 import warnings
@@ -79,7 +79,7 @@ def test_platt_equals_scikit_learn_without_penalty_not_its_default():
         ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(x, y[:, k])
         assert maps.slope[k] == pytest.approx(ref.coef_[0, 0], rel=1e-7)
         assert maps.intercept[k] == pytest.approx(ref.intercept_[0], abs=1e-7)
-        default = LogisticRegression().fit(x, y[:, k])  # L2 penalty C = 1.0: not the SPEC's fit
+        default = LogisticRegression().fit(x, y[:, k])  # L2 penalty C = 1.0: not docs/method.md's fit
         assert abs(default.coef_[0, 0] - maps.slope[k]) > 1e-4
     # under-confident by temperature 4: the fitted slope undoes it
     assert np.all(np.abs(maps.slope - 4) < 1)

@@ -1,4 +1,4 @@
-"""The Data page recommends recalibrating only on held-out evidence (SPEC "Recalibration on a split": within
+"""The Data page recommends recalibrating only on held-out evidence (docs/method.md "Recalibration on a split": within
 the fold, maps fitted on one part must gain on the other part), as value at the user's target."""
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Per-code maps with any number of groupings (SPEC "Recalibration on a split": maps per segment need
+"""Per-code maps with any number of groupings (docs/method.md "Recalibration on a split": maps per segment need
 exactly one grouping; per-code maps work with several)."""
 import numpy as np
 import pandas as pd

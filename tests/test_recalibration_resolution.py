@@ -1,4 +1,4 @@
-"""The clip before the logit follows the data's resolution (SPEC "Recalibration on a split": e = s/2 on a
+"""The clip before the logit follows the data's resolution (docs/method.md "Recalibration on a split": e = s/2 on a
 grid of step s, else 1e-7), and it is part of the fitted map."""
 import io
 import json

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from favmac import AdditiveCost, AdditiveValue, FavMac, replay
+from favmac.scores import default_score
 
 import oracle
 from instances import UNIVERSES, random_instance, targets_for
@@ -22,8 +23,11 @@ def test_replay_equals_favmac_loop(universe, delta, integer_weights):
         window = None if trial % 3 else int(rng.randint(1, 6))
         value, cost = AdditiveValue(v), AdditiveCost(w)
         res = replay(probs, labels, value, cost, targets, delta=delta, universe=universe, burn_in=burn_in, window=window)
+        # a replay over several targets uses one score for all: "price" under violation control only
+        # when every target is below the cheapest false flag (favmac.scores.default_score)
+        score = default_score(universe, delta, targets, w)
         for t, c in enumerate(targets):
-            fm = FavMac(value, cost, c, delta=delta, universe=universe, window=window, n_codes=len(v))
+            fm = FavMac(value, cost, c, delta=delta, universe=universe, window=window, n_codes=len(v), score=score)
             for n in range(len(probs)):
                 if n >= burn_in:
                     s = n - burn_in

@@ -1,4 +1,4 @@
-"""The unsupported payment (SPEC "CMS-HCC payment value") as the calibrated cost: favmac.costs.
+"""The unsupported payment (docs/method.md "CMS-HCC payment value") as the calibrated cost: favmac.costs.
 
 Thresholds against the literal oracle (tests/oracle.py, with the cost computed by hccinfhir's
 own pipeline), replay against a FavMac loop, the guarantees over many orderings, exact integer

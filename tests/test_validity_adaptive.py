@@ -1,6 +1,6 @@
-"""Validity under an adaptive target: the promise tested is the SPEC's deterministic bound
+"""Validity under an adaptive target: the promise tested is docs/method.md's deterministic bound
 (c + (c + gamma (L + 1) C_max) / (gamma S) for any order), not E[C] <= c, which the adaptive target
-does not promise (SPEC "Adaptive target under drift")."""
+does not promise (docs/method.md "Adaptive target under drift")."""
 import numpy as np
 
 from favmac import AdditiveCost, AdditiveValue
@@ -24,7 +24,7 @@ def test_adaptive_check_tests_the_bound_in_every_ordering():
     c, gamma, burn = 0.6, 0.02, 100
     report = validity_check(p, y, AdditiveValue(), AdditiveCost(), c, burn_in=burn, adaptive_rate=gamma, label_delay=7,
                             seed=1)
-    # the bound, computed here from the SPEC formula: S predicted patients, L the most labels pending
+    # the bound, computed here from docs/method.md formula: S predicted patients, L the most labels pending
     res = replay(p, y, AdditiveValue(), AdditiveCost(), [c], burn_in=burn, adaptive_rate=gamma, label_delay=7)
     lag = int(np.max(res.labels_pending))
     expected = _spec_bound(c, gamma, p.shape[1], p.shape[0] - burn, lag)

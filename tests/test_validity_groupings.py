@@ -1,5 +1,5 @@
 """The validity check with several groupings, labels that arrive later and the per-patient work
-computed once (issue 20; SPEC "Several groupings at once", "Labels that arrive later").
+computed once (issue 20; docs/method.md "Several groupings at once", "Labels that arrive later").
 
 Each ordering of the check must be exactly ``replay`` of the permuted patients, with their
 groups, their arrivals (a patient's own delay travels with it) and their member context."""

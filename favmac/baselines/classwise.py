@@ -12,7 +12,24 @@ import numpy as np
 from ..thresholds import exact, quantile_rank
 from .common import ThresholdSets, build_result, prepare, refuse_control
 
-__all__ = ["classwise"]
+__all__ = ["classwise", "target_plan"]
+
+
+def target_plan(targets, c_max, n_patients: int):
+    """(order, needs_by_size, place) of ClassWise's targets: ``order`` the targets by decreasing
+    beta = 1 - c / C_max (the quantile's rank ceil(beta (m + 1)) then never grows along them, for
+    every m, so the targets that predict a code are the last ones of this order);
+    ``needs_by_size[m, i]`` the rank of the i-th target's quantile among m negatives plus +inf
+    (m = 0..``n_patients``); ``place[t]``: target t is the place[t]-th of the order (int64)."""
+    sizes = np.arange(n_patients + 1)
+    betas = [Fraction(0) if c_max == 0 else 1 - exact(target) / c_max for target in targets]
+    order = sorted(range(len(betas)), key=lambda t: betas[t], reverse=True)
+    needs_by_size = np.empty((n_patients + 1, len(order)), dtype=np.int64)
+    for i, t in enumerate(order):
+        needs_by_size[:, i] = quantile_rank(betas[t], sizes)
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = np.arange(len(order))
+    return order, needs_by_size, place
 
 
 def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, window=None, c_max=None,
@@ -63,14 +80,7 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     stream = prepare(probs, labels, cost, targets, delta=delta, burn_in=burn_in, window=window, c_max=c_max,
                      codes=codes, patient_ids=patient_ids, progress=progress)
     n_patients = stream.n_patients
-    sizes = np.arange(n_patients + 1)
-    betas = [Fraction(0) if stream.costs.c_max == 0 else 1 - exact(target) / stream.costs.c_max for target in stream.targets]
-    # the targets by decreasing beta: the quantile's rank ceil(beta (m + 1)) then never grows along
-    # them, for every m, so the targets that predict a code are the last ones of this order
-    order = sorted(range(len(betas)), key=lambda t: betas[t], reverse=True)
-    needs_by_size = np.empty((n_patients + 1, len(order)), dtype=np.int64)
-    for i, t in enumerate(order):
-        needs_by_size[:, i] = quantile_rank(betas[t], sizes)
+    order, needs_by_size, place = target_plan(stream.targets, stream.costs.c_max, n_patients)
     from .. import fenwick, parallel
     from .kernels import classwise_code, stable_argsort
 
@@ -88,8 +98,7 @@ def classwise(probs, labels, value, cost, targets, *, delta=None, burn_in=0, win
     # the codes are independent (each writes its own row of passed and final): a group per inner thread
     parallel.map_chunks(run_codes, parallel.chunk_ranges(stream.n_codes, parallel.inner_threads()))
     final = final.T
-    place = np.empty(len(order), dtype=passed.dtype)  # target t is the place[t]-th of the order
-    place[order] = np.arange(len(order))
+    place = place.astype(passed.dtype)
     # code k is predicted for target t at step s iff passed[s, k] <= place[t]
     sets = ThresholdSets(np.ascontiguousarray(passed.T), place[:, None], "<=")
     del passed

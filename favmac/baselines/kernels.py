@@ -691,3 +691,54 @@ def crc_kernel(ranks, labels, weights, leaf, bounds, burn_in, window, offsets):
                         block_add(leaf, blocks, supers, ranks[old, k], -weights[k])
                         total -= weights[k]
     return thresholds, final
+
+
+@njit(cache=True, nogil=True)
+def classwise_queries(column, negative, queries, prefix, order, needs_by_size, window, passed):
+    """ClassWise for one code when the patients predicted are not the calibration stream's own
+    next patients (segments, labels that arrive later): ``passed[q]``, as :func:`classwise_code`'s,
+    for query q, whose score is ``queries[q]`` and whose calibration data are the first
+    ``prefix[q]`` patients of the calibration sequence (``column``, ``negative``: in the order
+    their labels join; the last ``window`` of them when ``window`` > 0). ``prefix`` is
+    non-decreasing. ``order``: a stable argsort of ``column`` followed by ``queries`` (one
+    ranking of both, so "negative scores < p" counts the same ties as the stream's kernel).
+    """
+    n_cal = column.shape[0]
+    n_queries = queries.shape[0]
+    total = n_cal + n_queries
+    n_targets = needs_by_size.shape[1]
+    rank = np.empty(total, dtype=np.int64)
+    below = np.empty(total, dtype=np.int64)
+    run_start = 0
+    previous = 0.0
+    for r in range(total):
+        i = order[r]
+        v = column[i] if i < n_cal else queries[i - n_cal]
+        if r > 0 and v != previous:
+            run_start = r
+        previous = v
+        rank[i] = r
+        below[i] = run_start
+    tree = np.zeros(total + 1, dtype=np.int32)
+    m = 0
+    joined = 0
+    for q in range(n_queries):
+        while joined < prefix[q]:
+            if negative[joined]:
+                fenwick.add(tree, rank[joined], 1)
+                m += 1
+            if window > 0 and joined - window >= 0 and negative[joined - window]:
+                fenwick.add(tree, rank[joined - window], -1)
+                m -= 1
+            joined += 1
+        count = fenwick.prefix_total(tree, below[n_cal + q])
+        needs = needs_by_size[m]
+        lo = 0
+        hi = n_targets
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if count >= needs[mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        passed[q] = lo

@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # the commands are listed in the description (one line each), not again by argparse
-    sub = parser.add_subparsers(dest="command", required=True, metavar=names, help=argparse.SUPPRESS)
+    # prog: each command's usage line reads "favmac predict ...", not the top-level usage with the name appended
+    sub = parser.add_subparsers(dest="command", required=True, metavar=names, help=argparse.SUPPRESS, prog=parser.prog)
     for entry in COMMANDS:
         entry.add_parser(sub)
     return parser

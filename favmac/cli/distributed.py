@@ -45,14 +45,15 @@ DASK_WRITES = "it writes --out as a folder of Parquet parts, part-NNNNN.parquet,
 
 
 def refuse_dask_inputs(args) -> None:
-    """The in-memory engine reads one file each: a glob, folder or URL, --settings or --scheduler needs --engine dask."""
+    """The in-memory engine reads one file each: a glob, folder or URL, or --scheduler needs --engine dask (--settings is
+    the run's settings file there; with --engine dask, the thresholds 'favmac calibrate' stored)."""
     import os
 
     for flag, path in (("--calibration", args.calibration), ("--new", args.new)):
         if path is not None and (any(ch in str(path) for ch in "*?[") or os.path.isdir(path) or "://" in str(path)):
             raise DataError(f"{flag} {path}: a glob, a folder or a URL is read by the Dask engine only.",
                             fix=f"Pass --engine dask ({DASK_WRITES}), or give one file.")
-    for flag, given in (("--settings", args.settings), ("--scheduler", args.scheduler)):
+    for flag, given in (("--scheduler", args.scheduler),):
         if given:
             raise DataError(f"{flag} applies to the Dask engine only.", fix=f"Pass --engine dask ({DASK_WRITES}).")
 

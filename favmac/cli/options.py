@@ -8,9 +8,11 @@ from __future__ import annotations
 import math
 
 from ..io import DataError
-from ..runspec import RunSpec, SettingsError, target_from_percent
+from ..runspec import DEFAULT_DELTA, RunSpec, SettingsError, target_from_percent
+from ..payment_tables import DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL
+from ..universe import DEFAULT_UNIVERSE
 
-__all__ = ["OPTION_OF_FIELD", "run_spec", "load_weights", "is_payment", "cost_kind", "c_max_of", "resolve_targets",
+__all__ = ["OPTION_OF_FIELD", "run_spec", "settings_file", "settings_spec", "add_settings_option", "load_weights", "is_payment", "cost_kind", "c_max_of", "resolve_targets",
            "percent_target", "load_data", "refuse_id_segments", "segment_groups"]
 
 
@@ -30,7 +32,7 @@ def load_weights(args, codes):
     if args.weights:
         return read_weights(args.weights, codes)
     if args.cms_model:
-        return cms_hcc_weights(args.cms_model, args.cms_segment or "CNA", codes)
+        return cms_hcc_weights(args.cms_model, args.cms_segment or DEFAULT_CMS_CELL, codes)
     if args.cms_segment and not is_payment(args):
         raise DataError("--cms-segment needs --cms-model.", fix="For example --cms-model V28 --cms-segment CNA.")
     return None
@@ -43,8 +45,8 @@ def run_spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0,
     weights_table = load_weights(args, data.codes)
     weights = None if weights_table is None else weights_table["weight"].to_numpy(dtype=float)
     value = args.value.strip()
-    payment = dict(cms_model=args.cms_model or "V28", cms_year=args.cms_year,
-                   cms_segment=args.cms_segment or "CNA", normalization=args.normalization,
+    payment = dict(cms_model=args.cms_model or DEFAULT_CMS_MODEL, cms_year=args.cms_year,
+                   cms_segment=args.cms_segment or DEFAULT_CMS_CELL, normalization=args.normalization,
                    coding_intensity=args.coding_intensity, base_rate=args.base_rate) if is_payment(args) else {}
     spec = RunSpec(
         value_kind="cms_payment" if payment else value if value in ("tp", "weighted_tp") else "formula",
@@ -53,8 +55,8 @@ def run_spec(args, data, targets, *, percent: bool, flag: str, burn_in: int = 0,
         weights=None if weights is None else tuple(weights),
         control="expected" if args.delta is None else "violation",
         targets=(1.0,),
-        delta=0.1 if args.delta is None else args.delta,
-        universe=args.universe or "ratio",
+        delta=DEFAULT_DELTA if args.delta is None else args.delta,
+        universe=args.universe or DEFAULT_UNIVERSE,
         score=args.score,
         burn_in=burn_in,
         window=window,
@@ -153,3 +155,76 @@ def segment_groups(args, data):
     if not args.segment_column:
         return None
     return data.groups if len(args.segment_column) == 1 else dict(data.groupings)
+
+
+#: The options a settings file replaces (dest -> option): with --settings the file decides them; giving one too is refused.
+SETTINGS_DECIDE = {"weights": "--weights", "cms_model": "--cms-model", "cms_segment": "--cms-segment", "value": "--value",
+                   "cms_year": "--cms-year", "normalization": "--normalization", "coding_intensity": "--coding-intensity",
+                   "base_rate": "--base-rate", "cost": "--cost", "delta": "--delta", "universe": "--universe",
+                   "score": "--score", "segment_column": "--segment-column", "recalibrate": "--recalibrate",
+                   "recalibration": "--recalibration", "recalibrate_by": "--recalibrate-by", "burn_in": "--burn-in",
+                   "window": "--window", "adaptive_rate": "--adaptive-rate", "label_delay": "--label-delay",
+                   "label_available_column": "--label-available-column"}
+
+
+def add_settings_option(parser, group=None, also: str = "") -> None:
+    """``--settings FILE``: the run's settings from a settings file (the app's Export, ``RunSpec.to_json``);
+    ``also``: what else the command reads from it (help text)."""
+    parser.set_defaults(option_default=parser.get_default)  # what settings_file compares the options with
+    (group or parser).add_argument(
+        "--settings", metavar="JSON",
+        help="the run's settings from a FavMac Studio settings file (the app's Export -> Download settings, or "
+             "RunSpec.to_json): value, cost, weights, control, target, universe, score, burn-in, window, segments, "
+             "label arrivals and recalibration, as the app ran them; a --target option replaces its target. "
+             "The options it decides cannot be given with it" + also)
+
+
+def settings_file(args):
+    """Before the data are read: the file's bytes, with ``args`` set to read what the file's run needs (its segment
+    columns and label-arrival column). Refuses an option the file decides, given too (``args.option_default``: the
+    command parser's ``get_default``, set by :func:`add_settings_option`)."""
+    from pathlib import Path
+
+    from ..runspec import SettingsError, read_settings_json
+
+    given = [flag for dest, flag in SETTINGS_DECIDE.items()
+             if hasattr(args, dest) and getattr(args, dest) != args.option_default(dest)]
+    if given:
+        raise DataError(f"{', '.join(given)}: the settings file ({args.settings}) decides this; give it in the file or "
+                        "as options, not both.", fix="Drop the option, or edit the settings file.")
+    try:
+        raw = Path(args.settings).read_bytes()
+    except OSError as err:
+        raise DataError(f"the settings file cannot be read ({err.strerror or err}).", file=args.settings) from None
+    try:
+        spec = read_settings_json(raw).spec
+    except SettingsError as err:
+        raise DataError(f"{err}.", file=args.settings) from None
+    segment = spec.segment
+    args.segment_column = None if segment is None else [segment] if isinstance(segment, str) else list(segment)
+    args.label_available_column = spec.label_available_column
+    return raw
+
+
+def settings_spec(args, raw: bytes, data, targets=None, *, percent: bool = False, flag: str = "--target") -> RunSpec:
+    """The run a settings file describes (:func:`favmac.runspec.read_settings_json`, checked against ``data``: the
+    weights keyed by the data's codes), its targets replaced by ``targets`` (in cost units or ``percent`` of C_max)
+    when given; the file's notes go to standard error."""
+    import sys
+
+    from ..runspec import read_settings_json
+
+    try:
+        parsed = read_settings_json(raw, dataset=data)
+        spec = parsed.spec
+        if spec.weights is None and (spec.value_kind == "weighted_tp" or spec.cost_kind == "weighted_fp"):
+            raise SettingsError("weights", "are not in the settings file; export the settings with their weights")
+        if targets is not None:
+            spec = spec.replace(targets=tuple(resolve_targets(targets, percent, c_max_of(spec, data), flag)))
+            spec = spec.validate(data.n_codes, data.n_patients)
+    except SettingsError as err:
+        raise DataError(f"{err}.", file=args.settings) from None
+    for note in parsed.notes:
+        if not note.startswith("Ignored unknown field(s)"):
+            print(f"note: {args.settings}: {note}", file=sys.stderr)
+    return spec

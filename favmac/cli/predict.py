@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..io import DataError
 from ..methods import run_method
 from .distributed import predict_distributed, refuse_dask_inputs
-from .options import c_max_of, load_data, run_spec, segment_groups
+from .options import add_settings_option, c_max_of, load_data, run_spec, segment_groups, settings_file, settings_spec
 from .output import print_recalibration, progress_line, report_stream, write_csv, write_provenance
 from .parser import Command, add_common, add_output
 
@@ -20,15 +20,15 @@ def add_parser(sub):
     predict.add_argument("--new", required=True, metavar="FILE",
                          help="new patients' probabilities (CSV or Parquet); with --engine dask also a glob, a folder "
                          "or a URL")
-    target = predict.add_mutually_exclusive_group(required=True)
+    target = predict.add_mutually_exclusive_group()  # one of them, or --settings (its target)
     target.add_argument("--target", type=float, metavar="C", help="target cost in the cost's units")
     target.add_argument("--target-percent", type=float, metavar="P", help="target cost as a percent of C_max")
     engine = predict.add_argument_group("distributed engine")
     engine.add_argument("--engine", choices=["memory", "dask"], default="memory",
                         help="memory (default): one file each, in this process, --out is a CSV; dask: files, globs, "
                         "folders or URLs on Dask (favmac.distributed), --out is a folder of Parquet parts")
-    engine.add_argument("--settings", metavar="JSON",
-                        help="settings file written by 'favmac calibrate' (its thresholds are used; no --calibration)")
+    add_settings_option(predict, engine, also="; with --engine dask: the file 'favmac calibrate --settings-out' wrote "
+                        "(its thresholds are used; no --calibration)")
     engine.add_argument("--scheduler", metavar="ADDRESS",
                         help="Dask scheduler address (tcp://host:8786) or name (threads, processes, synchronous); default: local")
     add_output(predict)
@@ -40,19 +40,33 @@ def run_predict(args) -> int:
     from ..io import load_new_patients_segmented
 
     if args.engine == "dask":
+        if args.target is None and args.target_percent is None:
+            raise DataError("--engine dask needs --target C or --target-percent P (one of the targets the settings "
+                            "file was calibrated for).")
         return predict_distributed(args)
     refuse_dask_inputs(args)
     if args.calibration is None:
         raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
                         "from 'favmac calibrate'.")
+    raw = settings_file(args) if args.settings else None  # the app's settings file: the run as the app ran it
     segment_column = (args.segment_column[0] if len(args.segment_column) == 1 else list(args.segment_column)) \
         if args.segment_column else None
     data = load_data(args)
-    if args.target is not None:
+    if raw is not None:
+        given = args.target if args.target is not None else args.target_percent
+        spec = settings_spec(args, raw, data, None if given is None else [repr(given)], percent=args.target is None,
+                             flag="--target" if args.target is not None else "--target-percent")
+        if len(spec.targets) > 1:
+            raise DataError(f"the settings file holds {len(spec.targets)} targets; predict uses one.", file=args.settings,
+                            fix="Choose one with --target C (or --target-percent P).")
+    elif args.target is None and args.target_percent is None:
+        raise DataError("predict needs --target C or --target-percent P (or --settings JSON).")
+    elif args.target is not None:
         spec = run_spec(args, data, [repr(args.target)], percent=False, flag="--target")
     else:
         spec = run_spec(args, data, [repr(args.target_percent)], percent=True, flag="--target-percent")
-    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column)
+    new, new_groups = load_new_patients_segmented(args.new, data.codes, segment_column=segment_column,
+                                                  text_columns=data.segment_columns())  # as the app reads them
     target, c_max = spec.target, c_max_of(spec, data)
 
     # a run with burn_in = N records no steps; its final threshold is calibrated on all N patients.
@@ -67,7 +81,7 @@ def run_predict(args) -> int:
     frame = new_patient_sets(new, result, value, cost, universe=spec.universe, score=spec.score,
                              groups=new_groups if args.segment_column else None)
     write_provenance(args, spec, data, write_csv(frame, args.out), new, result)
-    control = "expected cost" if args.delta is None else f"violation rate <= {args.delta:g}"
+    control = "expected cost" if spec.control_delta is None else f"violation rate <= {spec.delta:g}"
     where = "standard output" if args.out == "-" else args.out
     print(
         f"{result.method}: calibrated on {data.n_patients - (spec.recalibrate or 0)} patients x {data.n_codes} codes "

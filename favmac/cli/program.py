@@ -87,21 +87,6 @@ def _settings(path, codes):
         return read_settings_json(handle.read(), codes=codes).spec
 
 
-def _members_of_dataset(data, columns) -> dict:
-    """The member context of a loaded dataset: its segment columns, other text columns, cells, known codes."""
-    members = {}
-    if data.groupings:
-        members.update({name: labels for name, labels in data.groupings.items()})
-    elif data.groups is not None:
-        members[data.segment_column] = data.groups
-    if data.attributes is not None:
-        for column in data.attributes.columns:
-            members.setdefault(str(column), data.attributes[column].to_numpy(dtype=object))
-    if data.members:
-        members["cells"], members["known"] = data.members.get("cells"), data.members.get("known")
-    return members
-
-
 def _columns(spec) -> list:
     from ..store.state import segment_columns
 
@@ -124,6 +109,7 @@ def run(args) -> int:
     """Run one ``favmac program`` command; errors propagate to :func:`favmac.cli.main`, which prints them."""
     from ..io import load_calibration, load_new_patients_segmented, read_labels
     from ..store import open_store
+    from ..store.members import dataset_members
 
     store = open_store(args.store).as_user(_identity(args))
     command = args.program_command
@@ -139,7 +125,7 @@ def run(args) -> int:
         data = load_calibration(args.calibration, args.labels, segment_column=columns or None, keep_columns=True) \
             if columns else load_calibration(args.calibration, args.labels, keep_columns=True)
         program = store.create_program(args.name, spec, data.patient_ids, data.prob_array(), data.label_array(),
-                                       codes=data.codes, members=_members_of_dataset(data, columns), team=args.program_team)
+                                       codes=data.codes, members=dataset_members(data), team=args.program_team)
         print(f"Created program {program.name!r} (team {program.team}): {data.n_patients} labelled patients x "
               f"{data.n_codes} codes as its history; settings version 1.", file=report)
         return 0

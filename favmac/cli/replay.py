@@ -6,7 +6,7 @@ import numpy as np
 from ..io import DataError
 from ..methods import get_method, method_keys, run_method
 from ..runspec import AUTO
-from .options import c_max_of, load_data, run_spec, segment_groups
+from .options import add_settings_option, c_max_of, load_data, run_spec, segment_groups, settings_file, settings_spec
 from .output import print_recalibration, progress_line, report_stream, write_csv, write_provenance
 from .parser import Command, add_common, add_output
 
@@ -20,7 +20,8 @@ def add_parser(sub):
         "calibrated on the patients before it, then joins the calibration data.",
     )
     add_common(replay)
-    targets = replay.add_mutually_exclusive_group(required=True)
+    add_settings_option(replay)
+    targets = replay.add_mutually_exclusive_group()  # one of them, or --settings (its target)
     targets.add_argument("--targets", metavar="C1,C2,...", help="comma-separated target costs (cost units)")
     targets.add_argument("--target-percents", metavar="P1,P2,...", help="comma-separated targets, percent of C_max")
     replay.add_argument("--burn-in", type=int, default=0, metavar="N", help="calibration-only patients (default 0)")
@@ -47,11 +48,21 @@ def add_parser(sub):
 
 
 def run_replay(args) -> int:
-    from ..metrics import summarize
-
     if args.shuffle is not None and args.label_available_column:
         raise DataError("--shuffle reorders the stream, but --label-available-column gives arrival positions in file "
                         "order.", fix="Drop --shuffle, or use --label-delay D (a delay in stream positions).")
+    if args.settings:  # the app's settings file: the run as the app ran it
+        raw = settings_file(args)
+        data = load_data(args)
+        given = args.targets if args.targets is not None else args.target_percents
+        spec = settings_spec(args, raw, data, None if given is None else given.split(","),
+                             percent=args.targets is None, flag="--targets" if args.targets is not None else "--target-percents")
+        if args.shuffle is not None and spec.label_available_column:
+            raise DataError("--shuffle reorders the stream, but the settings file's label_available_column gives arrival "
+                            "positions in file order.", fix="Drop --shuffle.")
+        return _replay(args, data, spec)
+    if args.targets is None and args.target_percents is None:
+        raise DataError("replay needs --targets C1,C2,... or --target-percents P1,P2,... (or --settings JSON).")
     data = load_data(args)
     stream = dict(burn_in=args.burn_in, window=args.window, adaptive_rate=args.adaptive_rate,
                   label_delay=args.label_delay, label_available_column=args.label_available_column)
@@ -59,6 +70,12 @@ def run_replay(args) -> int:
         spec = run_spec(args, data, args.targets.split(","), percent=False, flag="--targets", **stream)
     else:
         spec = run_spec(args, data, args.target_percents.split(","), percent=True, flag="--target-percents", **stream)
+    return _replay(args, data, spec)
+
+
+def _replay(args, data, spec) -> int:
+    from ..metrics import summarize
+
     c_max = c_max_of(spec, data)
     method = get_method(args.method)
     if args.recalibrate == AUTO and not method.accepts("recalibrate"):
@@ -95,9 +112,9 @@ def run_replay(args) -> int:
 
     summary = summarize(result)
     stream = report_stream(args)
-    control = "expected cost" if args.delta is None else f"violation control, delta {args.delta:g}"
+    control = "expected cost" if spec.control_delta is None else f"violation control, delta {spec.delta:g}"
     print(
-        f"{result.method}: {data.n_patients} patients x {data.n_codes} codes, burn-in {args.burn_in}, "
+        f"{result.method}: {data.n_patients} patients x {data.n_codes} codes, burn-in {spec.burn_in}, "
         f"{result.n_steps} predicted per target ({control}; C_max {c_max:g}).",
         file=stream,
     )
@@ -106,10 +123,10 @@ def run_replay(args) -> int:
         pending, sizes = result.labels_pending, result.calibration_sizes
         print(f"labels pending: {pending.mean():.1f} on average, at most {pending.max()}; calibration patients: "
               f"{sizes[0]} at the first prediction, {sizes[-1]} at the last.", file=stream)
-    if args.adaptive_rate is not None:  # the app's warning (Value & cost, Online session), said here too
+    if spec.adaptive_rate is not None:  # the app's warning (Value & cost, Online session), said here too
         from ..adaptive import delay_advice, result_lag
 
-        advice = delay_advice(args.adaptive_rate, result_lag(result))
+        advice = delay_advice(spec.adaptive_rate, result_lag(result))
         if advice:
             print(f"note: {advice}", file=stream)
     print_recalibration(args, result)

@@ -1,7 +1,7 @@
 """Exact calibration and prediction over data too large for one process, on Dask.
 
 The final FavMac thresholds over a very large calibration set are computed exactly
-(SPEC "Distributed calibration": integer histograms over the keys' ordered bit patterns, never
+(docs/method.md "Distributed calibration": integer histograms over the keys' ordered bit patterns, never
 an approximate quantile) and equal those of a ``FavMac`` fed every row. One module per idea:
 
 * :mod:`~favmac.distributed.histograms` — ordered keys and exact sums: the histograms the

@@ -1,7 +1,7 @@
 """Calibrate: the final FavMac thresholds over a very large labelled data set, exactly, on Dask.
 
 The final thresholds over a calibration set are a weighted order statistic of per-patient
-points (SPEC, "Distributed calibration"), so they split over partitions:
+points (docs/method.md, "Distributed calibration"), so they split over partitions:
 
 1. every partition turns its patients into points — (key, integer weight) for expected-cost
    control, the scores T_i with weight 1 for violation control — and returns exact integer
@@ -11,7 +11,7 @@ points (SPEC, "Distributed calibration"), so they split over partitions:
    F(b) = total weight of keys <= b crosses M (or the k-th largest T_i), and
 3. asks the partitions again, inside the crossing buckets only: either the next 22 bits
    (a bucket still holding many points) or the exact distinct keys with their summed weights,
-   until one key remains. The SPEC's edge rules (+inf, -inf) are applied on the way.
+   until one key remains. docs/method.md's edge rules (+inf, -inf) are applied on the way.
 
 Nothing is approximate and nothing depends on the partition order: weights are integers at
 the cost's decimal scale (``favmac.thresholds.ExactCosts``). No partition ever materializes
@@ -43,7 +43,7 @@ from ..thresholds import (
 )
 from ..functions import false_flag_weights
 from ..scores import check_score, default_score
-from ..universe import candidate_sets, check_universe
+from ..universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
 from .histograms import (
     WIDTHS,
     add,
@@ -181,7 +181,7 @@ def _pass_rows(model: _Model, rows, request, skip: int = 0):
         probs, labels, groups, id_hashes, members = model.arrays(frame, file, row_numbers, hash_ids=request is None)
         if request is None:
             hashes.append(id_hashes)
-        if skip:  # SPEC "Recalibration on a split": the fold never joins calibration
+        if skip:  # docs/method.md "Recalibration on a split": the fold never joins calibration
             drop = min(skip, len(probs))
             skip -= drop
             probs, labels = probs[drop:], labels[drop:]
@@ -284,7 +284,7 @@ def _checked_segment(segment):
     return columns[0] if len(columns) == 1 else columns
 
 
-def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", score=None, c_max=None,
+def calibrate(source, value, cost, targets, *, delta=None, universe=DEFAULT_UNIVERSE, score=None, c_max=None,
               segment=None, scheduler=None, progress=False, return_details=False, recalibrate=None,
               recalibration=DEFAULT_RECALIBRATION):
     """Final FavMac thresholds over a very large labelled data set, computed exactly on Dask.
@@ -313,17 +313,17 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         None: expected-cost control; a float in (0, 1): violation control.
     universe : {"ratio", "prob", "value", "full"}
     score : {"cost", "price"}, optional
-        What the threshold is on (SPEC, "The score a threshold is on"); "price" needs a
+        What the threshold is on (docs/method.md, "The score a threshold is on"); "price" needs a
         greedy universe. Default: :func:`favmac.scores.default_score` of ``universe``,
         ``delta``, the targets and the cost (price under expected-cost control, cost under
         violation control unless every target is below the cheapest false flag, cost on ``full``).
     c_max : float, optional
         Largest possible cost (default: the sum of the cost weights).
     segment : str, optional
-        A column of group labels (plan, region, provider; SPEC "Segments"): every segment is
+        A column of group labels (plan, region, provider; docs/method.md "Segments"): every segment is
         also calibrated on its own patients, as ``FavMac.threshold_for(label)`` after
         ``update(p, y, group=labels)``. A list of columns calibrates several groupings at once
-        (SPEC "Several groupings at once"): every group of every column on its own patients,
+        (docs/method.md "Several groupings at once"): every group of every column on its own patients,
         each equal to the in-memory replay's final group threshold
         (``ReplayResult.groupings[i].final_thresholds``); the second item returned is then
         ``{column: {label: thresholds}}`` and ``segment_sizes`` ``{column: {label: patients}}``.
@@ -336,7 +336,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
         ``distributed.progress`` on a cluster) for every pass.
     recalibrate : int or "auto", optional
         R >= 50: the first R rows of the stream order (files sorted by path, rows in file order;
-        a dask DataFrame's partitions in order) are a recalibration fold (SPEC "Recalibration on
+        a dask DataFrame's partitions in order) are a recalibration fold (docs/method.md "Recalibration on
         a split"): the coordinator reads them and fits per-code maps, every other row is
         calibrated with g_k(p_k), and the fold's rows never calibrate. Equals
         ``FavMac(..., recalibrate=R)`` fed the rows in that order. The details then carry
@@ -354,7 +354,7 @@ def calibrate(source, value, cost, targets, *, delta=None, universe="ratio", sco
     Returns
     -------
     ndarray of float, shape (T,)
-        The thresholds (may be +inf or -inf, per the SPEC's edge rules). With ``segment``,
+        The thresholds (may be +inf or -inf, per docs/method.md's edge rules). With ``segment``,
         ``(thresholds, by_segment)`` where ``by_segment`` maps each label to its (T,) array.
         With ``return_details``, the details dict is appended to the returned tuple.
 

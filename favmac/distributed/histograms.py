@@ -1,6 +1,6 @@
 """Ordered keys and exact sums: the histograms the partitions return and the coordinator adds.
 
-A calibration point is a float64 key with an integer weight (SPEC "Distributed calibration").
+A calibration point is a float64 key with an integer weight (docs/method.md "Distributed calibration").
 Keys become uint64 patterns that sort like the floats (:func:`ordered_bits`); a histogram is
 sparse — ``(ids, sums, counts)``: sorted unique bucket ids (a slice of the pattern's bits, or
 whole patterns once a bucket is enumerated), the exact integer weight of each and its number

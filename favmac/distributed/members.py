@@ -2,7 +2,7 @@
 
 The payment value (:class:`favmac.payment.CmsHccValue`) depends on the member: V(S; y) =
 RAF(D, B ∪ (S ∩ y)) - RAF(D, B) with D the member's coefficient cell and B the codes already on
-the record (SPEC "CMS-HCC payment value"). The files carry them exactly as favmac.io reads them
+the record (docs/method.md "CMS-HCC payment value"). The files carry them exactly as favmac.io reads them
 for the in-memory engine: a ``cms_cell`` column, and a ``known_codes`` column (codes joined by
 ``;``) or one 0/1 ``known_<code>`` column per code. Each batch is read by the readers' own
 helpers (:func:`favmac.io.text_columns.take_members`, :func:`favmac.io.text_columns.member_context`), so a

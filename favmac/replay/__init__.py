@@ -21,9 +21,9 @@ key ranges) and the keyless walk (in slot ranges, :meth:`favmac.replay.engine.En
 ``inner_threads()`` threads. Each thread writes only its own slices and every sum is an exact
 integer, so the results are the same bit for bit on any number of threads.
 
-Modules, one job each: :mod:`~favmac.replay.api` (:func:`replay`), :mod:`~favmac.replay.options`
-(:class:`ReplayOptions`, :func:`method_name`), :mod:`~favmac.replay.fold` (the recalibration detour),
-:mod:`~favmac.replay.session` (one replay's inputs and steps), :mod:`~favmac.replay.work` (the per-patient
+Modules, one job each: :mod:`~favmac.replay.api` (:func:`replay`: a :class:`~favmac.runspec.RunSpec`, or the keywords
+that build one, :func:`replay_spec`), :mod:`~favmac.replay.fold` (the recalibration detour),
+:mod:`~favmac.replay.session` (one replay's inputs and steps, :func:`method_name`), :mod:`~favmac.replay.work` (the per-patient
 work shared by reorderings, :class:`PatientWork`), :mod:`~favmac.replay.engine` (the thresholds),
 :mod:`~favmac.replay.points` (the calibration points), :mod:`~favmac.replay.realized` (realized costs),
 :mod:`~favmac.replay.sizes` (chunk sizes), :mod:`~favmac.replay.prediction` (:func:`predict_with_threshold`).
@@ -31,9 +31,9 @@ work shared by reorderings, :class:`PatientWork`), :mod:`~favmac.replay.engine` 
 ``favmac.replay`` is this package, but ``from favmac import replay`` is the function (bound in
 ``favmac/__init__.py``); ``from favmac.replay import replay`` is the function too.
 """
-from .api import replay
-from .options import ReplayOptions, method_name
+from .api import replay, replay_spec
 from .prediction import predict_with_threshold
+from .session import method_name
 from .work import PatientWork
 
-__all__ = ["PatientWork", "ReplayOptions", "replay", "predict_with_threshold", "method_name"]
+__all__ = ["PatientWork", "replay", "replay_spec", "predict_with_threshold", "method_name"]

@@ -1,29 +1,31 @@
-"""The replay API: :func:`replay`, the whole online session over a labelled stream for several targets."""
+"""The replay API: :func:`replay`, the whole online session over a labelled stream for several targets.
+
+One description of a run, :class:`favmac.runspec.RunSpec`, carries its settings: ``replay(probs, labels, spec)``
+builds the value and cost the spec names; ``replay(probs, labels, value, cost, targets, delta=..., ...)`` (your own
+value and cost objects) is the keyword wrapper, which builds the spec (:func:`replay_spec`) and runs the same path.
+"""
 from __future__ import annotations
 
-from ..recalibration import DEFAULT_RECALIBRATION
+from ..recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
 from ..result import ReplayResult
-from ..universe import Candidates
+from ..runspec import RunSpec, SettingsError
+from ..universe import DEFAULT_UNIVERSE, Candidates
 from .fold import after_fold
-from .options import ReplayOptions
-from .session import Session, shared_candidates
+from .session import Session, replay_spec, shared_candidates
 from .work import PatientWork
 
-__all__ = ["replay"]
-
-
-_DEFAULTS = ReplayOptions()
+__all__ = ["replay", "replay_spec"]
 
 
 def replay(
     probs,
     labels,
     value,
-    cost,
-    targets,
+    cost=None,
+    targets=None,
     *,
     delta=None,
-    universe: str = "ratio",
+    universe: str = DEFAULT_UNIVERSE,
     burn_in: int = 0,
     window=None,
     c_max=None,
@@ -36,12 +38,12 @@ def replay(
     score: str | None = None,
     label_delay=None,
     label_available_at=None,
-    options: ReplayOptions | None = None,
     recalibrate=None,
     recalibration: str = DEFAULT_RECALIBRATION,
-    recalibrate_by: str = "code",
+    recalibrate_by: str = DEFAULT_RECALIBRATE_BY,
     candidates: Candidates | None = None,
     work: "PatientWork | None" = None,
+    members=None,
 ) -> ReplayResult:
     """Replay an online FavMac session over a labelled stream for several targets.
 
@@ -50,7 +52,13 @@ def replay(
     probs : ndarray (N, K)
         Base-classifier probabilities, in stream order.
     labels : ndarray (N, K) of 0/1
-    value, cost : value and cost functions
+    value : RunSpec, or a value function
+        A :class:`~favmac.runspec.RunSpec`: the run it describes (its value, cost, weights, targets, control,
+        universe, burn-in, window, score, segments' rule, label delay, fold; ``largest_cost`` is C_max), validated
+        against the data (a fold left at "auto" is decided by the data); give ``codes`` (and ``members``) for the
+        CMS payment value; ``cost``, ``targets`` and the settings keywords below are then left unset. Otherwise the
+        value function, with ``cost`` and ``targets``: the keywords build the spec (:func:`replay_spec`).
+    cost : cost function
     targets : float or sequence of float
         Target costs c (cost units).
     delta : float or None
@@ -97,9 +105,6 @@ def replay(
         Per-patient arrival: patient i's labels arrive right after the prediction at
         position ``label_available_at[i]`` (>= i; >= N: never within the stream), so patient
         n is calibrated on {i : label_available_at[i] < n}. Not with ``label_delay``.
-    options : ReplayOptions, optional
-        The settings keywords above (delta ... label_delay) as one object; then leave those
-        keywords at their defaults.
     recalibrate : int, optional
         R >= 50: the first R rows are a recalibration fold (:mod:`favmac.recalibration`):
         per-code maps fitted on them replace p for the rest; the fold gets no prediction and
@@ -122,6 +127,9 @@ def replay(
         targets, control, universe, score and ``c_max``: the candidate sets are then not
         rebuilt (many orderings of one data set: :func:`favmac.validity.validity_check`).
         Not with ``recalibrate`` (the fold, and so every patient's p, changes with the order).
+
+    members : dict, optional
+        With a spec of the CMS payment value: the member context the readers found (:attr:`favmac.io.Dataset.members`).
 
     Returns
     -------
@@ -147,30 +155,64 @@ def replay(
     ...              groups={"parity": np.arange(200) % 2, "half": np.arange(200) >= 100})
     >>> [g.name for g in two.groupings], int(two.labels_pending[-1]), int(two.calibration_sizes[-1])
     (['parity', 'half'], 20, 179)
+    >>> from favmac import RunSpec
+    >>> spec = RunSpec(targets=(0.5, 1.0), burn_in=50, recalibrate=None)  # value "tp", cost "fp": as above
+    >>> bool((replay(p, y, spec).cost == res.cost).all())
+    True
     """
-    given = dict(delta=delta, universe=universe, burn_in=burn_in, window=window, c_max=c_max,
-                 score=score, adaptive_rate=adaptive_rate, label_delay=label_delay)
-    if options is None:
-        options = ReplayOptions(**given)
+    settings = dict(delta=delta, universe=universe, burn_in=burn_in, window=window, c_max=c_max, score=score,
+                    adaptive_rate=adaptive_rate, label_delay=label_delay, recalibrate=recalibrate,
+                    recalibration=recalibration, recalibrate_by=recalibrate_by)
+    if isinstance(value, RunSpec):
+        spec, value, cost = _from_spec(value, cost, targets, settings, probs, codes, members)
+        if spec.segment is not None and groups is None:
+            raise ValueError(f"groups: the spec is per segment ({spec.segment!r}); give each patient's group(s) as groups")
+        if spec.label_available_column is not None and label_available_at is None:
+            raise ValueError(f"label_available_at: the spec's labels arrive as the column {spec.label_available_column!r} "
+                             "says; give those positions as label_available_at")
     else:
-        changed = [name for name, val in given.items() if val is not getattr(_DEFAULTS, name)
-                   and val != getattr(_DEFAULTS, name)]
-        if changed:
-            raise ValueError(f"options: give the settings either as options=ReplayOptions(...) or as keywords, not both "
-                             f"(also given: {', '.join(changed)})")
+        if cost is None or targets is None:
+            raise TypeError("replay(probs, labels, spec) or replay(probs, labels, value, cost, targets, ...): give a "
+                            "RunSpec, or the value, the cost and the targets")
+        spec = replay_spec(targets, **settings)
     if candidates is not None and work is not None:
         raise ValueError("candidates and work: give one of them (work carries its own candidate sets)")
-    if recalibrate is not None:  # SPEC "Recalibration on a split": fit on the fold, replay the rest
+    if spec.recalibrate is not None:  # docs/method.md "Recalibration on a split": fit on the fold, replay the rest
         if candidates is not None:
             raise ValueError("candidates: not with recalibrate (the fold changes the probabilities the candidates "
                              "are built from); leave candidates unset")
         if work is not None:
             raise ValueError("work: not with recalibrate (the fold's maps change every patient's probabilities); "
                              "leave work unset")
-        return after_fold(replay, probs, labels, value, cost, targets, options, groups, label_available_at, codes,
-                          patient_ids, progress, method, recalibrate, recalibration, recalibrate_by)
-    session = Session.prepare(probs, labels, value, cost, targets, options, groups, label_available_at, codes,
-                              patient_ids, progress)
+        return after_fold(replay, probs, labels, value, cost, spec, groups, label_available_at, codes, patient_ids,
+                          progress, method)
+    session = Session.prepare(probs, labels, value, cost, spec, groups, label_available_at, codes, patient_ids, progress)
     if candidates is not None:
         session.candidates = shared_candidates(candidates, session)
     return session.run(method, work)
+
+
+_KEYWORD_DEFAULTS = dict(delta=None, universe=DEFAULT_UNIVERSE, burn_in=0, window=None, c_max=None, score=None,
+                         adaptive_rate=None, label_delay=None, recalibrate=None, recalibration=DEFAULT_RECALIBRATION,
+                         recalibrate_by=DEFAULT_RECALIBRATE_BY)
+
+
+def _from_spec(spec: RunSpec, cost, targets, settings: dict, probs, codes, members):
+    """(validated spec, value, cost) of ``replay(probs, labels, spec)``: the spec alone says the run."""
+    given = [name for name, default in _KEYWORD_DEFAULTS.items() if settings[name] is not default
+             and settings[name] != default]
+    if cost is not None or targets is not None or given:
+        extra = [name for name, v in (("cost", cost), ("targets", targets)) if v is not None] + given
+        raise ValueError(f"spec: a RunSpec says the whole run; leave {', '.join(extra)} unset (or change the spec "
+                         "with spec.replace(...))")
+    import numpy as np
+
+    shape = np.shape(probs)
+    n_patients, n_codes = (shape[0], shape[1]) if len(shape) == 2 else (None, None)
+    spec = spec.with_default_fold(n_patients)
+    try:
+        spec = spec.validate(n_codes=n_codes, n_patients=n_patients)
+    except SettingsError as err:
+        raise ValueError(f"spec: {err}") from None
+    value, cost = spec.build(None if codes is None else [str(c) for c in codes], members)
+    return spec, value, cost

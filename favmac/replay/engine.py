@@ -81,9 +81,9 @@ class Engine:
     def thresholds(self, group, n_groups, burn_in, rate, report) -> Thresholds:
         """Thresholds with ``group`` (N,) int64 in [0, n_groups): each patient calibrated on its group."""
         s = self.session
-        window = 0 if s.options.window is None else int(s.options.window)
+        window = 0 if s.window is None else int(s.window)
         evict = s.schedule.evictions(group, window)
-        if s.options.delta is not None:
+        if s.delta is not None:
             out = self._violation(group, n_groups, burn_in, window, evict, report)
         elif rate is not None:
             out = self._adaptive(group, n_groups, burn_in, window, evict, rate)
@@ -100,13 +100,13 @@ class Engine:
         """(T,) thresholds calibrated on the whole stream (the last ``window`` arrived), at the base
         targets: the final query of a one-group pass, computed directly from the points (no walk)."""
         s = self.session
-        schedule, window, n_patients = s.schedule, s.options.window, self.cands.n_patients
+        schedule, window, n_patients = s.schedule, s.window, self.cands.n_patients
         patients = schedule.order[-window:] if window else schedule.order
         m = len(patients)
-        if s.options.delta is not None:
+        if s.delta is not None:
             out = np.empty(len(s.targets))
             for t, scores in enumerate(self.scores()):
-                k = violation_rank(s.options.delta, m)
+                k = violation_rank(s.delta, m)
                 edge = rank_edge(k, m)
                 out[t] = edge if not math.isnan(edge) else np.partition(scores[patients], m - k)[m - k]
             return out
@@ -467,7 +467,7 @@ class Engine:
 
         s = self.session
         n_patients = len(group)
-        ranks_k = violation_ranks(s.options.delta, n_patients)
+        ranks_k = violation_ranks(s.delta, n_patients)
         out = np.empty((len(s.targets), n_patients - burn_in))
         final = np.empty((len(s.targets), n_groups))
         ptr = np.arange(n_patients + 1)
@@ -526,7 +526,7 @@ class Engine:
         (``only``: the indices of the targets to replay; the other rows are left unset)."""
         from ..controller import FavMac
 
-        s, opts = self.session, self.session.options
+        s = self.session
         schedule = s.schedule
         if rate is not None and schedule.delayed:
             raise ValueError("costs too large for exact int64 arithmetic with an adaptive target and delayed labels; "
@@ -538,8 +538,8 @@ class Engine:
         final_targets = np.empty_like(final) if rate is not None else None
         for t in range(len(s.targets)) if only is None else only:
             target = s.targets[t]
-            fms = [FavMac(s.value, s.cost, target, delta=opts.delta, universe=opts.universe, c_max=opts.c_max,
-                          window=opts.window, n_codes=n_codes, adaptive_rate=rate, score=s.score)
+            fms = [FavMac(s.value, s.cost, target, delta=s.delta, universe=s.universe, c_max=s.c_max,
+                          window=s.window, n_codes=n_codes, adaptive_rate=rate, score=s.score)
                    for _ in range(n_groups)]
             for n in range(n_patients):
                 if n >= burn_in:

@@ -7,12 +7,12 @@ import numpy as np
 
 from ..functions import false_flag_weights
 from ..scores import check_score, default_score
-from ..universe import candidate_sets
+from ..universe import DEFAULT_UNIVERSE, candidate_sets
 
 __all__ = ["predict_with_threshold"]
 
 
-def predict_with_threshold(probs, value, cost, threshold, universe: str = "ratio", score: str | None = None,
+def predict_with_threshold(probs, value, cost, threshold, universe: str = DEFAULT_UNIVERSE, score: str | None = None,
                            recalibration=None, delta=None, groups=None, target=None) -> np.ndarray:
     """Chosen sets (N, K) bool for new patients under a fixed threshold (e.g. final_thresholds[t]).
 

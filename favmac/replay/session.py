@@ -20,30 +20,61 @@ from ..functions import false_flag_weights
 from ..protocols import bind_rows, is_additive, own_sequences, prefix_values
 from ..parallel import map_chunks
 from ..result import ReplayResult
-from ..scores import check_score
+from ..recalibration import DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION
+from ..runspec import DEFAULT_DELTA, RunSpec
+from ..scores import check_score, default_score
 from ..segments import GroupingResult, check_groupings, group_index
 from ..thresholds import INT64_LIMIT
-from ..universe import Candidates, ChosenSets, candidate_sets, check_universe, smallest_int
-from ..validation import check_stream
+from ..universe import DEFAULT_UNIVERSE, Candidates, ChosenSets, candidate_sets, check_universe, smallest_int
+from ..validation import check_c_max, check_stream
 from . import sizes
 from .engine import Engine
-from .options import ReplayOptions, method_name
 from .realized import RealizedRows, realized_costs
 from .sizes import patient_chunks
 
-__all__ = ["Session", "candidates_in_chunks", "shared_candidates"]
+__all__ = ["Session", "candidates_in_chunks", "method_name", "replay_spec", "shared_candidates"]
+
+
+def replay_spec(targets, *, delta=None, universe: str = DEFAULT_UNIVERSE, burn_in: int = 0, window=None, c_max=None,
+                score: str | None = None, adaptive_rate=None, label_delay=None, recalibrate=None,
+                recalibration: str = DEFAULT_RECALIBRATION, recalibrate_by: str = DEFAULT_RECALIBRATE_BY) -> RunSpec:
+    """The :class:`~favmac.runspec.RunSpec` of :func:`replay`'s keywords (``delta=None``: expected-cost control;
+    ``c_max``: the spec's ``largest_cost``). Not validated here: :func:`replay` checks every field against the data.
+
+    >>> spec = replay_spec([0.5, 1.0], delta=0.1, burn_in=50)
+    >>> spec.control, spec.targets, spec.burn_in, spec.recalibrate
+    ('violation', (0.5, 1.0), 50, None)
+    """
+    return RunSpec(targets=targets, control="expected" if delta is None else "violation",
+                   delta=DEFAULT_DELTA if delta is None else delta, universe=universe, burn_in=burn_in, window=window,
+                   score=score, adaptive_rate=adaptive_rate, label_delay=label_delay, recalibrate=recalibrate,
+                   recalibration=recalibration, recalibrate_by=recalibrate_by, largest_cost=c_max)
+
+
+def method_name(universe: str, score: str = "cost") -> str:
+    """Display name of a FavMac run: "FavMac (ratio)" (cost score), "FavMac (price)" (ratio
+    universe, price score), "FavMac (value, price)" (another universe, price score).
+
+    >>> method_name("prob"), method_name("ratio", "price"), method_name("value", "price")
+    ('FavMac (prob)', 'FavMac (price)', 'FavMac (value, price)')
+    """
+    if score == "cost":
+        return f"FavMac ({universe})"
+    return f"FavMac ({score})" if universe == "ratio" else f"FavMac ({universe}, {score})"
 
 
 @dataclass
 class Session:
-    """One replay's validated inputs, and its steps (``run``)."""
+    """One replay's validated inputs, and its steps (``run``). ``spec`` is the run's
+    :class:`~favmac.runspec.RunSpec` with its stream fields checked (burn-in, window, label delay, C_max) and
+    its score resolved for this value and cost; ``delta`` ... ``label_delay`` read it."""
 
     probs: np.ndarray
     labels: np.ndarray
     value: object
     cost: object
     targets: np.ndarray
-    options: ReplayOptions
+    spec: RunSpec
     score: str
     rate: float | None
     groupings: list  # [(name, labels (N,) object)]
@@ -53,26 +84,58 @@ class Session:
     report: object
     candidates: Candidates | None = None  # given by the caller (``replay(candidates=...)``), else built in ``run``
 
+    @property
+    def delta(self) -> float | None:
+        """None under expected-cost control, else the violation level."""
+        return self.spec.control_delta
+
+    @property
+    def universe(self) -> str:
+        return self.spec.universe
+
+    @property
+    def burn_in(self) -> int:
+        return self.spec.burn_in
+
+    @property
+    def window(self) -> int | None:
+        return self.spec.window
+
+    @property
+    def c_max(self) -> float | None:
+        """C_max given to the run (``largest_cost``), None: the cost's own."""
+        return self.spec.largest_cost
+
+    @property
+    def label_delay(self) -> int | None:
+        return self.spec.label_delay
+
     @classmethod
-    def prepare(cls, probs, labels, value, cost, targets, options, groups, label_available_at, codes, patient_ids,
+    def prepare(cls, probs, labels, value, cost, spec, groups, label_available_at, codes, patient_ids,
                 progress) -> "Session":
+        """Check the stream and ``spec``'s settings for it (the library's one wording per rule, :mod:`favmac.validation`)."""
         probs, labels, targets, delta, burn_in, window, codes, patient_ids = check_stream(
-            probs, labels, targets, options.delta, options.burn_in, options.window, codes, patient_ids)
+            probs, labels, spec.targets, spec.control_delta, spec.burn_in, spec.window, codes, patient_ids)
         n_patients, n_codes = probs.shape
-        check_universe(options.universe, n_codes)
-        options = dataclasses.replace(options, delta=delta, burn_in=burn_in, window=window,
-                                      label_delay=None if options.label_delay is None
-                                      else check_label_delay(options.label_delay, n_patients))
-        score = check_score(options.resolved_score(targets, false_flag_weights(cost, n_codes)), options.universe)
-        rate = check_adaptive_rate(options.adaptive_rate, delta)
+        check_universe(spec.universe, n_codes)
+        c_max = check_c_max(spec.largest_cost)
+        label_delay = None if spec.label_delay is None else check_label_delay(spec.label_delay, n_patients)
+        score = spec.score
+        if spec.score_is_default:  # the default of this run's own cost (its per-code false-flag weights)
+            score = default_score(spec.universe, delta, targets, false_flag_weights(cost, n_codes))
+        score = check_score(score, spec.universe)
+        rate = check_adaptive_rate(spec.adaptive_rate, delta)
         groupings = check_groupings(groups, n_patients)
         if rate is not None and len(groupings) > 1:
             raise ValueError(f"adaptive_rate: the adaptive target is for one grouping at most; got {len(groupings)} "
                              f"groupings ({', '.join(name for name, _ in groupings)}). Leave adaptive_rate unset, or "
                              "give one grouping.")
-        schedule = ArrivalSchedule.of(n_patients, burn_in, options.label_delay, label_available_at)
+        schedule = ArrivalSchedule.of(n_patients, burn_in, label_delay, label_available_at)
         report = progress if progress is not None else (lambda fraction: None)
-        return cls(probs, labels, value, cost, targets, options, score, rate, groupings, schedule, codes,
+        spec = dataclasses.replace(spec, burn_in=burn_in, window=window, label_delay=label_delay, largest_cost=c_max, score=score,
+                                   control="expected" if delta is None else "violation",
+                                   delta=spec.delta if delta is None else delta)
+        return cls(probs, labels, value, cost, targets, spec, score, rate, groupings, schedule, codes,
                    patient_ids, report)
 
     # ------------------------------------------------------------------ the steps
@@ -84,19 +147,18 @@ class Session:
         otherwise, and with ``lean=False``, one (N, M) table."""
         cands = self.candidates
         if cands is None:
-            cands = candidates_in_chunks(self.probs, self.value, self.cost, self.options.universe, self.report)
-        costs = exact_costs(self.cost, self.probs.shape[1], self.options.c_max)
-        if lean and RealizedRows.fits(costs) and self.options.delta is None and self.rate is None:
+            cands = candidates_in_chunks(self.probs, self.value, self.cost, self.universe, self.report)
+        costs = exact_costs(self.cost, self.probs.shape[1], self.c_max)
+        if lean and RealizedRows.fits(costs) and self.delta is None and self.rate is None:
             return cands, RealizedRows(cands, self.labels, costs, self.cost), costs
         return cands, realized_costs(cands, self.labels, costs, self.cost), costs
 
     def work_settings(self) -> tuple:
         """What :class:`PatientWork` depends on besides the patients' rows."""
-        opts = self.options
-        return opts.universe, self.score, opts.c_max, opts.delta, tuple(self.targets.tolist())
+        return self.universe, self.score, self.c_max, self.delta, tuple(self.targets.tolist())
 
     def run(self, method, work=None) -> ReplayResult:
-        opts, report = self.options, self.report
+        report = self.report
         report(0.0)
         if work is None:
             cands, realized, costs = self.rows()
@@ -113,7 +175,7 @@ class Session:
         per_grouping = []
         for i, (name, labels) in enumerate(self.groupings):
             names, index = group_index(labels)
-            part = engine.thresholds(index, len(names), opts.burn_in, self.rate,
+            part = engine.thresholds(index, len(names), self.burn_in, self.rate,
                                      lambda f, i=i: report(0.25 + 0.6 * (i + f) / n_parts))
             per_grouping.append((name, labels, names, index, part))
         n_patients = self.probs.shape[0]
@@ -122,7 +184,7 @@ class Session:
             step_targets = per_grouping[0][-1].step_targets
             final, final_targets = engine.pooled_final(), None
         else:
-            part = engine.thresholds(np.zeros(n_patients, dtype=np.int64), 1, opts.burn_in, self.rate,
+            part = engine.thresholds(np.zeros(n_patients, dtype=np.int64), 1, self.burn_in, self.rate,
                                      lambda f: report(0.25 + 0.6 * f))
             thresholds, final, step_targets = part.steps, part.final[:, 0], part.step_targets
             final_targets = None if part.final_targets is None else part.final_targets[:, 0]
@@ -137,7 +199,7 @@ class Session:
         """The chosen set of every (target, step), in chunks of patients: kept as a small integer
         (ChosenSets; the (T, S, K) booleans are built only if asked for), with its realized cost,
         value and exact "cost > target" flag."""
-        burn_in, n_patients = self.options.burn_in, self.probs.shape[0]
+        burn_in, n_patients = self.burn_in, self.probs.shape[0]
         n_targets, steps = thresholds.shape
         n_candidates = cands.n_candidates
         chosen_index = np.zeros((n_targets, steps), dtype=smallest_int(n_candidates - 1))
@@ -191,17 +253,16 @@ class Session:
 
     def result(self, method, costs, thresholds, step_targets, final, final_targets, per_grouping, chosen,
                realized_cost, realized_value, exceeds) -> ReplayResult:
-        opts = self.options
-        tail = slice(opts.burn_in, self.probs.shape[0])
-        settings = {"universe": opts.universe, "score": self.score, "window": opts.window, "c_max": float(costs.c_max),
-                    "control": opts.control}
+        tail = slice(self.burn_in, self.probs.shape[0])
+        settings = {"universe": self.universe, "score": self.score, "window": self.window, "c_max": float(costs.c_max),
+                    "control": "expected" if self.delta is None else "violation"}
         if self.rate is not None:
             settings["adaptive_rate"] = self.rate
         if per_grouping:
             settings["segments"] = True
             settings["groupings"] = [name for name, *_ in per_grouping]
-        if opts.label_delay:
-            settings["label_delay"] = opts.label_delay
+        if self.label_delay:
+            settings["label_delay"] = self.label_delay
         elif self.schedule.delayed:
             settings["label_arrivals"] = True
         groupings = []
@@ -215,10 +276,10 @@ class Session:
                 {label: part.final_targets[:, g] for g, label in enumerate(names)}))
         first = groupings[0] if groupings else None
         return ReplayResult(
-            method=method or method_name(opts.universe, self.score),
+            method=method or method_name(self.universe, self.score),
             targets=self.targets,
-            delta=opts.delta,
-            burn_in=opts.burn_in,
+            delta=self.delta,
+            burn_in=self.burn_in,
             thresholds=thresholds,
             selected=None,
             cost=realized_cost,
@@ -235,8 +296,8 @@ class Session:
             final_adaptive_targets=final_targets if first is None else first.final_targets,
             chosen=chosen,
             groupings=groupings or None,
-            labels_pending=self.schedule.pending(opts.burn_in),
-            calibration_sizes=self.schedule.calibration_sizes(opts.burn_in, opts.window),
+            labels_pending=self.schedule.pending(self.burn_in),
+            calibration_sizes=self.schedule.calibration_sizes(self.burn_in, self.window),
         )
 
 
@@ -259,7 +320,7 @@ def shared_candidates(candidates, session) -> Candidates:
     if not isinstance(candidates, Candidates):
         raise ValueError(f"candidates: expected favmac.universe.Candidates (from candidate_sets); got {type(candidates).__name__}")
     n_patients, n_codes = session.probs.shape
-    universe = session.options.universe
+    universe = session.universe
     if candidates.universe != universe or candidates.n_patients != n_patients:
         raise ValueError(f"candidates: built for the {candidates.universe!r} universe and {candidates.n_patients} patients; "
                          f"this replay has the {universe!r} universe and {n_patients} patients. Build them with "

@@ -5,10 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..universe import Candidates
+from ..universe import DEFAULT_UNIVERSE, Candidates
 from .engine import Engine
-from .options import ReplayOptions
-from .session import Session
+from .session import Session, replay_spec
 
 __all__ = ["PatientWork"]
 
@@ -47,11 +46,11 @@ class PatientWork:
     brackets: tuple | None = None  # points None, weights with many decimals: the bracket engines' points (low, high)
 
     @classmethod
-    def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = "ratio", score: str | None = None,
+    def of(cls, probs, labels, value, cost, targets, *, delta=None, universe: str = DEFAULT_UNIVERSE, score: str | None = None,
            c_max=None) -> "PatientWork":
         """The work of every patient of the stream (arguments as :func:`replay`)."""
-        options = ReplayOptions(delta=delta, universe=universe, score=score, c_max=c_max)
-        session = Session.prepare(probs, labels, value, cost, targets, options, None, None, None, None, None)
+        spec = replay_spec(targets, delta=delta, universe=universe, score=score, c_max=c_max)
+        session = Session.prepare(probs, labels, value, cost, spec, None, None, None, None, None)
         cands, realized, costs = session.rows(lean=False)  # kept for every ordering: one table
         cands.scores(session.score)  # these per-patient tables are computed once here; subsets carry them
         if cands.nested:

@@ -5,7 +5,8 @@
 * :class:`Program`: ``predict``, ``label``, ``update_settings``, ``status``, ``decisions``, ``timeline``,
   ``export`` over the program's append-only event log;
 * :class:`~favmac.store.workspace.Workspace`: each user's uploads and settings;
-* :mod:`~favmac.store.state`: the calibration state a program derives from its log (exactly replay's);
+* :mod:`~favmac.store.state`: the calibration state a program derives from its log (exactly replay's),
+  each part's points in a :class:`~favmac.store.runs.SortedRuns`;
 * ``favmac program ...``: :mod:`favmac.cli.program`.
 """
 from .database import StoreError

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..io.errors import DataError
 
-__all__ = ["BatchMembers", "batch_members", "labels_of"]
+__all__ = ["BatchMembers", "batch_members", "dataset_members", "labels_of"]
 
 _CELL_KEYS = ("cells", "cms_cell")
 
@@ -157,3 +157,20 @@ def batch_members(members, n: int, codes, *, batch: str) -> BatchMembers:
     if context is not None and context["known"] is not None:
         known = context["known"] if known is None else (known | context["known"])
     return BatchMembers(columns, cells, known)
+
+
+def dataset_members(dataset) -> dict:
+    """The member context of a loaded :class:`favmac.io.Dataset`, as a program keeps it (the app's Programs
+    page and ``favmac program create`` both call this): its grouping columns, the other text columns read
+    beside the probabilities, the CMS cells and the known codes (``"cells"``/``"known"``)."""
+    members = {}
+    if dataset.groupings:
+        members.update({str(name): np.asarray(labels, dtype=object) for name, labels in dataset.groupings.items()})
+    elif dataset.groups is not None and dataset.segment_column:
+        members[str(dataset.segment_column)] = np.asarray(dataset.groups, dtype=object)
+    if dataset.attributes is not None:
+        for column in dataset.attributes.columns:
+            members.setdefault(str(column), dataset.attributes[column].to_numpy(dtype=object))
+    if dataset.members:
+        members["cells"], members["known"] = dataset.members.get("cells"), dataset.members.get("known")
+    return members

@@ -1,4 +1,4 @@
-"""A program: FavMac running for months in a store (SPEC "Programs: a standing FavMac in a store").
+"""A program: FavMac running for months in a store (docs/method.md "Programs: a standing FavMac in a store").
 
 :class:`Program` is a view of one program's event log in a :class:`~favmac.store.Store`, acting as the
 store's user. Its calibration state (:class:`~favmac.store.state.ProgramState`) is derived from the log:
@@ -31,13 +31,30 @@ from .members import BatchMembers, batch_members
 from .payload import pack, unpack
 from .state import Decisions, ProgramState, check_program_spec
 
-__all__ = ["Program", "batch_ids", "batch_labels", "batch_probs", "members_arrays"]
+__all__ = ["Program", "batch_ids", "batch_labels", "batch_probs", "insert_ids", "members_arrays"]
 
 MAX_BATCH = 2_000_000  # patients in one batch
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def insert_ids(connection, table, program_id: int, ids, seq: int) -> None:
+    """One row (program, patient id, event) per patient into ``table`` (``patients`` or ``labels``, whose
+    unique constraint refuses a patient recorded twice). PostgreSQL: one statement over an array of the
+    ids (a row-by-row executemany is one round trip of the pipeline per row); SQLite: the driver's
+    executemany; others: SQLAlchemy's."""
+    values = [str(p) for p in np.asarray(ids, dtype=object).tolist()]
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql(f"INSERT INTO {table.name} (program_id, patient_id, seq) "
+                                   "SELECT %s, unnest(%s::text[]), %s", (int(program_id), values, int(seq)))
+        return
+    if connection.dialect.name == "sqlite":  # the driver's executemany: no per-row statement parameters built
+        connection.exec_driver_sql(f"INSERT INTO {table.name} (program_id, patient_id, seq) VALUES (?, ?, ?)",
+                                   [(int(program_id), p, int(seq)) for p in values])
+        return
+    connection.execute(insert(table), [{"program_id": program_id, "patient_id": p, "seq": seq} for p in values])
 
 
 def batch_ids(ids, batch: str) -> np.ndarray:
@@ -221,8 +238,10 @@ class Program:
         connection.execute(update(schema.programs).where(schema.programs.c.id == self._id).values(last_seq=seq))
 
     def _event_row(self, connection, seq: int):
-        return connection.execute(select(schema.events).where(schema.events.c.program_id == self._id,
-                                                              schema.events.c.seq == seq)).one()
+        """The event's row as written (its time as the database stores it), without its payload."""
+        columns = [c for c in schema.events.c if c.name != "payload"]
+        return connection.execute(select(*columns).where(schema.events.c.program_id == self._id,
+                                                         schema.events.c.seq == seq)).one()
 
     def predict(self, ids, probs, members=None, *, batch: str | None = None):
         """Choose the sets of a batch of new patients and record them.
@@ -268,8 +287,7 @@ class Program:
                    "cells": None if context.cells is None else context.cells.tolist(),
                    "groupings": list(decisions.by_grouping), "version": self._version}
             self._append(connection, seq, "predict", label, len(ids), pack(arrays, doc))
-            connection.execute(insert(schema.patients), [{"program_id": self._id, "patient_id": p, "seq": seq}
-                                                         for p in ids.tolist()])
+            insert_ids(connection, schema.patients, self._id, ids, seq)
             row = self._event_row(connection, seq)
         self._state.add_predicted(ids, context, decisions, batch=label)
         self._ledger.predicted(row, ids, decisions, self._version, context=context)
@@ -317,8 +335,7 @@ class Program:
             seq = last + 1
             self._append(connection, seq, "label", label, len(ids),
                          pack({"labels": np.packbits(labels, axis=1)}, {"ids": ids.tolist()}))
-            connection.execute(insert(schema.labels), [{"program_id": self._id, "patient_id": p, "seq": seq}
-                                                       for p in ids.tolist()])
+            insert_ids(connection, schema.labels, self._id, ids, seq)
             row = self._event_row(connection, seq)
         self._state.add_labels(ids, labels)
         self._ledger.labelled(row, ids, labels)
@@ -471,6 +488,17 @@ def _apply(state: ProgramState, ledger: "_Ledger", row, arrays, doc) -> None:
         ledger.settings(row)
 
 
+def _code_lists(chosen: np.ndarray, codes: np.ndarray) -> list:
+    """The codes of each row of a (b, K) boolean table, as tuples: one tuple per distinct row (a batch
+    holds few distinct sets), so O(b K) numpy plus O(b) Python."""
+    if not len(chosen):
+        return []
+    packed = np.packbits(chosen, axis=1)
+    distinct, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+    sets = [tuple(codes[chosen[i]].tolist()) for i in first.tolist()]
+    return [sets[i] for i in inverse.ravel().tolist()]
+
+
 class _Ledger:
     """The audit view of a log: every predicted patient's decision and labels, every event, in order."""
 
@@ -478,7 +506,8 @@ class _Ledger:
         self.codes = codes
         self.events = []  # (seq, kind, at, user_id, user_name, version, batch, n)
         self.batches = []  # dict per predict batch
-        self.where = {}  # patient id -> (batch number, row); history -> (-1, row)
+        self.where = {}  # predicted patient id -> (batch number, row)
+        self.history_rows = {}  # history patient id -> row
         self.history_labels = None
         self.history_size = 0
         self.n_predicted = self.n_labelled = 0
@@ -493,8 +522,7 @@ class _Ledger:
     def history(self, row, ids, labels) -> None:
         self.history_size = len(ids)
         self.history_labels = labels
-        for i, patient in enumerate(ids.tolist()):
-            self.where[patient] = (-1, i)
+        self.history_rows = dict(zip(ids.tolist(), range(len(ids))))
         self._event(row)
 
     def predicted(self, row, ids, decisions: Decisions, version: int, context=None) -> None:
@@ -514,13 +542,20 @@ class _Ledger:
         self._event(row)
 
     def labelled(self, row, ids, labels) -> None:
-        for patient, given in zip(ids.tolist(), labels):
-            number, i = self.where[patient]
+        """Record a label event: batch by batch, as arrays (O(b) Python only for the ids' places)."""
+        where = self.where
+        places = np.array([where[patient] for patient in ids.tolist()], dtype=np.int64).reshape(-1, 2)
+        labels = np.asarray(labels, dtype=bool)
+        for number in np.unique(places[:, 0]).tolist():
+            picked = np.flatnonzero(places[:, 0] == number)
+            here = places[picked, 1]
             batch = self.batches[number]
-            batch["labels"][i] = given
-            batch["label_seq"][i] = int(row.seq)
-            batch["label_at"][i] = row.at
-            batch["label_user"][i] = row.user_name
+            batch["labels"][here] = labels[picked]
+            batch["label_seq"][here] = int(row.seq)
+            label_at, label_user = batch["label_at"], batch["label_user"]
+            for i in here.tolist():
+                label_at[i] = row.at
+                label_user[i] = row.user_name
         self.n_labelled += len(ids)
         self.n_label_events += 1
         self._event(row)
@@ -536,8 +571,10 @@ class _Ledger:
         return next(len(b["ids"]) for b in self.batches if b["batch"] == name)
 
     def labels_of(self, patient) -> np.ndarray:
-        number, i = self.where[patient]
-        return self.history_labels[i] if number < 0 else self.batches[number]["labels"][i]
+        place = self.where.get(patient)
+        if place is None:
+            return self.history_labels[self.history_rows[patient]]
+        return self.batches[place[0]]["labels"][place[1]]
 
     def batch_frame(self, number: int):
         import pandas as pd
@@ -546,7 +583,7 @@ class _Ledger:
         chosen = batch["chosen"]
         codes = np.array(self.codes, dtype=object)
         frame = pd.DataFrame({"patient_id": batch["ids"],
-                              "codes": [codes[row].tolist() for row in chosen],
+                              "codes": [list(flagged) for flagged in _code_lists(chosen, codes)],
                               "n_codes": chosen.sum(axis=1).astype(int),
                               "threshold": batch["thresholds"],
                               "version": batch["version"],
@@ -640,7 +677,7 @@ class _Ledger:
             labelled = batch["label_seq"] > 0
             frame = pd.DataFrame({
                 "patient_id": batch["ids"],
-                "codes_flagged": [";".join(codes[row].tolist()) for row in batch["chosen"]],
+                "codes_flagged": [";".join(flagged) for flagged in _code_lists(batch["chosen"], codes)],
                 "n_codes": batch["chosen"].sum(axis=1).astype(int),
                 "predicted_at": [batch["at"]] * n,
                 "predicted_by": [batch["user"]] * n,

@@ -1,6 +1,6 @@
 """The calibration state of a program under one settings version, kept up to date event by event.
 
-A program (SPEC "Programs: a standing FavMac in a store") is FavMac running for months: labelled
+A program (docs/method.md "Programs: a standing FavMac in a store") is FavMac running for months: labelled
 patients given at creation (the history), then batches of new patients to predict and, weeks
 later, their confirmed codes. :class:`ProgramState` is what the program knows at any moment,
 derived from its events only:
@@ -26,12 +26,16 @@ rolling window can see: a window holds the W latest patients by (arrival, stream
 :class:`_Part` keeps its members sorted by that key, so label batches may come in any order.
 
 Cost of the steps (b patients in a batch, K codes, n calibration points in a part, G groupings):
-a predict batch O(b K log K) for the candidate sets plus O(G (distinct groups) log n) thresholds;
-a label batch O(b K log K) plus O(b K G log n) QuantileTree inserts (and window deletes).
+a predict batch O(b K log K) for the candidate sets plus O(G (distinct groups) log n) thresholds
+(a part's threshold is kept until its points change); a label batch O(b K log K) plus, per part,
+one sorted run of its new points (:class:`~favmac.store.runs.SortedRuns`: O(b K log(b K)) numpy,
+merged log-structured, amortized O(b K log n)); with a window, also one run of the points it
+pushes out, and O(b log W) Python for the window's members.
 
 The threshold arithmetic is :class:`favmac.FavMac`'s (the same exact integers at the costs' decimal
 scale, :func:`~favmac.thresholds.expected_margin`, :func:`~favmac.thresholds.violation_rank`, the
-same :class:`~favmac.quantile_tree.QuantileTree` queries), part by part.
+strict search of T_c), part by part, on :class:`~favmac.store.runs.SortedRuns` instead of a
+:class:`~favmac.quantile_tree.QuantileTree` (the same exact answers; tests/store/test_runs.py).
 """
 from __future__ import annotations
 
@@ -44,16 +48,17 @@ from sortedcontainers import SortedList
 from ..adaptive import AdaptiveTarget
 from ..costs import exact_costs
 from ..protocols import is_set_cost
-from ..quantile_tree import QuantileTree
 from ..recalibration import fit_recalibration
 from ..runspec import RunSpec, SettingsError
 from ..thresholds import calibration_points, exact, expected_margin, rank_edge, violation_rank, violation_scores
 from ..universe import candidate_sets
 from .members import BatchMembers, labels_of
+from .runs import SortedRuns
 
-__all__ = ["Decisions", "ProgramState", "check_program_spec", "insert_points", "segment_columns"]
+__all__ = ["Decisions", "ProgramState", "check_program_spec", "segment_columns"]
 
 _POOLED = (-1, "")  # the part of a program without groupings
+JOIN_CHUNK = 32_768  # patients whose calibration points are computed at once
 
 
 def segment_columns(spec: RunSpec) -> list:
@@ -83,7 +88,13 @@ def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
     if spec.cost_kind == "cms_unsupported":
         raise SettingsError("cost_kind", "cms_unsupported cannot be used by a program yet: its C_max depends on the cells "
                             "of every patient the program will see. Choose fp or weighted_fp")
+    # recalibrate="auto" (RunSpec's default): the labelled data the program starts from decide, once
+    # (docs/method.md "Recalibration on a split", Default: a fold of R = 1,000 when the history holds >= 3,000
+    # patients). The program's own burn-in is the rest of the history, so the spec's is not in the rule.
+    spec = spec.replace(burn_in=0).with_default_fold(history_size).replace(burn_in=spec.burn_in)
     fold = spec.recalibrate or 0
+    if isinstance(fold, str):
+        raise SettingsError("recalibrate", f"must be a whole number of fold patients, \"auto\" or None; got {fold!r}")
     if fold > history_size:
         raise SettingsError("recalibrate", f"R = {fold} fold patients, but the program's history holds {history_size} "
                             "labelled patients; use R <= the history's size, or leave recalibrate unset")
@@ -91,20 +102,19 @@ def check_program_spec(spec: RunSpec, codes, history_size: int) -> RunSpec:
     return spec.validate(n_codes=len(codes))
 
 
-def insert_points(tree: QuantileTree, keys, numerators, denominator) -> None:
-    """Add many points to ``tree`` at once: ``keys`` and ``numerators`` (arrays of one shape; zero weights
-    are skipped) with the weights ``numerators / denominator``.
-
-    The one place a tree takes many points at once (a bulk constructor of the QuantileTree can replace
-    the body): the points go in sorted by key, so each insert lands next to the previous one.
-    O(m log m + m (log n + load)) for m points.
-    """
-    keys = np.asarray(keys).ravel()
-    numerators = np.asarray(numerators).ravel()
-    positive = numerators > 0
-    keys, numerators = keys[positive], numerators[positive]
-    order = np.argsort(keys, kind="stable")
-    tree.insert_many(keys[order].tolist(), numerators[order].tolist(), denominator)
+def _rows_by_part(groups, n: int):
+    """(part key, rows in order) of every part the n patients belong to: the pooled part's, or one per
+    group of each grouping (``groups``: per grouping, the (n,) labels)."""
+    if not groups:
+        yield _POOLED, np.arange(n)
+        return
+    for g, labels in enumerate(groups):
+        names, inverse = np.unique(np.asarray(labels), return_inverse=True)
+        inverse = inverse.ravel()
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+        for i, name in enumerate(names.tolist()):
+            yield (g, name), order[bounds[i] : bounds[i + 1]]
 
 
 @dataclass
@@ -137,15 +147,22 @@ class Decisions:
 
 @dataclass
 class _Part:
-    """The calibration of one group of one grouping (or the pooled stream): its tree and size, the
+    """The calibration of one group of one grouping (or the pooled stream): its points and size, the
     window's members by (arrival, stream position) with their points, and its adaptive target (an
-    integer at the rule's scale)."""
+    integer at the rule's scale).
 
-    tree: QuantileTree
+    The points: a :class:`~favmac.store.runs.SortedRuns` (batches of points as sorted numpy runs, exact
+    integer sums at the costs' scale; a window's pushed-out patients as runs of negative weights).
+    ``points`` holds a window member's points (keys, weights) until it is pushed out. ``cached`` is the
+    last threshold computed, with the (size, target) it was computed at; any change of the points
+    clears it."""
+
+    tree: SortedRuns
     current: int | None
     count: int = 0
     members: SortedList | None = None
     points: dict = field(default_factory=dict)
+    cached: tuple | None = None
 
     @property
     def size(self) -> int:
@@ -191,7 +208,8 @@ class ProgramState:
         self.maps = None
         self.parts: dict = {}
         self.batches: list[_Batch] = []
-        self.where: dict = {}  # patient id -> (batch number, row); the fold's patients -> (-1, row)
+        self.where: dict = {}  # predicted patient id -> (batch number, row)
+        self.history_ids: set = set()  # the history's patients (fold and burn-in)
         self.n_stream = 0  # stream positions given so far (after the fold)
         self.n_predicted = 0
         self.n_labelled = 0  # predicted patients whose labels arrived
@@ -200,27 +218,35 @@ class ProgramState:
     def _part(self, key) -> _Part:
         part = self.parts.get(key)
         if part is None:
-            part = _Part(QuantileTree(), None if self.rule is None else self.rule.start,
+            part = _Part(SortedRuns(), None if self.rule is None else self.rule.start,
                          members=SortedList() if self.spec.window is not None else None)
             self.parts[key] = part
         return part
 
     def _peek(self, key) -> _Part:
         """The part of ``key`` without creating it (an empty one for a group never seen)."""
-        return self.parts.get(key) or _Part(QuantileTree(), None if self.rule is None else self.rule.start)
+        return self.parts.get(key) or _Part(SortedRuns(), None if self.rule is None else self.rule.start)
 
     def target_of(self, part: _Part):
         """The target in force in a part (exact)."""
         return exact(self.target) if self.rule is None else self.rule.as_fraction(part.current)
 
     def threshold_of(self, part: _Part) -> float:
-        """The part's threshold now (SPEC "Thresholds"; -inf when the part is too small for the target)."""
+        """The part's threshold now (docs/method.md "Thresholds"; -inf when the part is too small for the target)."""
         n = part.size
+        if part.cached is not None and part.cached[0] == (n, part.current):
+            return part.cached[1]
+        value = self._threshold(part, n)
+        part.cached = ((n, part.current), value)
+        return value
+
+    def _threshold(self, part: _Part, n: int) -> float:
         if self.delta is None:
             margin = expected_margin(self.target_of(part), self.costs.c_max, n)
             if margin < 0:
                 return -math.inf
-            return part.tree.search_greater(margin)
+            scaled = margin * self.costs.scale  # F > M <=> F * scale > floor(M * scale): the weights are integers at the scale
+            return part.tree.search_greater(scaled.numerator // scaled.denominator)
         k = violation_rank(self.delta, n)
         edge = rank_edge(k, n)
         if not math.isnan(edge):
@@ -255,8 +281,6 @@ class ProgramState:
             segments = groups[0] if self.spec.recalibrate_by == "segment" else None
             self.maps = fit_recalibration(probs[:fold], labels[:fold], self.spec.recalibration, codes=self.codes,
                                           by=self.spec.recalibrate_by, groups=None if segments is None else segments[:fold])
-            for row, patient in enumerate(ids[:fold].tolist()):
-                self.where[patient] = (-1, row)
         rest = slice(fold, None)
         groups = [labels[rest] for labels in groups]
         kept = members.take(rest)
@@ -265,8 +289,7 @@ class ProgramState:
         n = len(mapped)
         batch_state = _Batch(ids[rest], mapped, kept, groups, self.n_stream + np.arange(n), None, np.ones(n, dtype=bool))
         self.batches.append(batch_state)
-        for row, patient in enumerate(batch_state.ids.tolist()):
-            self.where[patient] = (number, row)
+        self.history_ids.update(ids.tolist())  # the fold's and the burn-in's: known, never predicted
         self.n_stream += n
         self._join(mapped, labels[rest], kept, groups, batch_state.positions, arrival=-1, chosen=None)
 
@@ -338,55 +361,75 @@ class ProgramState:
         self.n_labelled += len(positions)
 
     def _join(self, probs, labels, members: BatchMembers, groups, positions, *, arrival: int, chosen) -> None:
-        """Patients whose labels arrived (in stream order) join the calibration of their parts."""
-        if not len(probs):
-            return
-        cands, cost = self._build(probs, members)
-        realized = self.costs.realized(cands, labels, cost)
-        if self.delta is None:
-            keys, increments = calibration_points(cands, realized, self.spec.score)
-            scale = self.costs.scale
-        else:
-            keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
-            increments, scale = np.ones(keys.shape, dtype=np.int64), 1
-        paid = None if chosen is None or self.rule is None else realized[np.arange(len(probs)), chosen]
-        keys_of = [[(g, label) for label in labels_g.tolist()] for g, labels_g in enumerate(groups)] or \
-            [[_POOLED] * len(probs)]
-        if self.spec.window is None:  # no window: each part's points go in at once, sorted (build_points)
-            for part_keys in keys_of:
-                rows_of = {}
-                for row, key in enumerate(part_keys):
-                    rows_of.setdefault(key, []).append(row)
-                for key, rows in rows_of.items():
-                    part = self._part(key)
-                    part.count += len(rows)
-                    insert_points(part.tree, keys[rows], increments[rows], scale)
-                    if paid is not None:
-                        for row in rows:
-                            part.current = self.rule.step(part.current, int(paid[row]))
-            return
-        for row in range(len(probs)):
-            positive = increments[row] > 0
-            points = (keys[row][positive].tolist(), increments[row][positive].tolist(), scale)
-            for part_keys in keys_of:
-                self._enter(self._part(part_keys[row]), (arrival, int(positions[row])), points,
-                            None if paid is None else int(paid[row]))
+        """Patients whose labels arrived (in stream order) join the calibration of their parts.
 
-    def _enter(self, part: _Part, order_key, points, paid) -> None:
-        part.count += 1
-        part.tree.insert_many(*points)
-        if part.members is not None:
-            part.members.add(order_key)
-            part.points[order_key] = points
-            if len(part.members) > self.spec.window:
-                oldest = part.members.pop(0)
-                part.tree.delete_many(*part.points.pop(oldest))
-        if paid is not None:
-            part.current = self.rule.step(part.current, paid)
+        Their points are computed :data:`JOIN_CHUNK` patients at a time (the temporaries are several
+        (chunk, K) arrays, as in a replay), then each part takes all of its new points as one run (a
+        window slides chunk by chunk: the same W latest in the end)."""
+        n = len(probs)
+        if not n:
+            return
+        window = self.spec.window
+        pending: dict = {}  # part -> [(keys, weights)] of its positive points, chunk by chunk
+        for start in range(0, n, JOIN_CHUNK):
+            rows = slice(start, min(n, start + JOIN_CHUNK))
+            cands, cost = self._build(probs[rows], members.take(rows))
+            realized = self.costs.realized(cands, labels[rows], cost)
+            if self.delta is None:
+                keys, increments = calibration_points(cands, realized, self.spec.score)  # integers at the costs' scale
+            else:
+                keys = violation_scores(cands, realized, self.costs.bound(self.target), self.spec.score)[:, None]
+                increments = np.ones(keys.shape, dtype=np.int64)  # counts
+            paid = None if chosen is None or self.rule is None else \
+                realized[np.arange(len(keys)), chosen[rows]]
+            del realized, cands
+            for key, part_rows in _rows_by_part([labels_g[rows] for labels_g in groups], len(keys)):
+                part = self._part(key)
+                part.count += len(part_rows)
+                part.cached = None
+                if window is None:
+                    whole = len(part_rows) == len(keys)  # the pooled part (or one group): no gather
+                    part_keys, part_weights = (keys, increments) if whole else (keys[part_rows], increments[part_rows])
+                    positive = part_weights > 0
+                    pending.setdefault(key, []).append((part_keys[positive], part_weights[positive]))
+                else:
+                    self._slide(part, part_rows, keys, increments, positions[rows], arrival)
+                if paid is not None:  # in stream order within the part
+                    for value in paid[part_rows].tolist():
+                        part.current = self.rule.step(part.current, int(value))
+        for key, pieces in pending.items():  # each part's points go in at once, as one sorted run
+            weights = [w for _, w in pieces]
+            self.parts[key].tree.add(np.concatenate([k for k, _ in pieces]),
+                                     np.concatenate(weights) if len(weights) > 1 else weights[0])
+
+    def _slide(self, part: _Part, rows, keys, increments, positions, arrival: int) -> None:
+        """A window's part takes the patients ``rows`` (in stream order): it keeps the W latest by (arrival,
+        stream position). Added one by one, each past W would push the oldest out; the end is the same
+        as keeping the W largest keys of old and new members at once (a patient pushed out was the
+        smallest then and stays below every later survivor), so the new survivors' points are added in
+        one run and the pushed-out old members' points removed in one run."""
+        new = [(arrival, int(positions[row])) for row in rows.tolist()]
+        members = part.members
+        members.update(new)
+        out = set()
+        while len(members) > self.spec.window:
+            out.add(members.pop(0))
+        kept = [i for i, order_key in enumerate(new) if order_key not in out]
+        if kept:
+            chosen = rows[kept]
+            point_keys, point_weights = keys[chosen], increments[chosen]
+            positive = point_weights > 0
+            part.tree.add(point_keys[positive], point_weights[positive])
+            for i, row in zip(kept, chosen.tolist()):
+                mask = increments[row] > 0
+                part.points[new[i]] = (keys[row][mask], increments[row][mask])
+        gone = [part.points.pop(order_key) for order_key in out if order_key in part.points]
+        if gone:
+            part.tree.remove(np.concatenate([k for k, _ in gone]), np.concatenate([w for _, w in gone]))
 
     # ------------------------------------------------------------------ reading
     def is_known(self, patient) -> bool:
-        return patient in self.where
+        return patient in self.where or patient in self.history_ids
 
     def is_predicted(self, patient) -> bool:
         place = self.where.get(patient)

@@ -23,7 +23,7 @@ from . import schema
 from .database import connect, writing
 from .members import batch_members
 from .payload import pack
-from .program import Program, batch_ids, batch_labels, batch_probs, members_arrays
+from .program import Program, batch_ids, batch_labels, batch_probs, insert_ids, members_arrays
 from .state import ProgramState, check_program_spec
 
 __all__ = ["Store", "open_store"]
@@ -165,8 +165,7 @@ class Store:
                                                                   settings=settings, created_at=now, user_id=user.user_id))
                 connection.execute(insert(schema.events).values(seq=2, kind="history", batch=label, n_patients=len(ids),
                                                                 payload=payload, **common))
-                connection.execute(insert(schema.patients), [{"program_id": program_id, "patient_id": p, "seq": 2}
-                                                             for p in ids.tolist()])
+                insert_ids(connection, schema.patients, program_id, ids, 2)
         except IntegrityError:
             raise ValueError(f"name: the store already holds a program named {name!r}; choose another name") from None
         return self.program(name)

@@ -26,7 +26,17 @@ Streamlit (module imports only go down this list; ``tests/ui/test_ui_imports.py`
 * ``session``   — ``Session``: the typed view of ``st.session_state``, one attribute per documented
   key, and the values derived from them (``spec()``, ``c_max()``, ``online_key()``).
 * ``parsing``   — file parsing, cached on the file bytes.
+* ``auth``      — ``current_identity()``: the acting user of this session (local mode: ``favmac.access.LOCAL_USER``).
+* ``store``     — the server's one store (``st.cache_resource``; ``$FAVMAC_STORE``), acting as the session's user, and
+  the message naming the URL when it cannot be reached.
+* ``workspace`` — what the session runs on (data files, weights, settings), saved in the user's store workspace by
+  every action that changes it.
 * ``actions``   — what the user's actions do to the session: sample, uploads, weights, settings, restore.
+* ``workspace_restore`` — binds each page run to the user's workspace; a fresh session (reload, deep link) restores it.
+* ``workspace_uploads`` — a file chosen but never handed to a widget (the page changed mid-upload): the pages wait
+  for it or say so and stop (a labelled workaround around Streamlit's uploaded-file manager).
+* ``programs``  — the Programs page's logic: create from the session, predict / label uploads, settings versions,
+  the timeline figure, status tiles, the audit trail's filter and files.
 * ``jobs``      — the long computations: runs as plain functions of (dataset, RunSpec) (the online
   replay, the trade-off comparison, the validity check, the export build), ``Job`` (a background
   thread with its progress) and the session's memoised runs (``online``, ``tradeoffs``, ``exports``, ``validity``).

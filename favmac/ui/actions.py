@@ -5,7 +5,8 @@ Each action takes the :class:`favmac.ui.session.Session`, parses what it was giv
 (:mod:`favmac.ui.parsing`), checks it, and either stores it or leaves the session as it was and
 records why under its message area. Actions draw nothing: a page that acts after its sidebar is
 drawn redraws the summary itself (``widgets.refresh_sidebar_summary``). They return True when
-the session changed.
+the session changed. Each change is also saved in the user's workspace in the store
+(:func:`favmac.ui.workspace.record`; a no-op without a store), so a reload restores it.
 
 The path of an upload: the Data page's uploader callback -> :func:`apply_calibration_upload` ->
 ``parsing.parse_calibration`` -> :func:`set_dataset` (weights, new patients and settings adapted
@@ -18,7 +19,7 @@ from favmac import io as fio
 from favmac.functions import FormulaError
 from favmac.runspec import SettingsError
 from favmac.segments import check_groupings
-from favmac.ui import parsing, payment_view, playback, samples, settings_form, weights_view
+from favmac.ui import parsing, payment_view, playback, samples, settings_form, weights_view, workspace
 from favmac.ui.session import Session
 
 __all__ = ["apply_calibration_upload", "apply_cms_weights", "apply_edited_weights", "apply_new_patients_upload",
@@ -36,7 +37,7 @@ def init_state(ss: Session) -> None:
     ss.fill_defaults()
     if "dataset" not in ss.store:
         try:
-            load_sample(ss, samples.DEFAULT_SAMPLE)
+            load_sample(ss, samples.DEFAULT_SAMPLE, save=False)  # not the user's choice: nothing to save
         except (fio.DataError, OSError) as err:
             ss.set_message("calibration", "error", f"Could not load the bundled sample: {err}")
 
@@ -51,8 +52,9 @@ def clear_stale(ss: Session, *areas: str) -> None:
 # --------------------------------------------------------------------------- data
 
 
-def load_sample(ss: Session, sample: str) -> None:
-    """Load a bundled sample (calibration stream, new patients and weights)."""
+def load_sample(ss: Session, sample: str, *, save: bool = True) -> None:
+    """Load a bundled sample (calibration stream, new patients and weights); ``save``: record it in the
+    workspace (not when the workspace itself is being restored)."""
     sample_files = samples.SAMPLES[sample]
     folder = samples.sample_dir()
     calibration = (folder / sample_files.calibration).read_bytes()
@@ -73,6 +75,8 @@ def load_sample(ss: Session, sample: str) -> None:
         weights_source=f"sample file {sample_files.weights}" if weights is not None else None,
     )
     ss.set_message("calibration", "success", f"Loaded the bundled sample: {sample_files.label}.")
+    if save:
+        workspace.record(ss, sample=sample)
 
 
 def set_dataset(ss: Session, dataset, key: str, *, new_patients=None, new_patients_name=None, weights=None,
@@ -166,6 +170,7 @@ def apply_calibration_upload(ss: Session, probs_file, labels_file=None) -> bool:
     and ``.getvalue()``). A DataError leaves the loaded data untouched and is shown as
     the "calibration" message. Returns True when the data was replaced.
     """
+    workspace.reading(ss, "calibration", probs_file, *([] if labels_file is None else [labels_file]))
     probs = probs_file.getvalue()
     labels = None if labels_file is None else labels_file.getvalue()
     try:
@@ -175,22 +180,30 @@ def apply_calibration_upload(ss: Session, probs_file, labels_file=None) -> bool:
     except fio.DataError as err:
         kept = f" The data already loaded ({ss.dataset.name}) is unchanged." if ss.has_dataset else ""
         ss.set_message("calibration", "error", f"{err}{kept}")
+        workspace.handled(ss, probs_file, labels_file)
         return False
     set_dataset(ss, dataset, f"upload:{samples.content_key(probs, labels)}")
     ss.set_message("calibration", "success", f"Loaded {dataset.name}: {_count(dataset.n_patients, 'patient')} × "
                    f"{_count(dataset.n_codes, 'code')}.")
+    workspace.record(ss, calibration=(probs, probs_file.name),
+                     labels=None if labels_file is None else (labels, labels_file.name))
+    workspace.handled(ss, probs_file, labels_file)
     return True
 
 
 def apply_new_patients_upload(ss: Session, file) -> bool:
+    workspace.reading(ss, "new_patients", file)
     try:
         frame = parsing.parse_new_patients(file.getvalue(), file.name, tuple(ss.dataset.codes),
                                            tuple(ss.dataset.segment_columns()))
     except fio.DataError as err:
         ss.set_message("new_patients", "error", str(err))
+        workspace.handled(ss, file)
         return False
     ss.new_patients, ss.new_patients_name = frame, file.name
     ss.set_message("new_patients", "success", f"Loaded {_count(len(frame), 'new patient')} from {file.name}.")
+    workspace.record(ss, new_patients=(file.getvalue(), file.name))
+    workspace.handled(ss, file)
     return True
 
 
@@ -207,13 +220,17 @@ def _apply_weights(ss: Session, load, source: str, success: str) -> bool:
     _set_weights(ss, weights, source)
     clear_stale(ss, "settings")  # "Target set to ..." was about the weights being replaced
     ss.set_message("weights", "success", success.format(codes=_count(len(weights), "code")))
+    workspace.record(ss)
     return True
 
 
 def apply_weights_upload(ss: Session, file) -> bool:
+    workspace.reading(ss, "weights", file)
     codes = tuple(ss.dataset.codes)
-    return _apply_weights(ss, lambda: parsing.parse_weights(file.getvalue(), file.name, codes), f"upload {file.name}",
+    done = _apply_weights(ss, lambda: parsing.parse_weights(file.getvalue(), file.name, codes), f"upload {file.name}",
                           f"Loaded weights for {{codes}} from {file.name}.")
+    workspace.handled(ss, file)  # not reached when a page change cuts the reading short
+    return done
 
 
 def apply_cms_weights(ss: Session, model: str, segment: str) -> bool:
@@ -238,6 +255,7 @@ def apply_edited_weights(ss: Session, edited) -> bool:
     ss.tradeoffs = None
     ss.clear_message("weights")
     clear_stale(ss, "settings")
+    workspace.record(ss)
     return True
 
 
@@ -255,6 +273,7 @@ def apply_settings(ss: Session, new_settings: dict) -> bool:
         return False
     ss.settings = cleaned
     ss.set_message("settings", "success", "Settings saved.")
+    workspace.record(ss)
     return True
 
 
@@ -275,4 +294,5 @@ def apply_settings_json(ss: Session, raw: bytes, file_name: str) -> bool:
     reset_playback(ss)
     clear_stale(ss, "settings")  # an adapted-to-the-data note is replaced by the restored settings
     ss.set_message("settings_json", "success", " ".join([f"Restored the settings from {file_name}.", *notes]))
+    workspace.record(ss)
     return True

@@ -34,13 +34,15 @@ from pathlib import Path
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, jobs, server, tradeoffs, widgets
+from favmac.ui import actions, auth, jobs, server, tradeoffs, widgets, workspace_restore, workspace_uploads
 from favmac.ui.session import Session, current
+from favmac.ui.text import md
 
 __all__ = ["MENU_NOTE", "REST_DELAY", "WARM_UP_ENV", "fill_kernel_cache", "page_setup", "prepare_first_page",
            "start_preparing_first_page", "studio_lifespan", "warm_up", "warm_up_process"]
@@ -77,15 +79,41 @@ def page_setup(title: str) -> Session:
     if not first_run:
         ss.store.pop(Session.rest_pending.key, None)  # left over when the user acted before the timer fired
     st.set_page_config(page_title=f"{title} · FavMac Studio", page_icon=":material/fact_check:", layout="wide")
+    identity = auth.gate()  # sign-in mode: stops here (sign-in button only) until a user with a team signs in
+    if ss.owner is not None and ss.owner != identity.user_id:  # signed out, and another user signed in here
+        for key in list(ss.store.keys()):
+            del ss.store[key]  # nothing of the previous user's data, settings or downloads stays in this session
+        ss.page_runs = 1
+    ss.owner = identity.user_id
+    workspace_restore.attach(ss)  # the signed-in user's workspace in the store: a fresh session restores it
     actions.init_state(ss)
+    _show_dataset_line(ss)
     if first_run:
         with st.sidebar:
             _rerun_soon()
     else:
         widgets.show_menu()
+        auth.show_user(identity)
         widgets.show_sidebar_summary()
     _start_warm_up()
+    workspace_uploads.check(ss)  # a file chosen but never read (the page changed): wait for it or say so, and stop
     return ss
+
+
+def _show_dataset_line(ss: Session) -> None:
+    """Every page says which dataset it runs on (and when the workspace or the store needs attention)."""
+    if ss.has_dataset:
+        ds = ss.dataset
+        st.markdown(f":gray[:material/dataset: Data: **{md(ds.name)}** · {ds.n_patients:,} patients × "
+                    f"{ds.n_codes} codes]")
+    for area in ("store", "workspace", "upload_late"):
+        widgets.show_message(area)
+    page = getattr(get_script_run_ctx(), "page_script_hash", None)
+    if ss.upload_late_page is None:
+        ss.upload_late_page = page
+    elif ss.upload_late_page != page:  # said on the page the file was read for, until the user moves on
+        ss.clear_message("upload_late")
+        ss.upload_late_page = None
 
 
 @st.fragment(run_every=REST_DELAY)

@@ -12,6 +12,7 @@ import streamlit as st
 from favmac.adaptive import adaptive_series, delay_advice, result_lag
 from favmac.provenance import provenance, provenance_json
 from favmac.runspec import MAX_ADAPTIVE_RATE
+from favmac.scores import result_score
 from favmac.segments import running_by_segment, segment_table
 from favmac.ui.figures import OKABE_ITO, PALETTE, layout
 from favmac.ui.formats import INPUT_FORMAT, fixed
@@ -96,7 +97,7 @@ def segment_display(result, settings: dict, grouping=None) -> pd.DataFrame:
 
 def segment_units(result, settings: dict) -> tuple[dict, str]:
     """(settings with the unit keys filled, score) for the per-segment tables' wording."""
-    score = result.settings.get("score") or settings.get("score") or "price"
+    score = result.settings.get("score") or settings.get("score") or result_score(result)  # the one default, last
     return {"cost_kind": "fp", "value_kind": "tp", **settings}, score
 
 

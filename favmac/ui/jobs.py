@@ -177,11 +177,13 @@ def replay_online(dataset, spec, progress=None):
 
 
 def compare_tradeoffs(dataset, spec, targets, methods, progress=None, recalibrate: int | None = None) -> dict:
-    """The Trade-offs comparison of ``methods`` over ``targets`` (``tradeoffs.run_tradeoffs``; with
-    ``recalibrate`` R, plus FavMac (price) recalibrated on the first R patients)."""
+    """The Trade-offs comparison of ``methods`` over ``targets`` under the session's segments, label arrivals,
+    window and fold (``tradeoffs.run_tradeoffs``; with ``recalibrate`` R and no session fold, plus FavMac (price)
+    recalibrated on the first R patients)."""
     return tradeoff_runs.run_tradeoffs(dataset.prob_array(), dataset.label_array(), dataset.codes, dataset.patient_ids, spec,
                                        list(targets), list(methods), progress=progress, recalibrate=recalibrate,
-                                       members=dataset.members)
+                                       members=dataset.members, groups=segment_groups(dataset, spec),
+                                       label_available_at=dataset.label_available_at if spec.label_available_column else None)
 
 
 def check_validity(dataset, spec, n_orderings: int, seed: int, progress=None):

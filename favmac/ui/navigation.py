@@ -35,6 +35,8 @@ PAGES = (
               "Download the chosen sets and the settings; restore settings from a file."),
     PageEntry("pages/7_Validity.py", "Validity", ":material/verified:", "Validity",
               "Check that the promise held on your data: many random orderings, a test and a plain verdict."),
+    PageEntry("pages/8_Programs.py", "Programs", ":material/event_repeat:", "Programs",
+              "Run FavMac for months: predict each month's patients, record the chart reviews, keep every decision on record."),
 )
 # One-line explanations of the words a newcomer meets first (tooltips and the Home page).
 EXPLAIN = {

@@ -26,7 +26,7 @@ def parse_calibration(probs: bytes, probs_name: str, labels: bytes | None = None
     """Dataset from uploaded bytes (one wide file, or probabilities + labels)."""
     labels_source = None if labels is None else NamedBytes(labels, labels_name or "labels.csv")
     name = probs_name if labels is None else f"{probs_name} + {labels_name}"
-    # a label_available_at column in the (wide or probabilities) file: the label arrivals (SPEC "Labels that arrive later")
+    # a label_available_at column in the (wide or probabilities) file: the label arrivals (docs/method.md "Labels that arrive later")
     arrivals = ARRIVAL_COLUMN if ARRIVAL_COLUMN in fio.column_names(NamedBytes(probs, probs_name)) else None
     return fio.load_calibration(NamedBytes(probs, probs_name), labels_source, name=name, keep_columns=True,
                                 label_available_column=arrivals)

@@ -1,7 +1,7 @@
 """The CMS-HCC payment value in the app: is the data payable, its inputs, the member context
 read from the files, and one patient's per-code marginal payment.
 
-Pages add a few call lines; the math is :class:`favmac.payment.CmsHccValue` (SPEC "CMS-HCC
+Pages add a few call lines; the math is :class:`favmac.payment.CmsHccValue` (docs/method.md "CMS-HCC
 payment value"). Every piece of user text goes through :mod:`favmac.ui.text`.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, CMS_PAYMENT_YEARS, hcc_number
+from favmac.payment_tables import CELL_NAMES, CMS_PAYMENT_MODELS, hcc_number
 from favmac.io import CMS_SEGMENTS
-from favmac.runspec import SettingsError
+from favmac.runspec import RunSpec, SettingsError
 from favmac.tradeoffs import ADDITIVE_LABEL
 from favmac.ui.units import per_100_charts
 
@@ -23,8 +23,7 @@ __all__ = ["CELL_LABELS", "PAYMENT_KEYS", "PAYMENT_DEFAULTS", "payment_model_of"
 
 #: The settings keys of the payment value (RunSpec fields of the same names).
 PAYMENT_KEYS = ("cms_model", "cms_year", "cms_segment", "normalization", "coding_intensity", "base_rate")
-PAYMENT_DEFAULTS = {"cms_model": "V28", "cms_year": max(CMS_PAYMENT_YEARS), "cms_segment": "CNA",
-                    "normalization": 1.0, "coding_intensity": 0.0, "base_rate": None}
+PAYMENT_DEFAULTS = {key: getattr(RunSpec(), key) for key in PAYMENT_KEYS}  # RunSpec's defaults, decided once there
 
 
 #: Each payment cell in words (favmac.io's segment names, plus the disabled institutional cell).

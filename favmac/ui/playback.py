@@ -148,8 +148,10 @@ def running_series(result, target_index: int = 0) -> pd.DataFrame:
 
     Columns: step, position, patient_id, threshold, cost, value, violation (the result's exact
     ``violations`` flag, so the page agrees with the metrics at exact ties), mean_cost,
-    mean_value, violation_rate (running over steps 0..s), and segment (the patient's segment,
-    whose threshold it got) when the replay is per segment.
+    mean_value, violation_rate (running over steps 0..s), and segment (the patient's segment in the
+    first grouping) with segment_threshold (that segment's own threshold) when the replay is per segment:
+    with several groupings ``threshold`` is the smallest of the patient's groups' (the one that binds), which
+    may be another grouping's.
     """
     cost = np.asarray(result.cost[target_index], dtype=float)
     value = np.asarray(result.value[target_index], dtype=float)
@@ -157,7 +159,11 @@ def running_series(result, target_index: int = 0) -> pd.DataFrame:
     seen = np.arange(1, n_steps + 1)
     violation = np.asarray(result.violations[target_index], dtype=bool)
     ids = result.patient_ids if result.patient_ids is not None else np.arange(result.burn_in, result.burn_in + n_steps)
-    segment = {} if result.groups is None else {"segment": np.asarray(result.groups, dtype=object).astype(str)}
+    segment = {}
+    if result.groups is not None:
+        own = result.groupings[0].thresholds[target_index] if result.groupings else result.thresholds[target_index]
+        segment = {"segment": np.asarray(result.groups, dtype=object).astype(str),
+                   "segment_threshold": np.asarray(own, dtype=float)}
     return pd.DataFrame(
         {
             "step": np.arange(n_steps),
@@ -185,12 +191,14 @@ def downsample_index(n: int, max_points: int = 2000) -> np.ndarray:
 def session_metrics(series: pd.DataFrame, position: int) -> dict:
     """Numbers for the metric tiles after ``position`` patients have been predicted."""
     if position <= 0:
-        return {"segment": None, "seen": 0, "threshold": float("nan"), "mean_cost": float("nan"), "mean_value": float("nan"), "violation_rate": float("nan")}
+        return {"segment": None, "seen": 0, "threshold": float("nan"), "segment_threshold": float("nan"), "mean_cost": float("nan"),
+                "mean_value": float("nan"), "violation_rate": float("nan")}
     row = series.iloc[position - 1]
     return {
         "segment": row.get("segment"),
         "seen": int(position),
-        "threshold": float(row["threshold"]),
+        "threshold": float(row["threshold"]),  # the one the patient's set used (the smallest over groupings)
+        "segment_threshold": float(row.get("segment_threshold", row["threshold"])),  # its segment's own
         "mean_cost": float(row["mean_cost"]),
         "mean_value": float(row["mean_value"]),
         "violation_rate": float(row["violation_rate"]),

@@ -13,16 +13,17 @@ import pandas as pd
 import streamlit as st
 
 from favmac.recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, MIN_FOLD, MIN_SEGMENT_CLASS,
-                                  RECALIBRATIONS, calibration_error, default_recalibrate, fit_recalibration, recalibration_report)
+                                  RECALIBRATIONS, calibration_error, default_recalibrate, recalibration_report)
 from favmac.recalibration_evidence import HALVES, evidence_summary, recalibration_evidence
 from favmac.ui import data_views, figures, widgets
+from favmac.ui.parsing import CACHE_TTL_SECONDS
 from favmac.ui.settings_form import run_key
 from favmac.ui.text import md
 from favmac.ui.units import cost_unit, value_phrase
 
 __all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fields", "suggested_split", "default_note",
            "calibration_display", "looks_miscalibrated", "before_after_bins", "show_calibration_check", "evidence_fold",
-           "evidence_advice", "evidence_display", "show_heldout_check", "stream_intro", "tradeoff_option", "tradeoff_caption", "fold_note", "fold_maps"]
+           "evidence_advice", "evidence_display", "show_heldout_check", "stream_intro", "tradeoff_option", "tradeoff_caption", "fold_note"]
 
 METHOD_LABELS = {"platt_tested": "Smooth curve only where the fold shows a code is off (tested Platt, the default)",
                  "platt_family": "The same, each code read beside its hierarchy family (CMS-HCC codes; tested Platt with family)",
@@ -210,7 +211,7 @@ def evidence_display(table: pd.DataFrame, settings: dict) -> pd.DataFrame:
     })
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@st.cache_data(max_entries=8, max_size="16MB", show_spinner=False, ttl=CACHE_TTL_SECONDS)  # small tables
 def _evidence(key: str, fold: int, method: str, _dataset, _spec) -> pd.DataFrame:
     value, cost = _spec.build(_dataset.codes, getattr(_dataset, "members", None))
     return recalibration_evidence(_dataset.prob_array(), _dataset.label_array(), value, cost, _spec.target, fold=fold,
@@ -354,13 +355,3 @@ def fold_note(settings: dict, page: str) -> str | None:
     return (f"Recalibrated run: every set here, the new patients' included, is chosen on probabilities corrected with the per-code "
             f"maps ({method}) fitted on the first {size:,} patients, who get no set. The maps are stored in the settings "
             "JSON and the provenance record, so the same correction is applied to new patients later.")
-
-
-def fold_maps(dataset, settings: dict):
-    """The per-code maps of the settings' fold (``fit_recalibration`` on the first R patients, as the replay
-    fits them), or None without recalibration: stored in the settings JSON and the provenance record."""
-    size = settings.get("recalibrate")
-    if not size:
-        return None
-    return fit_recalibration(dataset.prob_array()[:size], dataset.label_array()[:size],
-                             settings.get("recalibration") or DEFAULT_RECALIBRATION, codes=dataset.codes)

@@ -83,6 +83,21 @@ class Session:
     target_base_rate = _Key("_target_base_rate", "float or None — the base rate whose units Value & cost's target input holds "
                                                  "under the unsupported-payment cost (None: RAF); when the base-rate input "
                                                  "changes, the target keeps its percentage of C_max (dollars = RAF x base rate).")
+    workspace = _Key("workspace", "favmac.store.workspace.Workspace | None — the acting user's workspace in the store, set by "
+                                  "bootstrap.page_setup every run (None: no store); favmac.ui.workspace saves the session there.")
+    owner = _Key("owner", "str | None — the user id whose data this session holds (bootstrap.page_setup): when another "
+                          "user signs in in the same browser session, everything of the previous user is dropped first.")
+    workspace_doc = _Key("workspace_doc", "dict | None — the workspace document last saved or restored (favmac.ui.workspace).")
+    uploads_read = _Key("uploads_read", "set[str] — ids of the uploaded files this session read (an action, or an uploader read on "
+                                        "request holding it); favmac.ui.workspace_uploads says what became of the others.")
+    uploads_reading = _Key("uploads_reading", "dict[str, (kind, [file ids])] — uploaded files an action started reading and "
+                                              "has not finished (a page change cut it short): favmac.ui.workspace_uploads "
+                                              "finishes them.")
+    upload_late_page = _Key("upload_late_page", "str | None — the page (script hash) that showed the \"upload_late\" message "
+                                                "first; it is dropped when another page runs (favmac.ui.bootstrap).")
+    program_sets = _Key("program_sets", "dict | None — the sets of the Programs page's last predict batch: program, batch (file "
+                                        "name), csv (bytes, neutralized), n, flagged, version.")
+    program_name = _Key("program_name", "str | None — the program the Programs page has open (favmac.ui.programs).")
     summary_slot = _Key("_sidebar_summary_slot", "this run's sidebar-summary placeholder (favmac.ui.widgets).")
     page_runs = _Key("_page_runs", "int — page runs so far in this session (counted by bootstrap.page_setup).")
     rest_pending = _Key("_rest_pending", "bool — a first run left the sidebar, charts and tables to a rerun that its timer is about to start "

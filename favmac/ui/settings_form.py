@@ -34,9 +34,10 @@ import math
 
 import numpy as np
 
+from favmac.data_change import adapt_stream, default_burn_in
 from favmac.functions import FormulaValue
-from favmac.recalibration import DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, default_recalibrate
-from favmac.runspec import (DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
+from favmac.recalibration import DEFAULT_RECALIBRATION, default_recalibrate
+from favmac.runspec import (DEFAULT_DELTA, DEFAULT_RECALIBRATE_BY, CONTROLS, COST_KINDS, VALUE_KINDS, RunSpec, SettingsError, check_against_data,
                             read_settings_json, target_from_percent)
 from favmac.ui.navigation import EXPLAIN
 from favmac.ui.payment_view import PAYMENT_DEFAULTS, PAYMENT_KEYS
@@ -44,18 +45,18 @@ from favmac.ui.samples import content_key
 from favmac.target_grid import default_grid, restore_grid, validate_grid
 from favmac.ui.units import UNIVERSE_PLAIN, cost_unit, value_unit
 from favmac.scores import default_score
-from favmac.universe import MAX_FULL_CODES, UNIVERSES
+from favmac.universe import DEFAULT_UNIVERSE, MAX_FULL_CODES, UNIVERSES
 
 __all__ = [
     "CONTROLS", "COST_KINDS", "EXPLAIN", "VALUE_KINDS", "UNIVERSE_LABELS", "SCORE_LABELS", "SCORE_HELP", "PAPER_FORMULA", "DEFAULT_TARGET_PCT",
     "FORMULA_EXAMPLE", "SPEC_KEYS", "SettingsError", "default_score_of", "score_for", "fold_for", "from_spec", "adapt_settings", "cost_unit", "default_burn_in", "default_settings", "default_target", "formula_preview",
-    "is_integer_valued", "run_key", "settings_from_json", "settings_summary", "settings_to_json",
+    "is_integer_valued", "run_key", "run_maps", "settings_from_json", "settings_summary", "settings_to_json",
     "target_percent", "to_spec", "universe_options", "validate_settings", "value_unit",
 ]
 
 #: The universes in plain words (their math is ``units.universe_math()``).
 UNIVERSE_LABELS = UNIVERSE_PLAIN
-#: The score choice in words a coding auditor reads (SPEC "The score a threshold is on").
+#: The score choice in words a coding auditor reads (docs/method.md "The score a threshold is on").
 SCORE_LABELS = {
     "price": "Price: spend the false-flag budget where each flag is most likely to pay off, across all patients",
     "cost": "Cost: give every patient the same false-flag budget (the paper's rule)",
@@ -83,7 +84,7 @@ def to_spec(settings: dict, weights) -> RunSpec:
         weights=None if weights is None else tuple(np.asarray(weights, dtype=float)),
         control=settings.get("control"),
         targets=(settings.get("target"),),
-        delta=settings.get("delta", 0.1),
+        delta=settings.get("delta", DEFAULT_DELTA),
         universe=settings.get("universe"),
         burn_in=settings.get("burn_in"),
         window=None if window in (None, "", 0) else window,
@@ -173,11 +174,6 @@ def default_target(cmax: float, integer_cost: bool, pct: float = DEFAULT_TARGET_
     return target_from_percent(min(pct, 100.0), cmax, decimals=2, integer_cost=integer_cost)
 
 
-def default_burn_in(n_patients: int) -> int:
-    """A third of the stream, at most the paper's 1000 patients."""
-    return int(min(1000, max(1, n_patients // 3)))
-
-
 def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None = None) -> dict:
     """Settings a new session starts with: risk-weighted TP value, FP-count cost, DEFAULT_TARGET_PCT % target."""
     settings = {
@@ -186,8 +182,8 @@ def default_settings(n_patients: int, n_codes: int, weights: np.ndarray | None =
         "cost_kind": "fp",
         "control": "expected",
         "target": 1.0,
-        "delta": 0.1,
-        "universe": "ratio",
+        "delta": DEFAULT_DELTA,
+        "universe": DEFAULT_UNIVERSE,
         "score": None,  # below: the default of the control and universe
         "burn_in": default_burn_in(n_patients),
         "window": None,
@@ -226,29 +222,22 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
                    old_n_patients: int | None = None) -> tuple[dict, list[str]]:
     """Fit settings to newly loaded data; returns the new settings and notes for the user.
 
-    When C_max changes (``old_cmax`` given) the target keeps its percentage of C_max. When the
-    stream's length changes (``old_n_patients`` given) or the burn-in no longer leaves a patient
-    to predict, the burn-in is re-derived with :func:`default_burn_in` (a burn-in of 1,000 made
-    for 3,000 patients would leave only 200 of a 1,200-patient upload to predict). The
-    recalibration fold follows the data while it is at the old data's default
-    (:func:`favmac.recalibration.default_recalibrate`: on from 3,000 labelled patients, off
-    below), and is re-derived the same way when a fold the user chose no longer fits; a fold the
-    user turned off stays off.
+    When C_max changes (``old_cmax`` given) the target keeps its percentage of C_max. The burn-in,
+    recalibration fold, window and label delay follow the new stream together
+    (:func:`favmac.data_change.adapt_stream`, the library's one rule; ``old_n_patients``: the old length).
     """
     s = dict(settings)
     notes = []
     if s["universe"] == "full" and n_codes > MAX_FULL_CODES:
-        s["universe"], s["score"] = "ratio", default_score_of({**s, "universe": "ratio"}, weights)
+        s["universe"], s["score"] = DEFAULT_UNIVERSE, default_score_of({**s, "universe": DEFAULT_UNIVERSE}, weights)
         notes.append(f"Universe set to 'ratio': 'full' allows at most {MAX_FULL_CODES} codes.")
-    stream_changed = old_n_patients is not None and old_n_patients != n_patients
-    if (stream_changed or not 0 <= s["burn_in"] < n_patients) and s["burn_in"] != default_burn_in(n_patients):
-        old = s["burn_in"]
-        s["burn_in"] = default_burn_in(n_patients)
-        notes.append(f"Burn-in set to {s['burn_in']:,} patients (was {old:,}): a third of the new {n_patients:,}-patient stream, "
-                     f"at most 1,000, so {n_patients - s['burn_in']:,} patients are predicted.")
-    if s.get("window") is not None and s["window"] >= n_patients:
-        notes.append(f"The rolling window ({s['window']:,} patients) is as long as the new stream, so it keeps every patient.")
-    notes += _adapt_fold(s, settings, n_patients, old_n_patients)
+    # burn-in, fold, window and label delay follow the data together: the library's one rule
+    stream, stream_notes = adapt_stream(to_spec(s, weights), n_patients, old_n_patients=old_n_patients)
+    notes += stream_notes
+    before = to_spec(s, weights)
+    for key in ("burn_in", "recalibrate", "recalibration", "recalibrate_by", "label_delay"):
+        if getattr(stream, key) != getattr(before, key):  # only what the rule changed: other keys stay as the form keeps them
+            s[key] = getattr(stream, key)
     spec = to_spec(s, weights)
     cmax = spec.c_max(n_codes)
     integer_cost = is_integer_valued(spec.cost_weights(n_codes))
@@ -260,25 +249,6 @@ def adapt_settings(settings: dict, n_patients: int, n_codes: int, weights: np.nd
         s["target"] = default_target(cmax, integer_cost)
         notes.append(f"Target set to {s['target']:g} (about {DEFAULT_TARGET_PCT:g} % of C_max = {cmax:g}).")
     return s, notes
-
-
-def _adapt_fold(s: dict, old: dict, n_patients: int, old_n_patients: int | None) -> list[str]:
-    """:func:`adapt_settings`' rule for the recalibration fold (``s`` is changed in place); its notes."""
-    fold, window, arrivals = s.get("recalibrate"), s.get("window"), s.get("label_available_column") is not None
-    new = default_recalibrate(n_patients, burn_in=s["burn_in"], window=window, arrival_times=arrivals)
-    at_default = old_n_patients is not None and fold == default_recalibrate(
-        old_n_patients, burn_in=old["burn_in"], window=old.get("window"), arrival_times=arrivals)
-    fits = fold is None or (fold + s["burn_in"] <= n_patients - 1 and (window is None or window >= fold))
-    if fold == new or not (at_default or not fits):
-        return []
-    s["recalibrate"] = new
-    if new is None:
-        return [f"Recalibration turned off: the default fold needs at least {DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients "
-                f"and room for the burn-in; the new stream has {n_patients:,}."]
-    s["recalibration"] = s.get("recalibration") or DEFAULT_RECALIBRATION
-    s["recalibrate_by"] = s.get("recalibrate_by") or DEFAULT_RECALIBRATE_BY
-    return [f"Recalibration on the first {new:,} patients (the default from {DEFAULT_FOLD_MIN_PATIENTS:,} labelled patients "
-            f"on; one click on Value & cost turns it off)."]
 
 
 def rescaled_target(target: float, old_cmax: float, new_cmax: float, integer_cost: bool) -> float:
@@ -341,14 +311,25 @@ def run_key(data_key: str, spec: RunSpec, extra=None) -> str:
     return content_key(blob)
 
 
-def settings_to_json(settings: dict, weights_table, dataset_name: str, recalibration=None) -> bytes:
+def settings_to_json(settings: dict, weights_table, dataset_name: str, result=None) -> bytes:
     """The session settings and the risk weights in use as the settings JSON (``RunSpec.to_json``);
-    a recalibrated run's fitted maps (a ``Recalibration``) are stored as ``recalibration_maps``."""
+    a recalibrated run's own maps (``result``, the run the settings describe: its
+    ``settings["recalibration_maps"]``, never refitted) are stored as ``recalibration_maps``."""
     spec = to_spec(settings, weights_table["weight"].to_numpy(dtype=float))
     extras = {"grid": settings["grid"]}
-    if recalibration is not None:
-        extras["recalibration_maps"] = recalibration.to_dict()
+    maps = run_maps(result)
+    if maps is not None:
+        extras["recalibration_maps"] = maps
     return spec.to_json([str(c) for c in weights_table.index], dataset=dataset_name, extras=extras)
+
+
+def run_maps(result) -> dict | None:
+    """The recalibration maps ``result`` (a replay's) was run with, as it stored them (a dict), or None: what the
+    settings file and the provenance record carry, so a restore applies exactly the run's correction."""
+    if result is None:
+        return None
+    maps = result.settings.get("recalibration_maps")
+    return None if maps is None else (maps if isinstance(maps, dict) else maps.to_dict())
 
 
 def settings_from_json(raw: bytes, current: dict, codes, n_patients: int, weights=None, dataset=None) -> tuple[dict, dict | None, list[str]]:

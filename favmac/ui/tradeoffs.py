@@ -14,22 +14,25 @@ from favmac.runspec import RunSpec
 from favmac.tradeoffs import run_comparison
 from favmac.ui.units import CHARTS, amount_format, cost_per_100_label, value_per_100_label
 
-__all__ = ["run_tradeoffs", "with_table", "comparison_columns", "comparison_display", "comparison_formats", "SHORT_HEADERS",
+__all__ = ["run_tradeoffs", "with_table", "DROPPED_COLUMN", "settings_caption", "comparison_columns", "comparison_display", "comparison_formats", "SHORT_HEADERS",
            "header", "points_display"]
 
 
 def run_tradeoffs(probs, labels, codes, patient_ids, spec: RunSpec, targets, methods, progress=None,
-                  recalibrate: int | None = None, members=None, mode: str | None = None) -> dict:
-    """:func:`favmac.tradeoffs.run_comparison` (same arguments) with the page's "table":
-    ``favmac.metrics.compare_methods`` per 100 charts, as :func:`comparison_display` shows it.
+                  recalibrate: int | None = None, members=None, mode: str | None = None, groups=None,
+                  label_available_at=None) -> dict:
+    """:func:`favmac.tradeoffs.run_comparison` (same arguments: the session's segments ``groups`` and label
+    arrivals ``label_available_at`` too) with the page's "table": ``favmac.metrics.compare_methods`` per 100
+    charts, as :func:`comparison_display` shows it, with a column naming the settings a row drops.
 
-    Returns {"points", "table", "skipped", "targets"}. When a method fails, the error raised carries
-    the comparison of the methods that finished (its ``tradeoffs`` attribute) in this same form.
+    Returns {"points", "table", "skipped", "targets", "dropped", "settings"}. When a method fails, the error
+    raised carries the comparison of the methods that finished (its ``tradeoffs`` attribute) in this same form.
     """
     units = {"cost_kind": spec.cost_kind, "value_kind": spec.value_kind, "base_rate": spec.base_rate}
     try:
         out = run_comparison(probs, labels, codes, patient_ids, spec, targets, methods, progress=progress,
-                             recalibrate=recalibrate, members=members, mode=mode)
+                             recalibrate=recalibrate, members=members, mode=mode, groups=groups,
+                             label_available_at=label_available_at)
     except BaseException as error:
         if isinstance(getattr(error, "tradeoffs", None), dict) and "summaries" in error.tradeoffs:
             error.tradeoffs = with_table(error.tradeoffs, units)
@@ -44,9 +47,27 @@ def with_table(out: dict, units: dict) -> dict:
 
     runs = list(out["summaries"].values())
     table = compare_methods(runs, value_scale=CHARTS, cost_scale=CHARTS) if runs else None
-    return {"points": out["points"],
-            "table": comparison_display(table, out["oracle_value"] * CHARTS, out["value_scale"] / CHARTS, units),
-            "skipped": out["skipped"], "targets": out["targets"]}
+    shown = comparison_display(table, out["oracle_value"] * CHARTS, out["value_scale"] / CHARTS, units)
+    dropped = out.get("dropped") or {}
+    if dropped and not shown.empty:  # the row says which session setting it does not honour
+        shown[DROPPED_COLUMN] = [", ".join(dropped.get(method, [])) or "none" for method in shown["Method"]]
+    return {"points": out["points"], "table": shown, "skipped": out["skipped"], "targets": out["targets"],
+            "dropped": dropped, "settings": out.get("settings", [])}
+
+
+#: The summary table's column naming, per row, the session settings that method does not honour.
+DROPPED_COLUMN = "Session settings it drops"
+
+
+def settings_caption(settings: list[str]) -> str:
+    """What every row runs under, for the page (``run_comparison``'s "settings").
+
+    >>> print(settings_caption(["segment plan", "labels 30 positions late"]))
+    Every method runs under the session's settings: segment plan; labels 30 positions late.
+    """
+    if not settings:
+        return "Every method runs under the session's settings: every earlier patient, pooled."
+    return "Every method runs under the session's settings: " + "; ".join(settings) + "."
 
 
 def comparison_columns(units: dict) -> dict:
@@ -102,7 +123,7 @@ def comparison_formats(table: pd.DataFrame) -> dict[str, str]:
     {'Payment captured per 1,000 members ($)': '$%,.0f', 'False flags per 100 charts': '%,.2f', 'Payment captured per patient (RAF)': '%,.5f'}
     """
     return {column: amount_format(table[column], dollars=column.endswith("($)") or column.startswith("Unsupported $"))
-            for column in table.columns if column != "Method"}
+            for column in table.columns if column not in ("Method", DROPPED_COLUMN)}
 
 
 #: Long summary labels drawn shorter (the full label in the header's help), so the table fits the page.

@@ -356,7 +356,7 @@ def target_text(settings: dict) -> str:
     target, unit = float(settings["target"]), cost_unit(settings)
     if settings["control"] == "violation":
         return f"at most {100 * float(settings['delta']):g} % of charts with {over_target(target, unit)}"
-    if settings.get("adaptive_rate"):  # SPEC "Adaptive target under drift": a bound for any order, not E[C] <= c
+    if settings.get("adaptive_rate"):  # docs/method.md "Adaptive target under drift": a bound for any order, not E[C] <= c
         return (f"a long-run mean steered to {target:g} {unit} per chart ({per_100_charts(target)} per 100 charts) by the "
                 f"adaptive target; in any order, the mean over S predicted charts stays within c + (c + γ C_max) / (γ S)")
     return f"at most {target:g} {unit} per chart on average ({per_100_charts(target)} per 100 charts)"

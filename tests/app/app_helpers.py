@@ -31,6 +31,7 @@ PAGES = {
     "patients": "pages/5_Patients.py",
     "export": "pages/6_Export.py",
     "validity": "pages/7_Validity.py",
+    "programs": "pages/8_Programs.py",
 }
 TIMEOUT = 300  # a first replay may compile numba kernels (tests/conftest.py compiles the main ones first)
 
@@ -49,6 +50,18 @@ def open_page(name: str, *, first_run_only: bool = False) -> AppTest:
     if not first_run_only and REST_PENDING in at.session_state and at.session_state[REST_PENDING]:
         at.run()
     return at
+
+
+def n_predicted(at: AppTest, n_patients: int) -> int:
+    """How many of ``n_patients`` the session predicts: all but the recalibration fold (the settings'
+    ``recalibrate``, on by default for a stream of at least 3,000 patients) and the burn-in after it."""
+    settings = at.session_state["settings"]
+    return n_patients - int(settings.get("recalibrate") or 0) - int(settings["burn_in"])
+
+
+def n_streamed(at: AppTest, n_patients: int) -> int:
+    """How many of ``n_patients`` calibrate or are predicted: all but the recalibration fold."""
+    return n_patients - int(at.session_state["settings"].get("recalibrate") or 0)
 
 
 def go(at: AppTest, name: str) -> AppTest:

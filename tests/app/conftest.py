@@ -25,6 +25,15 @@ def jobs_in_the_foreground(monkeypatch):
     monkeypatch.setattr(jobs, "FOREGROUND_SECONDS", 300.0)
 
 
+@pytest.fixture(autouse=True)
+def own_store(tmp_path, monkeypatch):
+    """Each test's app uses a store of its own (``FAVMAC_STORE``: a SQLite file in the test's tmp_path),
+    so one test's saved workspace is never another's start (favmac.ui.store opens one store per URL)."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("FAVMAC_STORE", url)
+    return url
+
+
 @pytest.fixture
 def downloads(monkeypatch):
     """Bytes handed to ``st.download_button``, by file name (captured from the media store)."""

@@ -5,6 +5,7 @@ import io
 import json
 
 import numpy as np
+from favmac.recalibration import recalibration_of
 import pandas as pd
 import pytest
 from app_helpers import open_additive, SAMPLES, assert_clean, go, open_page
@@ -18,13 +19,14 @@ def read_csv(data: bytes) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(data), dtype={"patient_id": str, "codes": str}, keep_default_na=False)
 
 
-def library_run(target, burn_in, universe="ratio", score="price"):
-    """The same computation straight from the library, without any app code (the app's default score: price)."""
+def library_run(target, burn_in, universe="ratio", score="price", recalibrate=None):
+    """The same computation straight from the library, without any app code (the app's default score: price;
+    the app's default recalibration fold, when the settings have one, given as ``recalibrate``)."""
     ds = fio.load_calibration(SAMPLES / "hcc_calibration.csv")
     weights = fio.read_weights(SAMPLES / "hcc_weights.csv", ds.codes)["weight"].to_numpy(float)
     value, cost = AdditiveValue(weights), AdditiveCost(None)
     result = replay(ds.prob_array(), ds.label_array(), value, cost, [target], burn_in=burn_in, universe=universe,
-                    codes=ds.codes, patient_ids=ds.patient_ids, score=score)
+                    codes=ds.codes, patient_ids=ds.patient_ids, score=score, recalibrate=recalibrate)
     return ds, value, cost, result
 
 
@@ -35,32 +37,37 @@ def test_calibration_and_new_patient_exports_equal_the_library(downloads):
     at.button(key="apply_settings").click().run()
     go(at, "export")
     assert_clean(at)
-    ds, value, cost, result = library_run(2.6, 800)
+    fold = at.session_state["settings"]["recalibrate"] or 0  # on by default: the sample has 4,000 patients
+    assert fold == 1000
+    ds, value, cost, result = library_run(2.6, 800, recalibrate=fold)
+    first = fold + 800
 
     sets = read_csv(downloads["favmac_calibration_sets.csv"])
     assert list(sets.columns) == ["patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method",
                                   "target", "delta", "universe", "score", "descriptions", "realized_value",
                                   "realized_cost"]
-    assert sets["patient_id"].tolist() == [str(i) for i in ds.patient_ids[800:]]
+    assert sets["patient_id"].tolist() == [str(i) for i in ds.patient_ids[first:]]
     selected = result.selected[0]
     assert sets["codes"].tolist() == [";".join(np.asarray(ds.codes)[row]) for row in selected]
     np.testing.assert_allclose(sets["threshold"], result.thresholds[0])
-    probs = ds.prob_array()[800:]
-    np.testing.assert_allclose(sets["expected_value"], value.proxy(selected, probs), rtol=1e-12)
-    np.testing.assert_allclose(sets["cost_proxy"], cost.proxy(selected, probs), rtol=1e-12)
+    probs = recalibration_of(result).apply(ds.prob_array()[first:])  # the run's own maps
+    # the file prints 12 significant digits (recalibrated probabilities have more)
+    np.testing.assert_allclose(sets["expected_value"], value.proxy(selected, probs), rtol=1e-11)
+    np.testing.assert_allclose(sets["cost_proxy"], cost.proxy(selected, probs), rtol=1e-11)
     np.testing.assert_allclose(sets["realized_cost"], result.cost[0])
     assert set(sets["method"]) == {"FavMac (price)"} and set(sets["score"]) == {"price"}
     assert set(sets["target"]) == {2.6} and set(sets["universe"]) == {"ratio"} and sets["delta"].eq("").all()
 
     new = fio.load_new_patients(SAMPLES / "hcc_new_patients.csv", ds.codes)
-    new_sel = predict_with_threshold(new.to_numpy(float), value, cost, result.final_thresholds[0], universe="ratio",
+    new_probs = recalibration_of(result).apply(new.to_numpy(float))  # new patients get the run's maps too
+    new_sel = predict_with_threshold(new_probs, value, cost, result.final_thresholds[0], universe="ratio",
                                      score="price")
     new_sets = read_csv(downloads["favmac_new_patient_sets.csv"])
     assert list(new_sets.columns) == list(sets.columns[:-2])  # the same table, without realized value and cost
     assert new_sets["patient_id"].tolist() == [str(i) for i in new.index]
     assert new_sets["codes"].tolist() == [";".join(np.asarray(ds.codes)[row]) for row in new_sel]
     np.testing.assert_allclose(new_sets["threshold"], result.final_thresholds[0])
-    np.testing.assert_allclose(new_sets["cost_proxy"], cost.proxy(new_sel, new.to_numpy(float)), rtol=1e-12)
+    np.testing.assert_allclose(new_sets["cost_proxy"], cost.proxy(new_sel, new_probs), rtol=1e-11)
 
 
 def test_export_neutralizes_formula_like_cells(downloads):

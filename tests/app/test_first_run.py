@@ -27,6 +27,7 @@ FIRST_CONTROL = {
     "patients": ("radio", "patient_source"),
     "export": ("download_button", "download_settings"),
     "validity": ("button", "run_validity"),
+    "programs": ("text_input", "program_new_name"),
 }
 
 

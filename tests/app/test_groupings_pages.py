@@ -84,7 +84,8 @@ def test_delay_saved_restored_and_pending_shown():
     tiles = {m.label: m.value for m in at.metric}
     assert tiles["Labels pending (patients)"] == "300"  # at the end of the stream: the last 300 patients' labels
     n = at.session_state["dataset"].n_patients
-    assert tiles["Calibration size (patients)"] == f"{n - 1 - 300:,}"
+    fold = at.session_state["settings"]["recalibrate"] or 0  # the recalibration fold never calibrates
+    assert tiles["Calibration size (patients)"] == f"{n - fold - 1 - 300:,}"
 
 
 def test_delay_restored_from_a_settings_file():

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from app_helpers import SAMPLES, assert_clean, go, open_page
+from app_helpers import SAMPLES, assert_clean, go, open_page, n_predicted
 
 from favmac import io as fio
 
@@ -45,7 +45,7 @@ def test_hundred_thousand_patients():
 
     figures["online"] = timed(lambda: go(at, "online"))  # the replay, once
     assert_clean(at)
-    n_steps = N_PATIENTS - at.session_state["settings"]["burn_in"]
+    n_steps = n_predicted(at, N_PATIENTS)
     replayed = at.session_state["session"]
     # every playback tick afterwards only redraws (charts are downsampled): the replay is kept
     figures["to end"] = timed(lambda: at.button(key="to_end").click().run())

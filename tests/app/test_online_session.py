@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from favmac.ui.units import per_100_charts
-from app_helpers import assert_clean, go, open_page
+from app_helpers import assert_clean, go, open_page, n_predicted
 
 
 def metric(at, label):
@@ -13,7 +13,7 @@ def metric(at, label):
 def test_step_reset_end_and_play():
     at = open_page("online")
     assert_clean(at)
-    n_steps = 4000 - at.session_state["settings"]["burn_in"]
+    n_steps = n_predicted(at, 4000)
     assert metric(at, f"Patients seen (of {n_steps:,})") == "0"
     at.button(key="step").click().run()
     at.button(key="step").click().run()
@@ -69,7 +69,7 @@ def test_violation_control_shows_violation_rate_chart():
 
 def test_playing_to_the_end_stops():
     at = open_page("online")
-    n_steps = 4000 - at.session_state["settings"]["burn_in"]
+    n_steps = n_predicted(at, 4000)
     at.session_state["session"].position = n_steps - 1
     at.button(key="play").click().run()
     assert_clean(at)

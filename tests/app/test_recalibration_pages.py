@@ -175,28 +175,24 @@ def test_a_code_absent_from_the_fold_is_named_on_the_data_page():
     assert "never occur" in notes and "fold's prevalence: B" in notes
 
 
-def test_tradeoffs_rows_with_and_without_recalibration():
+def test_tradeoffs_rows_all_run_on_the_sessions_fold():
+    """A session that recalibrates runs every Trade-offs row on its fold (issue 33): the same patients, the
+    same maps; the extra recalibrated row is offered only to a session that does not recalibrate."""
     at = recalibrated(400, "platt")
     go(at, "tradeoffs")
     at.number_input(key="grid_n").set_value(2)
     at.pills(key="grid_methods").set_value(["FavMac (price)", "CRC"])
-    assert at.checkbox(key="grid_recalibrate").value is True  # on when the settings recalibrate
+    assert not [c for c in at.checkbox if c.key == "grid_recalibrate"]  # every row already recalibrates
     at.button(key="run_tradeoffs").click()
     at.run(timeout=300)
     settle_jobs(at)
     assert_clean(at)
     table = at.session_state["tradeoffs"]["table"]
-    assert table["Method"].tolist() == ["FavMac (price)", "CRC", "FavMac (price) + recalibration"]
+    assert table["Method"].tolist() == ["FavMac (price)", "CRC"]
     points = at.session_state["tradeoffs"]["points"]
     n_each = points.groupby("method")["n"].unique()
     assert {int(v[0]) for v in n_each} == {at.session_state["dataset"].n_patients - 400 - at.session_state["settings"]["burn_in"]}
-    assert any("FavMac (price) + recalibration: smooth curve" in c.value for c in at.caption)
-
-    at.checkbox(key="grid_recalibrate").uncheck()
-    at.button(key="run_tradeoffs").click()
-    at.run(timeout=300)
-    settle_jobs(at)
-    assert at.session_state["tradeoffs"]["table"]["Method"].tolist() == ["FavMac (price)", "CRC"]
+    assert any("recalibration on the first 400 patients (platt)" in c.value for c in at.caption)
 
 
 def test_export_new_patient_sets_use_the_stored_maps(downloads):

@@ -94,7 +94,7 @@ def test_both_scores_side_by_side():
     burn_in = at.session_state["settings"]["burn_in"]
     for label, score in (("FavMac (price)", "price"), ("FavMac (ratio)", "cost")):
         res = replay(ds.prob_array(), ds.label_array(), AdditiveValue(weights), AdditiveCost(), list(out["targets"]),
-                     burn_in=burn_in, score=score)
+                     burn_in=burn_in, score=score, recalibrate=at.session_state["settings"]["recalibrate"])  # the session's fold
         for t, target in enumerate(out["targets"]):
             assert points.loc[(label, target), "mean_value"] == pytest.approx(res.value[t].mean())
     values = out["points"].groupby("method")["mean_value"].mean()

@@ -36,6 +36,7 @@ def test_two_groupings_and_a_delay_give_one_table_per_grouping_equal_to_the_libr
     value, cost = spec.build(data.codes, data.members)
     report = validity_check(data.prob_array(), data.label_array(), value, cost, spec.target, burn_in=spec.burn_in,
                             universe=spec.universe, score=spec.score, label_delay=100, seed=0,
+                            recalibrate=spec.recalibrate, recalibration=spec.recalibration, recalibrate_by=spec.recalibrate_by,
                             groups={"plan": data.segments("plan"), "age_band": data.segments("age_band")})
     for shown, (name, table) in zip(tables, report.groupings.items()):
         assert list(shown.index) == [md(g) for g in table["segment"]], name  # group labels are user text

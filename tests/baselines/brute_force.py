@@ -1,4 +1,4 @@
-"""Slow, literal re-implementations of the baselines' SPEC definitions (shared by tests/baselines).
+"""Slow, literal re-implementations of the baselines' docs/method.md definitions (shared by tests/baselines).
 
 The brute force recomputes everything from scratch at every step with plain Python lists
 and Fractions (numbers read as the decimals they print as), so ties are decided exactly.

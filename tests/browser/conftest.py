@@ -206,8 +206,9 @@ def browser(chromium_path):
 #: tests/conftest.py's ``BROWSER_GROUP_COUNT`` (one extra xdist worker per group) counts them.
 BROWSER_GROUPS = {
     "browser-1": ("test_end_to_end.py", "test_deep_link.py", "test_first_visit.py"),
-    "browser-2": ("test_browser_first_hour.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
-                  "test_polish_tiles.py"),
+    "browser-2": ("test_browser_segments.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
+                  "test_browser_dollar_tiles.py", "test_programs_browser.py"),
+    "browser-signin": ("test_signin.py",),  # its own server with a secrets file and an OIDC provider
 }
 
 
@@ -255,3 +256,18 @@ def page(browser, app_url, screenshot_dir, request):
             print(f"screenshot of the failed page: {shot}")
     finally:
         context.close()
+        clear_workspace()
+
+
+def clear_workspace() -> None:
+    """Empty the local user's workspace in the test process's store (``FAVMAC_STORE``, tests/conftest.py),
+    which the servers share: each test starts on the bundled sample, as a first visit does."""
+    import favmac
+
+    store = favmac.open_store(os.environ["FAVMAC_STORE"])
+    try:
+        space = store.workspace()
+        for name in space.names():
+            space.delete(name)
+    finally:
+        store.close()

@@ -21,10 +21,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from favmac.recalibration import DEFAULT_FOLD
+
 pytestmark = pytest.mark.timeout(300)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_CALIBRATION = REPO_ROOT / "sample_data" / "hcc_calibration.csv"
+# the bundled sample's 4,000 patients minus the default recalibration fold (on from 3,000 labelled patients)
+# and the default burn-in of 1,000: the patients the Online session predicts
+PREDICTED = 4000 - DEFAULT_FOLD - 1000
 SAMPLE_NEW_PATIENTS = REPO_ROOT / "sample_data" / "hcc_new_patients.csv"
 
 # screenshot name -> (URL path Streamlit derives from the page file, the page's title, sidebar link label)
@@ -37,6 +42,7 @@ PAGES = {
     "patients": ("Patients", "Patients", "Patients"),
     "export": ("Export", "Export", "Export"),
     "validity": ("Validity", "Validity", "Validity"),
+    "programs": ("Programs", "Programs", "Programs"),
 }
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -277,12 +283,12 @@ def test_every_page_loads_on_sample_data(page, app_url, screenshot_dir, name):
     assert "4,000 patients × 35 codes" in sidebar_text(page), "the bundled HCC sample should be loaded in a new session"
     if name == "online_session":  # show the stream with its charts (the README screenshot)
         click_button(page, "to_end")
-        assert patients_seen(page) == (3000, 3000)
+        assert patients_seen(page) == (PREDICTED, PREDICTED)
         assert_healthy(page, f"{name} after End")
     if name == "trade_offs":  # computed on demand
         click_button(page, "run_tradeoffs")
         assert_healthy(page, f"{name} after Run comparison")
-    expected_charts = {"data": 2, "online_session": 3, "trade_offs": 2, "patients": 1}.get(name, 0)
+    expected_charts = {"data": 3, "online_session": 3, "trade_offs": 2, "patients": 1}.get(name, 0)
     try:
         counts = plotly_trace_counts(page, expected_charts)
     except Exception:  # report what is there rather than a bare timeout
@@ -350,12 +356,12 @@ def test_upload_good_then_bad_files_keeps_loaded_data(page, app_url, tmp_path):
 
 def test_online_session_step_play_pause(page, app_url):
     open_page(page, app_url, "online_session")
-    assert patients_seen(page) == (0, 3000)
+    assert patients_seen(page) == (0, PREDICTED)
     assert metric_value(page, "False flags per 100 charts") == "—"
 
     for _ in range(3):
         click_button(page, "step")
-    assert patients_seen(page) == (3, 3000)
+    assert patients_seen(page) == (3, PREDICTED)
     mean_cost = as_number(metric_value(page, "False flags per 100 charts"))
     assert math.isfinite(mean_cost) and 0 <= mean_cost <= 3500, mean_cost
     assert len(plotly_trace_counts(page, 3)) == 3
@@ -374,7 +380,7 @@ def test_online_session_step_play_pause(page, app_url):
     keyed(page, "play").wait_for(timeout=30_000)
     wait_idle(page)
     seen, total = patients_seen(page)
-    assert 10 < seen <= total == 3000, (seen, total)
+    assert 10 < seen <= total == PREDICTED, (seen, total)
     page.wait_for_timeout(1500)
     assert patients_seen(page) == (seen, total), "the stream kept moving after Pause"
 
@@ -387,7 +393,7 @@ def test_online_session_step_play_pause(page, app_url):
     assert_healthy(page, "online session after play/pause")
 
     click_button(page, "reset")
-    assert patients_seen(page) == (0, 3000)
+    assert patients_seen(page) == (0, PREDICTED)
 
 
 def test_export_downloads_match_the_stream(page, app_url):
@@ -408,12 +414,12 @@ def test_export_downloads_match_the_stream(page, app_url):
     raw = read_download(download).decode("utf-8")
     sets = pd.read_csv(StringIO(raw), dtype=str, keep_default_na=False)
 
-    assert len(sets) == n_patients - burn_in, f"{len(sets)} rows, expected {n_patients} - {burn_in}"
+    assert len(sets) == n_patients - DEFAULT_FOLD - burn_in, f"{len(sets)} rows, expected {n_patients} - {DEFAULT_FOLD} - {burn_in}"
     for column in ("patient_id", "codes", "n_codes", "expected_value", "cost_proxy", "threshold", "method", "target", "delta",
                    "universe", "score", "descriptions"):
         assert column in sets.columns, f"missing column {column}; got {list(sets.columns)}"
     assert np.allclose(pd.to_numeric(sets["target"]), target), "every row records the run's target"
-    assert list(sets["patient_id"]) == list(sample["patient_id"].iloc[burn_in:]), "rows must follow the stream after the burn-in"
+    assert list(sets["patient_id"]) == list(sample["patient_id"].iloc[DEFAULT_FOLD + burn_in:]), "rows must follow the stream after the fold and the burn-in"
     chosen = [c for cell in sets["codes"] if cell for c in cell.split(";")]
     assert chosen and set(chosen) <= set(codes), "the codes column lists codes of the data"
     for column in ("expected_value", "cost_proxy", "threshold"):
@@ -424,7 +430,7 @@ def test_export_downloads_match_the_stream(page, app_url):
     if "realized_cost" in sets.columns:  # expected-cost control on 3,000 patients: close to or below c
         realized = pd.to_numeric(sets["realized_cost"])
         assert realized.mean() <= target + 3 * realized.std() / math.sqrt(len(realized)), (realized.mean(), target)
-    assert f"{n_patients - burn_in:,} patients after the burn-in" in main_text(page)
+    assert f"{n_patients - DEFAULT_FOLD - burn_in:,} patients after the recalibration fold and the burn-in" in main_text(page)
 
     # New (unlabelled) patients: one row each, in file order, all with the final threshold.
     new_ids = pd.read_csv(SAMPLE_NEW_PATIENTS, dtype={"patient_id": str}, usecols=["patient_id"])["patient_id"]

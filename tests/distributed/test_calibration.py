@@ -102,7 +102,7 @@ def test_formula_value_matches_favmac_and_pickles():
         assert np.array_equal(got, tree_thresholds(probs, labels, value, AdditiveCost(), targets, delta, universe))
 
 def price_oracle(probs, labels, v, w, targets, delta, universe):
-    """Literal SPEC evaluation of the price score (independent of favmac)."""
+    """Literal docs/method.md evaluation of the price score (independent of favmac)."""
     n_patients, n_codes = probs.shape
     per_patient = []  # (scores of S_0..S_K, exact costs of S_0..S_K)
     for p, y in zip(probs, labels):
@@ -118,7 +118,7 @@ def price_oracle(probs, labels, v, w, targets, delta, universe):
         order = sorted(range(n_codes), key=key)
         score, cost = [-math.inf], [Fraction(0)]
         for k in order:
-            dc, dv = (1.0 - p[k]) * w[k], p[k] * v[k]  # the step's increments, as the SPEC writes them
+            dc, dv = (1.0 - p[k]) * w[k], p[k] * v[k]  # the step's increments, as docs/method.md writes them
             price = math.inf if dv == 0 else (0.0 if dc == 0 else dc / dv)
             score.append(max(score[-1], price))
             cost.append(cost[-1] + (0 if y[k] else Fraction(repr(float(w[k])))))
@@ -228,7 +228,7 @@ def test_segment_column_missing_or_empty(tmp_path):
     ("full", 0.1, "cost"),
 ])
 def test_default_score_is_favmac_universe_default_score(tmp_path, universe, delta, expected):
-    """No score given: calibrate uses favmac.scores.default_score(universe, delta) (SPEC "Default score")."""
+    """No score given: calibrate uses favmac.scores.default_score(universe, delta) (docs/method.md "Default score")."""
     from favmac.scores import default_score
 
     assert default_score(universe, delta) == expected

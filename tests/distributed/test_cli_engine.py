@@ -121,7 +121,7 @@ def _small_sets(tmp_path):
     return probs, labels, new
 
 
-@pytest.mark.parametrize("which", ["calibration glob", "calibration folder", "new folder", "settings", "scheduler"])
+@pytest.mark.parametrize("which", ["calibration glob", "calibration folder", "new folder", "scheduler"])
 def test_memory_engine_refuses_file_sets_and_says_to_pass_engine_dask(tmp_path, capsys, which):
     """No silent switch: the default engine (memory) refuses what only Dask reads, naming --engine dask
     and what it writes; nothing is written."""
@@ -129,7 +129,7 @@ def test_memory_engine_refuses_file_sets_and_says_to_pass_engine_dask(tmp_path, 
     calibration = {"calibration glob": str(tmp_path / "cal" / "*.parquet"),
                    "calibration folder": str(tmp_path / "cal")}.get(which, str(tmp_path / "cal" / "part-001.parquet"))
     new = str(tmp_path / "new") if which == "new folder" else str(tmp_path / "new.csv")
-    extra = {"settings": ["--settings", str(tmp_path / "run.json")], "scheduler": ["--scheduler", "synchronous"]}
+    extra = {"scheduler": ["--scheduler", "synchronous"]}  # --settings is the run's settings file with either engine
     status = main(["predict", "--calibration", calibration, "--new", new, "--target", "1.1",
                    "--out", str(tmp_path / "out.csv"), *extra.get(which, [])])
     err = capsys.readouterr().err

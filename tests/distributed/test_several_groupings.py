@@ -1,4 +1,4 @@
-"""favmac.distributed with several segment columns (SPEC "Several groupings at once"): every group of
+"""favmac.distributed with several segment columns (docs/method.md "Several groupings at once"): every group of
 every grouping gets its final threshold exactly as the in-memory replay's, and predict uses the
 smallest of each patient's groups' thresholds."""
 from __future__ import annotations

@@ -65,7 +65,7 @@ def _csv_text(frame):
     return frame.to_csv(index=False, lineterminator="\n")
 
 def test_csv_bom_crlf_header_spaces_blank_rows_and_column_order(tmp_path):
-    """SPEC "Input files": tolerated silently, and the thresholds equal FavMac's on the clean data."""
+    """docs/method.md "Input files": tolerated silently, and the thresholds equal FavMac's on the clean data."""
     probs, labels = tied_data(151, 60, 4, 1)
     frame = wide_frame(probs, labels)
     value, cost = AdditiveValue(), AdditiveCost()

@@ -57,7 +57,7 @@ def test_wide_file_keeps_other_columns_as_candidate_segments():
     assert data.segment_columns() == ["segment", "plan"]
     assert data.segments("plan").tolist() == ["7", "gold"] and data.segments("segment").tolist() == ["n", "s"]
     with pytest.raises(DataError, match="neither patient_id"):
-        load_calibration(raw)
+        load_calibration(raw, keep_columns=False)
     with pytest.raises(DataError, match="no label in this column"):
         load_calibration(raw.replace(b",gold,", b",,"), keep_columns=True).segments("plan")
 
@@ -119,4 +119,4 @@ def test_keep_columns_offers_cms_cell_as_a_segment_column(fmt):
     pair = load_calibration(_table(probs, fmt), _table(labels, fmt), keep_columns=True)
     assert pair.segment_columns() == ["cms_cell"] and pair.segments("cms_cell").tolist() == ["CFA", "ins", "CNA"]
     assert pair.members["cells"].tolist() == ["CFA", "INS", "CNA"]
-    assert load_calibration(_table(probs, fmt), _table(labels, fmt)).segment_columns() == []
+    assert load_calibration(_table(probs, fmt), _table(labels, fmt), keep_columns=False).segment_columns() == []

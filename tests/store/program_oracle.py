@@ -1,6 +1,6 @@
-"""What a program must compute, said with ``favmac.replay`` (SPEC "Programs"), and random programs to check it on.
+"""What a program must compute, said with ``favmac.replay`` (docs/method.md "Programs"), and random programs to check it on.
 
-``replay_decisions`` turns a program's event log into the replay SPEC names: the history, then the
+``replay_decisions`` turns a program's event log into the replay docs/method.md names: the history, then the
 predicted patients in prediction order; the first R history patients a recalibration fold (maps fitted
 on them with ``fit_recalibration``, applied to the rest, as ``replay(recalibrate=R)`` does), the rest
 burn-in; patient i's ``label_available_at`` the stream position of the last patient predicted before
@@ -101,7 +101,7 @@ def random_events(data: Cohort, seed: int, *, history: int, batches: int, batch_
 
 
 def replay_decisions(spec: RunSpec, data: Cohort, events, *, upto: int | None = None):
-    """The replay SPEC "Programs" names over ``events[:upto]`` under ``spec``: {patient id: (threshold,
+    """The replay docs/method.md "Programs" names over ``events[:upto]`` under ``spec``: {patient id: (threshold,
     chosen (K,) bool, {grouping: threshold})} for every patient predicted there."""
     events = events[:upto]
     history = events[0].ids

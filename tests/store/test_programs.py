@@ -1,4 +1,4 @@
-"""Programs in a store equal replay (SPEC "Programs"), on SQLite and PostgreSQL: random interleavings of
+"""Programs in a store equal replay (docs/method.md "Programs"), on SQLite and PostgreSQL: random interleavings of
 predict and label batches with random label orders and settings changes, under both controls, segments
 and several groupings, a window, recalibration, the adaptive target, the CMS payment value and a formula
 value; a fresh process continues bit for bit."""
@@ -27,6 +27,8 @@ CASES = {
                               weights=tuple(np.random.RandomState(5).rand(6) * 2 + 0.1)), []),
     "groupings-window": (RunSpec(targets=(1.1,), segment=("plan", "band"), window=60), []),
     "adaptive-segments": (RunSpec(targets=(1.1,), adaptive_rate=0.05, segment="plan"), []),
+    "violation-window-adaptive": (RunSpec(targets=(1.1,), control="violation", delta=0.2, window=40, segment="band"),
+                                  [RunSpec(targets=(1.2,), adaptive_rate=0.05, window=30, segment="plan")]),
     "recalibration": (RunSpec(targets=(1.1,), recalibrate=60, recalibration="platt"), []),
     "formula": (RunSpec(value_kind="formula", formula="prod_hits((v + 5) / 10) + sum_hits((v - 5) ** 2)",
                         weights=(1, 2, 3, 4, 5, 6), targets=(1.1,)), []),
@@ -162,3 +164,49 @@ def test_a_fresh_process_continues_bit_for_bit(store_url):
     for patient, (threshold, chosen, _, _) in recorded.items():
         assert threshold == reference[patient][0] and np.array_equal(chosen, reference[patient][1]), patient
     assert len(recorded) == len(reference)
+
+
+def test_default_recalibration_is_decided_by_the_history():
+    """RunSpec's default recalibrate="auto" (docs/method.md "Recalibration on a split", Default): a program whose
+    history holds >= 3,000 labelled patients takes its first R = 1,000 as the fold, the rest burn-in;
+    below that no fold. The resolved fold is the one stored, so it never changes as the program grows."""
+    from favmac.store.state import check_program_spec
+
+    big = check_program_spec(RunSpec(targets=(1.1,)), CODES, 3000)
+    assert (big.recalibrate, big.burn_in) == (1000, 2000)
+    small = check_program_spec(RunSpec(targets=(1.1,)), CODES, 2999)
+    assert (small.recalibrate, small.burn_in) == (None, 2999)
+    windowed = check_program_spec(RunSpec(targets=(1.1,), window=500), CODES, 5000)
+    assert windowed.recalibrate is None  # a window shorter than the fold: no default fold
+
+
+def test_program_with_the_default_fold_equals_replay(tmp_path):
+    data = cohort(7, 3300, CODES)
+    events = random_events(data, 2, history=3000, batches=6, batch_size=25)
+    spec = RunSpec(targets=(1.1,))  # recalibrate="auto": the history's first 1,000 are the fold
+    store = favmac.open_store(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    program = create(store, data, events, spec)
+    assert program.spec.recalibrate == 1000 and program.spec.burn_in == 2000
+    recorded = {}
+    run_events(program, data, events, recorded)
+    assert check_against_replay(data, events, recorded, specs_of(spec, events, 3000)) == len(recorded) > 20
+    assert store.program("p").spec.recalibrate == 1000
+    store.close()
+
+
+@pytest.mark.parametrize("case", ["adaptive-segments", "violation-window-adaptive", "float-weights"])
+def test_points_computed_in_small_chunks_equal_replay(tmp_path, monkeypatch, case):
+    """The state computes calibration points a chunk of patients at a time (state.JOIN_CHUNK); chunks that
+    cut through every batch change nothing (windows slide chunk by chunk, adaptive targets step in order)."""
+    import favmac.store.state as state_module
+
+    monkeypatch.setattr(state_module, "JOIN_CHUNK", 7)
+    spec, changes = CASES[case]
+    data = cohort(11, 520, CODES)
+    events = random_events(data, 3, history=200, batches=10, batch_size=25, specs=changes)
+    store = favmac.open_store(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    program = create(store, data, events, spec)
+    recorded = {}
+    run_events(program, data, events, recorded)
+    assert check_against_replay(data, events, recorded, specs_of(spec, events, 200)) == len(recorded) > 50
+    store.close()

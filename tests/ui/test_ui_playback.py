@@ -14,7 +14,7 @@ def test_running_series_and_metrics():
     assert series["mean_cost"].tolist() == pytest.approx([2.0, 1.0, 1.0, 1.5])
     assert series["violation_rate"].tolist() == pytest.approx([1.0, 0.5, 1 / 3, 0.5])
     m = playback.session_metrics(series, 2)
-    assert m == {"segment": None, "seen": 2, "threshold": 2.0, "mean_cost": 1.0, "mean_value": 1.0, "violation_rate": 0.5}
+    assert m == {"segment": None, "seen": 2, "threshold": 2.0, "segment_threshold": 2.0, "mean_cost": 1.0, "mean_value": 1.0, "violation_rate": 0.5}
     assert playback.session_metrics(series, 0)["seen"] == 0
 
 

@@ -69,25 +69,10 @@ def test_before_after_bins_are_reliability_bins_of_the_patients_after_the_fold()
     assert gap["After recalibration"] < gap["Before recalibration"]
 
 
-def test_fold_maps_and_notes_follow_the_settings():
-    class Data:
-        codes = ["A", "B", "C"]
-
-        def __init__(self, probs, labels):
-            self.probs_, self.labels_ = probs, labels
-
-        def prob_array(self):
-            return self.probs_
-
-        def label_array(self):
-            return self.labels_
-
-    probs, labels = stream()
+def test_fold_notes_follow_the_settings():
     off = {"burn_in": 100, "recalibrate": None}
-    assert rv.fold_maps(Data(probs, labels), off) is None
     assert rv.fold_note(off, "online") is None and rv.tradeoff_caption(None, off) is None
     on = {"burn_in": 100, "recalibrate": 200, "recalibration": "isotonic"}
-    assert rv.fold_maps(Data(probs, labels), on) == fit_recalibration(probs[:200], labels[:200], "isotonic", codes=Data.codes)
     assert "patients 1–200 are the recalibration fold" in rv.fold_note(on, "online")
     assert "fitted on the first 200 patients" in rv.fold_note(on, "export")
     assert "after the first 300" in rv.tradeoff_caption(200, on)

@@ -99,9 +99,12 @@ def test_app_py_is_an_st_app_over_the_router():
     assert 'st.App("studio.py"' in source and (REPO / "studio.py").is_file()
     # the start-up hook that sets TCP_NODELAY and prepares the first page (app.py is not imported here: an
     # st.App pins Streamlit's process-wide config to its script)
-    assert "from favmac.ui.server import page_routes" in source
+    assert "from favmac.ui.server import page_routes, url_prefix" in source
     assert "from favmac.ui.bootstrap import studio_lifespan" in source
-    assert "lifespan=studio_lifespan)" in source and "middleware" not in source  # Streamlit serves its own files
+    assert "lifespan=studio_lifespan" in source
+    # one middleware, the boundary (favmac.ui.boundary: access and headers); Streamlit serves its own files
+    assert "middleware=[Middleware(BoundaryMiddleware, prefix=url_prefix(), pages=[p.url_path for p in PAGES])]" in source
+    assert source.count("Middleware(") == 1
     # every page's URL path is one the script accepts (a bad one fails at start-up)
     for entry in PAGES:
         server.base_url_script(entry.url_path)

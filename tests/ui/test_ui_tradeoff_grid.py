@@ -30,7 +30,7 @@ def dataset(probs, labels, members=None) -> Dataset:
 
 
 def brute_curve(probs, labels, v, w):
-    """Every (patient, code) flag as a tuple, sorted by the SPEC's ratio rule with ties by position."""
+    """Every (patient, code) flag as a tuple, sorted by docs/method.md's ratio rule with ties by position."""
     flags = []
     n, k = probs.shape
     for i in range(n):

@@ -1,0 +1,131 @@
+"""The command line against a damaged settings file, failed export writes and out-of-range adaptive rates.
+
+The command line against hostile input (audit): a damaged settings file and failed writes.
+
+Before: ``predict --engine dask --settings FILE`` with a hand-edited calibration block
+(``"targets": 5``, ``"segments": [1]``, nested thresholds ...) died with a Python traceback; a
+failed provenance write left the new CSV in place without its record (a half-written export)."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_cli import run  # noqa: F401 - the in-process CLI fixture
+
+CODES = ("A", "B", "C")
+
+
+def _files(folder: Path):
+    rng = np.random.default_rng(3)
+    lines = ["patient_id," + ",".join(f"prob_{c},label_{c}" for c in CODES)]
+    for i in range(120):
+        p = rng.random(3).round(3)
+        lines.append(f"p{i}," + ",".join(f"{a},{int(rng.random() < a)}" for a in p))
+    (folder / "cal.csv").write_text("\n".join(lines) + "\n")
+    (folder / "new.csv").write_text("patient_id,A,B,C\nn1,0.9,0.5,0.1\nn2,0.2,0.3,0.4\n")
+
+
+SETTINGS = {"format": "favmac-studio-settings", "version": 1, "settings": {
+    "value_kind": "tp", "cost_kind": "fp", "control": "expected", "universe": "ratio", "score": "price",
+    "targets": [0.5, 1.0], "calibration": {"engine": "favmac.distributed", "codes": list(CODES), "n_patients": 120,
+                                           "targets": [0.5, 1.0], "thresholds": ["1.25", "5.5"]}}}
+
+
+def _damaged(change):
+    doc = copy.deepcopy(SETTINGS)
+    change(doc["settings"], doc["settings"]["calibration"])
+    return doc
+
+
+DAMAGED = {
+    "targets not a list": (lambda s, c: c.update(targets=5), "calibration.targets"),
+    "codes a number": (lambda s, c: c.update(codes=7), "calibration.codes"),
+    "codes not text": (lambda s, c: c.update(codes=[None, 1, "C"]), "calibration.codes"),
+    "thresholds nested": (lambda s, c: c.update(thresholds=[[1], {"a": 1}]), "calibration.thresholds"),
+    "thresholds text": (lambda s, c: c.update(thresholds="abc"), "calibration.thresholds"),
+    "thresholds short": (lambda s, c: c.update(thresholds=["1.0"]), "calibration.thresholds"),
+    "segments a list": (lambda s, c: (s.update(segment="segment"), c.update(segments=[1])), "calibration.segments"),
+    "segment entry a number": (lambda s, c: (s.update(segment="segment"), c.update(segments={"x": 5})),
+                               "calibration.segments.x"),
+    "groupings junk": (lambda s, c: (s.update(segment=["a", "b"]), c.update(groupings={"a": 1})), "calibration.groupings.a"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_damaged_calibration_block_is_refused_by_name(tmp_path, run, case):
+    _files(tmp_path)
+    change, field = DAMAGED[case]
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps(_damaged(change)))
+    out = tmp_path / "parts"
+    proc = run("predict", "--engine", "dask", "--settings", settings, "--target", "0.5", "--new", tmp_path / "new.csv",
+               "--out", out, "--scheduler", "threads")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{field} must be" in proc.stderr and "settings.json" in proc.stderr
+    assert not out.exists()
+
+
+def test_a_failed_provenance_write_leaves_the_previous_export(tmp_path, run):
+    _files(tmp_path)
+    out = tmp_path / "sets.csv"
+    out.write_text("previous export\n")
+    (tmp_path / "sets.csv.provenance.json").mkdir()  # the record cannot be written
+    proc = run("predict", "--calibration", tmp_path / "cal.csv", "--new", tmp_path / "new.csv", "--target", "0.5",
+               "--out", out)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "sets.csv.provenance.json: Is a directory" in proc.stderr
+    assert out.read_text() == "previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.csv", "new.csv", "sets.csv", "sets.csv.provenance.json"]
+
+
+def test_an_unwritable_folder_names_the_output_file(tmp_path, run):
+    _files(tmp_path)
+    missing = tmp_path / "no" / "such" / "sets.csv"
+    proc = run("predict", "--calibration", tmp_path / "cal.csv", "--new", tmp_path / "new.csv", "--target", "0.5",
+               "--out", missing)
+    assert proc.returncode == 2 and f"error: {missing}: No such file or directory" in proc.stderr
+
+
+def test_export_and_record_are_written_together(tmp_path, run):
+    _files(tmp_path)
+    out = tmp_path / "sets.csv"
+    proc = run("predict", "--calibration", tmp_path / "cal.csv", "--new", tmp_path / "new.csv", "--target", "0.5",
+               "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "sets.csv.provenance.json").read_text())
+    import hashlib
+
+    assert record["outputs"] == {"sets.csv": hashlib.sha256(out.read_bytes()).hexdigest()}
+    assert out.read_text().startswith("patient_id,codes,")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("rate", ["1e308", "1000001"])
+def test_a_huge_adaptive_rate_is_refused_not_overflowed(tmp_path, run, rate):
+    _files(tmp_path)
+    proc = run("replay", "--calibration", tmp_path / "cal.csv", "--targets", "0.5", "--adaptive-rate", rate,
+               "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--adaptive-rate must be at most 1,000,000" in proc.stderr
+    assert not (tmp_path / "steps.csv").exists()
+
+
+def test_a_large_but_allowed_adaptive_rate_runs(tmp_path, run):
+    _files(tmp_path)
+    proc = run("replay", "--calibration", tmp_path / "cal.csv", "--targets", "0.5", "--adaptive-rate", "1000000",
+               "--burn-in", "20", "--out", tmp_path / "steps.csv")
+    assert proc.returncode == 0, proc.stderr
