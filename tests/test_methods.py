@@ -80,9 +80,21 @@ def test_burn_in_override_and_unsupported_options():
     value, cost = spec.build()
     direct = replay(probs, labels, value, cost, [0.6], burn_in=len(probs), score="cost")
     assert result.n_steps == 0 and result.final_thresholds.tolist() == direct.final_thresholds.tolist()
-    if not METHODS["crc"].accepts("window"):
-        with pytest.raises(ValueError, match="window is not supported by CRC"):
-            run_method(spec.replace(window=5), "crc", probs, labels)
+    # an option a baseline does not take is refused by name, never dropped silently
+    assert not METHODS["crc"].accepts("adaptive_rate") and not METHODS["crc"].accepts("groups")
+    with pytest.raises(ValueError, match="adaptive_rate is not supported by CRC; leave it unset"):
+        run_method(spec.replace(adaptive_rate=0.05), "crc", probs, labels)
+    with pytest.raises(ValueError, match="label_delay is not supported by RCPS; leave it unset"):
+        run_method(spec.replace(label_delay=3), "rcps", probs, labels)
+    with pytest.raises(ValueError, match="segment is not supported by ClassWise; leave it unset"):
+        run_method(spec.replace(segment="site"), "classwise", probs, labels, groups=np.array(["a", "b"] * 45))
+    # one it does take reaches the function: CRC over a window equals CRC called with that window
+    assert METHODS["crc"].accepts("window")
+    value, cost = spec.build()
+    windowed = run_method(spec.replace(window=5), "crc", probs, labels)
+    np.testing.assert_array_equal(windowed.selected, baselines.crc(probs, labels, value, cost, [0.6], delta=None,
+                                                                   burn_in=10, window=5).selected)
+    assert not np.array_equal(windowed.selected, run_method(spec, "crc", probs, labels).selected)
 
 
 def test_score_routing():

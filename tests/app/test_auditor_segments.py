@@ -86,7 +86,7 @@ def test_per_cell_thresholds_in_dollars_read_as_dollars_on_every_page():
     assert not any("e+" in str(v) for v in rules.to_numpy().ravel())
 
 
-def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
+def test_the_validity_verdict_says_the_cost_unit_of_every_figure(few_orderings):
     """The verdict read "the chosen code sets cost 0.925 per patient ... within the promised 1.05":
     0.925 what? Each cost figure now carries the cost's unit, per cell too."""
     at = cell_session()
@@ -97,6 +97,7 @@ def test_the_validity_verdict_says_the_cost_unit_of_every_figure():
     assert "false flags per 100 charts on average" in verdict and "the promised 105 false flags" in verdict
     assert "the mean cost was" in verdict and verdict.count("false flags per 100 charts") >= 2
     assert any("false flags per 100 charts" in shown(c.value) for c in at.caption)  # the tiles and the histogram, per 100 charts
+    assert at.number_input(key="validity_orderings").value == few_orderings
 
 
 def test_the_tradeoffs_summary_keeps_false_flags_beside_the_payment_in_dollars():

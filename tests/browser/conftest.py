@@ -206,8 +206,8 @@ def browser(chromium_path):
 #: tests/conftest.py's ``BROWSER_GROUP_COUNT`` (one extra xdist worker per group) counts them.
 BROWSER_GROUPS = {
     "browser-1": ("test_end_to_end.py", "test_deep_link.py", "test_first_visit.py"),
-    "browser-2": ("test_browser_first_hour.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
-                  "test_polish_tiles.py", "test_programs_browser.py"),
+    "browser-2": ("test_browser_segments.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
+                  "test_browser_dollar_tiles.py", "test_programs_browser.py"),
     "browser-signin": ("test_signin.py",),  # its own server with a secrets file and an OIDC provider
 }
 

@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -96,10 +97,11 @@ def test_app_py_is_an_st_app_over_the_router():
     assert found.is_asgi_app and found.app_name == "app"
     source = (REPO / "app.py").read_text()
     assert 'st.App("studio.py"' in source and (REPO / "studio.py").is_file()
-    # the start-up hook that sets TCP_NODELAY (app.py is not imported here: an st.App pins
-    # Streamlit's process-wide config to its script)
-    assert "from favmac.ui.server import lifespan, page_routes" in source
-    assert "lifespan=lifespan" in source
+    # the start-up hook that sets TCP_NODELAY and prepares the first page (app.py is not imported here: an
+    # st.App pins Streamlit's process-wide config to its script)
+    assert "from favmac.ui.server import page_routes, url_prefix" in source
+    assert "from favmac.ui.bootstrap import studio_lifespan" in source
+    assert "lifespan=studio_lifespan" in source
     # one middleware, the boundary (favmac.ui.boundary: access and headers); Streamlit serves its own files
     assert "middleware=[Middleware(BoundaryMiddleware, prefix=url_prefix(), pages=[p.url_path for p in PAGES])]" in source
     assert source.count("Middleware(") == 1
@@ -157,6 +159,27 @@ def test_lifespan_sets_nodelay_and_leaves_other_sockets_alone():
         assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         assert unconnected.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # not listening
         assert udp.fileno() >= 0 and listener.fileno() >= 0  # the duplicates were closed, not these
+
+
+def test_studio_lifespan_prepares_the_first_page_and_sets_nodelay(monkeypatch):
+    from favmac.ui import bootstrap
+
+    prepared = []
+    monkeypatch.setattr(bootstrap, "prepare_first_page", lambda: prepared.append(1))
+    monkeypatch.delenv(bootstrap.WARM_UP_ENV, raising=False)
+    with _listener() as listener:
+        async def start():
+            async with bootstrap.studio_lifespan(None) as state:
+                return state
+
+        assert run_async(start()) is None
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    deadline = time.monotonic() + 10
+    while not prepared and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert prepared == [1]
+    monkeypatch.setenv(bootstrap.WARM_UP_ENV, "off")
+    assert bootstrap.start_preparing_first_page() is None
 
 
 def test_base_url_path_is_read_from_streamlits_options(monkeypatch):

@@ -1,9 +1,15 @@
 """The first page view's background warm-up loads (or compiles) the additive and the CMS-HCC payment
 kernels, and what a first Trade-offs run loads, without raising: a failure there would be silent in
-the app (the thread swallows it)."""
+the app (the thread swallows it). It starts only once the first page has been served, fills numba's
+disk cache in a niced child process first, and FAVMAC_WARM_UP=off turns it off."""
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 from favmac import target_grid
 from favmac.ui import bootstrap, tradeoffs as tradeoffs_view
@@ -33,3 +39,90 @@ def test_warm_up_runs_the_additive_and_payment_replays(monkeypatch):
     assert [control for control, _ in compared] == ["expected", "violation"]
     assert set().union(*(methods for _, methods in compared)) == set(target_grid.DEFAULT_METHODS)
     assert "scipy.stats" in sys.modules
+
+
+def _fresh_warm_up_state(monkeypatch):
+    """A server process before its first page run (the module's once-per-process state, reset)."""
+    monkeypatch.setattr(bootstrap, "_warm_up_started", False)
+    monkeypatch.setattr(bootstrap, "_first_page_served", threading.Event())
+    monkeypatch.setattr(bootstrap, "WARM_UP_DELAY", 0.0)
+
+
+def test_warm_up_waits_for_the_first_page_then_fills_the_cache_in_a_child_then_loads(monkeypatch):
+    _fresh_warm_up_state(monkeypatch)
+    monkeypatch.setattr(bootstrap, "FIRST_PAGE_TIMEOUT", 60.0)
+    monkeypatch.delenv(bootstrap.WARM_UP_ENV, raising=False)
+    steps, done = [], threading.Event()
+    monkeypatch.setattr(bootstrap, "fill_kernel_cache", lambda: steps.append("child") or 0)
+    monkeypatch.setattr(bootstrap, "warm_up", lambda delay=1.0: (steps.append(("here", delay)), done.set()))
+    bootstrap._start_warm_up()  # the first page's first run
+    time.sleep(0.3)
+    assert steps == []  # nothing competes with the first page
+    bootstrap._start_warm_up()  # the next page run (the sidebar's): the first page has been served
+    assert done.wait(10)
+    assert steps == ["child", ("here", 0)]
+    bootstrap._start_warm_up()  # once per process
+    time.sleep(0.1)
+    assert steps == ["child", ("here", 0)]
+
+
+def test_warm_up_without_a_second_run_starts_after_the_timeout(monkeypatch):
+    _fresh_warm_up_state(monkeypatch)
+    monkeypatch.setattr(bootstrap, "FIRST_PAGE_TIMEOUT", 0.2)
+    monkeypatch.delenv(bootstrap.WARM_UP_ENV, raising=False)
+    done = threading.Event()
+    monkeypatch.setattr(bootstrap, "fill_kernel_cache", lambda: 1)  # a failed child: the server warms itself
+    monkeypatch.setattr(bootstrap, "warm_up", lambda delay=1.0: done.set())
+    bootstrap._start_warm_up()
+    assert done.wait(10)
+
+
+def test_warm_up_off(monkeypatch):
+    _fresh_warm_up_state(monkeypatch)
+    monkeypatch.setenv(bootstrap.WARM_UP_ENV, "off")
+    started = []
+    monkeypatch.setattr(bootstrap, "_warm_up_after_first_page", lambda: started.append(1))
+    bootstrap._start_warm_up()
+    bootstrap._start_warm_up()
+    time.sleep(0.1)
+    assert started == [] and not bootstrap._warm_up_started
+
+
+def test_the_child_lowers_its_priority_before_warming_up(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bootstrap.os, "nice", lambda inc: calls.append(("nice", inc)))
+    monkeypatch.setattr(bootstrap, "warm_up", lambda delay=1.0: calls.append(("warm_up", delay)))
+    bootstrap.warm_up_process(os.getppid())
+    assert calls == [("nice", bootstrap.WARM_UP_NICENESS), ("warm_up", 0)] and bootstrap.WARM_UP_NICENESS > 0
+
+
+def test_fill_kernel_cache_runs_the_child_on_this_checkout(monkeypatch):
+    seen, real_run = {}, subprocess.run
+
+    def run(argv, env, **kwargs):
+        seen.update(argv=argv, env=env)
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(bootstrap.subprocess, "run", run)
+    assert bootstrap.fill_kernel_cache() == 0
+    assert seen["argv"][:2] == [sys.executable, "-c"]
+    assert f"warm_up_process({os.getpid()})" in seen["argv"][2]
+    root = str(Path(bootstrap.__file__).resolve().parents[2])
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == root
+    # the command itself names a real function of the checkout the child imports
+    check = real_run([sys.executable, "-c", "import favmac.ui.bootstrap as b; print(callable(b.warm_up_process))"],
+                           env=seen["env"], capture_output=True, text=True, cwd="/")
+    assert check.stdout.strip() == "True", check.stderr[-2000:]
+
+
+def test_prepare_first_page_fills_the_payment_model_cache_without_numba():
+    """What the first page run would pay for (the sample, its payment model) is read at server start; the
+    kernels stay the deferred warm-up's."""
+    from favmac.ui import payment_view
+
+    bootstrap.prepare_first_page()
+    assert payment_view._payment_model.cache_info().currsize >= 1
+    check = subprocess.run([sys.executable, "-c", "import sys; from favmac.ui import bootstrap; bootstrap.prepare_first_page(); "
+                            "print('numba' in sys.modules, 'hccinfhir' in sys.modules)"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(bootstrap.__file__).parents[2])})
+    assert check.stdout.split() == ["False", "True"], check.stderr[-2000:]

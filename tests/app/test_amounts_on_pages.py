@@ -1,4 +1,6 @@
-"""What the pages draw for amounts (issue 21's polish): the Trade-offs summary in whole dollars
+"""How the pages draw amounts: whole dollars, even decimals, plain headers, tile units (column configs).
+
+What the pages draw for amounts (issue 21's polish): the Trade-offs summary in whole dollars
 ($2,284,064, not $2,284,064.00), tables whose columns read the same on every row (4,000 patients;
 4.70 under 7.17), the Online session's recent patients in plain headers and units, and the
 Validity tiles saying their unit. The drawn format is the table's column config (``proto.columns``)."""
@@ -80,13 +82,14 @@ def test_data_tables_draw_counts_with_separators_and_even_decimals():
     assert drawn["Patients"][1] == "%,d" and drawn["Calibration error (points)"][1] == "%,.2f"
 
 
-def test_validity_tiles_say_their_unit():
+def test_validity_tiles_say_their_unit(few_orderings):
     at = open_page("validity")
     at.button(key="run_validity").click().run()
     at = settle_jobs(at)
     assert_clean(at)
     labels = [m.label for m in at.metric]
     assert "Mean over orderings (false flags per 100 charts)" in labels and "Promised at most (false flags per 100 charts)" in labels
+    assert at.number_input(key="validity_orderings").value == few_orderings
 
 
 def test_patients_greedy_table_in_dollars_keeps_the_score_digits():

@@ -1,4 +1,6 @@
-"""Leftovers of an auditor's first hour (issue 21) in the app (AppTest): the Validity verdict of a
+"""The pages with segments: Validity's pooled-run verdict, Export's rule column decimals and previews, Patients' table.
+
+Leftovers of an auditor's first hour (issue 21) in the app (AppTest): the Validity verdict of a
 pooled run with segments says what held (the pooled promise) and what did not (segments, in false
 flags per 100 charts) as a warning, not an error; the Export's per-segment rule column has one
 number of decimals."""
@@ -9,8 +11,8 @@ import re
 
 import numpy as np
 from app_helpers import assert_clean, go, settle_jobs
-from test_first_hour import drift_session
-from test_polish_amounts_pages import formats
+from test_segment_views import drift_session
+from test_amounts_on_pages import formats
 
 from favmac.ui import units
 

@@ -1,5 +1,7 @@
-"""Third hostile-input audit of the readers and the library (tests/test_audit_io.py and
-tests/test_audit2_io.py hold the earlier rounds): a code column named as the segment column,
+"""The readers and library: code columns named as segment columns, probabilities at the edges of floating point, two names of one HCC.
+
+Third hostile-input audit of the readers and the library (tests/test_io_dates_and_empty_files.py and
+tests/test_io_encodings_and_wide_files.py hold the earlier rounds): a code column named as the segment column,
 probabilities at the edges of floating point, two names of one HCC."""
 from __future__ import annotations
 

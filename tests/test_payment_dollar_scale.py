@@ -1,4 +1,6 @@
-"""Second hostile-input audit: the CMS-HCC payment value (tests/test_audit_*.py hold the first round)."""
+"""The CMS-HCC payment value: a huge dollar scale keeps the unsupported cost exact.
+
+Second hostile-input audit: the CMS-HCC payment value (tests/test_audit_*.py hold the first round)."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,6 @@
-"""Label-arrival dates from the audit: offsets and years pandas cannot hold in nanoseconds.
+"""The readers: label-arrival dates (UTC offsets, years pandas cannot hold) and empty weights/date/CMS cells.
+
+Label-arrival dates from the audit: offsets and years pandas cannot hold in nanoseconds.
 
 Before: a column mixing UTC offsets escaped as pandas' ValueError ("Mixed timezones detected"),
 and a year before 1678 or after 2261 wrapped around silently (1500-01-01 read as 2084-07-20)."""

@@ -1,4 +1,6 @@
-"""``favmac`` refusals a newcomer met in the first hour (issue 21), each worded in what was typed:
+"""The command line's refusals worded in what was typed: id column as segment, negative burn-in, formula forms.
+
+``favmac`` refusals a newcomer met in the first hour (issue 21), each worded in what was typed:
 the id column as a segment column, a negative burn-in, a formula starting with "-", and
 and/or/not in a value formula (numpy's "truth value of an array is ambiguous" before)."""
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Second hostile-input audit: files (encodings, label arrivals, groupings); tests/test_audit_io.py holds the first round."""
+"""The readers: mixed positions and dates, UTF-32 files, very long column names and very wide files (pandas and Dask).
+
+Second hostile-input audit: files (encodings, label arrivals, groupings); tests/test_io_dates_and_empty_files.py holds the first round."""
 import numpy as np
 import pandas as pd
 import pytest

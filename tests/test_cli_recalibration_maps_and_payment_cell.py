@@ -1,11 +1,13 @@
-"""Second hostile-input audit of the command line (tests/test_audit_cli.py holds the first round)."""
+"""The command line: recalibration maps whose method is not text, and the payment value's INSD cell as the default.
+
+Second hostile-input audit of the command line (tests/test_cli_damaged_settings_and_writes.py holds the first round)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from test_audit_cli import _files
+from test_cli_damaged_settings_and_writes import _files
 from test_cli import run  # noqa: F401 - the in-process CLI fixture
 
 

@@ -1,4 +1,6 @@
-"""An auditor's first hour in a real browser (issue 21): what AppTest cannot see.
+"""In chromium with segments on: options toggle as clicked, legends name segments, every page in per-100-chart units.
+
+An auditor's first hour in a real browser (issue 21): what AppTest cannot see.
 
 With the "Drift & segments demo" and per-segment control on: the options of the settings form
 turn on and off as the user clicks (no Apply needed), the charts' legends name the segments

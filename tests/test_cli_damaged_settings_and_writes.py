@@ -1,4 +1,6 @@
-"""The command line against hostile input (audit): a damaged settings file and failed writes.
+"""The command line against a damaged settings file, failed export writes and out-of-range adaptive rates.
+
+The command line against hostile input (audit): a damaged settings file and failed writes.
 
 Before: ``predict --engine dask --settings FILE`` with a hand-edited calibration block
 (``"targets": 5``, ``"segments": [1]``, nested thresholds ...) died with a Python traceback; a

@@ -1,4 +1,6 @@
-"""Second hostile-input audit of the app: settings files whose payment fields the library accepts
+"""Restoring a settings file in the app: payment model/cell names in another case, adjustments outside the inputs' range.
+
+Second hostile-input audit of the app: settings files whose payment fields the library accepts
 but the page's widgets could not show (tests/app/test_hostile_settings.py holds the first round)."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Hostile value formulas (audit): what a formula can reach besides numbers is refused up front.
+"""Value formulas: what a formula can reach besides numbers (files, the weights, non-scalars) is refused up front.
+
+Hostile value formulas (audit): what a formula can reach besides numbers is refused up front.
 
 Before: ``v.dump(path)`` / ``v.tofile(path)`` wrote a file on the server, ``minimum(v, 0, out=v)``
 overwrote the caller's weights, ``sqrt(v, where=False)`` read uninitialized memory, and a formula

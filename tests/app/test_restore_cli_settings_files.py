@@ -1,6 +1,8 @@
-"""Third hostile-input audit of the app: settings the library and the command line accept (a
+"""Restoring settings files the library and CLI accept (favmac calibrate's, every option at once) into the app.
+
+Third hostile-input audit of the app: settings the library and the command line accept (a
 ``favmac calibrate --delta 0.0005`` file, ``--adaptive-rate 50``) restored into the app, and every
-option of a run combined in one settings file (tests/app/test_audit2_restore.py holds the second round)."""
+option of a run combined in one settings file (tests/app/test_restore_payment_fields.py holds the second round)."""
 from __future__ import annotations
 
 import json

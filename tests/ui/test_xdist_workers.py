@@ -1,4 +1,6 @@
-"""tests/conftest.py: ``-n auto`` gives each browser-test group a worker of its own, only when the
+"""tests/conftest.py: -n auto adds one xdist worker per browser-test group, only when browser tests run.
+
+tests/conftest.py: ``-n auto`` gives each browser-test group a worker of its own, only when the
 browser tests run; the count agrees with the groups tests/browser/conftest.py forms."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Amounts in tables as an auditor reads them: whole dollars with thousands separators (never cents on
+"""Amount formats in tables, tiles and charts: whole dollars, RAF digits, one printf format per column.
+
+Amounts in tables as an auditor reads them: whole dollars with thousands separators (never cents on
 $2,284,064), RAF with three significant digits (never 0.00), one printf format per column."""
 from __future__ import annotations
 

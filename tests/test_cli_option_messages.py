@@ -1,4 +1,6 @@
-"""Third hostile-input audit of the command line (tests/test_audit_cli.py, tests/test_audit2_cli.py
+"""The command line's messages for targets, segment columns, universes and scores, and its provenance record.
+
+Third hostile-input audit of the command line (tests/test_cli_damaged_settings_and_writes.py, tests/test_cli_recalibration_maps_and_payment_cell.py
 hold the earlier rounds): target messages that agree with each other, and no numpy warnings."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Small display rules (issue 21's polish): patient counts with thousands separators in the
+"""Display rules: counts with separators, RAF capitals in labels, the unsupported-payment caption from typed inputs.
+
+Small display rules (issue 21's polish): patient counts with thousands separators in the
 per-segment tables, "RAF" keeping its capitals in a label, and the unsupported-payment caption
 describing the payment inputs as typed."""
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""An auditor's first hour (issue 21): segment-aware views, plain units, and the stumbles a newcomer hit.
+"""The pages with per-segment control on (Drift & segments demo): segment-aware views, units, stale messages.
+
+An auditor's first hour (issue 21): segment-aware views, plain units, and the stumbles a newcomer hit.
 
 Each test failed before its fix. The session loads the "Drift & segments demo" (three plans) and
 turns per-segment control on, as an auditor comparing plans would.

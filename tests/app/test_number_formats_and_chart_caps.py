@@ -1,4 +1,6 @@
-"""Display details from issue 11: formats, remembered choices, capped per-code charts."""
+"""Page display details: number formats, remembered layout choices, per-code charts capped with a note.
+
+Display details from issue 11: formats, remembered choices, capped per-code charts."""
 from __future__ import annotations
 
 import json

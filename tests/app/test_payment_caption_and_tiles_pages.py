@@ -1,4 +1,6 @@
-"""Issue 21's small page items: the unsupported-payment caption on Value & cost follows the inputs
+"""Pages: the unsupported-payment caption follows typed inputs; per-segment counts with separators; tiles in one row.
+
+Issue 21's small page items: the unsupported-payment caption on Value & cost follows the inputs
 as they are typed (it described the last saved run until a second rerun), the per-segment
 tables draw patient counts with thousands separators, and the tiles of the Online session and
 Patients sit in one row sized to their labels (tests/browser checks that no label is cut)."""

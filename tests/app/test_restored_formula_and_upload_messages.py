@@ -1,4 +1,6 @@
-"""The app's actions with hostile input (audit): a settings file's formula cannot reach the server,
+"""App actions: a restored settings file's formula cannot reach the server; upload messages count in the singular.
+
+The app's actions with hostile input (audit): a settings file's formula cannot reach the server,
 and what an upload says counts in the singular too."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Leftovers of an auditor's first hour (issue 21), without Streamlit: a column of thresholds as rules
+"""Threshold rule columns with one number of decimals, pooled-run verdicts, and cost units in titles (no Streamlit).
+
+Leftovers of an auditor's first hour (issue 21), without Streamlit: a column of thresholds as rules
 reads with one number of decimals ("0.100 RAF" above "0.103 RAF", not "0.1 RAF"), and the Validity
 verdict of a pooled run whose pooled promise held is a warning that says what held and what did not."""
 from __future__ import annotations

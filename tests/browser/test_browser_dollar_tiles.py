@@ -1,4 +1,6 @@
-"""Metric tiles in dollars (issue 21): with a base rate and the unsupported-payment cost, the
+"""In chromium: metric tiles in dollars keep their full labels (no cut with an ellipsis).
+
+Metric tiles in dollars (issue 21): with a base rate and the unsupported-payment cost, the
 Online session's and Patients' tile labels ("Unsupported $ per 100 charts", "Payment captured per
 patient", "Value per unsupported $", "Confirmed value / unsupported $") were cut with "…" in
 equal columns; ``widgets.tiles`` sizes each tile to its label. Full-page screenshots go to
