@@ -321,6 +321,7 @@ def test_team_boundary_programs_deep_link_viewer_and_workspace(browser, serving,
             assert f"No program named '{east}' among your teams' programs" in text, text
             assert "risk-east" not in text and "team risk-east" not in text, text  # not even its team
             assert "Audit trail" in text and west in text  # his own program is what opens
+            bob.screenshot(path=str(screenshot_dir / "signin-bob-refused-deep-link.png"))
             refusals = store.refusals().iloc[before:]
             assert len(refusals) == 1, refusals
             row = refusals.iloc[0]
@@ -354,6 +355,7 @@ def test_team_boundary_programs_deep_link_viewer_and_workspace(browser, serving,
             wait_idle(bob, settle_ms=800)
             seen = main_text(bob) + sidebar(bob).inner_text()
             assert "alice_private_cohort" not in seen, seen
+            assert "HCC cohort (synthetic, 35 codes)" in sidebar(bob).inner_text()  # he uploaded nothing: the sample
     finally:
         alice_context.close()
         bob_context.close()
