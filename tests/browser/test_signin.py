@@ -331,6 +331,10 @@ def test_team_boundary_programs_deep_link_viewer_and_workspace(browser, serving,
             # a reload of the page does not ask again (one refusal per attempt) ...
             wait_idle(bob, settle_ms=500)
             assert len(store.refusals()) == before + 1
+            # a name no program has gets the same words (the message does not tell that harbor exists); nothing to record
+            text = open_programs(bob, f"{signin_url}/Programs?program=no-such-program")
+            assert "No program named 'no-such-program' among your teams' programs (teams: risk-west)" in text, text
+            assert len(store.refusals()) == before + 1
             # ... and alice's own deep link opens her program
             text = open_programs(alice, f"{signin_url}/Programs?program={east}")
             assert "No program named" not in text and f"2 · {east}" in text, text
