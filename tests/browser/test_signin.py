@@ -14,6 +14,12 @@ team and role in the sidebar; a download URL of alice's is served to her browser
 bob's signed-in browser, not to a client without cookies, not after sign-out); sign-out ends
 access; a token without teams and a user in no team get a clear page; a sign-in the provider
 refuses is reported on the sign-in page; a provider that cannot be reached gets a clear page.
+
+Team boundary (one program per team, made through the library in the server's store): each user's
+Programs page lists their team's program only; bob's deep link to alice's program
+(``/Programs?program=<name>``) shows nothing of it, says the same as for a name no program has, and the
+store records the refusal with him; bob, a viewer, opens his team's program with every write control
+disabled and the page saying why; alice's upload on Data is restored for her, not for bob.
 """
 from __future__ import annotations
 
