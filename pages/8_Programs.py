@@ -32,6 +32,31 @@ if not writer:
 listed = store.programs()
 names = listed["name"].tolist()
 
+# a deep link (/Programs?program=<name>) opens that program when it is one of the user's teams'; any other name
+# gets the same message whether the program exists or not (nothing of another team's program is shown), and the
+# store records the refusal with the user (store.refusals())
+asked = st.query_params.get("program")
+if asked is not None and asked in names:
+    st.session_state["program_choice"] = ss.program_name = asked
+    ss.clear_message("program_link")
+elif asked is not None:
+    del st.query_params["program"]  # refused once, not again on every rerun (the message stays until the user moves on)
+    try:
+        store.program(asked)
+    except programs.PROBLEMS:
+        pass
+    ss.set_message("program_link", "error", f"No program named {asked[:200]!r} among your teams' programs (teams: "
+                                            f"{', '.join(me.teams) or 'none'}). A program is open only to the members of "
+                                            "its team.")
+widgets.show_message("program_link")
+
+
+def on_choose():
+    for key in ("program_create", "programs", "program_link"):
+        ss.clear_message(key)
+    st.query_params["program"] = st.session_state["program_choice"]  # the URL is this program's deep link
+
+
 # --------------------------------------------------------------------------- open / create
 def on_create():
     """The form's Create button (a callback: it runs before the page, so the new program is the one opened)."""
@@ -42,8 +67,10 @@ def on_create():
         ss.set_message("program_create", "error", programs.explain(err))
         return
     ss.clear_message("program_create")
+    ss.clear_message("program_link")
     ss.program_name = program.name
     st.session_state["program_choice"] = program.name
+    st.query_params["program"] = program.name
     st.session_state["program_new_name"] = ""
     say("success", " ".join([f"Created program {program.name} (team {program.team}) with {ss.dataset.n_patients:,} patients "
                              "of history; settings version 1.", *notes]))
@@ -58,7 +85,7 @@ with open_col:
             st.session_state["program_choice"] = ss.program_name if ss.program_name in names else names[0]
         teams = dict(zip(listed["name"], listed["team"]))
         ss.program_name = st.selectbox("Program", names, key="program_choice", format_func=lambda n: f"{n} · team {teams[n]}",
-                                       on_change=lambda: [ss.clear_message(a) for a in ("program_create", "programs")])
+                                       on_change=on_choose)
     else:
         st.caption("No program in your teams yet: create one from the current data.")
         ss.program_name = None

@@ -14,6 +14,12 @@ team and role in the sidebar; a download URL of alice's is served to her browser
 bob's signed-in browser, not to a client without cookies, not after sign-out); sign-out ends
 access; a token without teams and a user in no team get a clear page; a sign-in the provider
 refuses is reported on the sign-in page; a provider that cannot be reached gets a clear page.
+
+Team boundary (one program per team, made through the library in the server's store): each user's
+Programs page lists their team's program only; bob's deep link to alice's program
+(``/Programs?program=<name>``) shows nothing of it, says the same as for a name no program has, and the
+store records the refusal with him; bob, a viewer, opens his team's program with every write control
+disabled and the page saying why; alice's upload on Data is restored for her, not for bob.
 """
 from __future__ import annotations
 
@@ -223,3 +229,143 @@ def test_an_unreachable_provider_gets_a_clear_page(browser, serving, tmp_path):
             assert sign_in_button(page).count() == 0
         finally:
             context.close()
+
+
+# --------------------------------------------------------------------------- team boundary in the app (issue 32)
+CODES = ("C1", "C2", "C3", "C4")
+PROGRAM_NAMES = {"risk-east": "harbor", "risk-west": "summit"}
+
+
+@pytest.fixture(scope="module")
+def team_programs(signin_url):
+    """One program per team, created through the library in the server's store (``FAVMAC_STORE``, which the
+    server inherited) by an auditor of that team: {team: program name}."""
+    import numpy as np
+
+    import favmac
+    from favmac.access import Identity
+    from favmac.runspec import RunSpec
+
+    rng = np.random.default_rng(5)
+    n = 120
+    ids = [f"p{i:04d}" for i in range(n)]
+    probs = rng.beta(0.6, 2.0, size=(n, len(CODES))).round(4)
+    labels = (rng.uniform(size=probs.shape) < probs).astype(int)
+    store = favmac.open_store(os.environ["FAVMAC_STORE"])
+    made = {}
+    try:
+        for team in ("risk-east", "risk-west"):
+            founder = store.as_user(Identity(user_id=f"founder-{team}", name=f"Founder {team}", teams=(team,),
+                                             role="auditor"))
+            name = f"{PROGRAM_NAMES[team]}-{os.getpid()}"  # names that do not say the team
+            founder.create_program(name, RunSpec(targets=(1.1,), recalibrate=None), ids, probs, labels, codes=list(CODES))
+            made[team] = name
+    finally:
+        store.close()
+    return made
+
+
+def wait_idle(page, settle_ms: int = 300) -> None:
+    from test_end_to_end import wait_idle as idle
+
+    idle(page, timeout=120_000, settle_ms=settle_ms)
+
+
+def main_text(page) -> str:
+    return page.locator("[data-testid='stMain']").inner_text()
+
+
+def open_programs(page, url: str) -> str:
+    page.goto(url)
+    page.get_by_role("heading", name="Programs").first.wait_for()
+    wait_idle(page, settle_ms=500)
+    return main_text(page)
+
+
+@pytest.mark.xdist_group(GROUP)
+def test_team_boundary_programs_deep_link_viewer_and_workspace(browser, serving, signin_url, team_programs, tmp_path,
+                                                               screenshot_dir):
+    import favmac
+    from test_end_to_end import keyed, upload, write_wide_csv
+
+    east, west = team_programs["risk-east"], team_programs["risk-west"]
+    alice_context, alice = new_page(browser, serving)
+    bob_context, bob = new_page(browser, serving)
+    try:
+        # 1. each signed-in user sees their team's program and not the other team's
+        sign_in(alice, f"{signin_url}/Programs", "alice")
+        sidebar(alice).get_by_text("Alice Auditor").wait_for()
+        text = open_programs(alice, f"{signin_url}/Programs")
+        assert east in text and west not in text, text
+        sign_in(bob, f"{signin_url}/Programs", "bob")
+        sidebar(bob).get_by_text("Bob Viewer").wait_for()
+        text = open_programs(bob, f"{signin_url}/Programs")
+        assert west in text and east not in text, text
+        bob.screenshot(path=str(screenshot_dir / "signin-bob-programs.png"), full_page=True)
+
+        # 3. a viewer opens his team's program, but every write control is disabled and the page says why
+        assert "You have the viewer role" in text and "not create programs, predict, label or change settings" in text
+        assert alice.get_by_role("button", name="Create program").is_enabled()
+        assert bob.get_by_role("button", name="Create program").is_disabled()
+        batch = tmp_path / "june.csv"
+        frame = {"patient_id": ["n1", "n2"], **{code: [0.5, 0.2] for code in CODES}}
+        import pandas as pd
+
+        pd.DataFrame(frame).to_csv(batch, index=False)
+        upload(bob, "program_new_file", batch)
+        upload(bob, "program_labels_file", batch)  # a file in both uploaders: the buttons still refuse
+        for key in ("program_predict", "program_label", "program_settings"):
+            assert keyed(bob, key).locator("button").is_disabled(), key
+        assert west in main_text(bob)  # still open (read access): its status and audit trail
+        bob.get_by_role("heading", name="Audit trail").first.wait_for()
+
+        # 2. alice's program by deep link as bob: nothing of it, refused, and the refusal recorded with him
+        store = favmac.open_store(os.environ["FAVMAC_STORE"])
+        try:
+            before = len(store.refusals())
+            text = open_programs(bob, f"{signin_url}/Programs?program={east}")
+            assert f"No program named '{east}' among your teams' programs" in text, text
+            assert "risk-east" not in text and "team risk-east" not in text, text  # not even its team
+            assert "Audit trail" in text and west in text  # his own program is what opens
+            bob.screenshot(path=str(screenshot_dir / "signin-bob-refused-deep-link.png"))
+            refusals = store.refusals().iloc[before:]
+            assert len(refusals) == 1, refusals
+            row = refusals.iloc[0]
+            assert (row["user_name"], row["action"], row["program"], row["team"]) == ("Bob Viewer", "open", east,
+                                                                                      "risk-east"), row.to_dict()
+            assert "bob" in row["user_id"], row.to_dict()
+            # a reload of the page does not ask again (one refusal per attempt) ...
+            wait_idle(bob, settle_ms=500)
+            assert len(store.refusals()) == before + 1
+            # a name no program has gets the same words (the message does not tell that harbor exists); nothing to record
+            text = open_programs(bob, f"{signin_url}/Programs?program=no-such-program")
+            assert "No program named 'no-such-program' among your teams' programs (teams: risk-west)" in text, text
+            assert len(store.refusals()) == before + 1
+            # ... and alice's own deep link opens her program
+            text = open_programs(alice, f"{signin_url}/Programs?program={east}")
+            assert "No program named" not in text and f"2 · {east}" in text, text
+        finally:
+            store.close()
+
+        # 4. alice's upload on Data is her workspace's, not bob's
+        cohort = tmp_path / "alice_private_cohort.csv"
+        write_wide_csv(cohort, n=120)
+        alice.goto(f"{signin_url}/Data")
+        alice.get_by_role("heading", name="Data").first.wait_for()
+        wait_idle(alice, settle_ms=500)
+        upload(alice, "upload_wide", cohort)
+        assert "alice_private_cohort.csv" in main_text(alice)
+        alice.reload()  # her own reload restores it (the store has it)
+        alice.get_by_role("heading", name="Data").first.wait_for()
+        wait_idle(alice, settle_ms=800)
+        assert "alice_private_cohort.csv" in main_text(alice) + sidebar(alice).inner_text()
+        for page_name in ("Data", "Online_session"):
+            bob.goto(f"{signin_url}/{page_name}")
+            bob.locator("[data-testid='stMain'] h1").first.wait_for()
+            wait_idle(bob, settle_ms=800)
+            seen = main_text(bob) + sidebar(bob).inner_text()
+            assert "alice_private_cohort" not in seen, seen
+            assert "HCC cohort (synthetic, 35 codes)" in sidebar(bob).inner_text()  # he uploaded nothing: the sample
+    finally:
+        alice_context.close()
+        bob_context.close()
