@@ -38,7 +38,7 @@ pages' time against the one-line app is that server change, and how much the pag
 for each server, the median time of a small response (``/_stcore/health``) on a reused
 connection: about 40 ms where Nagle's algorithm holds the body back, about 1 ms where it is off.
 
-Nothing is asserted: ``tests/browser/test_first_visit.py`` runs this and prints the figures.
+Nothing is asserted: a benchmark, run by hand (not by the test suite).
 Needs Debian's chromium (/usr/bin/chromium, or $FAVMAC_CHROMIUM) and python playwright.
 """
 from __future__ import annotations

@@ -89,7 +89,14 @@ def slow_validity(monkeypatch):
 
 def test_the_validity_check_runs_in_the_background_and_survives_navigation(slow_validity):
     gate, calls = slow_validity
-    at = open_additive("validity")  # the background behaviour; 300 orderings of the payment value take longer than TIMEOUT here
+    # the background behaviour, with the additive value and no recalibration fold (300 orderings of the payment value,
+    # or maps refitted in every ordering, take minutes here: the number and the value are not the point)
+    at = open_page("value_cost")
+    at.radio(key="value_kind").set_value("weighted_tp")
+    at.checkbox(key="use_recalibrate").uncheck()
+    at.button(key="apply_settings").click().run()
+    assert not at.session_state["settings"].get("recalibrate")
+    at = go(at, "validity")
     assert_clean(at)
     at.number_input(key="validity_orderings").set_value(300).run()
     at.button(key="run_validity").click().run()

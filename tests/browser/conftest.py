@@ -205,7 +205,7 @@ def browser(chromium_path):
 #: about half: 294 s and 276 s in a run with ``-n 2``); a file not listed joins the first group.
 #: tests/conftest.py's ``BROWSER_GROUP_COUNT`` (one extra xdist worker per group) counts them.
 BROWSER_GROUPS = {
-    "browser-1": ("test_end_to_end.py", "test_deep_link.py", "test_first_visit.py"),
+    "browser-1": ("test_end_to_end.py", "test_deep_link.py"),
     "browser-2": ("test_browser_segments.py", "test_hostile_segments.py", "test_hostile_files.py", "test_browser_guarantees.py",
                   "test_browser_dollar_tiles.py", "test_programs_browser.py"),
     "browser-signin": ("test_signin.py",),  # its own server with a secrets file and an OIDC provider
