@@ -27,7 +27,7 @@ import numpy as np
 
 from .functions import false_flag_weights
 from .protocols import bind_rows, is_additive, units_of
-from .recalibration import recalibration_of
+from .recalibration import run_probabilities
 from .result import join_codes
 from .replay import predict_with_threshold
 from .scores import result_score
@@ -169,8 +169,7 @@ def stream_sets(result, probs, labels, value, cost, *, universe: str | None = No
     probabilities: a recalibrated result's maps are applied here).
     """
     start = result.burn_in
-    maps = recalibration_of(result)
-    probs = np.asarray(probs)[start:] if maps is None else maps.apply(np.asarray(probs)[start:], groups=result.groups)
+    probs = run_probabilities(result, np.asarray(probs)[start:], groups=result.groups)
     ids = result.patient_ids if result.patient_ids is not None else np.arange(start, start + result.n_steps)
     codes = result.codes if result.codes is not None else [str(k) for k in range(result.selected.shape[2])]
     value, cost = bind_rows(value, slice(start, None)), bind_rows(cost, slice(start, None))
@@ -208,11 +207,10 @@ def new_patient_sets(new_probs: pd.DataFrame, result, value, cost, *, universe: 
 
     universe = _universe(result, universe)
     score = score if score is not None else result_score(result, false_flag_weights(cost, new_probs.shape[1]))
-    probs = new_probs.to_numpy(dtype=float)
-    maps = recalibration_of(result)
-    if maps is not None:  # the maps the threshold was calibrated with (docs/method.md "Recalibration on a split")
-        by_segment = maps.by == "segment"  # maps per segment: each new patient's own segment's maps
-        probs = maps.apply(probs, groups=(new_probs.attrs.get("groups") if groups is None else groups) if by_segment else None)
+    # the maps the threshold was calibrated with (docs/method.md "Recalibration on a split"); maps per segment:
+    # each new patient's own segment's maps
+    probs = run_probabilities(result, new_probs.to_numpy(dtype=float),
+                              groups=new_probs.attrs.get("groups") if groups is None else groups)
     several = len(getattr(result, "groupings", None) or []) > 1
     if groups is None:  # the segment column(s) load_new_patients_segmented read, if any
         groups = new_probs.attrs.get("groupings") if several else new_probs.attrs.get("groups")

@@ -108,6 +108,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "fit_fold",
+    "run_probabilities",
     "CLIP",
     "DEFAULT_FOLD",
     "DEFAULT_FOLD_MIN_PATIENTS",
@@ -918,6 +920,17 @@ def recalibration_of(result) -> Recalibration | SegmentRecalibration | None:
     return as_recalibration(getattr(result, "settings", {}).get("recalibration_maps"))
 
 
+def run_probabilities(result, probs, groups=None) -> np.ndarray:
+    """``probs`` as the run ``result`` saw them: through its own recalibration maps (:func:`recalibration_of`;
+    maps per segment take one segment label per row, ``groups``, from the column they were fitted on), or
+    unchanged without recalibration. (N, K) or one (K,) row with one label. The exports and the Patients
+    page call this, so a set is always shown with the probabilities that chose it."""
+    maps = recalibration_of(result)
+    if maps is None:
+        return np.asarray(probs)
+    return maps.apply(probs, groups=groups if maps.by == "segment" else None)
+
+
 def as_recalibration(maps, *, codes=None) -> Recalibration | SegmentRecalibration | None:
     """``maps`` as fitted maps: None, a Recalibration / SegmentRecalibration, or its dict (``to_dict``)."""
     if maps is None or isinstance(maps, (Recalibration, SegmentRecalibration)):
@@ -927,18 +940,12 @@ def as_recalibration(maps, *, codes=None) -> Recalibration | SegmentRecalibratio
     return Recalibration.from_dict(maps, codes=codes)
 
 
-def replay_after_fold(replay, probs, labels, value, cost, targets, *, recalibrate, recalibration, burn_in, window,
-                      groups=None, patient_ids=None, codes=None, recalibrate_by=DEFAULT_RECALIBRATE_BY, **options):
-    """``replay`` with a recalibration fold: fit the maps on the first R rows, replay the rest.
-
-    The fold's rows leave the stream (no prediction, never calibration); the others are
-    replayed with g_k(p_k) (``recalibrate_by="segment"``: through their own segment's maps,
-    ``groups`` being one grouping; per-code maps take any number of groupings, each sliced
-    past the fold) and ``burn_in`` counted after the fold. The result's ``burn_in``
-    is R + burn_in (positions and ids stay those of the whole stream) and its ``settings``
-    carry ``recalibrate``, ``recalibration`` and ``recalibration_maps`` (the maps' dict).
-    ``probs``/``labels``/``patient_ids`` are the checked stream (``favmac.validation.check_stream``).
-    """
+def fit_fold(probs, labels, groups, *, recalibrate, recalibration, recalibrate_by=DEFAULT_RECALIBRATE_BY, window=None,
+             burn_in: int = 0, codes=None):
+    """The maps of a recalibration fold, fitted on the first R rows: ``(maps, R, groupings, segments)``,
+    ``groupings`` the checked groupings of the whole stream and ``segments`` the labels maps per segment
+    were fitted with (None for per-code maps). The one place the fold's settings are checked and its
+    maps fitted (:func:`replay_after_fold`, the baselines under a session's fold)."""
     from .segments import check_groupings
 
     n_patients = len(probs)
@@ -954,6 +961,24 @@ def replay_after_fold(replay, probs, labels, value, cost, targets, *, recalibrat
     segments = groupings[0][1] if by == "segment" else None
     maps = fit_recalibration(probs[:size], labels[:size], recalibration, codes=codes, by=by,
                              groups=None if segments is None else segments[:size])
+    return maps, size, groupings, segments
+
+
+def replay_after_fold(replay, probs, labels, value, cost, targets, *, recalibrate, recalibration, burn_in, window,
+                      groups=None, patient_ids=None, codes=None, recalibrate_by=DEFAULT_RECALIBRATE_BY, **options):
+    """``replay`` with a recalibration fold: fit the maps on the first R rows, replay the rest.
+
+    The fold's rows leave the stream (no prediction, never calibration); the others are
+    replayed with g_k(p_k) (``recalibrate_by="segment"``: through their own segment's maps,
+    ``groups`` being one grouping; per-code maps take any number of groupings, each sliced
+    past the fold) and ``burn_in`` counted after the fold. The result's ``burn_in``
+    is R + burn_in (positions and ids stay those of the whole stream) and its ``settings``
+    carry ``recalibrate``, ``recalibration`` and ``recalibration_maps`` (the maps' dict).
+    ``probs``/``labels``/``patient_ids`` are the checked stream (``favmac.validation.check_stream``).
+    """
+    maps, size, groupings, segments = fit_fold(probs, labels, groups, recalibrate=recalibrate, recalibration=recalibration,
+                                               recalibrate_by=recalibrate_by, window=window, burn_in=burn_in, codes=codes)
+    by = maps.by
     rest = slice(size, None)
     if [name for name, _ in groupings] == ["segment"] and not isinstance(groups, dict) and not hasattr(groups, "columns"):
         groups = groupings[0][1][rest]  # one grouping given as labels: the replay names it as before

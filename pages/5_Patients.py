@@ -3,6 +3,7 @@ import numpy as np
 import streamlit as st
 
 from favmac.controller import FavMac
+from favmac.recalibration import recalibration_of, run_probabilities
 from favmac.replay import predict_with_threshold
 from favmac.ui import figures, groupings, jobs, patients, payment_view, payment_widgets, widgets
 from favmac.ui.playback import format_threshold
@@ -43,7 +44,7 @@ if source == "Calibration stream":
     position = result.burn_in + step
     segment = groupings.segment_columns(settings)[:1]  # the column maps per segment were fitted on
     group = ds.segments(segment[0])[position] if segment else None
-    probs_row = patients.run_probabilities(result, ds.prob_array()[position], group)  # as the run saw them
+    probs_row = run_probabilities(result, ds.prob_array()[position], group)  # as the run saw them
     labels_row = ds.label_array()[position]
     threshold = float(result.thresholds[0, step])
     selected_row = result.selected[0, step]
@@ -56,12 +57,12 @@ else:
     threshold, where = groupings.new_patient_threshold(result, new, pick, ds.n_patients, spec.segment)  # stops on a missing column
     view = groupings.new_patients_for(new, spec.segment)
     group = None if view is None or view.attrs.get("groups") is None else view.attrs["groups"][ids.index(pick)]
-    probs_row = patients.run_probabilities(result, new.loc[pick].to_numpy(dtype=float), group)  # the run's maps
+    probs_row = run_probabilities(result, new.loc[pick].to_numpy(dtype=float), group)  # the run's maps
     labels_row = None
     selected_row = predict_with_threshold(probs_row[None, :], value, cost, threshold, universe=settings["universe"],
                                           score=spec.score)[0]
 
-if patients.recalibration_of(result) is not None:
+if recalibration_of(result) is not None:
     st.caption("Probabilities are shown as the run used them: after the recalibration maps fitted on the fold "
                "(Value & cost → Recalibration).")
 summary = patients.patient_summary(selected_row, probs_row, labels_row, value, cost)

@@ -136,22 +136,14 @@ def _after_fold(probs, labels, groups, patient_ids, codes, window, burn_in, labe
                 recalibrate_by):
     """The stream after a recalibration fold, its probabilities through the maps fitted on the fold
     (as :func:`favmac.recalibration.replay_after_fold` fits and applies them)."""
-    from ..recalibration import DEFAULT_RECALIBRATION, check_recalibrate, check_recalibrate_by, fit_recalibration
-    from ..segments import check_groupings
+    from ..recalibration import DEFAULT_RECALIBRATION, fit_fold
 
     if label_available_at is not None:
         raise ValueError("label_available_at: not with recalibrate (its positions count the fold's rows); give "
                          "label_delay instead, or leave recalibrate unset")
-    n_patients = len(probs)
-    size = check_recalibrate(recalibrate, window=window, n_patients=n_patients, burn_in=burn_in)
-    by = check_recalibrate_by(recalibrate_by)
-    groupings = check_groupings(groups, n_patients)
-    if by == "segment" and len(groupings) != 1:
-        raise ValueError("recalibrate_by: 'segment' fits maps per group of exactly one grouping; give one segment column, "
-                         "or recalibrate_by='code'")
-    segments = groupings[0][1] if by == "segment" else None
-    maps = fit_recalibration(probs[:size], labels[:size], recalibration or DEFAULT_RECALIBRATION, codes=codes, by=by,
-                             groups=None if segments is None else segments[:size])
+    maps, size, groupings, segments = fit_fold(probs, labels, groups, recalibrate=recalibrate,
+                                               recalibration=recalibration or DEFAULT_RECALIBRATION,
+                                               recalibrate_by=recalibrate_by, window=window, burn_in=burn_in, codes=codes)
     rest = slice(size, None)
     mapped = maps.apply(probs[rest], groups=None if segments is None else segments[rest])
     after = None if not groupings else [labelled[rest] for _, labelled in groupings]

@@ -171,6 +171,10 @@ def warm_up(delay: float = 1.0) -> None:
 WARM_UP_PATIENTS = 25_000
 
 
+def _warm_up_off() -> bool:
+    return os.environ.get(WARM_UP_ENV, "").strip().lower() == "off"
+
+
 def prepare_first_page() -> None:
     """What the first page run of a server would otherwise pay for before drawing anything: the bundled
     sample read and its payment model found (hccinfhir's tables: about a second, the largest part) into
@@ -181,7 +185,7 @@ def prepare_first_page() -> None:
 def start_preparing_first_page() -> threading.Thread | None:
     """:func:`prepare_first_page` in a background thread (the server's start-up hook, :func:`studio_lifespan`);
     None when ``FAVMAC_WARM_UP=off``."""
-    if os.environ.get(WARM_UP_ENV, "").strip().lower() == "off":
+    if _warm_up_off():
         return None
     thread = threading.Thread(target=_quietly(prepare_first_page), name="favmac first page", daemon=True)
     thread.start()
@@ -202,7 +206,7 @@ def _start_warm_up() -> None:
     """Called by every page run: the first starts the warm-up's thread, which waits for the next (the first
     page has then been served) or :data:`FIRST_PAGE_TIMEOUT` seconds."""
     global _warm_up_started
-    if os.environ.get(WARM_UP_ENV, "").strip().lower() == "off":
+    if _warm_up_off():
         return
     with _WARM_UP:
         if _warm_up_started:

@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 
 from favmac.export import proxies
-from favmac.recalibration import recalibration_of
 from favmac.ui.weights_view import descriptions
 
 STATUS_TP = "Chosen · present"
@@ -111,14 +110,3 @@ def find_patient(ids, text: str, limit: int = 10) -> tuple[int | None, list[str]
         return None, []
     starts = np.flatnonzero(np.char.startswith(ids, text))[:limit]
     return None, [str(ids[i]) for i in starts]
-
-
-def run_probabilities(result, probs_row, group=None) -> np.ndarray:
-    """One patient's probabilities as the run saw them: through the run's own recalibration maps
-    (``favmac.recalibration.recalibration_of``; maps per segment take the patient's ``group``, from
-    the column they were fitted on), or unchanged for a run without recalibration."""
-    probs_row = np.asarray(probs_row, dtype=float)
-    maps = recalibration_of(result)
-    if maps is None:
-        return probs_row
-    return maps.apply(probs_row[None, :], groups=[group] if getattr(maps, "by", "code") == "segment" else None)[0]
