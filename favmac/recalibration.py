@@ -13,7 +13,7 @@ patients after the fold.
 Three maps (:data:`RECALIBRATIONS`):
 
 * ``"platt_tested"`` (the default, :data:`DEFAULT_RECALIBRATION`): per code, the identity map
-  g(p) = p (p clipped as below) unless the fold rejects it against the code's ``"platt"`` map by the
+  g(p) = p (p itself, not clipped; the test below judges it on p clipped as below) unless the fold rejects it against the code's ``"platt"`` map by the
   likelihood-ratio test at level :data:`TEST_LEVEL` (2 (log L(platt) - log L(identity)) >= -2 ln 0.05
   = 5.99, the chi-square quantile with 2 degrees of freedom); where it rejects, the ``"platt"`` map
   (or its prevalence fallback). Why the default: on a classifier that is already calibrated, the
@@ -380,8 +380,10 @@ class Recalibration:
             for k in np.flatnonzero(self.sibling_slope != 0):  # platt_family: the family's highest other logit
                 z[:, k] += self.sibling_slope[k] * logits[:, list(self.siblings[k])].max(axis=1)
             out[:] = 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic function, without overflow warnings
-            identity = (slope == 1.0) & (intercept == 0.0) & (self.sibling_slope == 0)  # p' exactly, not up to round-off
-            out[:, identity] = clipped[:, identity]
+            # a kept identity is g(p) = p exactly: not up to round-off, and not clipped (the clip is taken before
+            # a logit only), so a kept code's rounded 0.00 stays 0.00 as in a run without recalibration
+            identity = (slope == 1.0) & (intercept == 0.0) & (self.sibling_slope == 0)
+            out[:, identity] = probs[:, identity]
         else:
             for k, (x, y) in enumerate(self.knots):
                 if not self.fallback[k]:

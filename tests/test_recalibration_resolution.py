@@ -107,3 +107,18 @@ def test_maps_per_segment_share_the_folds_clip():
     maps = fit_recalibration(p, y, "platt", by="segment", groups=groups)
     assert maps.clip == pytest.approx(0.0005)
     assert all(m.clip == maps.clip for m in maps.segments.values())
+
+
+def test_a_kept_identity_returns_p_itself_not_the_clip():
+    # docs/method.md: platt_tested keeps "the identity g(p) = p"; the clip is applied before a logit only.
+    # A rounded 0.00 of a kept code stays 0.00 (price +inf: never flagged, as without recalibration) and a
+    # rounded 1.00 stays 1.00, so a code the fold does not reject behaves exactly as in a plain run.
+    q, y = _calibrated(3, n=4000, k=4, low=-6.0, high=-3.0, spread=2.0)
+    p = _as_text_and_back(q, 2)
+    p[:5, 0] = 1.0
+    tested = fit_recalibration(p, y, "platt_tested")
+    kept = (tested.slope == 1.0) & (tested.intercept == 0.0) & ~np.asarray(tested.fallback)
+    assert kept.any() and (p[:, kept] == 0).any()
+    out = tested.apply(p)
+    assert np.array_equal(out[:, kept], p[:, kept])
+    assert Recalibration.from_dict(json.loads(json.dumps(tested.to_dict()))).apply(p[:50]).tolist() == out[:50].tolist()
