@@ -3,7 +3,10 @@ recalibrate rests on evidence held out from the fitting.
 
 Within the fold, maps fitted on one half must gain on the other half, measured as the value FavMac
 captures at the user's target (:func:`recalibration_evidence`), summarized as one verdict per map
-(:func:`evidence_summary`). The Data page shows it (``favmac.ui.recalibration_view``).
+(:func:`evidence_summary`). The maps worth measuring for the data (:func:`candidate_methods`: the run's map, and the
+family map where the codes have CMS-HCC hierarchy families) are compared on the same held-out halves, and another
+map is suggested only when it beat the run's map on every half (:func:`better_method`). The Data page shows it
+(``favmac.ui.recalibration_view``).
 
 Its own module because it runs FavMac (:mod:`favmac.controller`), which itself applies the maps of
 :mod:`favmac.recalibration`.
@@ -19,7 +22,7 @@ from .recalibration import DEFAULT_RECALIBRATION, MIN_FOLD, check_recalibration,
 from .universe import DEFAULT_UNIVERSE
 from .validation import check_labels, check_probs
 
-__all__ = ["HALVES", "evidence_summary", "recalibration_evidence"]
+__all__ = ["HALVES", "candidate_methods", "evidence_summary", "better_method", "recalibration_evidence"]
 
 #: The two parts of the fold (stream order) that :func:`recalibration_evidence` fits on and measures on.
 HALVES = ("first half", "second half")
@@ -103,3 +106,40 @@ def evidence_summary(table: pd.DataFrame) -> pd.DataFrame:
     out["halves_gaining"] = grouped["gain"].apply(lambda g: int((g > 0).sum()))
     out["recommended"] = grouped["gain"].apply(lambda g: bool((g > 0).all()))
     return out
+
+
+def candidate_methods(codes, current: str | None = None) -> tuple[str, ...]:
+    """The maps the held-out check measures for data with these codes: the run's map ``current`` (the default map
+    when None) first, then "platt_family" when the codes have hierarchy families
+    (:func:`favmac.payment_tables.hierarchy_families`: CMS-HCC codes with two or more levels of a ladder), where it
+    is a different map; elsewhere "platt_family" equals "platt_tested", so it is not measured twice.
+
+    >>> candidate_methods(["HCC37", "HCC38", "HCC48"]), candidate_methods(["E11.9", "I50.9"], "platt")
+    (('platt_tested', 'platt_family'), ('platt',))
+    """
+    from .payment_tables import hierarchy_families
+
+    first = check_recalibration(current or DEFAULT_RECALIBRATION)
+    out = [first]
+    if codes is not None and hierarchy_families(list(codes)) and "platt_family" not in out:
+        out.append("platt_family")
+    return tuple(out)
+
+
+def better_method(table: pd.DataFrame, current: str) -> str | None:
+    """Another map of :func:`recalibration_evidence`'s table that captured more value than ``current`` on every
+    held-out half (the halves are the same patients for every map, so the comparison is paired) and gains over no
+    recalibration on every half too; the one with the largest mean value when several do; None when none does.
+
+    >>> t = pd.DataFrame({"method": ["a", "a", "b", "b"], "measured_on": ["first half", "second half"] * 2,
+    ...                   "value_plain": [1.0, 1.0, 1.0, 1.0], "value_mapped": [1.1, 1.2, 1.3, 1.25], "gain": [.1, .2, .3, .25]})
+    >>> better_method(t, "a"), better_method(t, "b")
+    ('b', None)
+    """
+    mapped = table.pivot(index="measured_on", columns="method", values="value_mapped")
+    gains = table.pivot(index="measured_on", columns="method", values="gain")
+    if current not in mapped.columns:
+        raise ValueError(f"current: {current!r} is not among the measured maps ({', '.join(map(str, mapped.columns))})")
+    better = [m for m in mapped.columns if m != current and bool((mapped[m] > mapped[current]).all())
+              and bool((gains[m] > 0).all())]
+    return max(better, key=lambda m: float(mapped[m].mean())) if better else None

@@ -141,4 +141,6 @@ widgets.chart(figures.reliability_figure(data_views.reliability_bins(probs, labe
 c2.caption(("One line per segment (column " + md(segment) + "), each pooled over its codes" if segment else "Pooled over all codes")
            + ", 10 equal-width bins. Points below the dashed line: the classifier is over-confident there.")
 recalibration_view.show_calibration_check(probs, labels, ds.codes, ss.settings, ds.segments(segment) if segment else None, segment)
-recalibration_view.show_heldout_check(ds, ss.spec(), ss.settings, ss.dataset_key)  # the recommendation: value on held-out patients
+recalibration_view.show_heldout_check(ds, ss.spec(), ss.settings, ss.dataset_key,  # the recommendation: value on held-out patients
+                                      on_switch=lambda method, fold: actions.use_recalibration(ss, method, fold))
+widgets.show_message("recalibration")

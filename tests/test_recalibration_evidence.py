@@ -74,3 +74,42 @@ def test_the_fold_is_checked():
         recalibration_evidence(p, y, AdditiveValue(v), AdditiveCost(), 1.0, fold=400)
     with pytest.raises(ValueError, match="fold"):
         recalibration_evidence(p, y, AdditiveValue(v), AdditiveCost(), 1.0, fold=60)  # halves of 30: below MIN_FOLD
+
+
+def test_the_family_map_is_measured_beside_the_runs_map_only_where_codes_have_families():
+    from favmac.recalibration_evidence import candidate_methods
+
+    assert candidate_methods(["HCC37", "HCC38", "HCC48"]) == ("platt_tested", "platt_family")
+    assert candidate_methods(["HCC37", "HCC38"], "platt_family") == ("platt_family",)
+    assert candidate_methods(["HCC37", "HCC38"], "isotonic") == ("isotonic", "platt_family")
+    assert candidate_methods(["HCC37", "HCC48"]) == ("platt_tested",)  # no two levels of one ladder
+    assert candidate_methods(["E11.9", "HCC37", "HCC38"]) == ("platt_tested",) == candidate_methods(None)
+    with pytest.raises(ValueError, match="recalibration"):
+        candidate_methods(["HCC37"], "sigmoid")
+
+
+def test_another_map_is_suggested_only_when_it_beats_the_runs_map_on_every_held_out_half():
+    from favmac.recalibration_evidence import better_method
+
+    rows = lambda m, plain, mapped: [{"method": m, "measured_on": h, "value_plain": a, "value_mapped": b, "gain": b - a}  # noqa: E731
+                                     for h, a, b in zip(("first half", "second half"), plain, mapped)]
+    t = pd.DataFrame(rows("platt_tested", (1, 1), (1.1, 1.0)) + rows("platt_family", (1, 1), (1.2, 1.05)))
+    assert better_method(t, "platt_tested") == "platt_family" and better_method(t, "platt_family") is None
+    ties = pd.DataFrame(rows("platt_tested", (1, 1), (1.1, 1.05)) + rows("platt_family", (1, 1), (1.2, 1.05)))
+    assert better_method(ties, "platt_tested") is None  # equal on one half: no evidence it is better
+    loses = pd.DataFrame(rows("platt_tested", (1, 1), (0.8, 0.8)) + rows("platt_family", (1, 1), (0.9, 0.95)))
+    assert better_method(loses, "platt_tested") is None  # better than the run's map, but below no recalibration
+    with pytest.raises(ValueError, match="current"):
+        better_method(t, "isotonic")
+
+
+def test_on_a_family_spill_the_held_out_check_prefers_the_family_map():
+    # the classifier's evidence for one level of a ladder raises its siblings' scores (tests/test_recalibration_family.py)
+    from test_recalibration_family import CODES, _spill
+    from favmac.recalibration_evidence import better_method, candidate_methods
+
+    p, y = _spill(3, n=2400)
+    value = AdditiveValue([0.166, 0.166, 0.186, 4.209, 2.341])
+    table = recalibration_evidence(p, y, value, AdditiveCost(), 0.3, fold=2000, methods=candidate_methods(CODES), codes=CODES)
+    assert sorted(set(table["method"])) == ["platt_family", "platt_tested"]
+    assert better_method(table, "platt_tested") == "platt_family"

@@ -24,7 +24,7 @@ from favmac.ui.session import Session
 
 __all__ = ["apply_calibration_upload", "apply_cms_weights", "apply_edited_weights", "apply_new_patients_upload",
            "apply_settings", "apply_settings_json", "apply_weights_upload", "clear_stale", "init_state", "load_sample",
-           "reset_playback", "set_dataset"]
+           "reset_playback", "set_dataset", "use_recalibration"]
 
 
 def _count(n: int, word: str) -> str:
@@ -274,6 +274,19 @@ def apply_settings(ss: Session, new_settings: dict) -> bool:
     ss.settings = cleaned
     ss.set_message("settings", "success", "Settings saved.")
     workspace.record(ss)
+    return True
+
+
+def use_recalibration(ss: Session, method: str, fold: int) -> bool:
+    """The Data page's "Use ..." button: recalibrate with ``method`` (on the settings' fold, or ``fold`` when
+    recalibration is off); the outcome is the "recalibration" message."""
+    settings = {**ss.settings, "recalibration": method, "recalibrate": ss.settings.get("recalibrate") or fold}
+    if not apply_settings(ss, settings):
+        ss.set_message("recalibration", "error", (ss.messages or {}).get("settings", ("", "The settings were not changed."))[1])
+        return False
+    ss.clear_message("settings")
+    ss.set_message("recalibration", "success", f"Recalibration now uses {method} on the first {settings['recalibrate']:,} "
+                   "patients (Value & cost → Recalibration); the Online session and Trade-offs run with it.")
     return True
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from favmac.recalibration import (DEFAULT_FOLD, DEFAULT_FOLD_MIN_PATIENTS, DEFAULT_RECALIBRATION, MIN_FOLD, MIN_SEGMENT_CLASS,
                                   RECALIBRATIONS, calibration_error, default_recalibrate, recalibration_report)
-from favmac.recalibration_evidence import HALVES, evidence_summary, recalibration_evidence
+from favmac.recalibration_evidence import HALVES, better_method, candidate_methods, evidence_summary, recalibration_evidence
 from favmac.ui import data_views, figures, widgets
 from favmac.ui.parsing import CACHE_TTL_SECONDS
 from favmac.ui.settings_form import run_key
@@ -23,7 +23,7 @@ from favmac.ui.units import cost_unit, value_phrase
 
 __all__ = ["METHOD_LABELS", "METHOD_HELP", "MISCALIBRATED_POINTS", "settings_fields", "suggested_split", "default_note",
            "calibration_display", "looks_miscalibrated", "before_after_bins", "show_calibration_check", "evidence_fold",
-           "evidence_advice", "evidence_display", "show_heldout_check", "stream_intro", "tradeoff_option", "tradeoff_caption", "fold_note"]
+           "evidence_advice", "switch_advice", "evidence_display", "show_heldout_check", "stream_intro", "tradeoff_option", "tradeoff_caption", "fold_note"]
 
 METHOD_LABELS = {"platt_tested": "Smooth curve only where the fold shows a code is off (tested Platt, the default)",
                  "platt_family": "The same, each code read beside its hierarchy family (CMS-HCC codes; tested Platt with family)",
@@ -38,9 +38,12 @@ METHOD_HELP = ("How each code's probabilities are corrected, learned from the fo
                "the highest probability of its family's other codes, which repairs a classifier whose evidence for one "
                "level of a ladder (diabetes, cancer, kidney disease) raises the scores of its other levels too. Probabilities exported with few decimals (0.00, 0.01, ...) are read at their "
                "resolution: 0.00 counts as below 0.005, not as impossible.")
+#: The maps' names in a sentence or a table cell ("A better correction for this data: ...").
+SHORT_LABELS = {"platt_tested": "tested Platt", "platt_family": "tested Platt with hierarchy families",
+                "platt": "Platt scaling", "isotonic": "isotonic (step curve)"}
 # a code whose predicted and confirmed rates differ by this many percentage points (ECE) or more
 MISCALIBRATED_POINTS = 2.0
-assert set(METHOD_LABELS) == set(RECALIBRATIONS)
+assert set(METHOD_LABELS) == set(RECALIBRATIONS) == set(SHORT_LABELS)
 
 
 def suggested_split(n_patients: int, burn_in: int) -> int | None:
@@ -196,10 +199,24 @@ def evidence_advice(summary: pd.Series, settings: dict, fold: int, method: str) 
     return "info", text
 
 
+def switch_advice(table: pd.DataFrame, settings: dict, current: str, better: str) -> str:
+    """The Data page's suggestion of another map (:func:`favmac.recalibration_evidence.better_method`: it beat the
+    run's map ``current`` on both held-out halves), in the value's units, per chart, at the settings' target."""
+    summary = evidence_summary(table)
+    now, then = summary.loc[current], summary.loc[better]
+    gain = 100 * (then["value_mapped"] - now["value_mapped"]) / now["value_mapped"] if now["value_mapped"] else np.nan
+    state = "the correction in use" if settings.get("recalibrate") is not None else "the default correction"
+    return (f"**A better correction for this data: {SHORT_LABELS[better]}.** On the same held-out charts, at c = "
+            f"{settings['target']:g} {cost_unit(settings)} per chart, it captured {value_phrase(then['value_mapped'], settings)} "
+            f"per chart against {value_phrase(now['value_mapped'], settings)} with {state} ({SHORT_LABELS[current]}; "
+            f"{_signed_percent(gain)}), better on both halves of the fold.")
+
+
 def evidence_display(table: pd.DataFrame, settings: dict) -> pd.DataFrame:
     """:func:`favmac.recalibration_evidence.recalibration_evidence`'s rows in words, one per held-out half."""
     fitted = {HALVES[0]: HALVES[1], HALVES[1]: HALVES[0]}
     return pd.DataFrame({
+        "Correction": [SHORT_LABELS.get(m, m) for m in table["method"]],
         "Measured on": [f"{h} of the fold" for h in table["measured_on"]],
         "Fitted on": [f"{fitted[h]}" for h in table["measured_on"]],
         "Charts": table["patients"].astype(int).to_numpy(),
@@ -212,16 +229,19 @@ def evidence_display(table: pd.DataFrame, settings: dict) -> pd.DataFrame:
 
 
 @st.cache_data(max_entries=8, max_size="16MB", show_spinner=False, ttl=CACHE_TTL_SECONDS)  # small tables
-def _evidence(key: str, fold: int, method: str, _dataset, _spec) -> pd.DataFrame:
+def _evidence(key: str, fold: int, methods: tuple, _dataset, _spec) -> pd.DataFrame:
     value, cost = _spec.build(_dataset.codes, getattr(_dataset, "members", None))
     return recalibration_evidence(_dataset.prob_array(), _dataset.label_array(), value, cost, _spec.target, fold=fold,
-                                  methods=(method,), delta=_spec.control_delta, universe=_spec.universe, score=_spec.score,
+                                  methods=methods, delta=_spec.control_delta, universe=_spec.universe, score=_spec.score,
                                   codes=_dataset.codes)
 
 
-def show_heldout_check(dataset, spec, settings: dict, data_key: str) -> None:
+def show_heldout_check(dataset, spec, settings: dict, data_key: str, on_switch=None) -> None:
     """The Data page's recommendation, on held-out evidence (:func:`favmac.recalibration_evidence.recalibration_evidence`
-    for the settings' value, cost, target, control and score; cached per data and settings)."""
+    for the settings' value, cost, target, control and score; cached per data and settings). Every map of
+    :func:`favmac.recalibration_evidence.candidate_methods` is measured on the same halves; when another beat the
+    settings' map on both (:func:`favmac.recalibration_evidence.better_method`), a button calls
+    ``on_switch(method, fold)`` (the page stores the settings)."""
     st.subheader("Does recalibration gain on this data?")
     fold = evidence_fold(settings, dataset.n_patients)
     if fold is None:
@@ -230,12 +250,20 @@ def show_heldout_check(dataset, spec, settings: dict, data_key: str) -> None:
         return
     method = settings.get("recalibration") if settings.get("recalibrate") else DEFAULT_RECALIBRATION
     method = method or DEFAULT_RECALIBRATION
+    methods = candidate_methods(dataset.codes, method)
     with st.spinner("Measuring the correction on held-out patients…"):
-        table = _evidence(run_key(data_key, spec, ["recalibration evidence", fold, method]), fold, method, dataset, spec)
+        table = _evidence(run_key(data_key, spec, ["recalibration evidence", fold, *methods]), fold, methods, dataset, spec)
     summary = evidence_summary(table).loc[method]
     level, text = evidence_advice(summary, settings, fold, method)
     getattr(st, level)(text, icon={"success": ":material/check_circle:", "warning": ":material/tune:",
                                    "info": ":material/info:"}[level])
+    better = better_method(table, method)
+    if better is not None:
+        st.warning(switch_advice(table, settings, method, better), icon=":material/tune:")
+        if on_switch is not None:  # a callback: the page's next run draws with the new settings
+            st.button(f"Use {SHORT_LABELS[better]}", key="use_better_recalibration", on_click=on_switch, args=(better, fold),
+                      help=f"Stores it in the settings (Value & cost → Recalibration shows it): the run fits it on the "
+                           f"first {fold:,} patients.")
     with st.expander("The held-out check, half by half"):
         widgets.table(evidence_display(table, settings), hide_index=True)
         st.caption("Each half of the fold is measured with the correction fitted on the other half only. On the measured "

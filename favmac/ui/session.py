@@ -62,7 +62,7 @@ class Session:
                                 "uses it goes through spec().")
     playback = _Key("session", "favmac.ui.playback.Playback — the Online session's position, playing, speed, key, last_tick.")
     messages = _Key("messages", 'dict[area, (level, text)] — last message per area ("calibration", "new_patients", '
-                                '"weights", "settings", "settings_json"); level "error", "warning" or "success".')
+                                '"weights", "settings", "settings_json", "recalibration"); level "error", "warning" or "success".')
     results = _Key("results", "dict[run key, ReplayResult] — this session's online replays, newest last (at most "
                               "favmac.ui.jobs.RESULTS_KEPT).")
     jobs = _Key("jobs", 'dict[name, favmac.ui.jobs.Job] — computations running in the background ("online", '

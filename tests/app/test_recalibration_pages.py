@@ -138,7 +138,8 @@ def test_data_page_recommends_on_held_out_value_in_the_users_units():
     assert shown(text) in shown_texts, shown_texts
     assert "RAF (risk score) per chart" in text and f"c = {settings['target']:g} false flags per chart" in text
     half = next(d.value for d in at.dataframe if "With recalibration (per chart)" in d.value.columns)
-    assert half["Charts"].tolist() == [500, 500]
+    tested = half[half["Correction"] == recalibration_view.SHORT_LABELS["platt_tested"]]
+    assert tested["Charts"].tolist() == [500, 500]
 
 
 def test_data_page_shows_before_and_after_with_recalibration_set():
@@ -257,3 +258,30 @@ def test_maps_per_segment_are_set_saved_restored_and_refused_without_one_segment
     assert fresh.session_state["settings"]["recalibrate_by"] == "segment"
     go(fresh, "value_cost")
     assert fresh.checkbox(key="recalibrate_by_segment").value is True
+
+
+def test_data_page_offers_the_family_map_when_it_beats_the_runs_map_on_held_out_charts():
+    # the bundled HCC cohort: codes of one hierarchy ladder co-occur, so the family map is measured beside the
+    # default on the same held-out halves; it wins on both there (docs/payment.md), and one click uses it
+    at = open_page("data")
+    ds, settings = at.session_state["dataset"], at.session_state["settings"]
+    spec = Session(at.session_state).spec()
+    value, cost = spec.build(ds.codes, ds.members)
+    methods = ("platt_tested", "platt_family")
+    table = recalibration_evidence(ds.prob_array(), ds.label_array(), value, cost, spec.target, fold=1000, methods=methods,
+                                   score=spec.score, codes=ds.codes)
+    from favmac.recalibration_evidence import better_method
+
+    assert better_method(table, "platt_tested") == "platt_family"
+    text = recalibration_view.switch_advice(table, settings, "platt_tested", "platt_family")
+    assert shown(text) in [shown(w.value) for w in at.warning]
+    assert "RAF (risk score) per chart" in text and "both halves" in text
+    half = next(d.value for d in at.dataframe if "With recalibration (per chart)" in d.value.columns)
+    assert sorted(set(half["Correction"])) == sorted(recalibration_view.SHORT_LABELS[m] for m in methods)
+    at.button(key="use_better_recalibration").click().run()
+    assert_clean(at)
+    saved = at.session_state["settings"]
+    assert saved["recalibration"] == "platt_family" and saved["recalibrate"] == settings["recalibrate"] == 1000
+    assert any("now uses platt_family" in shown(s.value) for s in at.success)
+    assert not [b for b in at.button if b.key == "use_better_recalibration"]  # it is the run's map now
+    assert Session(at.session_state).spec().recalibration == "platt_family"
