@@ -3,6 +3,7 @@
     python scripts/compare_payment.py [--seeds 10] [--burn-in 1000] [--recalibrate 500] [--diagnose 2]
     python scripts/compare_payment.py --loose [bundled within across calibrated] [--seeds 8]
     python scripts/compare_payment.py --ablation [bundled within] [--seeds 8]
+    python scripts/compare_payment.py --evidence [bundled within across calibrated] [--seeds 8]
     python scripts/compare_payment.py --page      # what the Trade-offs page shows with the app's defaults
 
 On the bundled HCC cohort (``sample_data/hcc_calibration.csv``: 4,000 members x 35 V28 HCCs,
@@ -380,6 +381,53 @@ def loose_table(kind: str, seeds: int, targets=LOOSE_TARGETS) -> list[str]:
     return lines + [""]
 
 
+EVIDENCE_TARGETS = (0.25, 1.0, 3.0, 4.0)
+
+
+def evidence_table(kind: str, seeds: int, targets=EVIDENCE_TARGETS) -> list[str]:
+    """The Data page's held-out check on one cohort (favmac.recalibration_evidence: the default fold's two halves,
+    the default map and the family map measured on the same held-out members at each target), against what the
+    runs after the fold then capture with each map (payment value, default settings): how often the page offers
+    the family map, and whether the runs it would switch gain."""
+    from favmac.data_change import default_burn_in
+    from favmac.methods import run_method
+    from favmac.recalibration_evidence import better_method, candidate_methods, recalibration_evidence
+    from favmac.runspec import RunSpec
+
+    probs, labels, cells, known, codes, _ = make_cohort(kind)
+    offered, held_gain, run_gain = np.zeros((seeds, len(targets)), bool), np.zeros((seeds, len(targets))), np.zeros((seeds, len(targets)))
+    for seed in range(seeds):
+        order = np.random.RandomState(seed).permutation(len(probs))
+        p, y = probs[order], labels[order]
+        members = {"cells": cells[order], "known": known[order]}
+        spec = RunSpec(value_kind="cms_payment", cost_kind="fp", targets=tuple(targets),
+                       burn_in=default_burn_in(len(p))).validate(len(codes), len(p))
+        start = spec.recalibrate + spec.burn_in
+        payment = CmsHccValue(codes, model="V28", cells=members["cells"], known=members["known"])
+        tail = payment.take(slice(start, None))
+        captured = {}
+        for method in ("platt_tested", "platt_family"):
+            res = run_method(spec.replace(recalibration=method), "favmac", p, y, codes=codes, members=members)
+            captured[method] = np.array([tail(res.chosen.masks(t), y[start:]).mean() for t in range(len(targets))])
+        run_gain[seed] = 100 * (captured["platt_family"] / captured["platt_tested"] - 1)
+        for t, target in enumerate(targets):
+            table = recalibration_evidence(p, y, payment, AdditiveCost(), target, fold=spec.recalibrate,
+                                           methods=candidate_methods(codes), codes=codes)
+            offered[seed, t] = better_method(table, "platt_tested") == "platt_family"
+            mapped = table.groupby("method")["value_mapped"].mean()
+            held_gain[seed, t] = 100 * (mapped["platt_family"] / mapped["platt_tested"] - 1)
+    lines = [f"**{COHORTS[kind]}** ({seeds} orderings; the first 1,000 members of each are the default fold the check "
+             "splits; the runs predict the same 2,000 members after burn-in):", "",
+             "| c (false flags per chart) | family map offered | held-out gain of the family map (mean) "
+             "| payment gain after the fold where offered | payment gain after the fold where not offered |",
+             "|---|---|---|---|---|"]
+    for t, target in enumerate(targets):
+        yes, no = run_gain[offered[:, t], t], run_gain[~offered[:, t], t]
+        where = lambda g: f"{g.mean():+.1f} % ({g.min():+.1f} to {g.max():+.1f})" if len(g) else "–"  # noqa: E731
+        lines.append(f"| {target:g} | {offered[:, t].sum()} of {seeds} | {held_gain[:, t].mean():+.1f} % | {where(yes)} | {where(no)} |")
+    return lines + [""]
+
+
 def ranking_ablation(kind: str, seeds: int, targets=(1.0, 2.0, 3.0, 4.0)) -> list[str]:
     """Which part of the payment value's ranking matters at loose budgets: FavMac (price, the default fold and
     map) ranking with the payment value, with it minus its count variables (D1 ... D10P), minus its disease
@@ -469,11 +517,19 @@ def main() -> None:
                         help="only the loose-budget study with the default settings, on these cohorts (none: all)")
     parser.add_argument("--ablation", nargs="*", choices=list(COHORTS), default=None,
                         help="only the ranking ablation (payment value without count variables / interactions) on these cohorts")
+    parser.add_argument("--evidence", nargs="*", choices=list(COHORTS), default=None,
+                        help="only the Data page's held-out check (default vs family map) against the runs, on these cohorts")
     parser.add_argument("--page", action="store_true",
                         help="only what the Trade-offs page shows on the bundled sample with the app's defaults")
     args = parser.parse_args()
     if args.page:
         print("\n".join(page_table()), flush=True)
+        return
+    if args.evidence is not None:
+        start = time.perf_counter()
+        for kind in args.evidence or list(COHORTS):
+            print("\n".join(evidence_table(kind, args.seeds)), flush=True)
+        print(f"done in {time.perf_counter() - start:.0f} s")
         return
     if args.ablation is not None:
         for kind in args.ablation or ["bundled", "within"]:

@@ -19,7 +19,7 @@ from favmac import io as fio
 from favmac.functions import FormulaError
 from favmac.runspec import SettingsError
 from favmac.segments import check_groupings
-from favmac.ui import parsing, payment_view, playback, samples, settings_form, weights_view, workspace
+from favmac.ui import parsing, payment_view, playback, recalibration_view, samples, settings_form, weights_view, workspace
 from favmac.ui.session import Session
 
 __all__ = ["apply_calibration_upload", "apply_cms_weights", "apply_edited_weights", "apply_new_patients_upload",
@@ -285,8 +285,9 @@ def use_recalibration(ss: Session, method: str, fold: int) -> bool:
         ss.set_message("recalibration", "error", (ss.messages or {}).get("settings", ("", "The settings were not changed."))[1])
         return False
     ss.clear_message("settings")
-    ss.set_message("recalibration", "success", f"Recalibration now uses {method} on the first {settings['recalibrate']:,} "
-                   "patients (Value & cost → Recalibration); the Online session and Trade-offs run with it.")
+    ss.set_message("recalibration", "success", f"Recalibration now uses {recalibration_view.SHORT_LABELS[method]} "
+                   f"({method}) on the first {settings['recalibrate']:,} patients (Value & cost → Recalibration); the Online "
+                   "session and Trade-offs run with it.")
     return True
 
 

@@ -179,7 +179,7 @@ def evidence_advice(summary: pd.Series, settings: dict, fold: int, method: str) 
     on = settings.get("recalibrate") is not None
     where = (f"fitted on one half of the fold (patients 1–{half:,}, then {half + 1:,}–{fold:,}) and measured on the other, "
              f"at c = {settings['target']:g} {cost_unit(settings)} per chart, the held-out charts captured "
-             f"{value_phrase(summary['value_mapped'], settings)} per chart with the {md(method)} correction against "
+             f"{value_phrase(summary['value_mapped'], settings)} per chart with the {SHORT_LABELS.get(method, md(method))} correction against "
              f"{value_phrase(summary['value_plain'], settings)} without it ({_signed_percent(summary['gain_percent'])})")
     if summary["recommended"]:
         if on:

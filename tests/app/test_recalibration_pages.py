@@ -282,6 +282,6 @@ def test_data_page_offers_the_family_map_when_it_beats_the_runs_map_on_held_out_
     assert_clean(at)
     saved = at.session_state["settings"]
     assert saved["recalibration"] == "platt_family" and saved["recalibrate"] == settings["recalibrate"] == 1000
-    assert any("now uses platt_family" in shown(s.value) for s in at.success)
+    assert any("now uses tested Platt with hierarchy families (platt_family)" in shown(s.value) for s in at.success)
     assert not [b for b in at.button if b.key == "use_better_recalibration"]  # it is the run's map now
     assert Session(at.session_state).spec().recalibration == "platt_family"
