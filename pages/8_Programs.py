@@ -1,7 +1,7 @@
 """Programs: FavMac running for months in the store (create, open, predict, label, settings, timeline, audit trail)."""
 import streamlit as st
 
-from favmac.ui import programs, settings_form, store as store_ui, widgets
+from favmac.ui import auth, programs, settings_form, store as store_ui, widgets
 from favmac.ui.bootstrap import page_setup
 from favmac.ui.text import md
 from favmac.ui.units import cost_short, threshold_label, threshold_rule, value_short
@@ -24,7 +24,8 @@ except store_ui.StoreUnavailable as err:
     st.stop()
 me = store.identity
 writer = me.role == "auditor"
-st.caption(f"Acting as {md(me.label)} · teams: {md(', '.join(me.teams) or 'none')} · store: {md(store.url)}")
+st.caption(f"Acting as {md(me.label)} · teams: {md(', '.join(me.teams) or 'none')} · store: "
+           f"{md(programs.store_shown(store.url, signed_in=auth.auth_settings().enabled))}")
 if not writer:
     st.info("You have the viewer role: you can open your teams' programs, their timelines and audit trails, but not "
             "create programs, predict, label or change settings (the store refuses those).")

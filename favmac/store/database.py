@@ -22,7 +22,7 @@ from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
-__all__ = ["ENV_VAR", "StoreError", "connect", "default_url", "masked", "migrate", "store_url", "writing"]
+__all__ = ["ENV_VAR", "StoreError", "connect", "default_url", "kind", "masked", "migrate", "store_url", "writing"]
 
 #: The environment variable naming the store's URL.
 ENV_VAR = "FAVMAC_STORE"
@@ -55,6 +55,28 @@ def masked(url) -> str:
         return make_url(str(url)).render_as_string(hide_password=True)
     except ArgumentError:
         return "<a store URL that cannot be read>"
+
+
+#: The kinds of store :func:`kind` names (by SQLAlchemy backend); any other is named by its backend.
+_KINDS = {"postgresql": "PostgreSQL", "sqlite": "SQLite file"}
+
+
+def kind(url) -> str:
+    """What kind of store ``url`` is, naming no host, path, user or password.
+
+    >>> kind("postgresql+psycopg://favmac:s3cret@db.plan.org/favmac"), kind("sqlite:////srv/favmac/store.sqlite")
+    ('PostgreSQL', 'SQLite file')
+    >>> kind("sqlite://"), kind("mysql+pymysql://u@h/db"), kind("not a url")
+    ('SQLite in memory', 'mysql', 'unknown')
+    """
+    try:
+        parsed = make_url(str(url))
+    except ArgumentError:
+        return "unknown"
+    backend = parsed.get_backend_name()
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        return "SQLite in memory"
+    return _KINDS.get(backend, backend)
 
 
 def _reason(err) -> str:

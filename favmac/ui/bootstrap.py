@@ -159,6 +159,12 @@ def warm_up(delay: float = 1.0) -> None:
     for control in ("expected", "violation"):
         toy = RunSpec(value_kind="weighted_tp", cost_kind="weighted_fp", weights=weights, burn_in=5, control=control)
         tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, toy, [0.5, 1.0], DEFAULT_METHODS)
+    # ClassWise (expected cost control only) with segments or a label delay answers each patient against the
+    # prefix of calibration patients whose labels have arrived: a kernel of its own (classwise_queries)
+    delayed = toy.replace(control="expected", label_delay=3)
+    tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, delayed, [0.5, 1.0], ("ClassWise",))
+    # a baseline under the payment value (the bundled sample's default): its sets are scored as sets (set_outcomes)
+    tradeoffs.run_tradeoffs(probs, labels, ["HCC37", "HCC38", "HCC226"], None, payment, [0.5, 1.0], ("InnerSet",))
     # a replay on both cores (Trade-offs' inner threads) of a stream longer than one chunk: the merge in key
     # ranges and the walk in slot ranges are kernels of their own, which the 20-patient stream never starts
     longer = rng.random_sample((WARM_UP_PATIENTS, 3))

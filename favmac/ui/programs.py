@@ -8,7 +8,8 @@ session's user (:mod:`favmac.ui.store`; access is checked by the store itself, :
 * :func:`new_version` — the session's settings as the program's next settings version;
 * :func:`timeline_figure`, :func:`status_tiles` — the program's timeline and status in the user's units;
 * :func:`filter_trail`, :func:`trail_bytes`, :func:`sets_csv` — the audit trail, filtered, and the
-  files the page offers (CSV with formula cells and bidi/format characters neutralized, or Parquet).
+  files the page offers (CSV with formula cells and bidi/format characters neutralized, or Parquet);
+* :func:`store_shown` — how the page names the store: its URL in local mode, only its kind when users sign in.
 
 Bad input is one message (:func:`explain`) naming the batch, row and column (the store's DataError),
 the settings field, or the refusal (AccessDenied: a viewer may not write); never a traceback.
@@ -29,6 +30,7 @@ from favmac.functions import FormulaError
 from favmac.io import to_safe_csv
 from favmac.runspec import SettingsError
 from favmac.store import ProgramNotFound, StoreError
+from favmac.store.database import kind as store_kind, masked
 from favmac.store.members import dataset_members
 from favmac.store.state import segment_columns
 from favmac.ui import figures, parsing, settings_form, units
@@ -37,8 +39,8 @@ from favmac.ui.session import Session
 from favmac.ui.text import plain_html, show_bidi
 
 __all__ = ["PROBLEMS", "create_from_session", "explain", "filter_trail", "label_upload", "new_version",
-           "predict_upload", "program_settings", "read_labels", "sets_csv", "status_tiles", "timeline_figure",
-           "trail_bytes", "trail_shown"]
+           "predict_upload", "program_settings", "read_labels", "sets_csv", "status_tiles", "store_shown",
+           "timeline_figure", "trail_bytes", "trail_shown"]
 
 #: The errors a program action reports as a message (the page shows :func:`explain` of them).
 PROBLEMS = (fio.DataError, SettingsError, FormulaError, AccessDenied, StoreError, ProgramNotFound, ValueError)
@@ -81,6 +83,14 @@ def create_from_session(store, ss: Session, name: str, team: str | None):
     program = store.create_program(name, spec, dataset.patient_ids, dataset.prob_array(), dataset.label_array(),
                                    codes=list(dataset.codes), members=dataset_members(dataset), team=team)
     return program, notes
+
+
+def store_shown(url: str, *, signed_in: bool) -> str:
+    """How the page names the store at ``url``: in local mode (one user, the server answers their own
+    computer) its URL, password masked; in sign-in mode only its kind ("PostgreSQL", "SQLite file"), for
+    every role: a host, path or database user is the server's configuration, not a team member's
+    (the roles, viewer and auditor, are team roles; the operator reads the URL in ``$FAVMAC_STORE``)."""
+    return store_kind(url) if signed_in else masked(url)
 
 
 # --------------------------------------------------------------------------- batches

@@ -14,6 +14,7 @@ from test_workspace_restore import new_csv, wide_csv
 import favmac
 from favmac.access import Identity
 from favmac.ui import auth
+from favmac.ui.text import md
 from favmac.ui.session import Session
 
 CODES = ("A", "B", "C")
@@ -143,6 +144,39 @@ def test_a_viewer_reads_but_cannot_write(own_store, monkeypatch):
     with pytest.raises(favmac.access.AccessDenied):
         favmac.open_store(own_store).as_user(viewer).program("shared").update_settings(Session(at.session_state).spec())
     assert {m.label for m in at.metric} >= {"Patients predicted", "Labels pending"}
+
+
+def test_the_store_is_named_by_its_kind_in_sign_in_mode_and_by_its_url_in_local_mode():
+    from favmac.ui import programs
+
+    secret = "postgresql+psycopg://favmac:s3cret@db.plan.org:5432/favmac"
+    # local mode: the one local user's own machine, the URL (its password masked)
+    assert programs.store_shown(secret, signed_in=False) == "postgresql+psycopg://favmac:***@db.plan.org:5432/favmac"
+    assert programs.store_shown("sqlite:////home/ana/.local/share/favmac/store.sqlite", signed_in=False) \
+        == "sqlite:////home/ana/.local/share/favmac/store.sqlite"
+    # sign-in mode, whatever the role (viewer or auditor: there is no role that administers the server): the kind
+    assert programs.store_shown(secret, signed_in=True) == "PostgreSQL"
+    assert programs.store_shown(secret.replace("s3cret", "***"), signed_in=True) == "PostgreSQL"
+    assert programs.store_shown("sqlite:////srv/favmac/store.sqlite", signed_in=True) == "SQLite file"
+    assert programs.store_shown("sqlite://", signed_in=True) == "SQLite in memory"
+    assert programs.store_shown("mysql+pymysql://u:p@h/db", signed_in=True) == "mysql"
+    assert programs.store_shown("not a url", signed_in=True) == "unknown"
+
+
+@pytest.mark.parametrize("role", ["viewer", "auditor"])
+def test_a_signed_in_user_sees_the_kind_of_store_not_its_url(own_store, monkeypatch, role):
+    at = create(programs_page_on_upload(), "shared")
+    assert f"store: {md(own_store)}" in texts(at, "caption")  # local mode: the user's own store file
+    user = Identity(user_id="ana@plan.org", name="Ana", teams=("local",), role=role)
+    monkeypatch.setattr(auth, "auth_settings", lambda: auth.AuthSettings(enabled=True, providers={"default": "x"}))
+    monkeypatch.setattr(auth, "_signed_in", lambda: True)
+    monkeypatch.setattr(auth, "current_identity", lambda: user)
+    at.run()
+    assert_clean(at)
+    assert "Ana (" + role + ")" in texts(at, "caption") and "store: SQLite file" in texts(at, "caption")
+    shown = " ".join(texts(at, kind) for kind in ("caption", "markdown", "info", "error", "warning", "success"))
+    path = own_store.removeprefix("sqlite:///")
+    assert not any(part in shown for part in (path, md(path), "sqlite:", "store.sqlite", "pytest-of"))
 
 
 def test_an_unreachable_store_is_a_message_naming_the_url(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ the app (the thread swallows it). It starts only once the first page has been se
 disk cache in a niced child process first, and FAVMAC_WARM_UP=off turns it off."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def test_warm_up_runs_the_additive_and_payment_replays(monkeypatch):
 
     def spy_tradeoffs(probs, labels, codes, patient_ids, spec, targets, methods, **kwargs):
         out = real_tradeoffs(probs, labels, codes, patient_ids, spec, targets, methods, **kwargs)
-        compared.append((spec.control, set(out["table"]["Method"])))
+        compared.append((spec.control, set(out["table"]["Method"]), spec.label_delay, spec.value_kind))
         return out
 
     monkeypatch.setattr(bootstrap, "run_method", spy)
@@ -36,9 +37,58 @@ def test_warm_up_runs_the_additive_and_payment_replays(monkeypatch):
     bootstrap.warm_up(0)
     assert ("cms_payment", "FavMac (price)") in seen and seen.count(("tp", "FavMac (ratio)")) == 2
     # the Trade-offs page's default methods under both controls: scipy.stats and every baseline's kernels loaded
-    assert [control for control, _ in compared] == ["expected", "violation"]
-    assert set().union(*(methods for _, methods in compared)) == set(target_grid.DEFAULT_METHODS)
+    assert [control for control, *_ in compared[:2]] == ["expected", "violation"]
+    assert set().union(*(methods for _, methods, *_ in compared[:2])) == set(target_grid.DEFAULT_METHODS)
+    # then ClassWise under a label delay (its per-patient kernel) and a baseline under the payment value
+    assert [(c, "ClassWise" in m, d, v) for c, m, d, v in compared[2:3]] == [("expected", True, 3, "weighted_tp")]
+    assert [(c, "InnerSet" in m, d, v) for c, m, d, v in compared[3:]] == [("expected", True, None, "cms_payment")]
     assert "scipy.stats" in sys.modules
+
+
+#: Baseline kernels called from Python that the warm-up leaves to the first run that needs them, and why.
+NOT_WARMED = {
+    "masked_sums": "a cost that is not a sum of per-code weights (a formula: its own kernels compile per formula) "
+                   "or costs beyond exact int64 sums",
+    "split_keys": "CRC's keys split across threads from 2**20 probabilities on",
+}
+
+
+def entry_kernels(module) -> set[str]:
+    """The numba kernels of ``module`` that plain Python code of the package calls (each compiled for the
+    types of its callers); the kernels only other kernels call are compiled inside those."""
+    import ast
+
+    from numba.core.registry import CPUDispatcher
+
+    kernels = {name for name, obj in vars(module).items()
+               if isinstance(obj, CPUDispatcher) and obj.__module__ == module.__name__}
+    called = set()
+    for path in Path(bootstrap.__file__).resolve().parents[1].rglob("*.py"):
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(function, ast.FunctionDef) and not any("jit" in ast.unparse(d) for d in function.decorator_list):
+                for node in ast.walk(function):
+                    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+                    if name in kernels:
+                        called.add(name)
+    return called
+
+
+def test_warm_up_loads_every_baseline_kernel_a_comparison_calls():
+    """A fresh process (the app's warm-up child) after warm_up: every baseline kernel that Python code calls has
+    a compiled signature, so no Trade-offs comparison (segments, label delays, the payment value) compiles one on
+    the user's click; a kernel added without a warm-up fails here (or is named in NOT_WARMED with its reason)."""
+    from favmac.baselines import kernels
+
+    entries = entry_kernels(kernels)
+    assert {"classwise_code", "classwise_queries", "crc_kernel", "set_outcomes"} <= entries
+    assert set(NOT_WARMED) <= entries  # no stale exceptions
+    code = ("import json; from favmac.ui import bootstrap; bootstrap.warm_up(0); from favmac.baselines import kernels; "
+            f"print(json.dumps([n for n in {sorted(entries)!r} if not getattr(kernels, n).signatures]))")
+    env = {**os.environ, "PYTHONPATH": str(Path(bootstrap.__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    missing = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert missing == set(NOT_WARMED), f"not in the warm-up: {sorted(missing - set(NOT_WARMED))}"
 
 
 def _fresh_warm_up_state(monkeypatch):
