@@ -97,8 +97,8 @@ _PAYMENT_FIELDS = ("cms_model", "cms_year", "cms_segment", "normalization", "cod
 class SettingsError(ValueError):
     """Settings that cannot be used. ``field`` names the setting; the message says the allowed range.
 
-    >>> str(SettingsError("delta", "must be between 0 and 1 (exclusive); got 2"))
-    'delta must be between 0 and 1 (exclusive); got 2'
+    >>> str(SettingsError("burn_in", "must be between 0 and 99; a burn-in of 100 leaves no patient to predict"))
+    'burn_in must be between 0 and 99; a burn-in of 100 leaves no patient to predict'
     """
 
     def __init__(self, field: str, problem: str):
@@ -159,12 +159,18 @@ def by_library(field: str, check, *args, name: str | None = None, **kwargs):
 
 
 def library_problem(err: ValueError, name: str) -> str:
-    """A library check's message without its leading ``name: `` (or ``name ``): the problem, to follow a field name."""
+    """A library check's message without its leading ``name: `` (or ``name ``) and final period: the problem, to
+    follow a field name (the command line ends the sentence itself).
+
+    >>> library_problem(ValueError("window: expected None or a positive number of patients (>= 1), got 0"), "window")
+    'expected None or a positive number of patients (>= 1), got 0'
+    """
     text = str(err)
     for prefix in (f"{name}: ", f"{name} "):
         if text.startswith(prefix):
-            return text[len(prefix):]
-    return text
+            text = text[len(prefix):]
+            break
+    return text[:-1] if text.endswith(".") else text
 
 
 def _show(x) -> str:
@@ -456,7 +462,7 @@ class RunSpec:
         try:
             check_universe(self.universe, 0 if n_codes is None else n_codes)  # 0 codes: the name only
         except ValueError as err:
-            raise SettingsError("universe", f"{_show(self.universe)}: {err}") from None
+            raise SettingsError("universe", f"{_show(self.universe)}: {library_problem(err, 'universe')}") from None
         burn_in = by_library("burn_in", check_burn_in, as_integer(self.burn_in, "burn_in"), None)
         if n_patients is not None and burn_in >= n_patients:  # RunSpec's own rule: a run predicts at least one patient
             raise SettingsError("burn_in", f"must be between 0 and {n_patients - 1}; a burn-in of {burn_in} leaves no patient "
