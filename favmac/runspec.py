@@ -25,13 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import AdditiveCost, AdditiveValue, FormulaValue
+from .adaptive import check_adaptive_rate
+from .arrivals import check_label_delay
 from .payment_tables import DEFAULT_CMS_CELL, DEFAULT_CMS_MODEL, DEFAULT_CMS_YEAR
-from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, RECALIBRATE_BY, RECALIBRATIONS, check_recalibrate,
-                            default_recalibrate)
+from .recalibration import (DEFAULT_RECALIBRATE_BY, DEFAULT_RECALIBRATION, check_recalibrate, check_recalibrate_by,
+                            check_recalibration, default_recalibrate)
 from .thresholds import exact
 from .scores import SCORES, check_score, default_score
-from .universe import DEFAULT_UNIVERSE, UNIVERSES, check_universe
-from .validation import MAX_WEIGHT, check_c_max
+from .universe import DEFAULT_UNIVERSE, check_universe
+from .validation import MAX_WEIGHT, check_burn_in, check_c_max, check_delta, check_window
 
 __all__ = [
     "AUTO",
@@ -95,8 +97,8 @@ _PAYMENT_FIELDS = ("cms_model", "cms_year", "cms_segment", "normalization", "cod
 class SettingsError(ValueError):
     """Settings that cannot be used. ``field`` names the setting; the message says the allowed range.
 
-    >>> str(SettingsError("delta", "must be between 0 and 1 (exclusive); got 2"))
-    'delta must be between 0 and 1 (exclusive); got 2'
+    >>> str(SettingsError("burn_in", "must be between 0 and 99; a burn-in of 100 leaves no patient to predict"))
+    'burn_in must be between 0 and 99; a burn-in of 100 leaves no patient to predict'
     """
 
     def __init__(self, field: str, problem: str):
@@ -134,6 +136,41 @@ def as_integer(x, field: str) -> int:
     if abs(out) > MAX_COUNT:
         raise SettingsError(field, f"must be at most {MAX_COUNT:,} in size; got {_show(x)}")
     return int(out)
+
+
+def by_library(field: str, check, *args, name: str | None = None, **kwargs):
+    """``check(*args, **kwargs)``, the library's one check of a rule, with its ValueError as a SettingsError naming the
+    settings ``field``: the library's message, less its own ``name: `` prefix (``name`` defaults to ``field``).
+
+    RunSpec parses a settings value (:func:`as_number`, :func:`as_integer`) and leaves the range to the check that
+    decides it for every entry point, so the rule and its wording live in one place.
+
+    >>> by_library("delta", check_delta, 0.5)
+    0.5
+    >>> by_library("delta", check_delta, 2.0)
+    Traceback (most recent call last):
+    ...
+    favmac.runspec.SettingsError: delta expected None (expected-cost control) or a number in (0, 1), got 2.0
+    """
+    try:
+        return check(*args, **kwargs)
+    except ValueError as err:
+        raise SettingsError(field, library_problem(err, name or field)) from None
+
+
+def library_problem(err: ValueError, name: str) -> str:
+    """A library check's message without its leading ``name: `` (or ``name ``) and final period: the problem, to
+    follow a field name (the command line ends the sentence itself).
+
+    >>> library_problem(ValueError("window: expected None or a positive number of patients (>= 1), got 0"), "window")
+    'expected None or a positive number of patients (>= 1), got 0'
+    """
+    text = str(err)
+    for prefix in (f"{name}: ", f"{name} "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    return text[:-1] if text.endswith(".") else text
 
 
 def _show(x) -> str:
@@ -416,37 +453,28 @@ class RunSpec:
                 raise SettingsError("value_kind", "weighted_tp needs per-code weights")
             if self.cost_kind == "weighted_fp":
                 raise SettingsError("cost_kind", "weighted_fp needs per-code weights")
-        try:
-            largest_cost = check_c_max(self.largest_cost)
-        except ValueError as err:
-            raise SettingsError("largest_cost", str(err).removeprefix("c_max: ")) from None
+        # Each range below is the library's one check of the rule (favmac.validation, .universe, .scores, .arrivals,
+        # .adaptive, .recalibration); RunSpec parses the settings value first (text numbers from a settings file,
+        # booleans, NaN and infinities refused by as_number / as_integer) and adds only rules of its own.
+        largest_cost = by_library("largest_cost", check_c_max, self.largest_cost, name="c_max")
         targets = self._validate_targets(n_codes)
-        delta = as_number(self.delta, "delta")
-        if not 0 < delta < 1:
-            raise SettingsError("delta", f"must be between 0 and 1 (exclusive), e.g. 0.1; got {delta:g}")
-        if not isinstance(self.universe, str) or self.universe not in UNIVERSES:
-            raise SettingsError("universe", f"must be one of {', '.join(UNIVERSES)}; got {_show(self.universe)}")
-        if n_codes is not None:
-            try:
-                check_universe(self.universe, n_codes)
-            except ValueError as err:
-                raise SettingsError("universe", f"{self.universe!r}: {err}") from None
-        burn_in = as_integer(self.burn_in, "burn_in")
-        if burn_in < 0:
-            raise SettingsError("burn_in", f"must be 0 or more (the patients that only calibrate, before the first "
-                                f"prediction); got {burn_in}")
-        if n_patients is not None and burn_in >= n_patients:
+        delta = by_library("delta", check_delta, as_number(self.delta, "delta"))  # a spec always carries a level
+        try:
+            check_universe(self.universe, 0 if n_codes is None else n_codes)  # 0 codes: the name only
+        except ValueError as err:
+            raise SettingsError("universe", f"{_show(self.universe)}: {library_problem(err, 'universe')}") from None
+        burn_in = by_library("burn_in", check_burn_in, as_integer(self.burn_in, "burn_in"), None)
+        if n_patients is not None and burn_in >= n_patients:  # RunSpec's own rule: a run predicts at least one patient
             raise SettingsError("burn_in", f"must be between 0 and {n_patients - 1}; a burn-in of {burn_in} leaves no patient "
                                 f"to predict ({n_patients} patients in the stream)")
-        window = None if self.window is None else as_integer(self.window, "window")
-        if window is not None and window < 1:
-            raise SettingsError("window", f"must be a positive number of patients, or None for no window; got {self.window}")
-        if self.score not in SCORES:
-            raise SettingsError("score", f"must be one of {', '.join(SCORES)}; got {_show(self.score)}")
+        window = by_library("window", check_window, None if self.window is None else as_integer(self.window, "window"))
         try:
             check_score(self.score, self.universe)
         except ValueError as err:
-            raise SettingsError("score", f"'price' cannot be used with the 'full' universe: {err}") from None
+            problem = library_problem(err, "score")
+            if self.score in SCORES:  # a known score the universe cannot take
+                problem = f"'price' cannot be used with the 'full' universe: {problem}"
+            raise SettingsError("score", problem) from None
         columns = (self.segment,) if isinstance(self.segment, str) else self.segment
         if columns is not None and not (isinstance(columns, tuple) and columns and len(columns) <= 20 and all(
                 isinstance(c, str) and c.strip() and len(c) <= 200 for c in columns)):
@@ -455,24 +483,20 @@ class RunSpec:
         if columns is not None and len(set(columns)) != len(columns):
             raise SettingsError("segment", f"names a column twice; got {_show(self.segment)}")
         segment = columns[0] if columns is not None and len(columns) == 1 else columns
-        delay = None if self.label_delay is None else as_integer(self.label_delay, "label_delay")
-        if delay is not None and (delay < 0 or (n_patients is not None and delay >= n_patients)):
-            raise SettingsError("label_delay", f"must be a number of stream positions from 0 to "
-                                f"{'N - 1' if n_patients is None else n_patients - 1}; got {delay}")
+        delay = None if self.label_delay is None else by_library(
+            "label_delay", check_label_delay, as_integer(self.label_delay, "label_delay"), n_patients)
         arrivals = self.label_available_column
         if arrivals is not None and not (isinstance(arrivals, str) and arrivals.strip() and len(arrivals) <= 200):
             raise SettingsError("label_available_column", f"must be None or a column name; got {_show(arrivals)}")
         if delay is not None and arrivals is not None:
             raise SettingsError("label_delay", "and label_available_column cannot both be set; give a fixed delay or "
                                 "a column of arrivals")
-        rate = None if self.adaptive_rate is None else as_number(self.adaptive_rate, "adaptive_rate")
-        if rate is not None and not rate > 0:
-            raise SettingsError("adaptive_rate", f"must be None or a number > 0; got {_show(self.adaptive_rate)}")
+        rate = None if self.adaptive_rate is None else by_library(
+            "adaptive_rate", check_adaptive_rate, as_number(self.adaptive_rate, "adaptive_rate"),
+            delta if self.control == "violation" else None)  # the rule's control: delta under violation control only
         if rate is not None and rate > MAX_ADAPTIVE_RATE:  # c_n can grow by gamma * c per patient: past float range
             raise SettingsError("adaptive_rate", f"must be at most {MAX_ADAPTIVE_RATE:,} (rates of about 0.001 to 0.1 "
                                 f"follow drift); got {_show(self.adaptive_rate)}")
-        if rate is not None and self.control != "expected":
-            raise SettingsError("adaptive_rate", "applies to expected-cost control only; leave it unset for violation control")
         if rate is not None and isinstance(segment, tuple):
             raise SettingsError("adaptive_rate", "applies to one segment column at most; leave it unset with several")
         recalibrate = self.recalibrate
@@ -485,17 +509,12 @@ class RunSpec:
         elif recalibrate is not None:
             recalibrate = as_integer(recalibrate, "recalibrate")
         fold = None if recalibrate == AUTO else recalibrate  # "auto" before the data are known: checked once resolved
-        if not isinstance(self.recalibration, str) or self.recalibration not in RECALIBRATIONS:
-            raise SettingsError("recalibration", f"must be one of {', '.join(RECALIBRATIONS)}; got {_show(self.recalibration)}")
-        if not isinstance(self.recalibrate_by, str) or self.recalibrate_by not in RECALIBRATE_BY:
-            raise SettingsError("recalibrate_by", f"must be one of {', '.join(RECALIBRATE_BY)}; got {_show(self.recalibrate_by)}")
+        by_library("recalibration", check_recalibration, self.recalibration)
+        by_library("recalibrate_by", check_recalibrate_by, self.recalibrate_by)
         if self.recalibrate_by == "segment" and (recalibrate is None or not isinstance(segment, str)):
             raise SettingsError("recalibrate_by", "'segment' fits maps per group of one segment column: set recalibrate "
                                 "and one segment column, or use 'code' (one map per code, with any number of groupings)")
-        try:
-            check_recalibrate(fold, window=window)
-        except ValueError as err:
-            raise SettingsError("recalibrate", str(err).removeprefix("recalibrate: ")) from None
+        by_library("recalibrate", check_recalibrate, fold, window=window)
         if fold is not None and n_patients is not None and recalibrate + burn_in > n_patients - 1:
             raise SettingsError("recalibrate", f"R = {recalibrate} fold patients plus a burn-in of {burn_in} leave no patient "
                                 f"to predict ({n_patients} patients in the stream); use R <= {n_patients - 1 - burn_in}")

@@ -131,10 +131,21 @@ def check_c_max(c_max) -> float | None:
     return float(c_max)
 
 
-def check_burn_in(burn_in, n_patients: int) -> int:
-    """Calibration-only patients: an integer in [0, n_patients]."""
+def check_burn_in(burn_in, n_patients: int | None) -> int:
+    """Calibration-only patients: an integer in [0, n_patients] (n_patients None: not yet known, any integer >= 0).
+
+    >>> check_burn_in(3, 5), check_burn_in(3, None)
+    (3, 3)
+    >>> check_burn_in(-1, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: burn_in: expected an integer >= 0, got -1
+    """
     value = int(burn_in)
-    if value != burn_in or not 0 <= value <= n_patients:
+    if n_patients is None:
+        if value != burn_in or value < 0:
+            raise ValueError(f"burn_in: expected an integer >= 0, got {burn_in!r}")
+    elif value != burn_in or not 0 <= value <= n_patients:
         raise ValueError(f"burn_in: expected an integer between 0 and the number of patients ({n_patients}), got {burn_in!r}")
     return value
 

@@ -72,8 +72,8 @@ def test_replay_with_a_label_delay_and_with_arrival_positions(run, tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--label-delay", "-1"], "--label-delay must be a number of stream positions from 0"),
-    (["--label-delay", "4000"], "--label-delay must be a number of stream positions from 0 to 3999"),
+    (["--label-delay", "-1"], "--label-delay a delay cannot be negative (got -1)"),
+    (["--label-delay", "4000"], "--label-delay 4000 stream positions is longer than the stream of 4000 patients"),
     (["--label-delay", "5", "--method", "inner_set"], "label_delay is not supported by InnerSet"),
     (["--label-available-column", "arrived"], "no column named 'arrived'"),
     (["--label-available-column", "arrived", "--shuffle", "1"], "--shuffle reorders the stream"),
@@ -103,5 +103,5 @@ def test_runspec_fields_round_trip_and_are_checked():
         with pytest.raises(SettingsError) as err:
             RunSpec(**bad).validate(n_patients=100)
         assert err.value.field == field
-    with pytest.raises(SettingsError, match="label_delay must be a number of stream positions from 0 to 99"):
+    with pytest.raises(SettingsError, match="label_delay 100 stream positions is longer than the stream of 100 patients.*use a delay below 100"):
         RunSpec(label_delay=100).validate(n_patients=100)

@@ -308,7 +308,7 @@ def test_bad_fold_sizes_name_the_setting():
         RunSpec(recalibrate=400, burn_in=100).validate(3, 500)
     with pytest.raises(SettingsError, match="window must hold at least R"):
         RunSpec(recalibrate=100, window=50).validate(3, 500)
-    with pytest.raises(SettingsError, match="recalibration must be one of"):
+    with pytest.raises(SettingsError, match="recalibration expected one of platt, isotonic, .*; got .beta."):
         RunSpec(recalibrate=100, recalibration="beta").validate(3, 500)
 
 

@@ -107,7 +107,7 @@ def test_adaptive_with_two_groupings_is_refused_and_nothing_is_lost():
     # a delay as long as the stream: the library's message, and the saved settings stay
     n = at.session_state["dataset"].n_patients
     assert not actions.apply_settings(Session(at.session_state), {**before, "label_delay": n})
-    assert at.session_state["messages"]["settings"] == ("error", f"label_delay must be a number of stream positions from 0 to {n - 1:,}; got {n}".replace(",", ""))
+    assert at.session_state["messages"]["settings"] == ("error", f"label_delay {n} stream positions is longer than the stream of {n} patients, so no label would ever arrive; use a delay below {n}")
     assert at.session_state["settings"] == before
 
 
