@@ -37,6 +37,8 @@ from .validation import MAX_WEIGHT, check_burn_in, check_c_max, check_delta, che
 
 __all__ = [
     "AUTO",
+    "by_library",
+    "library_problem",
     "CONTROLS",
     "DEFAULT_DELTA",
     "MAX_CODING_INTENSITY",
@@ -150,7 +152,7 @@ def by_library(field: str, check, *args, name: str | None = None, **kwargs):
     >>> by_library("delta", check_delta, 2.0)
     Traceback (most recent call last):
     ...
-    favmac.runspec.SettingsError: delta expected None (expected-cost control) or a number in (0, 1), got 2.0
+    favmac.runspec.SettingsError: delta expected a violation level between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got 2.0
     """
     try:
         return check(*args, **kwargs)

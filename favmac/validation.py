@@ -101,13 +101,13 @@ def check_delta(delta) -> float | None:
     >>> check_delta(1.5)
     Traceback (most recent call last):
     ...
-    ValueError: delta: expected None (expected-cost control) or a number in (0, 1), got 1.5
+    ValueError: delta: expected a violation level between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got 1.5
     """
     if delta is None:
         return None
     value = float(delta)
     if not 0 < value < 1:
-        raise ValueError(f"delta: expected None (expected-cost control) or a number in (0, 1), got {delta!r}")
+        raise ValueError(f"delta: expected a violation level between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got {delta!r}")
     return value
 
 

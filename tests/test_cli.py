@@ -196,7 +196,7 @@ def test_unsupported_control_is_refused_before_any_work(tmp_path, run):
          "--value weighted_tp needs per-code weights"),
         (["--calibration", SAMPLE / "hcc_calibration.csv", "--universe", "full"],
          "'full' universe enumerates all 2^K candidate sets and allows at most 14 codes"),
-        (["--calibration", SAMPLE / "digits_calibration.csv", "--delta", "1.5"], "--delta expected None (expected-cost control) or a number in (0, 1), got 1.5"),
+        (["--calibration", SAMPLE / "digits_calibration.csv", "--delta", "1.5"], "--delta expected a violation level between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got 1.5"),
         (["--calibration", SAMPLE / "digits_calibration.csv", "--value", "__import__('os')"], "value formula"),
         (["--calibration", SAMPLE / "digits_calibration.csv", "--weights", SAMPLE / "hcc_weights.csv"],
          "hcc_weights.csv, column code: 10 codes in the data have no weight"),

@@ -111,7 +111,7 @@ def test_argument_names_match_replay_and_baselines():
 
 def test_bad_inputs_name_the_argument():
     value, cost = AdditiveValue(), AdditiveCost()
-    with pytest.raises(ValueError, match="delta: expected None .* in \\(0, 1\\)"):
+    with pytest.raises(ValueError, match="delta: expected a violation level between 0 and 1 \\(exclusive\\)"):
         FavMac(value, cost, 1.0, delta=1.0)
     with pytest.raises(ValueError, match="target: expected a finite"):
         FavMac(value, cost, math.inf)

@@ -51,7 +51,7 @@ def test_validate_returns_plain_types():
         ({"targets": (1.0, -2.0)}, "targets[1]", "> 0"),
         ({"targets": ()}, "targets", "at least one"),
         ({"targets": ("abc",)}, "target", "must be a number"),
-        ({"delta": 1.0}, "delta", "a number in (0, 1), got 1.0"),
+        ({"delta": 1.0}, "delta", "between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got 1.0"),
         ({"delta": True}, "delta", "must be a number"),
         ({"universe": "everything"}, "universe", "'everything': unknown universe 'everything'; choose one of ratio"),
         ({"burn_in": 10}, "burn_in", "between 0 and 9"),

@@ -58,7 +58,7 @@ def test_a_delta_of_zero_typed_in_the_wider_input_is_refused_on_apply():
     at.number_input(key="delta").set_value(0.0).run()
     at.button(key="apply_settings").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("delta expected None (expected-cost control) or a number in (0, 1), got 0.0" in shown(e.value) for e in at.error), [e.value for e in at.error]
+    assert any("delta expected a violation level between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got 0.0" in shown(e.value) for e in at.error), [e.value for e in at.error]
     assert at.session_state["settings"] == before
 
 
