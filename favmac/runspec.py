@@ -461,10 +461,7 @@ class RunSpec:
         largest_cost = by_library("largest_cost", check_c_max, self.largest_cost, name="c_max")
         targets = self._validate_targets(n_codes)
         delta = by_library("delta", check_delta, as_number(self.delta, "delta"))  # a spec always carries a level
-        try:
-            check_universe(self.universe, 0 if n_codes is None else n_codes)  # 0 codes: the name only
-        except ValueError as err:
-            raise SettingsError("universe", f"{_show(self.universe)}: {library_problem(err, 'universe')}") from None
+        by_library("universe", check_universe, self.universe, 0 if n_codes is None else n_codes)  # 0 codes: the name only
         burn_in = by_library("burn_in", check_burn_in, as_integer(self.burn_in, "burn_in"), None)
         if n_patients is not None and burn_in >= n_patients:  # RunSpec's own rule: a run predicts at least one patient
             raise SettingsError("burn_in", f"must be between 0 and {n_patients - 1}; a burn-in of {burn_in} leaves no patient "

@@ -91,7 +91,8 @@ def check_universe(universe: str, n_codes: int) -> None:
     The one place this rule lives; favmac.io and the app wrap its message in their own errors.
     """
     if universe not in UNIVERSES:
-        raise ValueError(f"unknown universe {universe!r}; choose one of {', '.join(UNIVERSES)} (ratio is FavMac's default).")
+        shown = repr(universe) if len(repr(universe)) <= 60 else repr(universe)[:57] + "..."  # user text: kept short
+        raise ValueError(f"unknown universe {shown}; choose one of {', '.join(UNIVERSES)} (ratio is FavMac's default).")
     if universe == "full" and n_codes > MAX_FULL_CODES:
         raise ValueError(
             f"the 'full' universe enumerates all 2^K candidate sets and allows at most {MAX_FULL_CODES} codes, "

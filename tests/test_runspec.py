@@ -53,7 +53,7 @@ def test_validate_returns_plain_types():
         ({"targets": ("abc",)}, "target", "must be a number"),
         ({"delta": 1.0}, "delta", "between 0 and 1 (exclusive), e.g. 0.1, or None for expected-cost control; got 1.0"),
         ({"delta": True}, "delta", "must be a number"),
-        ({"universe": "everything"}, "universe", "'everything': unknown universe 'everything'; choose one of ratio"),
+        ({"universe": "everything"}, "universe", "unknown universe 'everything'; choose one of ratio"),
         ({"burn_in": 10}, "burn_in", "between 0 and 9"),
         ({"burn_in": -1}, "burn_in", "expected an integer >= 0, got -1"),
         ({"burn_in": 2.5}, "burn_in", "whole number"),

@@ -139,3 +139,12 @@ def test_values_refused_before_the_range_is_checked_stay_refused(field, fields):
     good = {"delta": "0.25", "window": "7", "burn_in": "5", "label_delay": "3", "adaptive_rate": "0.05"}[field]
     spec = RunSpec(targets=(1.0,), **fields(good)).validate(n_codes=3, n_patients=100)
     assert getattr(spec, field) == float(good)
+
+
+def test_a_universe_refusal_names_the_value_once_and_keeps_long_text_short():
+    for universe, shown in (("x", "unknown universe 'x';"), ("y" * 500, "unknown universe 'yyyy")):
+        with pytest.raises(SettingsError) as err:
+            RunSpec(universe=universe).validate(20)
+        text = str(err.value)
+        assert text.startswith("universe unknown universe") and shown in text and text.count("universe") == 2
+        assert len(text) < 200
