@@ -32,16 +32,33 @@ def test_warm_up_runs_the_additive_and_payment_replays(monkeypatch):
         compared.append((spec.control, set(out["table"]["Method"]), spec.label_delay, spec.value_kind))
         return out
 
+    online = []
+    real_online = bootstrap.jobs.replay_online
+
+    def spy_online(dataset, spec, progress=None):
+        online.append((dataset.n_patients, spec))
+        return real_online(dataset, spec, progress)
+
     monkeypatch.setattr(bootstrap, "run_method", spy)
     monkeypatch.setattr(tradeoffs_view, "run_tradeoffs", spy_tradeoffs)
+    monkeypatch.setattr(bootstrap.jobs, "replay_online", spy_online)
     bootstrap.warm_up(0)
+    # the Online session's other settings, on a few of the sample's patients: segments (one grouping, two) under
+    # both controls, the adaptive target, a formula value, the unsupported payment
+    settings = [spec for n, spec in online if n == bootstrap.SETTINGS_PATIENTS]
+    assert {(spec.control, spec.segment) for spec in settings if spec.segment} == {
+        (control, segment) for control in ("expected", "violation") for segment in ("plan", ("plan", "county"))}
+    assert any(spec.adaptive_rate for spec in settings) and any(spec.value_kind == "formula" for spec in settings)
+    assert any(spec.cost_kind == "cms_unsupported" for spec in settings)
+    assert bootstrap.SETTINGS_PATIENTS <= 100
     assert ("cms_payment", "FavMac (price)") in seen and seen.count(("tp", "FavMac (ratio)")) == 2
     # the Trade-offs page's default methods under both controls: scipy.stats and every baseline's kernels loaded
     assert [control for control, *_ in compared[:2]] == ["expected", "violation"]
     assert set().union(*(methods for _, methods, *_ in compared[:2])) == set(target_grid.DEFAULT_METHODS)
     # then ClassWise under a label delay (its per-patient kernel) and a baseline under the payment value
     assert [(c, "ClassWise" in m, d, v) for c, m, d, v in compared[2:3]] == [("expected", True, 3, "weighted_tp")]
-    assert [(c, "InnerSet" in m, d, v) for c, m, d, v in compared[3:]] == [("expected", True, None, "cms_payment")]
+    # a baseline under the payment value (the toy, then the sample's first patients with their member context)
+    assert [(c, "InnerSet" in m, d, v) for c, m, d, v in compared[3:]] == [("expected", True, None, "cms_payment")] * 2
     assert "scipy.stats" in sys.modules
 
 
