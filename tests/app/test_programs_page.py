@@ -224,7 +224,7 @@ def test_store_problem_names_only_the_kind_of_store_in_sign_in_mode(url, kind):
     from favmac.ui import store as store_ui
 
     text = store_ui.store_problem(unreachable(url), url, signed_in=True)
-    assert kind in text and "ask the person who runs FavMac Studio" in text.lower() and "keep working" in text
+    assert kind in text and "ask the person who runs favmac studio" in text.lower() and "keep working" in text
     assert not [part for part in SERVER_DETAILS if part in text], text
     # and with no URL given (the server's configured one)
     assert not [part for part in SERVER_DETAILS if part in store_ui.store_problem(unreachable(url), signed_in=True)]
@@ -275,4 +275,4 @@ def test_a_signed_in_user_is_told_the_store_is_down_without_its_url(tmp_path, mo
     assert not at.exception
     shown = " ".join(texts(at, kind) for kind in ("caption", "markdown", "info", "error", "warning", "success"))
     assert "SQLite file" in texts(at, "error") and "person who runs FavMac Studio" in texts(at, "error")
-    assert not any(part in shown for part in (str(path), md(str(path)), "sqlite:", "store.sqlite", "pytest-of", blocker.name))
+    assert not any(part in shown for part in (str(path), md(str(path)), "sqlite:", "store.sqlite", "pytest-of", "not a folder"))
