@@ -10,7 +10,8 @@
   URL (password masked) and the reason; in sign-in mode only the kind of store and whom to ask, as
   :func:`store_shown` names the store: a host, path or database user is the server's configuration, not a
   team member's (the reason goes to the server's log, for the person who runs FavMac Studio).
-* :func:`store_shown` and :func:`without_url` apply that rule to a store name and to a message.
+* :func:`store_shown`, :func:`without_url` and :func:`failure_reason` apply that rule to a store name, a
+  message naming the store and the reason a store action failed (the workspace's save or read).
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from favmac.store import StoreError
 from favmac.store.database import ENV_VAR, kind, masked, store_url
 from favmac.ui import auth
 
-__all__ = ["ASK_OPERATOR", "StoreUnavailable", "configured_url", "shared_store", "store_problem", "store_shown",
-           "user_store", "without_url"]
+__all__ = ["ASK_OPERATOR", "StoreUnavailable", "configured_url", "failure_reason", "shared_store", "store_problem",
+           "store_shown", "user_store", "without_url"]
 
 _log = logging.getLogger(__name__)
 
@@ -90,6 +91,16 @@ def without_url(text: str, url: str | None = None, *, signed_in: bool | None = N
     for form in sorted({url, masked(url)}, key=len, reverse=True):
         text = text.replace(form, f"({kind(url)})")
     return text
+
+
+def failure_reason(err, url: str | None = None, *, signed_in: bool | None = None) -> str:
+    """Why a store action failed, as this user may read it: ``err`` in local mode; in sign-in mode (a driver's
+    message names hosts and paths) only the kind of store and whom to ask, the reason going to the server's log."""
+    url = url or configured_url()
+    if not _signed_in_mode(signed_in):
+        return str(err)
+    _log.warning("FavMac Studio's store failed: %s: %s (store %s)", type(err).__name__, str(err).strip(), masked(url))
+    return f"the store ({kind(url)}) failed; if it keeps failing, {ASK_OPERATOR}"
 
 
 def store_problem(err, url: str | None = None, *, signed_in: bool | None = None) -> str:

@@ -276,3 +276,28 @@ def test_a_signed_in_user_is_told_the_store_is_down_without_its_url(tmp_path, mo
     shown = " ".join(texts(at, kind) for kind in ("caption", "markdown", "info", "error", "warning", "success"))
     assert "SQLite file" in texts(at, "error") and "person who runs FavMac Studio" in texts(at, "error")
     assert not any(part in shown for part in (str(path), md(str(path)), "sqlite:", "store.sqlite", "pytest-of", "not a folder"))
+
+
+def test_a_workspace_the_store_fails_to_save_or_read_names_no_server_detail_in_sign_in_mode(monkeypatch):
+    from favmac.ui import workspace, workspace_restore
+
+    class Broken:
+        def load(self, name):
+            raise unreachable(SECRET_STORE)
+
+    monkeypatch.setenv("FAVMAC_STORE", SECRET_STORE)
+    for signed_in in (True, False):
+        monkeypatch.setattr(auth, "auth_settings", lambda: auth.AuthSettings(enabled=signed_in, providers={"default": "x"}))
+        ss = Session({})
+        workspace.note_failure(ss, unreachable(SECRET_STORE))
+        saved = ss.messages["workspace"][1]
+        ss = Session({})
+        ss.workspace = Broken()
+        workspace_restore.restore(ss)
+        read = ss.messages["workspace"][1]
+        for text in (saved, read):
+            if signed_in:
+                assert "PostgreSQL" in text and "person who runs FavMac Studio" in text
+                assert not [part for part in SERVER_DETAILS if part in text], text
+            else:
+                assert "db.plan.org" in text
