@@ -132,9 +132,11 @@ def _rerun_soon() -> None:
 
 def warm_up(delay: float = 1.0) -> None:
     """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream and the
-    bundled sample's Online session, and what a first Trade-offs run loads (scipy.stats, the baselines'
-    kernels) on the toy stream, so the first visitor's replay and comparison do not pay for it: all of it is the
-    server process's, shared by every session. The app runs it twice (module docstring): in a niced child
+    bundled sample's Online session, what a first Trade-offs run loads (scipy.stats, the baselines'
+    kernels) on the toy stream, the kernels of the Online session's other settings on a few of the sample's
+    patients (:func:`_warm_up_settings`: segments, the adaptive target, a formula value, the unsupported
+    payment, the export) and a many-decimal weights' near-tie, so the first visitor's replay and comparison do
+    not pay for it: all of it is the server process's, shared by every session. The app runs it twice (module docstring): in a niced child
     process, which compiles into numba's cache on disk, then in the server, which loads from it. Waits
     ``delay`` seconds first."""
     time.sleep(delay)
@@ -189,6 +191,8 @@ def _warm_up_settings(sample: Session) -> None:
     ds = sample.dataset
     rows = slice(0, SETTINGS_PATIENTS)
     n = SETTINGS_PATIENTS
+    # two segment columns: 2 groups, and 40 (more than the 32 that share the stream's key slots: each group its own
+    # sorted keys, favmac.replay.engine.Engine._layout)
     segments = pd.DataFrame({"plan": np.where(np.arange(n) % 2, "A", "B"), "county": [f"c{i % 40}" for i in range(n)]},
                             index=ds.probs.index[rows])
     members = None if ds.members is None else {key: None if part is None else part[rows] for key, part in ds.members.items()}
