@@ -135,7 +135,7 @@ def warm_up(delay: float = 1.0) -> None:
     bundled sample's Online session, what a first Trade-offs run loads (scipy.stats, the baselines'
     kernels) on the toy stream, the kernels of the Online session's other settings on a few of the sample's
     patients (:func:`_warm_up_settings`: segments, the adaptive target, a formula value, the unsupported
-    payment, the export) and a many-decimal weights' near-tie, so the first visitor's replay and comparison do
+    payment, the export) and many-decimal cost weights (a near-tie, a baseline), so the first visitor's replay and comparison do
     not pay for it: all of it is the server process's, shared by every session. The app runs it twice (module docstring): in a niced child
     process, which compiles into numba's cache on disk, then in the server, which loads from it. Waits
     ``delay`` seconds first."""
@@ -180,6 +180,9 @@ def warm_up(delay: float = 1.0) -> None:
     tiny = 1.2345678901234567e-6
     run_method(RunSpec(cost_kind="weighted_fp", weights=(tiny,), targets=(tiny,), burn_in=1), "FavMac (price)",
                np.full((NEAR_TIE_PATIENTS, 1), 0.3), np.zeros((NEAR_TIE_PATIENTS, 1), dtype=bool))
+    # and a baseline's outcomes under such weights (not int64 sums: masked_sums)
+    decimals = toy.replace(weights=(tiny, *weights[1:]), control="expected")
+    tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, decimals, [0.5, 1.0], ("InnerSet",))
 
 
 def _warm_up_settings(sample: Session) -> None:
