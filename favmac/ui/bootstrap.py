@@ -33,10 +33,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from favmac import parallel
+from favmac.io import Dataset
 from favmac.methods import run_method
 from favmac.runspec import RunSpec
 from favmac.target_grid import DEFAULT_METHODS
@@ -130,9 +132,11 @@ def _rerun_soon() -> None:
 
 def warm_up(delay: float = 1.0) -> None:
     """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream and the
-    bundled sample's Online session, and what a first Trade-offs run loads (scipy.stats, the baselines'
-    kernels) on the toy stream, so the first visitor's replay and comparison do not pay for it: all of it is the
-    server process's, shared by every session. The app runs it twice (module docstring): in a niced child
+    bundled sample's Online session, what a first Trade-offs run loads (scipy.stats, the baselines'
+    kernels) on the toy stream, the kernels of the Online session's other settings on a few of the sample's
+    patients (:func:`_warm_up_settings`: segments, the adaptive target, a formula value, the unsupported
+    payment, the export) and many-decimal cost weights (a near-tie, a baseline), so the first visitor's replay and comparison do
+    not pay for it: all of it is the server process's, shared by every session. The app runs it twice (module docstring): in a niced child
     process, which compiles into numba's cache on disk, then in the server, which loads from it. Waits
     ``delay`` seconds first."""
     time.sleep(delay)
@@ -170,11 +174,51 @@ def warm_up(delay: float = 1.0) -> None:
     longer = rng.random_sample((WARM_UP_PATIENTS, 3))
     with parallel.using(2):
         run_method(toy.replace(control="expected"), "FavMac (price)", longer, rng.random_sample(longer.shape) < longer)
+    _warm_up_settings(sample)
+    # cost weights with many decimals (exact sums beyond int64): a tie finer than the coarse brackets is decided
+    # exactly (favmac.near_ties); one code of weight 1.2345678901234567e-6 never present, at that target, ties
+    tiny = 1.2345678901234567e-6
+    run_method(RunSpec(cost_kind="weighted_fp", weights=(tiny,), targets=(tiny,), burn_in=1), "FavMac (price)",
+               np.full((NEAR_TIE_PATIENTS, 1), 0.3), np.zeros((NEAR_TIE_PATIENTS, 1), dtype=bool))
+    # and a baseline's outcomes under such weights (not int64 sums: masked_sums)
+    decimals = toy.replace(weights=(tiny, *weights[1:]), control="expected")
+    tradeoffs.run_tradeoffs(probs, labels, ["A", "B", "C"], None, decimals, [0.5, 1.0], ("InnerSet",))
+
+
+def _warm_up_settings(sample: Session) -> None:
+    """The kernels of the Online session's other settings, on the bundled sample's first
+    :data:`SETTINGS_PATIENTS` patients (their member context read-only, as the sample's: the same compiled
+    signatures) under its settings: segments (one grouping; two, the second with more groups than share the
+    stream's key slots), both controls; the adaptive target; a formula value; the unsupported payment as the
+    cost (its replay and the export's proxies); a Trade-offs baseline scored by the payment value."""
+    ds = sample.dataset
+    rows = slice(0, SETTINGS_PATIENTS)
+    n = SETTINGS_PATIENTS
+    # two segment columns: 2 groups, and 40 (more than the 32 that share the stream's key slots: each group its own
+    # sorted keys, favmac.replay.engine.Engine._layout)
+    segments = pd.DataFrame({"plan": np.where(np.arange(n) % 2, "A", "B"), "county": [f"c{i % 40}" for i in range(n)]},
+                            index=ds.probs.index[rows])
+    members = None if ds.members is None else {key: None if part is None else part[rows] for key, part in ds.members.items()}
+    small = Dataset(ds.probs.iloc[rows], ds.labels.iloc[rows], name=ds.name, attributes=segments, members=members)
+    spec = sample.spec().replace(control="expected", burn_in=10, recalibrate=None)
+    for control in ("expected", "violation"):
+        jobs.replay_online(small, spec.replace(control=control, segment="plan"))
+        jobs.replay_online(small, spec.replace(control=control, segment=("plan", "county")))
+    jobs.replay_online(small, spec.replace(adaptive_rate=0.05))
+    jobs.replay_online(small, spec.replace(value_kind="formula"))
+    unsupported = spec.replace(cost_kind="cms_unsupported")
+    jobs.build_exports(small, unsupported, jobs.replay_online(small, unsupported), None, None)
+    # a baseline's sets scored by the payment value of each patient's own member context (set_payments)
+    jobs.compare_tradeoffs(small, spec, [0.5, 1.0], ("InnerSet",))
 
 
 #: Patients of the warm-up's two-thread replay: more than one of the replay's chunks (20,000 patients),
 #: so that its walk splits into slot ranges as a real cohort's does.
 WARM_UP_PATIENTS = 25_000
+#: Patients of the warm-up's runs of the Online session's other settings (:func:`_warm_up_settings`).
+SETTINGS_PATIENTS = 80
+#: Patients of the warm-up's near-tie replay: enough that one code's exact sums pass int64.
+NEAR_TIE_PATIENTS = 400
 
 
 def _warm_up_off() -> bool:

@@ -30,10 +30,10 @@ from favmac.functions import FormulaError
 from favmac.io import to_safe_csv
 from favmac.runspec import SettingsError
 from favmac.store import ProgramNotFound, StoreError
-from favmac.store.database import kind as store_kind, masked
 from favmac.store.members import dataset_members
 from favmac.store.state import segment_columns
 from favmac.ui import figures, parsing, settings_form, units
+from favmac.ui.store import store_problem, store_shown, without_url
 from favmac.ui.samples import NamedBytes
 from favmac.ui.session import Session
 from favmac.ui.text import plain_html, show_bidi
@@ -46,12 +46,15 @@ __all__ = ["PROBLEMS", "create_from_session", "explain", "filter_trail", "label_
 PROBLEMS = (fio.DataError, SettingsError, FormulaError, AccessDenied, StoreError, ProgramNotFound, ValueError)
 
 
-def explain(err: Exception) -> str:
-    """The message for a refused program action."""
+def explain(err: Exception, *, signed_in: bool | None = None) -> str:
+    """The message for a refused program action; the store named as :func:`favmac.ui.store.store_shown` names
+    it (in sign-in mode, ``signed_in``, default the server's mode: its kind, never its URL)."""
     if isinstance(err, AccessDenied):
         return f"Refused by the store: {err} Ask your team's administrator for the auditor role to change programs."
     if isinstance(err, ProgramNotFound):
-        return f"{err}."
+        return f"{without_url(str(err), signed_in=signed_in)}."
+    if isinstance(err, StoreError):  # the store cannot be used (its reason names hosts and paths)
+        return store_problem(err, signed_in=signed_in)
     return str(err)
 
 
@@ -83,14 +86,6 @@ def create_from_session(store, ss: Session, name: str, team: str | None):
     program = store.create_program(name, spec, dataset.patient_ids, dataset.prob_array(), dataset.label_array(),
                                    codes=list(dataset.codes), members=dataset_members(dataset), team=team)
     return program, notes
-
-
-def store_shown(url: str, *, signed_in: bool) -> str:
-    """How the page names the store at ``url``: in local mode (one user, the server answers their own
-    computer) its URL, password masked; in sign-in mode only its kind ("PostgreSQL", "SQLite file"), for
-    every role: a host, path or database user is the server's configuration, not a team member's
-    (the roles, viewer and auditor, are team roles; the operator reads the URL in ``$FAVMAC_STORE``)."""
-    return store_kind(url) if signed_in else masked(url)
 
 
 # --------------------------------------------------------------------------- batches

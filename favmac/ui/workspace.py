@@ -28,6 +28,7 @@ import json
 
 import pandas as pd
 
+from favmac.ui import store
 from favmac.ui.session import Session
 
 __all__ = ["CALIBRATION", "DOC", "FORMAT", "LABELS", "NEW_PATIENTS", "handled", "note_failure", "reading", "record", "weights_doc",
@@ -144,8 +145,8 @@ def handled(ss: Session, *files) -> None:
 
 
 def note_failure(ss: Session, err) -> None:
-    ss.set_message("workspace", "warning", f"Your workspace could not be saved in the store ({err}). This browser "
-                   "session keeps its data and settings, but a reload would not find them.")
+    ss.set_message("workspace", "warning", f"Your workspace could not be saved in the store ({store.failure_reason(err)}). "
+                   "This browser session keeps its data and settings, but a reload would not find them.")
 
 
 def _json_default(value):

@@ -50,7 +50,8 @@ def restore(ss: Session) -> bool:
         return False
     except Exception as err:  # noqa: BLE001 — an unreadable store: the sample, and the reason
         ss.fill_defaults()
-        ss.set_message("workspace", "warning", f"Your saved workspace could not be read ({err}); showing the bundled sample.")
+        ss.set_message("workspace", "warning", f"Your saved workspace could not be read ({store.failure_reason(err)}); "
+                       "showing the bundled sample.")
         return False
     ss.fill_defaults()
     try:

@@ -201,3 +201,103 @@ def test_trail_files_neutralize_formulas_and_keep_parquet_exact():
     assert programs.filter_trail(trail, ".*", None, None).empty  # plain text, not a pattern
     with pytest.raises(ValueError):
         programs.trail_bytes(trail, "xlsx")
+
+
+# --------------------------------------------------------------------------- the store in messages (sign-in mode)
+SECRET_STORE = "postgresql+psycopg://favmac:s3cret@db.plan.org:5432/favmac"
+#: What a signed-in user must never read about the store: host, port, user, password (or its mask), path, scheme.
+SERVER_DETAILS = ("db.plan.org", "5432", "favmac:", "s3cret", "***", "postgresql+psycopg", "10.0.0.5", "/srv/favmac",
+                  "store.sqlite", "sqlite:")
+
+
+def unreachable(url: str):
+    from favmac.store import StoreError
+    from favmac.store.database import masked
+
+    return StoreError(f"Cannot open the store {masked(url)}: connection to server at \"db.plan.org\" (10.0.0.5), port "
+                      "5432 failed: Connection refused. Check the URL, that the server is running and reachable, and "
+                      "the user name and password.")
+
+
+@pytest.mark.parametrize("url,kind", [(SECRET_STORE, "PostgreSQL"), ("sqlite:////srv/favmac/store.sqlite", "SQLite file")])
+def test_store_problem_names_only_the_kind_of_store_in_sign_in_mode(url, kind):
+    from favmac.ui import store as store_ui
+
+    text = store_ui.store_problem(unreachable(url), url, signed_in=True)
+    assert kind in text and "ask the person who runs favmac studio" in text.lower() and "keep working" in text
+    assert not [part for part in SERVER_DETAILS if part in text], text
+    # and with no URL given (the server's configured one)
+    assert not [part for part in SERVER_DETAILS if part in store_ui.store_problem(unreachable(url), signed_in=True)]
+
+
+def test_store_problem_names_the_masked_url_in_local_mode():
+    from favmac.ui import store as store_ui
+
+    text = store_ui.store_problem(unreachable(SECRET_STORE), SECRET_STORE, signed_in=False)
+    assert "postgresql+psycopg://favmac:***@db.plan.org:5432/favmac" in text and "s3cret" not in text
+    assert "keep working" in text
+
+
+def test_store_problem_follows_the_server_mode(monkeypatch):
+    from favmac.ui import store as store_ui
+
+    monkeypatch.setattr(auth, "auth_settings", lambda: auth.AuthSettings(enabled=True, providers={"default": "x"}))
+    assert "db.plan.org" not in store_ui.store_problem(unreachable(SECRET_STORE), SECRET_STORE)
+    monkeypatch.setattr(auth, "auth_settings", lambda: auth.AuthSettings(enabled=False))
+    assert "db.plan.org" in store_ui.store_problem(unreachable(SECRET_STORE), SECRET_STORE)
+
+
+def test_program_messages_name_only_the_kind_of_store_in_sign_in_mode(monkeypatch):
+    from favmac.store import ProgramNotFound
+    from favmac.store.database import masked
+    from favmac.ui import programs
+
+    monkeypatch.setenv("FAVMAC_STORE", SECRET_STORE)
+    gone = ProgramNotFound(f"no program named 'east-2026' in the store {masked(SECRET_STORE)}")
+    text = programs.explain(gone, signed_in=True)
+    assert "east-2026" in text and "PostgreSQL" in text and not [p for p in SERVER_DETAILS if p in text], text
+    assert masked(SECRET_STORE) in programs.explain(gone, signed_in=False)  # local mode: the URL, masked
+    failed = programs.explain(unreachable(SECRET_STORE), signed_in=True)
+    assert "PostgreSQL" in failed and not [p for p in SERVER_DETAILS if p in failed], failed
+    assert "db.plan.org" in programs.explain(unreachable(SECRET_STORE), signed_in=False)
+
+
+def test_a_signed_in_user_is_told_the_store_is_down_without_its_url(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    path = blocker / "store.sqlite"
+    monkeypatch.setenv("FAVMAC_STORE", f"sqlite:///{path}")
+    user = Identity(user_id="ana@plan.org", name="Ana", teams=("local",), role="auditor")
+    monkeypatch.setattr(auth, "auth_settings", lambda: auth.AuthSettings(enabled=True, providers={"default": "x"}))
+    monkeypatch.setattr(auth, "_signed_in", lambda: True)
+    monkeypatch.setattr(auth, "current_identity", lambda: user)
+    at = open_page("programs")
+    assert not at.exception
+    shown = " ".join(texts(at, kind) for kind in ("caption", "markdown", "info", "error", "warning", "success"))
+    assert "SQLite file" in texts(at, "error") and "person who runs FavMac Studio" in texts(at, "error")
+    assert not any(part in shown for part in (str(path), md(str(path)), "sqlite:", "store.sqlite", "pytest-of", "not a folder"))
+
+
+def test_a_workspace_the_store_fails_to_save_or_read_names_no_server_detail_in_sign_in_mode(monkeypatch):
+    from favmac.ui import workspace, workspace_restore
+
+    class Broken:
+        def load(self, name):
+            raise unreachable(SECRET_STORE)
+
+    monkeypatch.setenv("FAVMAC_STORE", SECRET_STORE)
+    for signed_in in (True, False):
+        monkeypatch.setattr(auth, "auth_settings", lambda: auth.AuthSettings(enabled=signed_in, providers={"default": "x"}))
+        ss = Session({})
+        workspace.note_failure(ss, unreachable(SECRET_STORE))
+        saved = ss.messages["workspace"][1]
+        ss = Session({})
+        ss.workspace = Broken()
+        workspace_restore.restore(ss)
+        read = ss.messages["workspace"][1]
+        for text in (saved, read):
+            if signed_in:
+                assert "PostgreSQL" in text and "person who runs FavMac Studio" in text
+                assert not [part for part in SERVER_DETAILS if part in text], text
+            else:
+                assert "db.plan.org" in text

@@ -32,63 +32,112 @@ def test_warm_up_runs_the_additive_and_payment_replays(monkeypatch):
         compared.append((spec.control, set(out["table"]["Method"]), spec.label_delay, spec.value_kind))
         return out
 
+    online = []
+    real_online = bootstrap.jobs.replay_online
+
+    def spy_online(dataset, spec, progress=None):
+        online.append((dataset.n_patients, spec))
+        return real_online(dataset, spec, progress)
+
     monkeypatch.setattr(bootstrap, "run_method", spy)
     monkeypatch.setattr(tradeoffs_view, "run_tradeoffs", spy_tradeoffs)
+    monkeypatch.setattr(bootstrap.jobs, "replay_online", spy_online)
     bootstrap.warm_up(0)
+    # the Online session's other settings, on a few of the sample's patients: segments (one grouping, two) under
+    # both controls, the adaptive target, a formula value, the unsupported payment
+    settings = [spec for n, spec in online if n == bootstrap.SETTINGS_PATIENTS]
+    assert {(spec.control, spec.segment) for spec in settings if spec.segment} == {
+        (control, segment) for control in ("expected", "violation") for segment in ("plan", ("plan", "county"))}
+    assert any(spec.adaptive_rate for spec in settings) and any(spec.value_kind == "formula" for spec in settings)
+    assert any(spec.cost_kind == "cms_unsupported" for spec in settings)
+    assert bootstrap.SETTINGS_PATIENTS <= 100
     assert ("cms_payment", "FavMac (price)") in seen and seen.count(("tp", "FavMac (ratio)")) == 2
     # the Trade-offs page's default methods under both controls: scipy.stats and every baseline's kernels loaded
     assert [control for control, *_ in compared[:2]] == ["expected", "violation"]
     assert set().union(*(methods for _, methods, *_ in compared[:2])) == set(target_grid.DEFAULT_METHODS)
     # then ClassWise under a label delay (its per-patient kernel) and a baseline under the payment value
     assert [(c, "ClassWise" in m, d, v) for c, m, d, v in compared[2:3]] == [("expected", True, 3, "weighted_tp")]
-    assert [(c, "InnerSet" in m, d, v) for c, m, d, v in compared[3:]] == [("expected", True, None, "cms_payment")]
+    # a baseline under the payment value (the toy, then the sample's first patients with their member context)
+    assert [(c, "InnerSet" in m, d, v) for c, m, d, v in compared[3:5]] == [("expected", True, None, "cms_payment")] * 2
+    # and under many-decimal cost weights (their sums beyond int64)
+    assert [(c, "InnerSet" in m, d, v) for c, m, d, v in compared[5:]] == [("expected", True, None, "weighted_tp")]
     assert "scipy.stats" in sys.modules
 
 
-#: Baseline kernels called from Python that the warm-up leaves to the first run that needs them, and why.
+#: The modules whose numba kernels the warm-up loads: the replay's, the payment value's and its unsupported
+#: payment's, the formula value's, the near-ties' and the baselines'.
+KERNEL_MODULES = ("favmac.replay_kernels", "favmac.payment_kernels", "favmac.cost_kernels", "favmac.formula_kernels",
+                  "favmac.near_ties", "favmac.baselines.kernels", "favmac.fenwick")
+
+#: Kernels called from Python that the warm-up leaves to the first run that needs them, and why.
 NOT_WARMED = {
-    "masked_sums": "a cost that is not a sum of per-code weights (a formula: its own kernels compile per formula) "
-                   "or costs beyond exact int64 sums",
-    "split_keys": "CRC's keys split across threads from 2**20 probabilities on",
+    "favmac.baselines.kernels.split_keys": "CRC's keys split across threads from 2**20 probabilities on",
 }
 
 
 def entry_kernels(module) -> set[str]:
     """The numba kernels of ``module`` that plain Python code of the package calls (each compiled for the
-    types of its callers); the kernels only other kernels call are compiled inside those."""
+    types of its callers); the kernels only other kernels call are compiled inside those.
+
+    A name counts where it is the kernel's: in the module itself, imported from it (``from ..near_ties import
+    resolve``), or read from the module (``kernels.crc_kernel``); not a method of the same name elsewhere
+    (``self._join`` of favmac.store.state)."""
     import ast
+    import importlib
 
     from numba.core.registry import CPUDispatcher
 
+    module = importlib.import_module(module) if isinstance(module, str) else module
     kernels = {name for name, obj in vars(module).items()
                if isinstance(obj, CPUDispatcher) and obj.__module__ == module.__name__}
+    base, own = module.__name__.rsplit(".", 1)[-1], Path(module.__file__).resolve()
     called = set()
     for path in Path(bootstrap.__file__).resolve().parents[1].rglob("*.py"):
-        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names, aliases = set(kernels) if path.resolve() == own else set(), set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").rsplit(".", 1)[-1] == base:
+                names |= {alias.asname or alias.name for alias in node.names if alias.name in kernels}
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                aliases |= {alias.asname or alias.name for alias in node.names if alias.name.rsplit(".", 1)[-1] == base}
+        for function in ast.walk(tree):
             if isinstance(function, ast.FunctionDef) and not any("jit" in ast.unparse(d) for d in function.decorator_list):
                 for node in ast.walk(function):
-                    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-                    if name in kernels:
-                        called.add(name)
+                    if isinstance(node, ast.Name) and node.id in names:
+                        called.add(node.id)
+                    elif (isinstance(node, ast.Attribute) and node.attr in kernels and isinstance(node.value, ast.Name)
+                          and node.value.id in aliases):
+                        called.add(node.attr)
     return called
 
 
-def test_warm_up_loads_every_baseline_kernel_a_comparison_calls():
-    """A fresh process (the app's warm-up child) after warm_up: every baseline kernel that Python code calls has
-    a compiled signature, so no Trade-offs comparison (segments, label delays, the payment value) compiles one on
-    the user's click; a kernel added without a warm-up fails here (or is named in NOT_WARMED with its reason)."""
-    from favmac.baselines import kernels
+def test_the_scan_finds_the_kernels_python_calls_and_not_methods_of_the_same_name():
+    assert {"classwise_code", "classwise_queries", "crc_kernel", "set_outcomes"} <= entry_kernels("favmac.baselines.kernels")
+    replay = entry_kernels("favmac.replay_kernels")
+    assert {"adaptive_thresholds", "group_slots", "rank_order", "weight_totals"} <= replay
+    assert "_join" not in replay  # only kernels call it; favmac.store.state has a method _join
+    assert "_expected" not in entry_kernels("favmac.payment_kernels")  # only _proxy_many; Engine._expected is a method
+    assert entry_kernels("favmac.near_ties") == {"_gather"}
+    assert entry_kernels("favmac.formula_kernels") == {"_kernel"}
 
-    entries = entry_kernels(kernels)
-    assert {"classwise_code", "classwise_queries", "crc_kernel", "set_outcomes"} <= entries
+
+def test_warm_up_loads_every_kernel_an_ordinary_action_calls():
+    """A fresh process (the app's warm-up child) after warm_up: every kernel of :data:`KERNEL_MODULES` that Python
+    code calls has a compiled signature, so no ordinary action (a replay with segments, two groupings, the adaptive
+    target, a formula value, the payment value with its unsupported payment, many-decimal weights' near-ties, a
+    Trade-offs comparison) compiles one on the user's click; a kernel added without a warm-up fails here (or is
+    named in NOT_WARMED with its reason)."""
+    entries = {f"{module}.{name}" for module in KERNEL_MODULES for name in entry_kernels(module)}
     assert set(NOT_WARMED) <= entries  # no stale exceptions
-    code = ("import json; from favmac.ui import bootstrap; bootstrap.warm_up(0); from favmac.baselines import kernels; "
-            f"print(json.dumps([n for n in {sorted(entries)!r} if not getattr(kernels, n).signatures]))")
+    code = ("import importlib, json; from favmac.ui import bootstrap; bootstrap.warm_up(0); "
+            f"print(json.dumps([n for n in {sorted(entries)!r} "
+            "if not getattr(importlib.import_module(n.rsplit('.', 1)[0]), n.rsplit('.', 1)[1]).signatures]))")
     env = {**os.environ, "PYTHONPATH": str(Path(bootstrap.__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     missing = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert missing == set(NOT_WARMED), f"not in the warm-up: {sorted(missing - set(NOT_WARMED))}"
+    assert missing - set(NOT_WARMED) == set(), f"not in the warm-up: {sorted(missing - set(NOT_WARMED))}"
+    assert missing == set(NOT_WARMED), f"warmed now, no longer an exception: {sorted(set(NOT_WARMED) - missing)}"
 
 
 def _fresh_warm_up_state(monkeypatch):
