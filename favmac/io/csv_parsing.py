@@ -596,7 +596,7 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"probability {values[i, j]:g} is outside [0, 1]{also_count(count)}.",
+                f"probability {_shown(values[i, j])} is outside [0, 1]{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j],
                 fix=f"{rule} If the file holds percentages, divide by 100; if it holds logits or scores, "
                 "convert them to probabilities first.",
@@ -606,7 +606,7 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"label {values[i, j]:g} is not 0 or 1{also_count(count)}.",
+                f"label {_shown(values[i, j])} is not 0 or 1{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
     elif kind == "weight":
@@ -614,17 +614,23 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"weight {values[i, j]:g} is negative{also_count(count)}.",
+                f"weight {_shown(values[i, j])} is negative{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
         bad = values > MAX_WEIGHT
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"weight {values[i, j]:g} is above the largest allowed weight {MAX_WEIGHT:,.0f}{also_count(count)}.",
+                f"weight {_shown(values[i, j])} is above the largest allowed weight {MAX_WEIGHT:,.0f}{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
     return values
+
+
+def _shown(x) -> str:
+    """A cell's number for a message: short (``%g``) unless that rounds it (1.0000001 is not "1")."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def _first_true(mask: np.ndarray):
