@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from favmac.io import (
     Dataset,
@@ -200,3 +201,18 @@ def test_weights_blank_code():
     assert err.row == 3 and "no code" in str(err)
 
 
+
+
+@pytest.mark.parametrize("code", ["segment", "cms_cell", "known_codes", "known_A", "patient_id"])
+def test_wide_code_named_like_a_reserved_column_is_refused(code):
+    # a wide file's prob_segment / label_segment made a code 'segment' that no probabilities-layout file can
+    # hold (there a 'segment' column is the segments): the new patients were then refused as "missing segment"
+    raw = f"patient_id,prob_A,label_A,prob_{code},label_{code}\nx,0.1,0,0.5,1\ny,0.2,1,0.4,0\n".encode()
+    err = error(read_wide, raw, name="w.csv")
+    assert (err.file, err.row, err.column) == ("w.csv", 1, f"prob_{code}")
+    assert f"'{code}'" in str(err) and "reserved" in str(err) and "Rename" in str(err)
+
+
+def test_wide_new_patients_code_named_like_a_reserved_column_is_refused():
+    err = error(load_new_patients, b"patient_id,prob_A,prob_segment\nx,0.1,0.5\n", ["A", "segment"], name="n.csv")
+    assert (err.row, err.column) == (1, "prob_segment") and "reserved" in str(err)
