@@ -45,6 +45,7 @@ __all__ = [
     "check_id_column",
     "patient_ids",
     "check_code_names",
+    "check_ids_visible",
     "BIDI_CONTROLS",
     "numeric_block",
 ]
@@ -495,11 +496,7 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
         )
     values = ids.to_numpy(dtype=object)
     index = pd.Index(values, name=ID_COLUMN, dtype=object)
-    joined = "\n".join(values.tolist())
-    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
-        at = next(i for i, pid in enumerate(index) if BIDI_CONTROLS.search(pid))
-        raise DataError(f"the patient id {index[at]!r} {_bidi_message(index[at])}.", file=file, row=int(rows[at]),
-                        column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
+    check_ids_visible(values.tolist(), rows, file)
     duplicated = index.duplicated(keep=False)
     if duplicated.any():
         dup_ids = pd.unique(index[duplicated])
@@ -515,6 +512,16 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
             fix="Each patient must have exactly one row.",
         )
     return index
+
+
+def check_ids_visible(ids, rows, file: str) -> None:
+    """Refuse patient ids (text) holding an invisible direction-control or zero-width character
+    (:data:`BIDI_CONTROLS`); ``rows[i]`` is the row that names ``ids[i]`` in messages."""
+    joined = "\n".join(ids)
+    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
+        at = next(i for i, pid in enumerate(ids) if BIDI_CONTROLS.search(pid))
+        raise DataError(f"the patient id {ids[at]!r} {_bidi_message(ids[at])}.", file=file, row=int(rows[at]),
+                        column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
 
 
 def check_code_names(codes, file: str) -> None:

@@ -82,6 +82,10 @@ def batch_ids(ids, batch: str) -> np.ndarray:
         out[i] = text
     if not len(out):
         raise DataError("the batch holds no patient.", file=batch)
+    if not all(text.isascii() for text in out):  # the readers' rule (pandas imported only for non-ASCII ids)
+        from ..io.csv_parsing import check_ids_visible
+
+        check_ids_visible(out.tolist(), np.arange(2, len(out) + 2), batch)
     return out
 
 

@@ -221,3 +221,25 @@ def test_the_default_store_is_a_file_in_the_users_data_directory(tmp_path, monke
     assert (tmp_path / "data" / "favmac" / "store.sqlite").exists()
     monkeypatch.setenv("FAVMAC_STORE", f"sqlite:///{tmp_path / 'other.sqlite'}")
     assert favmac.open_store().url.endswith("other.sqlite")
+
+
+@pytest.mark.parametrize("bad, found", [("C;1", "contains ';'"), ("", "no name"), ("  ", "no name"),
+                                        ("C\u202e1", "U+202E")])
+def test_code_names_the_readers_refuse_are_refused_at_creation(tmp_path, bad, found):
+    # a code with ';' made the trail's ';'-joined codes ambiguous ("C;1;C2"); the file readers refuse it
+    data = cohort(2, 60, CODES)
+    store = favmac.open_store(f"sqlite:///{tmp_path / 's.sqlite'}")
+    codes = [bad] + CODES[1:]
+    with pytest.raises(DataError) as caught:
+        store.create_program("p", RunSpec(targets=(1.1,)), data.ids, data.probs, data.labels, codes=codes)
+    assert found in str(caught.value) and "codes" in str(caught.value)
+    assert store.programs().empty
+
+
+def test_patient_ids_with_a_direction_control_are_refused_like_the_readers_do(program):
+    store, prog, data = program
+    ids = list(data.ids[220:222])
+    ids[1] = "p\u202e-evil"
+    message = _unchanged(store, prog, lambda: prog.predict(ids, data.probs[220:222],
+                                                           members={"plan": data.members["plan"][220:222]}))
+    assert "row 3, column patient_id" in message and "U+202E" in message
