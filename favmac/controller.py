@@ -474,6 +474,8 @@ class FavMac:
         if self.universe == "full":
             raise ValueError("explain shows a greedy order; the 'full' universe has none")
         codes = list(codes) if codes is not None else [str(k) for k in range(n_codes)]
+        if len(codes) != n_codes:
+            raise ValueError(f"codes: expected {n_codes} code names, one per code, got {len(codes)}")
         value = self.value if value is None else value  # bound to this patient (see update)
         cands = candidate_sets(probs, value, self._cost_for(value), self.universe)
         chosen = int(cands.choose(self.threshold, self.score)[0])

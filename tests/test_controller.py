@@ -126,6 +126,9 @@ def test_bad_inputs_name_the_argument():
         fm.update([0.1, 0.2, 0.3], [0, 2, 1])
     with pytest.raises(ValueError, match="probs: every probability"):
         fm.update([0.1, 1.2, 0.3], [0, 1, 1])
+    fm.update([0.1, 0.2, 0.3], [0, 1, 1])
+    with pytest.raises(ValueError, match="codes: expected 3 code names, one per code, got 2"):
+        fm.explain([0.1, 0.2, 0.3], codes=["A", "B"])  # was an IndexError from inside the table
 
 
 def test_constructor_only_stores_and_checks_the_settings():
