@@ -167,3 +167,30 @@ def test_program_predict_to_an_unwritable_out_records_nothing(tmp_path, run):
     assert run("program", "label", "p", "--labels", tmp_path / "labels.csv", *store).returncode == 0
     status = run("program", "status", "p", *store)
     assert "1 labelled" in status.stdout and "nan" not in status.stdout  # one patient: no standard error yet
+
+
+def test_calibrate_settings_out_naming_its_data_is_refused(tmp_path, run):
+    # --settings-out cal.csv replaced the labelled data with the settings JSON
+    _files(tmp_path)
+    before = (tmp_path / "cal.csv").read_bytes()
+    proc = run("calibrate", "--data", tmp_path / "cal.csv", "--targets", "0.5", "--scheduler", "threads",
+               "--settings-out", tmp_path / "cal.csv")
+    assert proc.returncode == 2 and "--settings-out" in proc.stderr and "overwrite" in proc.stderr
+    assert (tmp_path / "cal.csv").read_bytes() == before
+
+
+def test_an_os_error_without_a_file_name_is_one_line(monkeypatch, run):
+    # a network error reading --data (socket.gaierror, no file name) died with AttributeError: no args.out
+    import importlib
+
+    cli_main = importlib.import_module("favmac.cli.main")  # the module (favmac.cli.main is also the function)
+
+    class Failing:
+        @staticmethod
+        def run(args):
+            raise OSError(-2, "Name or service not known")
+
+    monkeypatch.setattr(cli_main, "command", lambda name: Failing)
+    proc = run("calibrate", "--data", "https://example.invalid/cohort.csv", "--targets", "0.5")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "error: https://example.invalid/cohort.csv: Name or service not known"

@@ -45,10 +45,10 @@ def input_files(args) -> dict:
     """The command's input files by option: what ``--out`` must not overwrite."""
     return {flag: getattr(args, name, None) for flag, name in (
         ("--calibration", "calibration"), ("--labels", "labels"), ("--new", "new"), ("--weights", "weights"),
-        ("--settings", "settings"))}
+        ("--settings", "settings"), ("--data", "data"))}
 
 
-def check_out(out, inputs: dict, *, record: bool = False) -> None:
+def check_out(out, inputs: dict, *, record: bool = False, flag: str = "--out") -> None:
     """Refuse an output path (``--out``, and with ``record`` its ``.provenance.json``) that is one of the
     ``{flag: path}`` inputs (writing it would overwrite the data just read), or that cannot be written: a
     missing folder or a folder as the file, an OSError naming the path, as the write itself would. Run it
@@ -60,14 +60,14 @@ def check_out(out, inputs: dict, *, record: bool = False) -> None:
     if out is None or str(out) == "-":
         return
     outs = [str(out)] + ([f"{out}.provenance.json"] if record else [])
-    for flag, source in inputs.items():
+    for given, source in inputs.items():
         if source is None or not isinstance(source, (str, os.PathLike)) or not os.path.isfile(source):
             continue
         for path in outs:
             if os.path.exists(path) and os.path.samefile(path, source):
                 from ..io import DataError
 
-                raise DataError(f"--out {out} is the {flag} file: writing the output there would overwrite the data "
+                raise DataError(f"{flag} {out} is the {given} file: writing the output there would overwrite the data "
                                 "read from it.", fix="Write the output to another file.")
     folder = os.path.dirname(os.path.abspath(str(out)))
     if os.path.isdir(str(out)):
