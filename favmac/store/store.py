@@ -147,9 +147,9 @@ class Store:
         check_code_names(codes, "codes")  # the readers' rule: no ';' (the trail joins codes with it), no bidi controls
         label = "history"
         ids = batch_ids(ids, label)
-        probs = batch_probs(probs, len(ids), codes, label)
-        labels = batch_labels(labels, len(ids), codes, label)
-        context = batch_members(members, len(ids), codes, batch=label)
+        probs = batch_probs(probs, len(ids), codes, label, ids)
+        labels = batch_labels(labels, len(ids), codes, label, ids)
+        context = batch_members(members, len(ids), codes, batch=label, ids=ids)
         spec = check_program_spec(spec, codes, len(ids))
         state = ProgramState(spec, codes)
         state.add_history(ids, probs, labels, context, batch=label)  # checks the grouping columns, fits the maps

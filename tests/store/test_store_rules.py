@@ -243,3 +243,52 @@ def test_patient_ids_with_a_direction_control_are_refused_like_the_readers_do(pr
     message = _unchanged(store, prog, lambda: prog.predict(ids, data.probs[220:222],
                                                            members={"plan": data.members["plan"][220:222]}))
     assert "row 3, column patient_id" in message and "U+202E" in message
+
+
+
+def test_members_indexed_by_patient_id_are_matched_by_id_not_position(tmp_path):
+    # a members DataFrame (or Series) indexed by the batch's ids in another order was read by position:
+    # each patient silently got another patient's plan, threshold and set
+    data = cohort(2, 400, CODES)
+    plans = np.asarray(data.members["plan"], dtype=object)
+    ids, probs = list(data.ids[200:208]), data.probs[200:208]
+    thresholds = []
+    for name, members in (
+            ("in order", {"plan": plans[200:208]}),
+            ("frame by id", pd.DataFrame({"plan": plans[200:208]}, index=ids).iloc[::-1]),
+            ("series by id", {"plan": pd.Series(plans[200:208], index=ids).iloc[[3, 1, 0, 2, 7, 6, 5, 4]]})):
+        store = favmac.open_store(f"sqlite:///{tmp_path / (name.replace(' ', '_') + '.sqlite')}")
+        prog = store.create_program("p", RunSpec(targets=(1.1,), segment="plan"), data.ids[:200], data.probs[:200],
+                                    data.labels[:200], codes=CODES, members={"plan": plans[:200]})
+        assert len(set(plans[200:208])) > 1
+        thresholds.append(prog.predict(ids, probs, members=members)["threshold"].tolist())
+        store.close()
+    assert thresholds[1] == thresholds[0] and thresholds[2] == thresholds[0]
+
+
+def test_members_indexed_by_other_patients_are_refused(program):
+    store, prog, data = program
+    frame = pd.DataFrame({"plan": ["P0", "P1"]}, index=[data.ids[220], "someone-else"])
+    message = _unchanged(store, prog, lambda: prog.predict(data.ids[220:222], data.probs[220:222], members=frame))
+    assert "someone-else" in message and "member" in message
+
+
+def test_probabilities_and_labels_frames_indexed_by_patient_id_are_matched_by_id(tmp_path):
+    # program.predict(ids, frame) / program.label(ids, frame) with frames indexed by the ids in another order
+    # took the rows by position: every patient got another patient's probabilities or labels
+    data = cohort(2, 400, CODES)
+    ids = list(data.ids[200:210])
+    results = []
+    for name, shuffle in (("in_order", False), ("shuffled", True)):
+        store = favmac.open_store(f"sqlite:///{tmp_path / (name + '.sqlite')}")
+        prog = store.create_program("p", RunSpec(targets=(1.1,)), data.ids[:200], data.probs[:200], data.labels[:200],
+                                    codes=CODES)
+        probs = pd.DataFrame(data.probs[200:210], index=ids, columns=CODES)
+        labels = pd.DataFrame(data.labels[200:210].astype(int), index=ids, columns=CODES)
+        if shuffle:
+            probs, labels = probs.iloc[::-1], labels.sample(frac=1, random_state=0)
+        sets = prog.predict(ids, probs)
+        prog.label(ids, labels)
+        results.append((sets["codes"].tolist(), prog.status()["realized"]))
+        store.close()
+    assert results[1] == results[0]
