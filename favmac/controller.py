@@ -26,7 +26,7 @@ from .thresholds import (
 )
 from .scores import check_score, default_score
 from .universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
-from .validation import check_c_max, check_delta, check_labels, check_probs, check_target, check_window
+from .validation import aligned_labels, check_c_max, check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -299,6 +299,7 @@ class FavMac:
             context (e.g. ``payment.take(rows)`` of a ``CmsHccValue`` with a cell and known codes
             per patient); default the controller's own value.
         """
+        labels = aligned_labels(probs, labels)
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
