@@ -526,8 +526,15 @@ def check_ids_visible(ids, rows, file: str) -> None:
 
 def check_code_names(codes, file: str) -> None:
     """Refuse code names containing ';' (FavMac joins codes with it in its output) or a
-    direction-control character (:data:`BIDI_CONTROLS`)."""
+    direction-control character (:data:`BIDI_CONTROLS`), and two codes that differ only in upper/lower
+    case (HCC18 and hcc18: one code's column twice, as a spreadsheet shows them)."""
+    seen = {}
     for code in codes:
+        folded = code.casefold()
+        if folded in seen and seen[folded] != code:
+            raise DataError(f"the codes {seen[folded]!r} and {code!r} differ only in upper/lower case.", file=file,
+                            row=1, column=code, fix="Keep one column per code (or give the codes distinct names).")
+        seen.setdefault(folded, code)
         if BIDI_CONTROLS.search(code):
             raise DataError(f"the code name {code!r} {_bidi_message(code)}.", file=file, row=1, column=code,
                             fix=_BIDI_FIX.format(what="the code names"))

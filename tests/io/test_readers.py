@@ -216,3 +216,13 @@ def test_wide_code_named_like_a_reserved_column_is_refused(code):
 def test_wide_new_patients_code_named_like_a_reserved_column_is_refused():
     err = error(load_new_patients, b"patient_id,prob_A,prob_segment\nx,0.1,0.5\n", ["A", "segment"], name="n.csv")
     assert (err.row, err.column) == (1, "prob_segment") and "reserved" in str(err)
+
+
+@pytest.mark.parametrize("raw, reader", [
+    (b"patient_id,HCC18,hcc18\nx,0.1,0.2\n", read_probabilities),
+    (b"patient_id,prob_HCC18,label_HCC18,prob_Hcc18,label_Hcc18\nx,0.1,0,0.2,1\n", read_wide),
+])
+def test_codes_differing_only_in_case_are_refused(raw, reader):
+    # 'HCC18' and 'hcc18' were two codes (each with its own weight and calibration): a duplicated column
+    err = error(reader, raw, name="c.csv")
+    assert err.row == 1 and "HCC18" in str(err) and "differ only in upper/lower case" in str(err)
