@@ -292,3 +292,10 @@ def test_probabilities_and_labels_frames_indexed_by_patient_id_are_matched_by_id
         results.append((sets["codes"].tolist(), prog.status()["realized"]))
         store.close()
     assert results[1] == results[0]
+
+
+def test_settings_whose_value_cannot_price_the_codes_are_a_settings_error(program):
+    # the payment value on codes that are no HCCs escaped as a bare ValueError from inside the state
+    store, prog, data = program
+    message = _unchanged(store, prog, lambda: prog.update_settings(RunSpec(targets=(1.1,), value_kind="cms_payment")))
+    assert "cms_model" in message and "C0" in message
