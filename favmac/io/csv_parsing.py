@@ -514,14 +514,15 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
     return index
 
 
-def check_ids_visible(ids, rows, file: str) -> None:
-    """Refuse patient ids (text) holding an invisible direction-control or zero-width character
-    (:data:`BIDI_CONTROLS`); ``rows[i]`` is the row that names ``ids[i]`` in messages."""
+def check_ids_visible(ids, rows, file: str, *, column: str = ID_COLUMN, what: str = "patient id") -> None:
+    """Refuse ids (text: patient ids, or a weights file's codes with ``what="code"``) holding an invisible
+    direction-control or zero-width character (:data:`BIDI_CONTROLS`); ``rows[i]`` is the row that names
+    ``ids[i]`` in messages."""
     joined = "\n".join(ids)
     if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
         at = next(i for i, pid in enumerate(ids) if BIDI_CONTROLS.search(pid))
-        raise DataError(f"the patient id {ids[at]!r} {_bidi_message(ids[at])}.", file=file, row=int(rows[at]),
-                        column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
+        raise DataError(f"the {what} {ids[at]!r} {_bidi_message(ids[at])}.", file=file, row=int(rows[at]),
+                        column=column, fix=_BIDI_FIX.format(what=f"the {what}s" if what != "patient id" else "the ids"))
 
 
 def check_code_names(codes, file: str) -> None:

@@ -226,3 +226,14 @@ def test_codes_differing_only_in_case_are_refused(raw, reader):
     # 'HCC18' and 'hcc18' were two codes (each with its own weight and calibration): a duplicated column
     err = error(reader, raw, name="c.csv")
     assert err.row == 1 and "HCC18" in str(err) and "differ only in upper/lower case" in str(err)
+
+
+def test_weights_code_with_a_direction_control_is_named_as_such():
+    # was "1 code in the data has no weight: A", with the row that holds 'A\u202e' unnamed
+    err = error(read_weights, "code,weight\nA\u202e,1\nB,2\n".encode(), ["A", "B"], name="w.csv")
+    assert (err.row, err.column) == (2, "code") and "U+202E" in str(err)
+
+
+def test_weights_code_in_another_case_is_pointed_out():
+    err = error(read_weights, b"code,weight\nhcc18,1\nHCC19,2\n", ["HCC18", "HCC19"], name="w.csv")
+    assert "HCC18" in str(err) and "'hcc18'" in str(err) and "case" in str(err)
