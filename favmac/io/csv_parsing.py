@@ -245,10 +245,33 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
     file = source_name(source, name)
     data = read_bytes(source, file)
     check_not_binary(data, file)
-    text = decode_text(data)
+    encoding = text_encoding(data)  # once: a whole-file decode attempt
+    check_one_encoding(data, file, encoding)
+    text = decode_text(data, encoding)
     names = csv_header(text, file)
     frame = _read_frame(text, names, [c for c in text_columns if c in names], file)
     return (*finish_frame(frame, file), file)
+
+
+# A valid UTF-8 sequence of two to four bytes (rare by chance in Windows-1252 text: "Ã©" is one)
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def check_one_encoding(data: bytes, file: str, encoding: str | None = None) -> None:
+    """Refuse a file that is UTF-8 but for some bytes: decoded as Windows-1252 (:func:`text_encoding`), its
+    UTF-8 characters would change silently ('Zoë' read as 'ZoÃ«'). Names the row of the first byte that is not
+    UTF-8."""
+    if (encoding or text_encoding(data)) != "cp1252" or not _UTF8_SEQUENCE.search(data):
+        return
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        row = data[:err.start].count(b"\n" if b"\n" in data else b"\r") + 1  # old Mac files end lines with \r alone
+        raise DataError(f"the file is UTF-8 except for the byte 0x{data[err.start]:02X} in this row, which is not UTF-8 "
+                        "(the file mixes two text encodings); read as Windows-1252 its other accented characters "
+                        "would change.", file=file, row=row,
+                        fix="Save the file again as UTF-8 (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)'), "
+                        "or fix that row's text.") from None
 
 
 def check_not_binary(data: bytes, file: str) -> None:

@@ -253,3 +253,11 @@ def test_header_only_says_no_rows(raw):
         err = error(reader, Upload("head.csv", raw))
         assert "head.csv" in str(err) and "has a header row but no data rows" in str(err)
         assert "Add one row per patient" in err.fix
+
+
+def test_a_utf8_file_with_one_stray_byte_is_refused_not_read_as_windows_1252():
+    # the whole file fell back to Windows-1252: every other accented id changed silently ('Zoë' -> 'ZoÃ«')
+    raw = "patient_id,A\nZo\u00eb,0.5\nAnna,0.1\n".encode("utf-8") + b"Jos\xe9,0.25\n"
+    err = error(read_probabilities, raw, name="mixed.csv")
+    assert err.row == 4 and "UTF-8" in str(err) and "0xE9" in str(err)
+    assert list(read_probabilities("patient_id,A\nJos\u00e9,0.5\n".encode("cp1252"), name="w.csv").index) == ["Jos\u00e9"]
