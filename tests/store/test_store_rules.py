@@ -299,3 +299,10 @@ def test_settings_whose_value_cannot_price_the_codes_are_a_settings_error(progra
     store, prog, data = program
     message = _unchanged(store, prog, lambda: prog.update_settings(RunSpec(targets=(1.1,), value_kind="cms_payment")))
     assert "cms_model" in message and "C0" in message
+
+
+def test_a_url_whose_driver_is_not_installed_is_one_clear_error():
+    # a dialect SQLAlchemy knows but whose driver is not installed (mysql -> MySQLdb) escaped as ModuleNotFoundError
+    with pytest.raises(StoreError, match="no database driver") as caught:
+        favmac.open_store("mysql://u:secret@localhost/db")
+    assert "secret" not in str(caught.value) and "u:***@" in str(caught.value)
