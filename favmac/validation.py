@@ -213,6 +213,9 @@ def check_stream(probs, labels, targets, delta=None, burn_in=0, window=None, cod
     ([[False, True]], [1.0], 0)
     """
     labels = aligned_labels(probs, labels)
+    if codes is not None and hasattr(probs, "columns") and [str(c) for c in codes] != [str(c) for c in probs.columns]:
+        raise ValueError(f"codes: {list(codes)[:10]} contradict the columns of the probs DataFrame "
+                         f"({[str(c) for c in probs.columns][:10]}); give codes in the columns' order, or leave codes out")
     probs = check_probs(probs)
     labels = check_labels(labels, probs.shape)
     n_patients, n_codes = probs.shape

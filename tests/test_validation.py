@@ -90,3 +90,14 @@ def test_label_frames_of_other_patients_or_codes_are_refused():
         replay(probs, other, AdditiveValue(), AdditiveCost(), [0.5])
     with pytest.raises(ValueError, match="labels: .*code.*'D'"):
         replay(probs, labels.rename(columns={"C": "D"}), AdditiveValue(), AdditiveCost(), [0.5])
+
+
+def test_codes_that_contradict_the_probability_frame_columns_are_refused():
+    # codes=["C", "A", "B"] beside a frame whose columns are A, B, C named every chosen code wrongly in the export
+    from favmac import AdditiveCost, AdditiveValue, replay
+
+    probs, labels = _frames()
+    with pytest.raises(ValueError, match="codes: .*columns"):
+        replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.5], codes=["C", "A", "B"])
+    result = replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.5], codes=["A", "B", "C"])
+    assert list(result.codes) == ["A", "B", "C"]
