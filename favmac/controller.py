@@ -26,7 +26,7 @@ from .thresholds import (
 )
 from .scores import check_score, default_score
 from .universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
-from .validation import check_c_max, check_delta, check_labels, check_probs, check_target, check_window
+from .validation import aligned_labels, check_c_max, check_delta, check_labels, check_probs, check_target, check_window
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,7 +174,8 @@ class FavMac:
 
     # -------------------------------------------------------------- bookkeeping
     #: The calibration state: built by reset(), which the first use calls (see __getattr__).
-    _STATE = frozenset({"_n_codes", "_tree", "_history", "_costs", "_segments", "_rule", "_current", "_fold", "_maps"})
+    _STATE = frozenset({"_n_codes", "_tree", "_history", "_costs", "_segments", "_rule", "_current", "_fold", "_maps",
+                        "_code_names"})
 
     def __getattr__(self, name):
         # called only for an attribute not set yet: the state, before the first reset()
@@ -194,9 +195,35 @@ class FavMac:
         self._current: int | None = None  # c_n * rule.scale
         self._fold: list = []  # the recalibration fold's (probs, labels) so far
         self._maps = None if isinstance(self.recalibration, str) else self.recalibration
+        self._code_names: list | None = None  # the columns of the first DataFrame seen (_by_code)
         if self._n_codes_arg is not None:
             self._know_codes(int(self._n_codes_arg))
         return self
+
+    def _by_code(self, probs, name: str = "probs"):
+        """``probs`` with its codes in the order of the first DataFrame (or Series) FavMac saw: a frame's columns
+        (a Series' index) name the codes, and a frame with the same codes in another order is reordered, not read
+        by position; other codes are a ValueError naming one. Arrays pass unchanged (their columns are the codes
+        in order)."""
+        is_frame = hasattr(probs, "columns") and hasattr(probs, "reindex")
+        is_series = not is_frame and hasattr(probs, "index") and hasattr(probs, "reindex") and np.ndim(probs) == 1
+        if not (is_frame or is_series):
+            return probs
+        names = list(probs.columns if is_frame else probs.index)
+        if self._code_names is None:
+            if len(set(names)) == len(names):
+                self._code_names = names
+            return probs
+        if names == self._code_names:
+            return probs
+        known = self._code_names
+        if len(set(names)) != len(names) or set(names) != set(known):
+            extra = [c for c in names if c not in set(known)]
+            missing = [c for c in known if c not in set(names)]
+            detail = f"{extra[0]!r} is not one of them" if extra else f"{missing[0]!r} is missing" if missing else "one twice"
+            raise ValueError(f"{name}: a DataFrame's columns name the codes, and they differ from the codes FavMac "
+                             f"first saw ({', '.join(map(str, known[:10]))}): {detail}")
+        return probs[known] if is_frame else probs.reindex(known)
 
     def _know_codes(self, n_codes: int) -> None:
         if self._n_codes is None:
@@ -299,6 +326,9 @@ class FavMac:
             context (e.g. ``payment.take(rows)`` of a ``CmsHccValue`` with a cell and known codes
             per patient); default the controller's own value.
         """
+        labels = aligned_labels(probs, labels)
+        probs = self._by_code(probs)
+        labels = aligned_labels(probs, labels)  # again, after a reorder of probs' columns
         probs = check_probs(probs, self._n_codes, batch=True)
         labels = check_labels(labels, probs.shape)
         self._know_codes(probs.shape[1])
@@ -443,6 +473,7 @@ class FavMac:
         ``value`` is the value bound to these patients (see :meth:`update`).
         """
         single = np.asarray(probs).ndim == 1
+        probs = self._by_code(probs)
         probs = check_probs(probs, self._n_codes, batch=True)
         self._know_codes(probs.shape[1])
         probs = self._mapped(probs, group)
@@ -467,13 +498,16 @@ class FavMac:
         with the threshold: chat, or the price score), selected. With recalibration ``prob``
         is the mapped probability g_k(p_k), the one the order and proxies use.
         """
-        probs = self._mapped(check_probs(probs, self._n_codes, batch=True))
+        probs = self._mapped(check_probs(self._by_code(probs), self._n_codes, batch=True))
         if probs.shape[0] != 1:
             raise ValueError(f"probs: explain takes one patient's probabilities, shape (K,), got {probs.shape}")
         n_codes = probs.shape[1]
         if self.universe == "full":
             raise ValueError("explain shows a greedy order; the 'full' universe has none")
-        codes = list(codes) if codes is not None else [str(k) for k in range(n_codes)]
+        codes = list(codes) if codes is not None else (
+            [str(c) for c in self._code_names] if self._code_names is not None else [str(k) for k in range(n_codes)])
+        if len(codes) != n_codes:
+            raise ValueError(f"codes: expected {n_codes} code names, one per code, got {len(codes)}")
         value = self.value if value is None else value  # bound to this patient (see update)
         cands = candidate_sets(probs, value, self._cost_for(value), self.universe)
         chosen = int(cands.choose(self.threshold, self.score)[0])

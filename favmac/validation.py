@@ -19,6 +19,7 @@ __all__ = [
     "check_stream",
     "check_targets",
     "check_window",
+    "aligned_labels",
     "MAX_WEIGHT",
 ]
 
@@ -53,6 +54,29 @@ def check_probs(probs, n_codes: int | None = None, *, name: str = "probs", batch
     if not np.all(np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
         raise ValueError(f"{name}: every probability must be a finite number in [0, 1]")
     return arr
+
+
+def aligned_labels(probs, labels, *, name: str = "labels", like: str = "probs"):
+    """``labels`` in ``probs``' row and column order when both are DataFrames (patients as the index, codes as
+    the columns, as :func:`favmac.io.read_probabilities` and :func:`favmac.io.read_labels` give them, each in its
+    file's order); anything else is returned as it is (arrays pair by position).
+
+    A frame of other patients or other codes is a ValueError naming one of them.
+    """
+    if not all(hasattr(x, "index") and hasattr(x, "columns") and hasattr(x, "reindex") for x in (probs, labels)):
+        return labels
+    for what, mine, theirs in (("code", list(labels.columns), list(probs.columns)),
+                               ("patient", list(labels.index), list(probs.index))):
+        if mine == theirs:
+            continue
+        if len(set(mine)) != len(mine) or len(set(theirs)) != len(theirs) or set(mine) != set(theirs):
+            extra = [v for v in mine if v not in set(theirs)]
+            missing = [v for v in theirs if v not in set(mine)]
+            example = (f"{extra[0]!r} is not in {like}" if extra else f"{missing[0]!r} is missing" if missing
+                       else "one appears twice")
+            raise ValueError(f"{name}: a DataFrame is matched to {like} by {what} ({'columns' if what == 'code' else 'index'}), "
+                             f"but its {what}s differ: {example}")
+    return labels.reindex(index=probs.index, columns=probs.columns)
 
 
 def check_labels(labels, shape, *, name: str = "labels", like: str = "probs") -> np.ndarray:
@@ -199,6 +223,10 @@ def check_stream(probs, labels, targets, delta=None, burn_in=0, window=None, cod
     >>> out[1].tolist(), out[2].tolist(), out[4]
     ([[False, True]], [1.0], 0)
     """
+    labels = aligned_labels(probs, labels)
+    if codes is not None and hasattr(probs, "columns") and [str(c) for c in codes] != [str(c) for c in probs.columns]:
+        raise ValueError(f"codes: {list(codes)[:10]} contradict the columns of the probs DataFrame "
+                         f"({[str(c) for c in probs.columns][:10]}); give codes in the columns' order, or leave codes out")
     probs = check_probs(probs)
     labels = check_labels(labels, probs.shape)
     n_patients, n_codes = probs.shape

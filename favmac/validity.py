@@ -320,10 +320,15 @@ def validity_check(probs, labels, value, cost, target, *, delta=None, universe: 
     from .functions import bind_rows
     from .replay import PatientWork, replay
     from .segments import check_groupings, group_index
-    from .validation import check_probs
+    from .validation import aligned_labels, check_probs
 
+    labels = aligned_labels(probs, labels)
     probs = check_probs(probs)
     n_patients = probs.shape[0]
+    fold = recalibrate if isinstance(recalibrate, (int, np.integer)) and not isinstance(recalibrate, bool) else 0
+    if isinstance(burn_in, (int, np.integer)) and not isinstance(burn_in, bool) and n_patients - fold - burn_in < 1:
+        raise ValueError(f"burn_in: {burn_in} calibration-only patients" + (f" after a fold of {fold}" if fold else "")
+                         + f" leave no patient to predict among {n_patients}; the check needs at least one")
     if isinstance(n_orderings, bool) or int(n_orderings) != n_orderings or n_orderings < MIN_ORDERINGS:
         raise ValueError(f"n_orderings: expected a whole number >= {MIN_ORDERINGS}, got {n_orderings!r}")
     if isinstance(seed, bool) or int(seed) != seed or seed < 0:

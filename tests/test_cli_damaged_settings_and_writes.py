@@ -129,3 +129,68 @@ def test_a_large_but_allowed_adaptive_rate_runs(tmp_path, run):
     proc = run("replay", "--calibration", tmp_path / "cal.csv", "--targets", "0.5", "--adaptive-rate", "1000000",
                "--burn-in", "20", "--out", tmp_path / "steps.csv")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_out_naming_an_input_file_is_refused_and_the_input_kept(tmp_path, run):
+    # --out cal.csv overwrote the labelled file the run had just read (exit 0, the data gone)
+    _files(tmp_path)
+    before = (tmp_path / "cal.csv").read_bytes()
+    for command in (("predict", "--new", tmp_path / "new.csv", "--target", "0.5"), ("replay", "--targets", "0.5")):
+        proc = run(*command, "--calibration", tmp_path / "cal.csv", "--out", tmp_path / "cal.csv")
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "--out" in proc.stderr and "cal.csv" in proc.stderr and "overwrite" in proc.stderr
+        assert (tmp_path / "cal.csv").read_bytes() == before
+    proc = run("predict", "--calibration", tmp_path / "cal.csv", "--new", tmp_path / "new.csv", "--target", "0.5",
+               "--out", tmp_path / "new.csv")
+    assert proc.returncode == 2 and "overwrite" in proc.stderr and (tmp_path / "new.csv").read_text().startswith("patient_id,A")
+
+
+def test_program_predict_to_an_unwritable_out_records_nothing(tmp_path, run):
+    # the batch was recorded, then the sets file failed: the sets were lost and a retry was "sent before"
+    _files(tmp_path)
+    store = ["--store", f"sqlite:///{tmp_path / 's.sqlite'}"]
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"format": "favmac-studio-settings", "version": 1, "settings": {"targets": [0.5]}}))
+    assert run("program", "create", "p", "--calibration", tmp_path / "cal.csv", "--settings", settings, *store).returncode == 0
+    missing = tmp_path / "no" / "sets.csv"
+    proc = run("program", "predict", "p", "--new", tmp_path / "new.csv", "--out", missing, *store)
+    assert proc.returncode == 2 and f"error: {missing}: No such file or directory" in proc.stderr
+    status = run("program", "status", "p", *store)
+    assert "0 predicted" in status.stdout
+    assert "nan" not in status.stdout  # nothing labelled yet: no realized cost to show
+    proc = run("program", "predict", "p", "--new", tmp_path / "new.csv", "--out", tmp_path / "new.csv", *store)
+    assert proc.returncode == 2 and "overwrite" in proc.stderr
+    proc = run("program", "predict", "p", "--new", tmp_path / "new.csv", "--out", tmp_path / "sets.csv", *store)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "sets.csv").read_text().startswith("patient_id,codes")
+    (tmp_path / "labels.csv").write_text("patient_id,A,B,C\nn1,1,0,0\n")
+    assert run("program", "label", "p", "--labels", tmp_path / "labels.csv", *store).returncode == 0
+    status = run("program", "status", "p", *store)
+    assert "1 labelled" in status.stdout and "nan" not in status.stdout  # one patient: no standard error yet
+
+
+def test_calibrate_settings_out_naming_its_data_is_refused(tmp_path, run):
+    # --settings-out cal.csv replaced the labelled data with the settings JSON
+    _files(tmp_path)
+    before = (tmp_path / "cal.csv").read_bytes()
+    proc = run("calibrate", "--data", tmp_path / "cal.csv", "--targets", "0.5", "--scheduler", "threads",
+               "--settings-out", tmp_path / "cal.csv")
+    assert proc.returncode == 2 and "--settings-out" in proc.stderr and "overwrite" in proc.stderr
+    assert (tmp_path / "cal.csv").read_bytes() == before
+
+
+def test_an_os_error_without_a_file_name_is_one_line(monkeypatch, run):
+    # a network error reading --data (socket.gaierror, no file name) died with AttributeError: no args.out
+    import importlib
+
+    cli_main = importlib.import_module("favmac.cli.main")  # the module (favmac.cli.main is also the function)
+
+    class Failing:
+        @staticmethod
+        def run(args):
+            raise OSError(-2, "Name or service not known")
+
+    monkeypatch.setattr(cli_main, "command", lambda name: Failing)
+    proc = run("calibrate", "--data", "https://example.invalid/cohort.csv", "--targets", "0.5")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "error: https://example.invalid/cohort.csv: Name or service not known"

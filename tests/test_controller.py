@@ -126,6 +126,9 @@ def test_bad_inputs_name_the_argument():
         fm.update([0.1, 0.2, 0.3], [0, 2, 1])
     with pytest.raises(ValueError, match="probs: every probability"):
         fm.update([0.1, 1.2, 0.3], [0, 1, 1])
+    fm.update([0.1, 0.2, 0.3], [0, 1, 1])
+    with pytest.raises(ValueError, match="codes: expected 3 code names, one per code, got 2"):
+        fm.explain([0.1, 0.2, 0.3], codes=["A", "B"])  # was an IndexError from inside the table
 
 
 def test_constructor_only_stores_and_checks_the_settings():
@@ -177,3 +180,24 @@ def test_tests_never_seed_from_hash():
     pattern = re.compile(r"\bhash\(")
     offenders = [str(p) for p in here.parent.rglob("*.py") if p.resolve() != here and pattern.search(p.read_text())]
     assert offenders == [], offenders
+
+
+def test_frames_are_matched_by_code_name_between_update_and_predict():
+    # update(frame with codes A, B, C) then predict(frame with C, A, B) used the columns by position: each
+    # code's probability was read as another code's
+    import pandas as pd
+
+    rng = np.random.RandomState(7)
+    probs = pd.DataFrame(rng.rand(200, 3).round(2), columns=["A", "B", "C"])
+    labels = pd.DataFrame((rng.rand(200, 3) < probs.to_numpy()).astype(int), columns=["A", "B", "C"])
+    value, cost = AdditiveValue([1.0, 2.0, 3.0]), AdditiveCost([1.0, 2.0, 3.0])
+    fm = FavMac(value, cost, 1.0).update(probs[:150], labels[:150])
+    new = probs[150:]
+    want = fm.predict(new.to_numpy())
+    assert np.array_equal(fm.predict(new[["C", "A", "B"]]), want)
+    assert np.array_equal(fm.predict(new.iloc[0][["B", "C", "A"]]), want[0])
+    same = FavMac(value, cost, 1.0).update(probs[:100], labels[:100]).update(probs[100:150][["C", "B", "A"]],
+                                                                              labels[100:150][["C", "B", "A"]])
+    assert same.threshold == fm.threshold
+    with pytest.raises(ValueError, match="probs: .*'D'"):
+        fm.predict(new.rename(columns={"C": "D"}))

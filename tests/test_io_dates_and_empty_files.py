@@ -59,3 +59,25 @@ def test_an_empty_cms_cell_says_it_is_empty():
     with pytest.raises(DataError, match="has no CMS-HCC coefficient cell") as err:
         load_calibration(data, name="cells.csv")
     assert (err.value.row, err.value.column) == (3, "cms_cell") and "None" not in str(err.value)
+
+
+def test_day_first_dates_are_read_day_first_throughout_the_file():
+    # format="mixed" read each cell on its own: 13/01/2024 day-first but 05/01/2024 as May 1st, in one column
+    predicted = ["01/01/2024", "02/01/2024", "03/01/2024", "13/01/2024"]
+    data = load_calibration(wide(["05/01/2024", "05/01/2024", "14/01/2024", "14/01/2024"], predicted),
+                            label_available_column="arrived")
+    assert data.label_available_at.tolist() == [2, 2, 3, 3]  # arrived 5 Jan (before the 13 Jan prediction), 14 Jan
+    data = load_calibration(wide(["01/05/2024", "01/05/2024", "01/14/2024", "01/14/2024"],
+                                 ["01/01/2024", "01/02/2024", "01/03/2024", "01/13/2024"]), label_available_column="arrived")
+    assert data.label_available_at.tolist() == [2, 2, 3, 3]  # month-first, as its 01/13 and 01/14 say
+
+
+def test_ambiguous_or_mixed_day_month_order_is_refused():
+    with pytest.raises(DataError, match="day.*month|month.*day") as err:
+        load_calibration(wide(["03/02/2024", "05/02/2024"], ["01/02/2024", "02/02/2024"]), name="d.csv",
+                         label_available_column="arrived")
+    assert err.value.row == 2 and "YYYY-MM-DD" in str(err.value)
+    with pytest.raises(DataError, match="day-first.*month-first|month-first.*day-first") as err:
+        load_calibration(wide(["13/02/2024", "02/14/2024"], ["01/02/2024", "02/02/2024"]), name="d.csv",
+                         label_available_column="arrived")
+    assert err.value.column == "arrived"

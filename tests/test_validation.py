@@ -54,3 +54,50 @@ def test_clean_values_come_back():
         [[0.1, 0.9], [0.4, 0.2]], [[0, 1], [1, 0]], [1, 2], 0.2, 1, 3, ["A", "B"], ["p1", "p2"])
     assert labels.tolist() == [[False, True], [True, False]]
     assert (targets.tolist(), delta, burn_in, window, codes, ids.tolist()) == ([1.0, 2.0], 0.2, 1, 3, ["A", "B"], ["p1", "p2"])
+
+
+def _frames():
+    import pandas as pd
+
+    rng = np.random.RandomState(5)
+    probs = pd.DataFrame(rng.rand(60, 3).round(2), index=[f"p{i}" for i in range(60)], columns=["A", "B", "C"])
+    labels = (rng.rand(60, 3) < probs.to_numpy()).astype(int)
+    labels = pd.DataFrame(labels, index=probs.index, columns=probs.columns)
+    return probs, labels
+
+
+def test_label_frames_in_another_row_and_column_order_are_aligned_by_id_and_code():
+    # read_probabilities / read_labels give frames in each file's order; replay and FavMac.update used them by
+    # position, so every patient was scored against another patient's labels (a silent wrong answer)
+    from favmac import AdditiveCost, AdditiveValue, FavMac, replay
+
+    probs, labels = _frames()
+    shuffled = labels.iloc[::-1][["C", "A", "B"]]
+    value, cost = AdditiveValue(), AdditiveCost()
+    want = replay(probs.to_numpy(), labels.to_numpy(), value, cost, [0.5], burn_in=20)
+    got = replay(probs, shuffled, value, cost, [0.5], burn_in=20)
+    assert np.array_equal(got.cost, want.cost) and np.array_equal(got.value, want.value)
+    assert (FavMac(value, cost, 0.5).update(probs, shuffled).threshold
+            == FavMac(value, cost, 0.5).update(probs.to_numpy(), labels.to_numpy()).threshold)
+
+
+def test_label_frames_of_other_patients_or_codes_are_refused():
+    from favmac import AdditiveCost, AdditiveValue, replay
+
+    probs, labels = _frames()
+    other = labels.rename(index={"p3": "q3"})
+    with pytest.raises(ValueError, match="labels: .*patient.*'q3'"):
+        replay(probs, other, AdditiveValue(), AdditiveCost(), [0.5])
+    with pytest.raises(ValueError, match="labels: .*code.*'D'"):
+        replay(probs, labels.rename(columns={"C": "D"}), AdditiveValue(), AdditiveCost(), [0.5])
+
+
+def test_codes_that_contradict_the_probability_frame_columns_are_refused():
+    # codes=["C", "A", "B"] beside a frame whose columns are A, B, C named every chosen code wrongly in the export
+    from favmac import AdditiveCost, AdditiveValue, replay
+
+    probs, labels = _frames()
+    with pytest.raises(ValueError, match="codes: .*columns"):
+        replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.5], codes=["C", "A", "B"])
+    result = replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.5], codes=["A", "B", "C"])
+    assert list(result.codes) == ["A", "B", "C"]

@@ -92,3 +92,27 @@ def test_verdict_figures_carry_the_unit_and_no_exponent_form():
     assert "cost 447,240 dollars of unsupported payment per 100 charts" in text and "the promised 506,000 dollars" in text
     order = order_sentence("expected", 4350.0, np.array([4200.0, 4700.0]), 0.8, 0.05, False, unit="dollars")
     assert "435,000 dollars per 100 charts" in order and "e+" not in order and "421,250 and 468,750" in order
+
+
+@pytest.mark.parametrize("n, burn_in", [(0, 0), (50, 50), (50, 60)])
+def test_no_patient_to_predict_is_refused_by_name(n, burn_in):
+    # replay allows burn_in = N (nothing predicted); the check then died with IndexError on the empty orderings
+    from favmac import AdditiveCost, AdditiveValue
+
+    rng = np.random.RandomState(0)
+    p = rng.rand(n, 3)
+    y = (rng.rand(n, 3) < p).astype(int)
+    with pytest.raises(ValueError, match="burn_in.*no patient"):
+        validity_check(p, y, AdditiveValue(), AdditiveCost(), 0.5, burn_in=burn_in)
+
+
+def test_label_frames_are_matched_to_probability_frames_by_patient_and_code():
+    import pandas as pd
+    from favmac import AdditiveCost, AdditiveValue
+
+    rng = np.random.RandomState(1)
+    p = pd.DataFrame(rng.rand(80, 3).round(2), index=[f"p{i}" for i in range(80)], columns=list("ABC"))
+    y = pd.DataFrame((rng.rand(80, 3) < p.to_numpy()).astype(int), index=p.index, columns=p.columns)
+    want = validity_check(p.to_numpy(), y.to_numpy(), AdditiveValue(), AdditiveCost(), 0.5, burn_in=20)
+    got = validity_check(p, y.iloc[::-1][["C", "B", "A"]], AdditiveValue(), AdditiveCost(), 0.5, burn_in=20)
+    assert np.array_equal(got.statistic, want.statistic)

@@ -13,7 +13,7 @@ from ..io import DataError
 from ..recalibration import DEFAULT_RECALIBRATE_BY, as_recalibration
 from ..runspec import AUTO
 from .options import percent_target, run_spec
-from .output import atomic_write, report_stream
+from .output import atomic_write, check_out, input_files, report_stream
 from .parser import Command, add_common
 
 __all__ = ["COMMAND", "add_parser", "run_calibrate", "predict_distributed", "refuse_dask_inputs", "DASK_WRITES"]
@@ -194,6 +194,7 @@ def _segment_entries(spec, by_segment, sizes):
 def run_calibrate(args) -> int:
     from ..replay import method_name
 
+    check_out(args.settings_out, input_files(args), flag="--settings-out")  # before the passes over the data
     raw = args.targets.split(",") if args.targets is not None else args.target_percents.split(",")
     spec, codes = engine_spec(args, args.data, raw, percent=args.targets is None,
                                flag="--targets" if args.targets is not None else "--target-percents")

@@ -43,8 +43,9 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
     except ValueError as err:  # the library validates its own arguments with ValueError
         print(f"error: {err}", file=sys.stderr)
-    except OSError as err:
-        print(f"error: {err.filename or args.out}: {err.strerror or err}", file=sys.stderr)
+    except OSError as err:  # the file it names; without one (a network error reading --data) the command's own file
+        where = err.filename or getattr(args, "out", None) or getattr(args, "data", None)
+        print(f"error: {where}: {err.strerror or err}" if where else f"error: {err.strerror or err}", file=sys.stderr)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -9,8 +9,8 @@ from ..payment_tables import DEFAULT_CMS_CELL
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Progress", "progress_line", "write_csv", "atomic_write", "write_provenance", "print_recalibration",
-           "report_stream"]
+__all__ = ["Progress", "progress_line", "input_files", "check_out", "write_csv", "atomic_write", "write_provenance",
+           "print_recalibration", "report_stream"]
 
 
 class Progress:
@@ -39,6 +39,43 @@ class Progress:
 
 def progress_line(args, label):
     return Progress(label, bool(args.progress) or sys.stderr.isatty())
+
+
+def input_files(args) -> dict:
+    """The command's input files by option: what ``--out`` must not overwrite."""
+    return {flag: getattr(args, name, None) for flag, name in (
+        ("--calibration", "calibration"), ("--labels", "labels"), ("--new", "new"), ("--weights", "weights"),
+        ("--settings", "settings"), ("--data", "data"))}
+
+
+def check_out(out, inputs: dict, *, record: bool = False, flag: str = "--out") -> None:
+    """Refuse an output path (``--out``, and with ``record`` its ``.provenance.json``) that is one of the
+    ``{flag: path}`` inputs (writing it would overwrite the data just read), or that cannot be written: a
+    missing folder or a folder as the file, an OSError naming the path, as the write itself would. Run it
+    before any work that a failed write would waste or, for a program, record (a batch predicted whose
+    sets cannot be written)."""
+    import errno
+    import os
+
+    if out is None or str(out) == "-":
+        return
+    outs = [str(out)] + ([f"{out}.provenance.json"] if record else [])
+    for given, source in inputs.items():
+        if source is None or not isinstance(source, (str, os.PathLike)) or not os.path.isfile(source):
+            continue
+        for path in outs:
+            if os.path.exists(path) and os.path.samefile(path, source):
+                from ..io import DataError
+
+                raise DataError(f"{flag} {out} is the {given} file: writing the output there would overwrite the data "
+                                "read from it.", fix="Write the output to another file.")
+    folder = os.path.dirname(os.path.abspath(str(out)))
+    if os.path.isdir(str(out)):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(out))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(out))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "Permission denied", str(out))
 
 
 def write_csv(frame: pd.DataFrame, out: str) -> bytes:

@@ -5,7 +5,7 @@ from ..io import DataError
 from ..methods import run_method
 from .distributed import predict_distributed, refuse_dask_inputs
 from .options import add_settings_option, c_max_of, load_data, run_spec, segment_groups, settings_file, settings_spec
-from .output import print_recalibration, progress_line, report_stream, write_csv, write_provenance
+from .output import check_out, input_files, print_recalibration, progress_line, report_stream, write_csv, write_provenance
 from .parser import Command, add_common, add_output
 
 __all__ = ["COMMAND", "add_parser", "run_predict"]
@@ -45,6 +45,7 @@ def run_predict(args) -> int:
                             "file was calibrated for).")
         return predict_distributed(args)
     refuse_dask_inputs(args)
+    check_out(args.out, input_files(args), record=True)
     if args.calibration is None:
         raise DataError("predict needs --calibration FILE (labelled patients), or --engine dask --settings JSON "
                         "from 'favmac calibrate'.")

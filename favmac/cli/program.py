@@ -95,14 +95,14 @@ def _columns(spec) -> list:
 
 def _write_csv(frame, out: str) -> None:
     from ..io import to_safe_csv
+    from .output import atomic_write
 
     data = to_safe_csv(frame, index=False)
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    with open(out, "wb") as handle:
-        handle.write(data)
+    atomic_write({out: data})
 
 
 def run(args) -> int:
@@ -130,6 +130,9 @@ def run(args) -> int:
               f"{data.n_codes} codes as its history; settings version 1.", file=report)
         return 0
     program = store.program(args.name)
+    from .output import check_out, input_files
+
+    check_out(getattr(args, "out", None), input_files(args))  # before a batch is recorded whose sets could not be written
     if command == "predict":
         columns = _columns(program.spec)
         frame, groups = load_new_patients_segmented(args.new, program.codes, segment_column=columns or None)
@@ -143,7 +146,11 @@ def run(args) -> int:
         out = program.predict(frame.index.to_numpy(dtype=object), frame.to_numpy(dtype=float), members=members,
                               batch=str(args.new).rsplit("/", 1)[-1])
         out = out.assign(codes=[";".join(c) for c in out["codes"]])
-        _write_csv(out, args.out)
+        try:
+            _write_csv(out, args.out)
+        except OSError as err:  # the batch is recorded: say where its sets are
+            raise OSError(err.errno, f"{err.strerror} (the batch was recorded; 'favmac program decisions "
+                          f"{program.name} --out FILE' writes its sets)", args.out) from None
         print(f"Predicted {len(out)} patients (settings version {program.version}): {out['n_codes'].mean():.2f} codes "
               f"flagged per patient on average, {int((out['n_codes'] == 0).sum())} with none.", file=report)
         return 0
@@ -170,9 +177,14 @@ def run(args) -> int:
         print(f"{program.name} (team {program.team}), settings version {status['version']}: "
               f"{status['predicted']} predicted, {status['labelled']} labelled, {status['pending']} pending; "
               f"history {status['history']}.", file=report)
-        print(f"realized {what}: {status['realized']:.4g} ± {status['standard_error']:.2g} (standard error) against the "
-              f"target {status['target']:g}; value captured {status['value_captured']:.4g} of "
-              f"{status['value_available']:.4g} confirmed.", file=report)
+        if status["labelled"]:
+            error = status["standard_error"]
+            spread = f" ± {error:.2g} (standard error)" if error == error else " (one patient: no standard error yet)"
+            print(f"realized {what}: {status['realized']:.4g}{spread} against "
+                  f"the target {status['target']:g}; value captured {status['value_captured']:.4g} of "
+                  f"{status['value_available']:.4g} confirmed.", file=report)
+        else:
+            print(f"realized {what}: none yet (no predicted patient labelled); target {status['target']:g}.", file=report)
         return 0
     if command == "decisions":
         _write_csv(program.decisions(), args.out)

@@ -7,7 +7,7 @@ from ..io import DataError
 from ..methods import get_method, method_keys, run_method
 from ..runspec import AUTO
 from .options import add_settings_option, c_max_of, load_data, run_spec, segment_groups, settings_file, settings_spec
-from .output import print_recalibration, progress_line, report_stream, write_csv, write_provenance
+from .output import check_out, input_files, print_recalibration, progress_line, report_stream, write_csv, write_provenance
 from .parser import Command, add_common, add_output
 
 __all__ = ["COMMAND", "add_parser", "run_replay"]
@@ -48,6 +48,7 @@ def add_parser(sub):
 
 
 def run_replay(args) -> int:
+    check_out(args.out, input_files(args), record=True)
     if args.shuffle is not None and args.label_available_column:
         raise DataError("--shuffle reorders the stream, but --label-available-column gives arrival positions in file "
                         "order.", fix="Drop --shuffle, or use --label-delay D (a delay in stream positions).")

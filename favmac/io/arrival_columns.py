@@ -6,9 +6,14 @@ order) or of dates. Dates need a ``predicted_at`` column of dates (the day each 
 predicted; the file in that order): a label dated D joins the calibration data of the first
 patient predicted at or after D, i.e. its position is that patient's position minus one (a label
 dated on its own patient's day, or later but before any other prediction, arrives right after its
-own prediction); a date before the patient's own ``predicted_at`` is refused.
+own prediction); a date before the patient's own ``predicted_at`` is refused. Dates written with the day and
+month as numbers (03/02/2024) are read in one order for the whole file: day-first when some date's first
+number is above 12 (13/02/2024), month-first when some date's second is; a file whose dates give neither (or
+both) is refused rather than guessed, cell by cell.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -79,10 +84,47 @@ def take_arrivals(frame, rows, file, column):
     return frame, positions
 
 
-def _dates(values, file, rows, column):
+# A date written with its day and month as numbers, the year last: 03/02/2024, 3.2.24, 03-02-2024 10:00
+_NUMERIC_DAY_MONTH = re.compile(r"^\s*(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}\b")
+_ISO_FIX = "Write the dates as YYYY-MM-DD (e.g. 2024-03-31), which can only be read one way."
+
+
+def _day_first(columns, file, rows):
+    """The one day/month order of the numeric dates of ``columns`` ({name: texts}): True (day first), False
+    (month first), None (no such date); a DataError when the dates give neither order (all of 01/02/2024's
+    kind) or both."""
+    first = second = ambiguous = None
+    for column, texts in columns.items():
+        for i, text in enumerate(texts):
+            found = _NUMERIC_DAY_MONTH.match(str(text))
+            if not found:
+                continue
+            a, b = int(found.group(1)), int(found.group(2))
+            if a > 12 and first is None:
+                first = (column, i, text)
+            elif b > 12 and second is None:
+                second = (column, i, text)
+            elif ambiguous is None:
+                ambiguous = (column, i, text)
+    if first and second:
+        column, i, text = second
+        raise DataError(f"{text!r} is month-first, but {first[2]!r} (column {first[0]}, row {int(rows[first[1]])}) is "
+                        "day-first: the file mixes day-first and month-first dates.", file=file, row=int(rows[i]),
+                        column=column, fix=_ISO_FIX)
+    if first or second:
+        return bool(first)
+    if ambiguous:
+        column, i, text = ambiguous
+        raise DataError(f"the date {text!r} could be day/month or month/day, and no date of the file says which "
+                        "(none has a day above 12).", file=file, row=int(rows[i]), column=column, fix=_ISO_FIX)
+    return None
+
+
+def _dates(values, file, rows, column, day_first=None):
     # utc=True: cells with different UTC offsets (or some with one, some without) compare on one clock
-    # (dates without an offset are read as UTC) instead of failing in pandas
-    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed", utc=True)
+    # (dates without an offset are read as UTC) instead of failing in pandas; numeric day/month dates in the
+    # file's one order (_day_first), not guessed cell by cell
+    parsed = pd.to_datetime(pd.Series(values), errors="coerce", format="mixed", utc=True, dayfirst=bool(day_first))
     if parsed.isna().any():
         i = int(np.argmax(parsed.isna().to_numpy()))
         raise DataError("the cell is empty." if not str(values[i]).strip() else
@@ -99,14 +141,19 @@ def _dates(values, file, rows, column):
 
 def _arrival_dates(frame, rows, file, column, text):
     """Positions of date-valued label arrivals, against the ``predicted_at`` column (see the module docstring)."""
-    arrived = _dates(text, file, rows, column)  # a cell that is no date is named before predicted_at is asked for
+    predicted_text = None
+    if PREDICTED_AT_COLUMN in frame.columns:
+        raw = frame[PREDICTED_AT_COLUMN].astype(object).where(frame[PREDICTED_AT_COLUMN].notna(), None)
+        predicted_text = ["" if v is None else str(v).strip() for v in raw.tolist()]
+    day_first = _day_first({column: text, **({PREDICTED_AT_COLUMN: predicted_text} if predicted_text else {})},
+                           file, rows)
+    arrived = _dates(text, file, rows, column, day_first)  # a cell that is no date is named before predicted_at is asked for
     if PREDICTED_AT_COLUMN not in frame.columns:
         raise DataError(f"the label arrivals in {column!r} are dates, so each patient's prediction date is needed.",
                         file=file, row=1, column=column,
                         fix=f"Add a {PREDICTED_AT_COLUMN} column (the date each patient was predicted, rows in that "
                         "order), or give the arrivals as stream positions.")
-    raw = frame[PREDICTED_AT_COLUMN].astype(object).where(frame[PREDICTED_AT_COLUMN].notna(), None)
-    predicted = _dates(["" if v is None else str(v).strip() for v in raw.tolist()], file, rows, PREDICTED_AT_COLUMN)
+    predicted = _dates(predicted_text, file, rows, PREDICTED_AT_COLUMN, day_first)
     backwards = predicted[1:] < predicted[:-1]
     if backwards.any():
         i = int(np.argmax(backwards)) + 1

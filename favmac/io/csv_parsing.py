@@ -45,6 +45,7 @@ __all__ = [
     "check_id_column",
     "patient_ids",
     "check_code_names",
+    "check_ids_visible",
     "BIDI_CONTROLS",
     "numeric_block",
 ]
@@ -244,10 +245,33 @@ def parse_csv(source, name=None, text_columns=(ID_COLUMN,)):
     file = source_name(source, name)
     data = read_bytes(source, file)
     check_not_binary(data, file)
-    text = decode_text(data)
+    encoding = text_encoding(data)  # once: a whole-file decode attempt
+    check_one_encoding(data, file, encoding)
+    text = decode_text(data, encoding)
     names = csv_header(text, file)
     frame = _read_frame(text, names, [c for c in text_columns if c in names], file)
     return (*finish_frame(frame, file), file)
+
+
+# A valid UTF-8 sequence of two to four bytes (rare by chance in Windows-1252 text: "Ã©" is one)
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def check_one_encoding(data: bytes, file: str, encoding: str | None = None) -> None:
+    """Refuse a file that is UTF-8 but for some bytes: decoded as Windows-1252 (:func:`text_encoding`), its
+    UTF-8 characters would change silently ('Zoë' read as 'ZoÃ«'). Names the row of the first byte that is not
+    UTF-8."""
+    if (encoding or text_encoding(data)) != "cp1252" or not _UTF8_SEQUENCE.search(data):
+        return
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        row = data[:err.start].count(b"\n" if b"\n" in data else b"\r") + 1  # old Mac files end lines with \r alone
+        raise DataError(f"the file is UTF-8 except for the byte 0x{data[err.start]:02X} in this row, which is not UTF-8 "
+                        "(the file mixes two text encodings); read as Windows-1252 its other accented characters "
+                        "would change.", file=file, row=row,
+                        fix="Save the file again as UTF-8 (in Excel: File > Save As > 'CSV UTF-8 (Comma delimited)'), "
+                        "or fix that row's text.") from None
 
 
 def check_not_binary(data: bytes, file: str) -> None:
@@ -495,11 +519,7 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
         )
     values = ids.to_numpy(dtype=object)
     index = pd.Index(values, name=ID_COLUMN, dtype=object)
-    joined = "\n".join(values.tolist())
-    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
-        at = next(i for i, pid in enumerate(index) if BIDI_CONTROLS.search(pid))
-        raise DataError(f"the patient id {index[at]!r} {_bidi_message(index[at])}.", file=file, row=int(rows[at]),
-                        column=ID_COLUMN, fix=_BIDI_FIX.format(what="the ids"))
+    check_ids_visible(values.tolist(), rows, file)
     duplicated = index.duplicated(keep=False)
     if duplicated.any():
         dup_ids = pd.unique(index[duplicated])
@@ -517,10 +537,28 @@ def patient_ids(frame: pd.DataFrame, rows: np.ndarray, file: str) -> pd.Index:
     return index
 
 
+def check_ids_visible(ids, rows, file: str, *, column: str = ID_COLUMN, what: str = "patient id") -> None:
+    """Refuse ids (text: patient ids, or a weights file's codes with ``what="code"``) holding an invisible
+    direction-control or zero-width character (:data:`BIDI_CONTROLS`); ``rows[i]`` is the row that names
+    ``ids[i]`` in messages."""
+    joined = "\n".join(ids)
+    if not joined.isascii() and BIDI_CONTROLS.search(joined):  # one scan of all ids; the row only on a hit
+        at = next(i for i, pid in enumerate(ids) if BIDI_CONTROLS.search(pid))
+        raise DataError(f"the {what} {ids[at]!r} {_bidi_message(ids[at])}.", file=file, row=int(rows[at]),
+                        column=column, fix=_BIDI_FIX.format(what=f"the {what}s" if what != "patient id" else "the ids"))
+
+
 def check_code_names(codes, file: str) -> None:
     """Refuse code names containing ';' (FavMac joins codes with it in its output) or a
-    direction-control character (:data:`BIDI_CONTROLS`)."""
+    direction-control character (:data:`BIDI_CONTROLS`), and two codes that differ only in upper/lower
+    case (HCC18 and hcc18: one code's column twice, as a spreadsheet shows them)."""
+    seen = {}
     for code in codes:
+        folded = code.casefold()
+        if folded in seen and seen[folded] != code:
+            raise DataError(f"the codes {seen[folded]!r} and {code!r} differ only in upper/lower case.", file=file,
+                            row=1, column=code, fix="Keep one column per code (or give the codes distinct names).")
+        seen.setdefault(folded, code)
         if BIDI_CONTROLS.search(code):
             raise DataError(f"the code name {code!r} {_bidi_message(code)}.", file=file, row=1, column=code,
                             fix=_BIDI_FIX.format(what="the code names"))
@@ -596,7 +634,7 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"probability {values[i, j]:g} is outside [0, 1]{also_count(count)}.",
+                f"probability {_shown(values[i, j])} is outside [0, 1]{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j],
                 fix=f"{rule} If the file holds percentages, divide by 100; if it holds logits or scores, "
                 "convert them to probabilities first.",
@@ -606,7 +644,7 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"label {values[i, j]:g} is not 0 or 1{also_count(count)}.",
+                f"label {_shown(values[i, j])} is not 0 or 1{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
     elif kind == "weight":
@@ -614,17 +652,23 @@ def numeric_block(frame, columns, rows, file, kind) -> np.ndarray:
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"weight {values[i, j]:g} is negative{also_count(count)}.",
+                f"weight {_shown(values[i, j])} is negative{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
         bad = values > MAX_WEIGHT
         if bad.any():
             i, j, count = _first_true(bad)
             raise DataError(
-                f"weight {values[i, j]:g} is above the largest allowed weight {MAX_WEIGHT:,.0f}{also_count(count)}.",
+                f"weight {_shown(values[i, j])} is above the largest allowed weight {MAX_WEIGHT:,.0f}{also_count(count)}.",
                 file=file, row=int(rows[i]), column=columns[j], fix=rule,
             )
     return values
+
+
+def _shown(x) -> str:
+    """A cell's number for a message: short (``%g``) unless that rounds it (1.0000001 is not "1")."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def _first_true(mask: np.ndarray):

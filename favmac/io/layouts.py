@@ -221,6 +221,8 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
         raise DataError("a column is named just 'prob_' with no code.", file=file, row=1, column="prob_",
                         fix="Name the columns prob_<code> and label_<code>, e.g. prob_HCC18.")
     check_code_names(found, file)
+    if wide:
+        _refuse_reserved_codes(found, file)
     if codes is not None:
         codes = [str(c) for c in codes]
         compare_codes(codes, codes_from, found, file,
@@ -232,6 +234,22 @@ def column_layout(columns, file, *, labelled: bool = True, segment_column=None, 
         label_columns=[f"label_{c}" for c in found] if labelled else None,
         segment=segment,
     )
+
+
+def _refuse_reserved_codes(codes, file) -> None:
+    """A wide file's code named like a column with another meaning (``patient_id``, ``segment``, ``cms_cell``,
+    ``known_codes``, ``known_<code>``): the probabilities layout (new patients, a program's batches) could not
+    hold it as a code column."""
+    for code in codes:
+        if code in (ID_COLUMN, SEGMENT_COLUMN) or is_member_column(code):
+            raise DataError(
+                f"the code {code!r} (column prob_{code}) has the name of a reserved column: in a probabilities or "
+                f"new-patient file a column named {code!r} is "
+                + ("the patient id" if code == ID_COLUMN else "the segment labels" if code == SEGMENT_COLUMN
+                   else "the member context of the payment value") + ", not a code.",
+                file=file, row=1, column=f"prob_{code}",
+                fix=f"Rename the code (prob_{code} and label_{code}), e.g. to {code.upper()}_CODE.",
+            )
 
 
 def compare_codes(codes_a, file_a, codes_b, file_b, fix):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .csv_parsing import numeric_block
+from .csv_parsing import check_ids_visible, numeric_block
 from .errors import DataError, join_few, plural
 from .layouts import parse_table
 
@@ -49,6 +49,8 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
             file=file, row=int(rows[np.argmax(blank)]), column="code", fix="Fill in the code or delete the row.",
         )
     code_index = pd.Index(code_col.to_numpy(dtype=object), name="code", dtype=object)
+    # refused in the data's code names; here it would only show as "no weight" for the code
+    check_ids_visible(code_index.tolist(), rows, file, column="code", what="code")
     dup = code_index.duplicated(keep=False)
     if dup.any():
         dup_codes = pd.unique(code_index[dup])
@@ -62,9 +64,13 @@ def read_weights(source, codes=None, name=None) -> pd.DataFrame:
         known = set(code_index)  # once, not per code
         missing = [c for c in codes if c not in known]
         if missing:
+            folded = {str(k).casefold(): k for k in known}
+            other_case = [(c, folded[c.casefold()]) for c in missing if c.casefold() in folded]
+            hint = (f" (the file has {other_case[0][1]!r} for {other_case[0][0]}: codes are matched exactly, upper/lower "
+                    "case included)" if other_case else "")
             raise DataError(
                 f"{plural(len(missing), 'code')} in the data {'has' if len(missing) == 1 else 'have'} no weight: "
-                f"{join_few(missing, quote=False, limit=10)}.",
+                f"{join_few(missing, quote=False, limit=10)}{hint}.",
                 file=file, column="code", fix="Add a row (code, weight) for each of them.",
             )
         position = code_index.get_indexer(codes)

@@ -169,7 +169,7 @@ def connect(url=None) -> tuple[Engine, str]:
         migrate(engine)
     except StoreError:
         raise
-    except NoSuchModuleError:
+    except (NoSuchModuleError, ImportError):  # a dialect SQLAlchemy lacks, or knows but whose driver is not installed
         raise StoreError(f"Cannot open the store {shown}: no database driver for {parsed.drivername!r}. Use sqlite:/// "
                          "or postgresql+psycopg://.") from None
     except (DBAPIError, SQLAlchemyError) as err:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..io.errors import DataError
 
-__all__ = ["BatchMembers", "batch_members", "dataset_members", "labels_of"]
+__all__ = ["BatchMembers", "batch_members", "by_patient_id", "dataset_members", "labels_of"]
 
 _CELL_KEYS = ("cells", "cms_cell")
 
@@ -95,8 +95,33 @@ def _rows(n: int) -> np.ndarray:
     return np.arange(2, n + 2)  # spreadsheet rows: the header is row 1
 
 
-def batch_members(members, n: int, codes, *, batch: str) -> BatchMembers:
+def by_patient_id(values, ids, batch: str, column: str | None = None, what: str = "the member context"):
+    """A DataFrame or Series of a batch's rows (member context, probabilities, labels) in the batch's order: rows matched by patient id when its index
+    holds the batch's ``ids`` (in any order), by position when its index is no patient's (a default 0..n-1
+    index); an index naming some of the batch's patients and others is refused, naming one of the others."""
+    index = getattr(values, "index", None)
+    if ids is None or index is None or not hasattr(values, "iloc") or type(index).__name__ == "RangeIndex":
+        return values
+    keys = [str(k).strip() for k in index]
+    wanted = {str(p): i for i, p in enumerate(ids)}
+    if len(set(keys)) == len(keys) and set(keys) == set(wanted):
+        at = {k: i for i, k in enumerate(keys)}
+        return values.iloc[[at[str(p)] for p in ids]]
+    if any(k in wanted for k in keys):
+        other = next((k for k in keys if k not in wanted), None)
+        problem = (f"names {other!r}, not a patient of the batch" if other is not None
+                   else "names a patient twice")
+        raise DataError(f"{what} is indexed by patient id, but its index {problem}.", file=batch,
+                        column=column, fix=f"Index {what} by the batch's patient ids (each once), or give "
+                        "its rows in the batch's order with a default index.")
+    return values
+
+
+def batch_members(members, n: int, codes, *, batch: str, ids=None) -> BatchMembers:
     """The checked member context of a batch of ``n`` patients (see the module docstring).
+
+    With the batch's ``ids``, a DataFrame (or a Series in the dict) indexed by patient id is matched to the
+    patients by id, in any order; otherwise (a default index, plain arrays) rows are in the batch's order.
 
     Every problem is a :class:`~favmac.io.DataError` naming ``batch``, the row (as a spreadsheet of the
     batch shows it: the first patient is row 2) and the column: a column of the wrong length, a cell that is not a CMS-HCC coefficient cell, a known code that is not one of
@@ -106,7 +131,7 @@ def batch_members(members, n: int, codes, *, batch: str) -> BatchMembers:
     if members is None:
         return BatchMembers({})
     if hasattr(members, "columns") and hasattr(members, "to_dict"):  # a DataFrame
-        frame = members
+        frame = by_patient_id(members, ids, batch)
         if len(frame) != n:
             raise DataError(f"the member context has {len(frame)} rows for {n} patients.", file=batch,
                             fix="Give one row of member columns per patient, in the batch's order.")
@@ -132,6 +157,7 @@ def batch_members(members, n: int, codes, *, batch: str) -> BatchMembers:
             continue
         if values is None:
             continue
+        values = by_patient_id(values, ids, batch, name)
         arr = np.asarray(values, dtype=object).reshape(-1) if not isinstance(values, np.ndarray) else values
         if len(arr) != n:
             raise DataError(f"the member column has {len(arr)} values for {n} patients.", file=batch, column=name,

@@ -27,7 +27,7 @@ from sqlalchemy import insert, select, update
 from ..io.errors import DataError, join_few, plural
 from ..runspec import RunSpec, read_settings_json
 from . import schema
-from .members import BatchMembers, batch_members
+from .members import BatchMembers, batch_members, by_patient_id
 from .payload import pack, unpack
 from .state import Decisions, ProgramState, check_program_spec
 
@@ -82,12 +82,18 @@ def batch_ids(ids, batch: str) -> np.ndarray:
         out[i] = text
     if not len(out):
         raise DataError("the batch holds no patient.", file=batch)
+    if not all(text.isascii() for text in out):  # the readers' rule (pandas imported only for non-ASCII ids)
+        from ..io.csv_parsing import check_ids_visible
+
+        check_ids_visible(out.tolist(), np.arange(2, len(out) + 2), batch)
     return out
 
 
-def batch_probs(probs, n: int, codes, batch: str) -> np.ndarray:
-    """(n, K) probabilities in [0, 1]; a DataError naming the batch, the row and the code otherwise."""
+def batch_probs(probs, n: int, codes, batch: str, ids=None) -> np.ndarray:
+    """(n, K) probabilities in [0, 1]; a DataError naming the batch, the row and the code otherwise. A DataFrame's
+    columns are matched by code name and, indexed by the batch's ``ids``, its rows by patient id."""
     if hasattr(probs, "columns") and hasattr(probs, "to_numpy"):  # a DataFrame: columns by code name
+        probs = by_patient_id(probs, ids, batch, what="the probabilities table")
         columns = [str(c) for c in probs.columns]
         if sorted(columns) != sorted(codes):
             missing = [c for c in codes if c not in columns]
@@ -115,8 +121,11 @@ def batch_probs(probs, n: int, codes, batch: str) -> np.ndarray:
     return arr
 
 
-def batch_labels(labels, n: int, codes, batch: str) -> np.ndarray:
+def batch_labels(labels, n: int, codes, batch: str, ids=None) -> np.ndarray:
+    """(n, K) bool labels; a DataFrame's columns are matched by code name and, indexed by the batch's ``ids``,
+    its rows by patient id."""
     if hasattr(labels, "columns") and hasattr(labels, "to_numpy"):
+        labels = by_patient_id(labels, ids, batch, what="the labels table")
         columns = [str(c) for c in labels.columns]
         if sorted(columns) != sorted(codes):
             raise DataError(f"the labels' codes differ from the program's ({join_few(codes)}).", file=batch, row=1)
@@ -271,8 +280,8 @@ class Program:
         number = self._ledger.n_predict_events + 1
         label = f"predict batch {number}" + (f" ({batch})" if batch else "")
         ids = batch_ids(ids, label)
-        probs = batch_probs(probs, len(ids), self.codes, label)
-        context = batch_members(members, len(ids), self.codes, batch=label)
+        probs = batch_probs(probs, len(ids), self.codes, label, ids)
+        context = batch_members(members, len(ids), self.codes, batch=label, ids=ids)
         with store._writing() as connection:
             last = self._locked(connection)
             self._sync(connection, last)
@@ -323,7 +332,7 @@ class Program:
         store._authorize("label", self)
         label = f"label batch {self._ledger.n_label_events + 1}" + (f" ({batch})" if batch else "")
         ids = batch_ids(ids, label)
-        labels = batch_labels(labels, len(ids), self.codes, label)
+        labels = batch_labels(labels, len(ids), self.codes, label, ids)
         with store._writing() as connection:
             last = self._locked(connection)
             self._sync(connection, last)

@@ -200,7 +200,13 @@ class ProgramState:
         self.delta = spec.control_delta
         self.target = float(spec.targets[0])
         self.fold = spec.recalibrate or 0
-        _, cost = spec.build(self.codes, None)
+        try:
+            _, cost = spec.build(self.codes, None)
+        except SettingsError:
+            raise
+        except ValueError as err:  # e.g. the payment value on codes that are no HCCs: the settings, not the data
+            field = "cms_model" if spec.value_kind == "cms_payment" else "value_kind"
+            raise SettingsError(field, f"{spec.value_kind} cannot be used with the program's codes: {err}") from None
         if is_set_cost(cost):
             raise SettingsError("cost_kind", "a set cost cannot be used by a program yet")
         self.costs = exact_costs(cost, self.n_codes, None)

@@ -19,6 +19,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from ..access import LOCAL_USER, AccessDenied, Identity, authorize
+from ..io.errors import DataError
 from . import schema
 from .database import connect, writing
 from .members import batch_members
@@ -138,11 +139,17 @@ class Store:
         codes = [str(c) for c in codes]
         if not codes or len(set(codes)) != len(codes):
             raise ValueError("codes: give the program's codes, each once")
+        for k, code in enumerate(codes):
+            if not code.strip():
+                raise DataError(f"code {k + 1} of {len(codes)} has no name.", file="codes", fix="Name every code.")
+        from ..io.csv_parsing import check_code_names  # imported on use: it imports pandas
+
+        check_code_names(codes, "codes")  # the readers' rule: no ';' (the trail joins codes with it), no bidi controls
         label = "history"
         ids = batch_ids(ids, label)
-        probs = batch_probs(probs, len(ids), codes, label)
-        labels = batch_labels(labels, len(ids), codes, label)
-        context = batch_members(members, len(ids), codes, batch=label)
+        probs = batch_probs(probs, len(ids), codes, label, ids)
+        labels = batch_labels(labels, len(ids), codes, label, ids)
+        context = batch_members(members, len(ids), codes, batch=label, ids=ids)
         spec = check_program_spec(spec, codes, len(ids))
         state = ProgramState(spec, codes)
         state.add_history(ids, probs, labels, context, batch=label)  # checks the grouping columns, fits the maps

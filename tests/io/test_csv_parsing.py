@@ -154,6 +154,24 @@ def test_probability_out_of_range(value):
     assert "percentages" in str(err)
 
 
+@pytest.mark.parametrize("reader, cell, shown", [
+    (read_probabilities, "1.0000001", "probability 1.0000001 is outside [0, 1]"),
+    (read_probabilities, "-0.0000001", "probability -1e-07 is outside [0, 1]"),
+    (read_labels, "1.0000001", "label 1.0000001 is not 0 or 1"),
+    (read_labels, "0.9999999", "label 0.9999999 is not 0 or 1"),
+])
+def test_out_of_range_value_is_shown_as_written_not_rounded(reader, cell, shown):
+    # %g rounds to 6 digits: "probability 1 is outside [0, 1]" named a value that is inside
+    err = error(reader, f"patient_id,A\n1,{cell}\n".encode(), name="p.csv")
+    assert shown in str(err)
+
+
+def test_weight_above_limit_is_shown_as_written():
+    from favmac.io import read_weights
+    err = error(read_weights, b"code,weight\nA,1000000.4\n", name="w.csv")
+    assert "weight 1000000.4 is above the largest allowed weight 1,000,000" in str(err)
+
+
 def test_counts_all_offending_cells():
     err = error(read_probabilities, b"patient_id,A,B\n1,2,3\n2,0.5,4\n", name="p.csv")
     assert (err.row, err.column) == (2, "A") and "3 cells in this file have this problem" in str(err)
@@ -235,3 +253,11 @@ def test_header_only_says_no_rows(raw):
         err = error(reader, Upload("head.csv", raw))
         assert "head.csv" in str(err) and "has a header row but no data rows" in str(err)
         assert "Add one row per patient" in err.fix
+
+
+def test_a_utf8_file_with_one_stray_byte_is_refused_not_read_as_windows_1252():
+    # the whole file fell back to Windows-1252: every other accented id changed silently ('Zoë' -> 'ZoÃ«')
+    raw = "patient_id,A\nZo\u00eb,0.5\nAnna,0.1\n".encode("utf-8") + b"Jos\xe9,0.25\n"
+    err = error(read_probabilities, raw, name="mixed.csv")
+    assert err.row == 4 and "UTF-8" in str(err) and "0xE9" in str(err)
+    assert list(read_probabilities("patient_id,A\nJos\u00e9,0.5\n".encode("cp1252"), name="w.csv").index) == ["Jos\u00e9"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from favmac.io import (
     Dataset,
@@ -200,3 +201,39 @@ def test_weights_blank_code():
     assert err.row == 3 and "no code" in str(err)
 
 
+
+
+@pytest.mark.parametrize("code", ["segment", "cms_cell", "known_codes", "known_A", "patient_id"])
+def test_wide_code_named_like_a_reserved_column_is_refused(code):
+    # a wide file's prob_segment / label_segment made a code 'segment' that no probabilities-layout file can
+    # hold (there a 'segment' column is the segments): the new patients were then refused as "missing segment"
+    raw = f"patient_id,prob_A,label_A,prob_{code},label_{code}\nx,0.1,0,0.5,1\ny,0.2,1,0.4,0\n".encode()
+    err = error(read_wide, raw, name="w.csv")
+    assert (err.file, err.row, err.column) == ("w.csv", 1, f"prob_{code}")
+    assert f"'{code}'" in str(err) and "reserved" in str(err) and "Rename" in str(err)
+
+
+def test_wide_new_patients_code_named_like_a_reserved_column_is_refused():
+    err = error(load_new_patients, b"patient_id,prob_A,prob_segment\nx,0.1,0.5\n", ["A", "segment"], name="n.csv")
+    assert (err.row, err.column) == (1, "prob_segment") and "reserved" in str(err)
+
+
+@pytest.mark.parametrize("raw, reader", [
+    (b"patient_id,HCC18,hcc18\nx,0.1,0.2\n", read_probabilities),
+    (b"patient_id,prob_HCC18,label_HCC18,prob_Hcc18,label_Hcc18\nx,0.1,0,0.2,1\n", read_wide),
+])
+def test_codes_differing_only_in_case_are_refused(raw, reader):
+    # 'HCC18' and 'hcc18' were two codes (each with its own weight and calibration): a duplicated column
+    err = error(reader, raw, name="c.csv")
+    assert err.row == 1 and "HCC18" in str(err) and "differ only in upper/lower case" in str(err)
+
+
+def test_weights_code_with_a_direction_control_is_named_as_such():
+    # was "1 code in the data has no weight: A", with the row that holds 'A\u202e' unnamed
+    err = error(read_weights, "code,weight\nA\u202e,1\nB,2\n".encode(), ["A", "B"], name="w.csv")
+    assert (err.row, err.column) == (2, "code") and "U+202E" in str(err)
+
+
+def test_weights_code_in_another_case_is_pointed_out():
+    err = error(read_weights, b"code,weight\nhcc18,1\nHCC19,2\n", ["HCC18", "HCC19"], name="w.csv")
+    assert "HCC18" in str(err) and "'hcc18'" in str(err) and "case" in str(err)

@@ -221,3 +221,88 @@ def test_the_default_store_is_a_file_in_the_users_data_directory(tmp_path, monke
     assert (tmp_path / "data" / "favmac" / "store.sqlite").exists()
     monkeypatch.setenv("FAVMAC_STORE", f"sqlite:///{tmp_path / 'other.sqlite'}")
     assert favmac.open_store().url.endswith("other.sqlite")
+
+
+@pytest.mark.parametrize("bad, found", [("C;1", "contains ';'"), ("", "no name"), ("  ", "no name"),
+                                        ("C\u202e1", "U+202E")])
+def test_code_names_the_readers_refuse_are_refused_at_creation(tmp_path, bad, found):
+    # a code with ';' made the trail's ';'-joined codes ambiguous ("C;1;C2"); the file readers refuse it
+    data = cohort(2, 60, CODES)
+    store = favmac.open_store(f"sqlite:///{tmp_path / 's.sqlite'}")
+    codes = [bad] + CODES[1:]
+    with pytest.raises(DataError) as caught:
+        store.create_program("p", RunSpec(targets=(1.1,)), data.ids, data.probs, data.labels, codes=codes)
+    assert found in str(caught.value) and "codes" in str(caught.value)
+    assert store.programs().empty
+
+
+def test_patient_ids_with_a_direction_control_are_refused_like_the_readers_do(program):
+    store, prog, data = program
+    ids = list(data.ids[220:222])
+    ids[1] = "p\u202e-evil"
+    message = _unchanged(store, prog, lambda: prog.predict(ids, data.probs[220:222],
+                                                           members={"plan": data.members["plan"][220:222]}))
+    assert "row 3, column patient_id" in message and "U+202E" in message
+
+
+
+def test_members_indexed_by_patient_id_are_matched_by_id_not_position(tmp_path):
+    # a members DataFrame (or Series) indexed by the batch's ids in another order was read by position:
+    # each patient silently got another patient's plan, threshold and set
+    data = cohort(2, 400, CODES)
+    plans = np.asarray(data.members["plan"], dtype=object)
+    ids, probs = list(data.ids[200:208]), data.probs[200:208]
+    thresholds = []
+    for name, members in (
+            ("in order", {"plan": plans[200:208]}),
+            ("frame by id", pd.DataFrame({"plan": plans[200:208]}, index=ids).iloc[::-1]),
+            ("series by id", {"plan": pd.Series(plans[200:208], index=ids).iloc[[3, 1, 0, 2, 7, 6, 5, 4]]})):
+        store = favmac.open_store(f"sqlite:///{tmp_path / (name.replace(' ', '_') + '.sqlite')}")
+        prog = store.create_program("p", RunSpec(targets=(1.1,), segment="plan"), data.ids[:200], data.probs[:200],
+                                    data.labels[:200], codes=CODES, members={"plan": plans[:200]})
+        assert len(set(plans[200:208])) > 1
+        thresholds.append(prog.predict(ids, probs, members=members)["threshold"].tolist())
+        store.close()
+    assert thresholds[1] == thresholds[0] and thresholds[2] == thresholds[0]
+
+
+def test_members_indexed_by_other_patients_are_refused(program):
+    store, prog, data = program
+    frame = pd.DataFrame({"plan": ["P0", "P1"]}, index=[data.ids[220], "someone-else"])
+    message = _unchanged(store, prog, lambda: prog.predict(data.ids[220:222], data.probs[220:222], members=frame))
+    assert "someone-else" in message and "member" in message
+
+
+def test_probabilities_and_labels_frames_indexed_by_patient_id_are_matched_by_id(tmp_path):
+    # program.predict(ids, frame) / program.label(ids, frame) with frames indexed by the ids in another order
+    # took the rows by position: every patient got another patient's probabilities or labels
+    data = cohort(2, 400, CODES)
+    ids = list(data.ids[200:210])
+    results = []
+    for name, shuffle in (("in_order", False), ("shuffled", True)):
+        store = favmac.open_store(f"sqlite:///{tmp_path / (name + '.sqlite')}")
+        prog = store.create_program("p", RunSpec(targets=(1.1,)), data.ids[:200], data.probs[:200], data.labels[:200],
+                                    codes=CODES)
+        probs = pd.DataFrame(data.probs[200:210], index=ids, columns=CODES)
+        labels = pd.DataFrame(data.labels[200:210].astype(int), index=ids, columns=CODES)
+        if shuffle:
+            probs, labels = probs.iloc[::-1], labels.sample(frac=1, random_state=0)
+        sets = prog.predict(ids, probs)
+        prog.label(ids, labels)
+        results.append((sets["codes"].tolist(), prog.status()["realized"]))
+        store.close()
+    assert results[1] == results[0]
+
+
+def test_settings_whose_value_cannot_price_the_codes_are_a_settings_error(program):
+    # the payment value on codes that are no HCCs escaped as a bare ValueError from inside the state
+    store, prog, data = program
+    message = _unchanged(store, prog, lambda: prog.update_settings(RunSpec(targets=(1.1,), value_kind="cms_payment")))
+    assert "cms_model" in message and "C0" in message
+
+
+def test_a_url_whose_driver_is_not_installed_is_one_clear_error():
+    # a dialect SQLAlchemy knows but whose driver is not installed (mysql -> MySQLdb) escaped as ModuleNotFoundError
+    with pytest.raises(StoreError, match="no database driver") as caught:
+        favmac.open_store("mysql://u:secret@localhost/db")
+    assert "secret" not in str(caught.value) and "u:***@" in str(caught.value)
