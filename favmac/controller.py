@@ -26,7 +26,7 @@ from .thresholds import (
 )
 from .scores import check_score, default_score
 from .universe import DEFAULT_UNIVERSE, candidate_sets, check_universe
-from .validation import aligned_labels, check_c_max, check_delta, check_labels, check_probs, check_target, check_window
+from .validation import aligned_labels, check_c_max, check_delta, check_labels, check_probs, check_target, check_window, name_pairing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -203,8 +203,8 @@ class FavMac:
     def _by_code(self, probs, name: str = "probs"):
         """``probs`` with its codes in the order of the first DataFrame (or Series) FavMac saw: a frame's columns
         (a Series' index) name the codes, and a frame with the same codes in another order is reordered, not read
-        by position; other codes are a ValueError naming one. Arrays pass unchanged (their columns are the codes
-        in order)."""
+        by position; codes with no name in common with the first frame's pair by position (as arrays do); a frame
+        sharing some codes but not all is a ValueError naming one (:func:`favmac.validation.name_pairing`)."""
         is_frame = hasattr(probs, "columns") and hasattr(probs, "reindex")
         is_series = not is_frame and hasattr(probs, "index") and hasattr(probs, "reindex") and np.ndim(probs) == 1
         if not (is_frame or is_series):
@@ -214,15 +214,14 @@ class FavMac:
             if len(set(names)) == len(names):
                 self._code_names = names
             return probs
-        if names == self._code_names:
-            return probs
         known = self._code_names
-        if len(set(names)) != len(names) or set(names) != set(known):
-            extra = [c for c in names if c not in set(known)]
-            missing = [c for c in known if c not in set(names)]
-            detail = f"{extra[0]!r} is not one of them" if extra else f"{missing[0]!r} is missing" if missing else "one twice"
+        try:
+            pairing = name_pairing(names, known)
+        except ValueError as err:
             raise ValueError(f"{name}: a DataFrame's columns name the codes, and they differ from the codes FavMac "
-                             f"first saw ({', '.join(map(str, known[:10]))}): {detail}")
+                             f"first saw ({', '.join(map(str, known[:10]))}): {err}") from None
+        if pairing != "reorder":
+            return probs
         return probs[known] if is_frame else probs.reindex(known)
 
     def _know_codes(self, n_codes: int) -> None:

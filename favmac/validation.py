@@ -20,6 +20,7 @@ __all__ = [
     "check_targets",
     "check_window",
     "aligned_labels",
+    "name_pairing",
     "MAX_WEIGHT",
 ]
 
@@ -56,27 +57,49 @@ def check_probs(probs, n_codes: int | None = None, *, name: str = "probs", batch
     return arr
 
 
+def name_pairing(mine, theirs) -> str:
+    """How two lists of names (a frame's codes or patients beside the frame it goes with) pair up: "same" (the
+    same names in the same order), "reorder" (the same unique names in another order: pair by name), "position"
+    (no name in common, e.g. ``prob_A`` beside ``label_A`` columns, or a RangeIndex beside patient ids: the frames
+    name things differently, so they pair by position, as arrays do); a ValueError ("a ... is missing") when they
+    share some names but not all, or one repeats a name (pairing by name or by position would both be a guess).
+
+    >>> name_pairing(["A", "B"], ["A", "B"]), name_pairing(["B", "A"], ["A", "B"]), name_pairing(["label_A"], ["A"])
+    ('same', 'reorder', 'position')
+    """
+    mine, theirs = list(mine), list(theirs)
+    if mine == theirs:
+        return "same"
+    unique = len(set(mine)) == len(mine) and len(set(theirs)) == len(theirs)
+    if unique and set(mine) == set(theirs):
+        return "reorder"
+    if not set(mine) & set(theirs):
+        return "position"
+    extra = [v for v in mine if v not in set(theirs)]
+    missing = [v for v in theirs if v not in set(mine)]
+    raise ValueError(f"{extra[0]!r} is not among them" if extra else f"{missing[0]!r} is missing" if missing
+                     else "one appears twice")
+
+
 def aligned_labels(probs, labels, *, name: str = "labels", like: str = "probs"):
     """``labels`` in ``probs``' row and column order when both are DataFrames (patients as the index, codes as
     the columns, as :func:`favmac.io.read_probabilities` and :func:`favmac.io.read_labels` give them, each in its
-    file's order); anything else is returned as it is (arrays pair by position).
-
-    A frame of other patients or other codes is a ValueError naming one of them.
+    file's order); anything else is returned as it is (arrays pair by position). Per axis (:func:`name_pairing`):
+    the same names in another order are matched by name; names with nothing in common (``prob_A`` beside
+    ``label_A``, a RangeIndex beside patient ids) pair by position; frames sharing some names but not all are a
+    ValueError naming one.
     """
     if not all(hasattr(x, "index") and hasattr(x, "columns") and hasattr(x, "reindex") for x in (probs, labels)):
         return labels
-    for what, mine, theirs in (("code", list(labels.columns), list(probs.columns)),
-                               ("patient", list(labels.index), list(probs.index))):
-        if mine == theirs:
-            continue
-        if len(set(mine)) != len(mine) or len(set(theirs)) != len(theirs) or set(mine) != set(theirs):
-            extra = [v for v in mine if v not in set(theirs)]
-            missing = [v for v in theirs if v not in set(mine)]
-            example = (f"{extra[0]!r} is not in {like}" if extra else f"{missing[0]!r} is missing" if missing
-                       else "one appears twice")
-            raise ValueError(f"{name}: a DataFrame is matched to {like} by {what} ({'columns' if what == 'code' else 'index'}), "
-                             f"but its {what}s differ: {example}")
-    return labels.reindex(index=probs.index, columns=probs.columns)
+    reorder = {}
+    for axis, what in (("columns", "code"), ("index", "patient")):
+        try:
+            if name_pairing(getattr(labels, axis), getattr(probs, axis)) == "reorder":
+                reorder[axis] = getattr(probs, axis)
+        except ValueError as err:
+            raise ValueError(f"{name}: a DataFrame is matched to {like} by {what} ({axis}), but its {what}s differ "
+                             f"from {like}'s: {err}") from None
+    return labels.reindex(**reorder) if reorder else labels
 
 
 def check_labels(labels, shape, *, name: str = "labels", like: str = "probs") -> np.ndarray:

@@ -101,3 +101,21 @@ def test_codes_that_contradict_the_probability_frame_columns_are_refused():
         replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.5], codes=["C", "A", "B"])
     result = replay(probs, labels, AdditiveValue(), AdditiveCost(), [0.5], codes=["A", "B", "C"])
     assert list(result.codes) == ["A", "B", "C"]
+
+
+def test_frames_whose_names_have_nothing_in_common_pair_by_position():
+    # df[prob_cols] beside df[label_cols] of one wide frame (prob_A beside label_A), or a RangeIndex beside patient
+    # ids: the frames name things differently, so they pair by position as arrays do (as before name matching)
+    from favmac import AdditiveCost, AdditiveValue, FavMac, replay
+
+    probs, labels = _frames()
+    value, cost = AdditiveValue(), AdditiveCost()
+    want = replay(probs.to_numpy(), labels.to_numpy(), value, cost, [0.5], burn_in=20)
+    prefixed = labels.rename(columns=lambda c: f"label_{c}").reset_index(drop=True)
+    got = replay(probs.rename(columns=lambda c: f"prob_{c}"), prefixed, value, cost, [0.5], burn_in=20)
+    assert np.array_equal(got.cost, want.cost) and np.array_equal(got.value, want.value)
+    model = FavMac(value, cost, 0.5).update(probs.rename(columns=lambda c: f"prob_{c}"), prefixed)
+    assert model.threshold == FavMac(value, cost, 0.5).update(probs.to_numpy(), labels.to_numpy()).threshold
+    assert np.array_equal(model.predict(probs.to_numpy()[:5]), model.predict(probs.iloc[:5]))  # A, B, C: by position
+    with pytest.raises(ValueError, match="differ from the codes FavMac first saw.*'C' is not among them"):
+        model.predict(probs.iloc[:5].rename(columns={"A": "prob_A", "B": "prob_B"}).drop(columns="C").assign(C=0.1))
