@@ -93,7 +93,7 @@ WARM_UP = (
     "numba_compile_lock.install()\n"
     "try:\n"
     "    from favmac.ui.bootstrap import warm_up\n"
-    "    warm_up(0)\n"
+    "    warm_up(0, settings=False)\n"  # the core kernels: the browser servers wait for this process
     "finally:\n"
     "    open(numba_compile_lock.done_path(), 'w').close()\n"
 )

@@ -130,7 +130,7 @@ def _rerun_soon() -> None:
     st.caption(MENU_NOTE)
 
 
-def warm_up(delay: float = 1.0) -> None:
+def warm_up(delay: float = 1.0, *, settings: bool = True) -> None:
     """Load the replay's compiled kernels (numba, cached on disk) on a 20-patient toy stream and the
     bundled sample's Online session, what a first Trade-offs run loads (scipy.stats, the baselines'
     kernels) on the toy stream, the kernels of the Online session's other settings on a few of the sample's
@@ -138,7 +138,9 @@ def warm_up(delay: float = 1.0) -> None:
     payment, the export) and many-decimal cost weights (a near-tie, a baseline), so the first visitor's replay and comparison do
     not pay for it: all of it is the server process's, shared by every session. The app runs it twice (module docstring): in a niced child
     process, which compiles into numba's cache on disk, then in the server, which loads from it. Waits
-    ``delay`` seconds first."""
+    ``delay`` seconds first. ``settings=False`` stops after the replay's, the sample's and Trade-offs' kernels (the
+    test suite's shared warm-up, tests/numba_compile_lock.py: the browser tests' servers wait for it, and the
+    other settings' kernels are compiled by the tests that reach them)."""
     time.sleep(delay)
     rng = np.random.RandomState(0)
     probs = rng.random_sample((20, 3))
@@ -174,6 +176,8 @@ def warm_up(delay: float = 1.0) -> None:
     longer = rng.random_sample((WARM_UP_PATIENTS, 3))
     with parallel.using(2):
         run_method(toy.replace(control="expected"), "FavMac (price)", longer, rng.random_sample(longer.shape) < longer)
+    if not settings:
+        return
     _warm_up_settings(sample)
     # cost weights with many decimals (exact sums beyond int64): a tie finer than the coarse brackets is decided
     # exactly (favmac.near_ties); one code of weight 1.2345678901234567e-6 never present, at that target, ties
