@@ -135,7 +135,10 @@ def serve_app(log_dir: Path, *extra_args: str):
     prefix = ""
     if "--server.baseUrlPath" in extra_args:
         prefix = "/" + extra_args[extra_args.index("--server.baseUrlPath") + 1].strip("/")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # no server warm-up (favmac.ui.bootstrap): each server's niced child would compile the same kernels again, outside
+    # the run's compile locks, beside the workers (tests/ui/test_warm_up.py tests the warm-up itself); the run's
+    # shared warm-up has compiled the core kernels, and the rest compile once, under the locks, where a test needs them
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "FAVMAC_WARM_UP": os.environ.get("FAVMAC_WARM_UP", "off")}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
