@@ -39,7 +39,8 @@ def recalibration_evidence(probs, labels, value, cost, target, *, fold: int, met
     half's own labels and applied to it (the hindsight threshold on those patients), once with the raw p and
     once with g(p). Both spend the same budget c on the same patients, so ``gain`` is what the map's
     probabilities change in the value captured there, in the value's own units (RAF, dollars, true codes,
-    ...); no patient the maps were fitted on is measured. O(R K log R) per map plus two candidate builds.
+    ...); no patient the maps were fitted on is measured. O(R K log R) per map, one candidate build per map and
+    half, and one per half for the raw p (shared by the maps).
 
     Parameters
     ----------
@@ -68,21 +69,25 @@ def recalibration_evidence(probs, labels, value, cost, target, *, fold: int, met
                          f"{MIN_FOLD}) to the {len(probs):,} patients in the data; got {fold!r}")
     middle = int(fold) // 2
     halves = (np.arange(0, middle), np.arange(middle, int(fold)))
-    rows = []
-    for method in [check_recalibration(m) for m in methods]:
-        for fitted, held, name in ((halves[0], halves[1], HALVES[1]), (halves[1], halves[0], HALVES[0])):
+    methods = [check_recalibration(m) for m in methods]
+    rows = {}
+    for fitted, held, name in ((halves[0], halves[1], HALVES[1]), (halves[1], halves[0], HALVES[0])):
+        bound_value, bound_cost = bind_rows(value, held), bind_rows(cost, held)
+
+        def measured(part):
+            model = FavMac(value, cost, target, delta=delta, universe=universe, score=score)
+            model.update(part, labels[held], value=bound_value)
+            chosen = model.predict(part, value=bound_value)
+            return (float(np.mean(bound_value(chosen, labels[held]))), float(np.mean(bound_cost(chosen, labels[held]))))
+
+        plain, plain_cost = measured(probs[held])  # the raw p's run on this half: the same for every map
+        for method in methods:
             maps = fit_recalibration(probs[fitted], labels[fitted], method, codes=codes)
-            bound_value, bound_cost = bind_rows(value, held), bind_rows(cost, held)
-            measured = []
-            for part in (probs[held], maps.apply(probs[held])):
-                model = FavMac(value, cost, target, delta=delta, universe=universe, score=score)
-                model.update(part, labels[held], value=bound_value)
-                chosen = model.predict(part, value=bound_value)
-                measured.append((float(np.mean(bound_value(chosen, labels[held]))),
-                                 float(np.mean(bound_cost(chosen, labels[held])))))
-            (plain, plain_cost), (mapped, mapped_cost) = measured
-            rows.append({"method": method, "measured_on": name, "patients": len(held), "value_plain": plain,
-                         "value_mapped": mapped, "gain": mapped - plain, "cost_plain": plain_cost, "cost_mapped": mapped_cost})
+            mapped, mapped_cost = measured(maps.apply(probs[held]))
+            rows[method, name] = {"method": method, "measured_on": name, "patients": len(held), "value_plain": plain,
+                                  "value_mapped": mapped, "gain": mapped - plain, "cost_plain": plain_cost,
+                                  "cost_mapped": mapped_cost}
+    rows = [rows[method, name] for method in methods for name in (HALVES[1], HALVES[0])]
     return pd.DataFrame(rows)
 
 
