@@ -360,15 +360,25 @@ class FavMac:
 
     def _insert(self, cands, realized) -> None:
         scale = self._costs.scale
+        # an empty tree without a window takes a batch in one sorted build (QuantileTree.from_arrays: equal in every
+        # query to inserting the points one by one), not one insert per point: a first update() of many patients
+        bulk = not self._tree and self.window is None and len(realized) > 1
         if self.delta is None:
             keys, increments = calibration_points(cands, realized, self.score)
+            if bulk:
+                self._tree = QuantileTree.from_arrays(np.asarray(keys, dtype=float).reshape(-1),
+                                                      np.asarray(increments).reshape(-1), scale)
             for row_keys, row_inc in zip(keys.tolist(), increments.tolist()):
-                self._tree.insert_many(row_keys, row_inc, scale)
+                if not bulk:
+                    self._tree.insert_many(row_keys, row_inc, scale)
                 self._remember((row_keys, row_inc, scale))
         else:
             scores = violation_scores(cands, realized, self._costs.bound(self.target), self.score)
+            if bulk:
+                self._tree = QuantileTree.from_arrays(np.asarray(scores, dtype=float), np.ones(len(scores), dtype=np.int64), 1)
             for score in scores.tolist():
-                self._tree.insert(score, 1)
+                if not bulk:
+                    self._tree.insert(score, 1)
                 self._remember(([score], [1], 1))
 
     def _groupings_of(self, group, n_rows: int) -> list:

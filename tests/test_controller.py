@@ -201,3 +201,27 @@ def test_frames_are_matched_by_code_name_between_update_and_predict():
     assert same.threshold == fm.threshold
     with pytest.raises(ValueError, match="probs: .*'D'"):
         fm.predict(new.rename(columns={"C": "D"}))
+
+
+@pytest.mark.parametrize("delta", [None, 0.1])
+@pytest.mark.parametrize("score", ["cost", "price"])
+def test_a_first_batch_gives_the_thresholds_of_one_patient_at_a_time(delta, score):
+    # FavMac's first update of a batch builds its calibration tree in one sorted build; the thresholds (and the
+    # next batches') equal feeding the patients one at a time, with float weights, ties and infinite scores
+    from favmac import AdditiveCost, AdditiveValue, FavMac
+
+    rng = np.random.RandomState(11)
+    probs = np.round(rng.rand(300, 6), 1)  # coarse: many exact ties
+    probs[:10, 0] = 0.0  # a zero probability: an infinite price
+    labels = rng.rand(300, 6) < probs
+    value, cost = AdditiveValue(rng.uniform(0.1, 3, 6)), AdditiveCost(rng.uniform(0.1, 2, 6))
+    for target in (0.3, 1.7, 5.0):
+        batch = FavMac(value, cost, target, delta=delta, score=score).update(probs[:200], labels[:200])
+        single = FavMac(value, cost, target, delta=delta, score=score)
+        for i in range(200):
+            single.update(probs[i:i + 1], labels[i:i + 1])
+        assert batch.threshold == single.threshold and batch.n_calibration == single.n_calibration == 200
+        batch.update(probs[200:], labels[200:])
+        single.update(probs[200:], labels[200:])
+        assert batch.threshold == single.threshold
+        assert np.array_equal(batch.predict(probs[:50]), single.predict(probs[:50]))
