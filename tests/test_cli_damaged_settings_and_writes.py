@@ -164,7 +164,8 @@ def test_program_predict_to_an_unwritable_out_records_nothing(tmp_path, run):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "sets.csv").read_text().startswith("patient_id,codes")
     (tmp_path / "labels.csv").write_text("patient_id,A,B,C\nn1,1,0,0\n")
-    assert run("program", "label", "p", "--labels", tmp_path / "labels.csv", *store).returncode == 0
+    labelled = run("program", "label", "p", "--labels", tmp_path / "labels.csv", *store)
+    assert labelled.returncode == 0 and "Labelled 1 patient." in labelled.stdout + labelled.stderr  # not "1 patients"
     status = run("program", "status", "p", *store)
     assert "1 labelled" in status.stdout and "nan" not in status.stdout  # one patient: no standard error yet
 

@@ -164,8 +164,10 @@ def run(args) -> int:
                             f"{' ...' if len(program.codes) > 8 else ''}).", file=args.labels, row=1)
         count = program.label(labels.index.to_numpy(dtype=object), labels[program.codes].to_numpy(),
                               batch=str(args.labels).rsplit("/", 1)[-1])
-        print(f"Labelled {count} patients" + (f" ({len(labels) - count} already labelled with the same codes)"
-                                              if count < len(labels) else "") + ".", file=report)
+        from ..io.errors import plural
+
+        print(f"Labelled {plural(count, 'patient')}" + (f" ({len(labels) - count} already labelled with the same codes)"
+                                                       if count < len(labels) else "") + ".", file=report)
         return 0
     if command == "settings":
         version = program.update_settings(_settings(args.settings, program.codes))

@@ -434,7 +434,11 @@ class Program:
         """Write the audit trail as CSV (formula cells and bidi/format characters neutralized) or Parquet."""
         self._store._authorize("export", self)
         frame = self._ledger.decisions(self._specs())
-        kind = format or ("parquet" if str(path).lower().endswith((".parquet", ".pq")) else "csv")
+        suffix = str(path).lower().rsplit("/", 1)[-1].rpartition(".")[2] if "." in str(path).rsplit("/", 1)[-1] else ""
+        if format is None and suffix not in ("", "csv", "txt", "parquet", "pq"):
+            raise ValueError(f"path: {str(path)!r} ends in .{suffix}; the audit trail is written as CSV (.csv) or "
+                             "Parquet (.parquet), or give format='csv' / 'parquet'")
+        kind = format or ("parquet" if suffix in ("parquet", "pq") else "csv")
         if kind == "parquet":
             frame.to_parquet(path, index=False)
             return

@@ -306,3 +306,17 @@ def test_a_url_whose_driver_is_not_installed_is_one_clear_error():
     with pytest.raises(StoreError, match="no database driver") as caught:
         favmac.open_store("mysql://u:secret@localhost/db")
     assert "secret" not in str(caught.value) and "u:***@" in str(caught.value)
+
+
+def test_the_audit_trail_is_written_as_csv_or_parquet_only(program, tmp_path):
+    # Program.export("trail.xlsx") wrote CSV text into an .xlsx file that a spreadsheet program then refuses
+    _, created, _ = program
+    with pytest.raises(ValueError, match=r"ends in \.xlsx; the audit trail is written as CSV \(\.csv\) or Parquet"):
+        created.export(tmp_path / "trail.xlsx")
+    assert not (tmp_path / "trail.xlsx").exists()
+    for name in ("trail.csv", "trail", "trail.parquet"):
+        created.export(tmp_path / name)
+    assert pd.read_csv(tmp_path / "trail.csv").shape == pd.read_csv(tmp_path / "trail").shape
+    assert len(pd.read_parquet(tmp_path / "trail.parquet")) == len(pd.read_csv(tmp_path / "trail.csv"))
+    created.export(tmp_path / "trail.xlsx.txt")  # a .txt is text: CSV
+    created.export(tmp_path / "forced.xlsx", format="csv")  # the caller says so
